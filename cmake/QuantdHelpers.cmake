@@ -1,0 +1,53 @@
+# Small house macros in the spirit of absl_cc_library / absl_cc_test.
+
+set(QUANTD_SOURCE_ROOT ${CMAKE_CURRENT_LIST_DIR}/..)
+
+function(quantd_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter
+                         -Wno-missing-field-initializers)
+  if(QUANTD_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+endfunction()
+
+# quantd_cc_library(NAME quantd_core_tpc SRCS a.cc HDRS a.h DEPS x y)
+function(quantd_cc_library)
+  cmake_parse_arguments(Q "" "NAME" "SRCS;HDRS;DEPS" ${ARGN})
+  if(Q_SRCS)
+    add_library(${Q_NAME} STATIC ${Q_SRCS} ${Q_HDRS})
+    target_include_directories(${Q_NAME} PUBLIC ${QUANTD_SOURCE_ROOT})
+    target_link_libraries(${Q_NAME} PUBLIC ${Q_DEPS})
+    quantd_warnings(${Q_NAME})
+  else()
+    add_library(${Q_NAME} INTERFACE)
+    target_include_directories(${Q_NAME} INTERFACE ${QUANTD_SOURCE_ROOT})
+    target_link_libraries(${Q_NAME} INTERFACE ${Q_DEPS})
+  endif()
+endfunction()
+
+# quantd_cc_test(NAME tpc_validation_test SRCS t.cc DEPS lib [LABELS core] [TIMEOUT 120])
+function(quantd_cc_test)
+  cmake_parse_arguments(Q "" "NAME;TIMEOUT" "SRCS;DEPS;LABELS" ${ARGN})
+  add_executable(${Q_NAME} ${Q_SRCS})
+  target_link_libraries(${Q_NAME} PRIVATE ${Q_DEPS} GTest::gmock GTest::gtest_main)
+  quantd_warnings(${Q_NAME})
+  if(NOT Q_TIMEOUT)
+    set(Q_TIMEOUT 300)
+  endif()
+  gtest_discover_tests(${Q_NAME}
+    PROPERTIES TIMEOUT ${Q_TIMEOUT} LABELS "${Q_LABELS}"
+               ENVIRONMENT "QUANTD_SOURCE_DIR=${QUANTD_SOURCE_ROOT};QUANTD_BINARY_DIR=${CMAKE_BINARY_DIR}"
+    DISCOVERY_TIMEOUT 60)
+endfunction()
+
+# Adds every immediate subdirectory that has a CMakeLists.txt, so that parallel
+# work on separate folders never edits a shared list.
+function(quantd_add_subdirectories)
+  file(GLOB children RELATIVE ${CMAKE_CURRENT_SOURCE_DIR} CONFIGURE_DEPENDS
+       ${CMAKE_CURRENT_SOURCE_DIR}/*/CMakeLists.txt)
+  list(SORT children)
+  foreach(child ${children})
+    get_filename_component(dir ${child} DIRECTORY)
+    add_subdirectory(${dir})
+  endforeach()
+endfunction()

@@ -1,0 +1,55 @@
+// ThreadPool: a fixed set of worker threads with a FIFO queue.
+//
+// Used for jobs (server admission bounds the queue) and for data-parallel
+// kernels through ParallelFor. ParallelFor splits [0, n) into contiguous
+// chunks whose boundaries depend only on n and the grain, never on the thread
+// count, so callers that reduce per chunk get identical results whatever the
+// pool size.
+#ifndef QUANTD_CORE_RUNTIME_THREAD_POOL_H_
+#define QUANTD_CORE_RUNTIME_THREAD_POOL_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+
+namespace quantd {
+
+class ThreadPool {
+ public:
+  // num_threads == 0 means run everything inline on the caller.
+  explicit ThreadPool(int num_threads);
+  ~ThreadPool();  // Drains the queue, then joins.
+
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  void Schedule(std::function<void()> task);
+
+  // Runs fn(begin, end) over contiguous chunks of [0, n) of about `grain`
+  // items and waits for all of them. The caller's thread works too, so this is
+  // safe to call from inside a pool task (no deadlock when every worker is
+  // busy).
+  void ParallelFor(int64_t n, int64_t grain,
+                   const std::function<void(int64_t, int64_t)>& fn);
+
+  int num_threads() const { return static_cast<int>(workers_.size()); }
+  // Number of queued tasks not yet started.
+  int64_t queue_size() const;
+
+ private:
+  void WorkerLoop();
+
+  mutable absl::Mutex mu_;
+  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace quantd
+
+#endif  // QUANTD_CORE_RUNTIME_THREAD_POOL_H_
