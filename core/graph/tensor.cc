@@ -1,0 +1,262 @@
+#include "core/graph/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace quantd {
+
+size_t DTypeSize(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat:
+    case DType::kInt32:
+    case DType::kUint32:
+      return 4;
+    case DType::kDouble:
+    case DType::kInt64:
+    case DType::kUint64:
+      return 8;
+    case DType::kUint8:
+    case DType::kInt8:
+    case DType::kBool:
+      return 1;
+    case DType::kUint16:
+    case DType::kInt16:
+    case DType::kFloat16:
+    case DType::kBfloat16:
+      return 2;
+    default:
+      return 0;
+  }
+}
+
+bool IsStorableDType(DType dtype) { return DTypeSize(dtype) != 0; }
+
+std::string DTypeName(DType dtype) {
+  switch (dtype) {
+    case DType::kUndefined:
+      return "undefined";
+    case DType::kFloat:
+      return "float";
+    case DType::kUint8:
+      return "uint8";
+    case DType::kInt8:
+      return "int8";
+    case DType::kUint16:
+      return "uint16";
+    case DType::kInt16:
+      return "int16";
+    case DType::kInt32:
+      return "int32";
+    case DType::kInt64:
+      return "int64";
+    case DType::kString:
+      return "string";
+    case DType::kBool:
+      return "bool";
+    case DType::kFloat16:
+      return "float16";
+    case DType::kDouble:
+      return "double";
+    case DType::kUint32:
+      return "uint32";
+    case DType::kUint64:
+      return "uint64";
+    case DType::kBfloat16:
+      return "bfloat16";
+    case DType::kUint4:
+      return "uint4";
+    case DType::kInt4:
+      return "int4";
+  }
+  return absl::StrCat("dtype(", static_cast<int>(dtype), ")");
+}
+
+int64_t NumElements(absl::Span<const int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return -1;
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d) return -1;
+    n *= d;
+  }
+  return n;
+}
+
+Tensor::Buffer::Buffer(size_t bytes) : size(bytes) {
+  const size_t rounded = ((bytes + 63) / 64) * 64;
+  data = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  if (data == nullptr) std::abort();  // OOM is fatal, as in Envoy
+  std::memset(data, 0, rounded == 0 ? 64 : rounded);
+}
+
+Tensor::Buffer::~Buffer() { std::free(data); }
+
+Tensor::Tensor(DType dtype, std::vector<int64_t> shape)
+    : dtype_(dtype), shape_(std::move(shape)) {
+  num_elements_ = NumElements(shape_);
+  if (num_elements_ < 0 || !IsStorableDType(dtype_)) std::abort();
+  buffer_ = std::make_shared<Buffer>(byte_size());
+}
+
+absl::StatusOr<Tensor> Tensor::Create(DType dtype, std::vector<int64_t> shape,
+                                      int64_t max_bytes) {
+  if (!IsStorableDType(dtype)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unsupported tensor element type ", DTypeName(dtype)));
+  }
+  const int64_t n = NumElements(shape);
+  if (n < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid tensor shape [", absl::StrJoin(shape, ","), "]"));
+  }
+  const int64_t elem = static_cast<int64_t>(DTypeSize(dtype));
+  if (n > max_bytes / elem) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "tensor of shape [", absl::StrJoin(shape, ","), "] (", DTypeName(dtype),
+        ") exceeds the limit of ", max_bytes, " bytes"));
+  }
+  return Tensor(dtype, std::move(shape));
+}
+
+void* Tensor::mutable_raw() {
+  if (!buffer_) return nullptr;
+  if (buffer_.use_count() > 1) {
+    auto copy = std::make_shared<Buffer>(buffer_->size);
+    std::memcpy(copy->data, buffer_->data, buffer_->size);
+    buffer_ = std::move(copy);
+  }
+  return buffer_->data;
+}
+
+absl::StatusOr<Tensor> Tensor::Reshaped(std::vector<int64_t> shape) const {
+  if (NumElements(shape) != num_elements_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot reshape ", DebugString(), " to [",
+                     absl::StrJoin(shape, ","), "]"));
+  }
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+Tensor Tensor::Clone() const {
+  Tensor t = *this;
+  if (buffer_) {
+    t.buffer_ = std::make_shared<Buffer>(buffer_->size);
+    std::memcpy(t.buffer_->data, buffer_->data, buffer_->size);
+  }
+  return t;
+}
+
+namespace {
+
+float HalfToFloat(uint16_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1f;
+  uint32_t mant = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal: normalise
+      exp = 127 - 15 + 1;
+      while ((mant & 0x400u) == 0) {
+        mant <<= 1;
+        --exp;
+      }
+      mant &= 0x3ffu;
+      bits = sign | (exp << 23) | (mant << 13);
+    }
+  } else if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+template <typename T>
+void CastLoop(const Tensor& in, float* out) {
+  const T* p = in.data<T>();
+  for (int64_t i = 0; i < in.num_elements(); ++i)
+    out[i] = static_cast<float>(p[i]);
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> Tensor::CastToFloat() const {
+  if (dtype_ == DType::kFloat) return *this;
+  Tensor out(DType::kFloat, shape_);
+  float* o = out.mutable_data<float>();
+  switch (dtype_) {
+    case DType::kDouble:
+      CastLoop<double>(*this, o);
+      break;
+    case DType::kUint8:
+      CastLoop<uint8_t>(*this, o);
+      break;
+    case DType::kInt8:
+      CastLoop<int8_t>(*this, o);
+      break;
+    case DType::kUint16:
+      CastLoop<uint16_t>(*this, o);
+      break;
+    case DType::kInt16:
+      CastLoop<int16_t>(*this, o);
+      break;
+    case DType::kInt32:
+      CastLoop<int32_t>(*this, o);
+      break;
+    case DType::kInt64:
+      CastLoop<int64_t>(*this, o);
+      break;
+    case DType::kUint32:
+      CastLoop<uint32_t>(*this, o);
+      break;
+    case DType::kUint64:
+      CastLoop<uint64_t>(*this, o);
+      break;
+    case DType::kBool:
+      CastLoop<bool>(*this, o);
+      break;
+    case DType::kFloat16: {
+      const auto* p = static_cast<const uint16_t*>(raw());
+      for (int64_t i = 0; i < num_elements_; ++i) o[i] = HalfToFloat(p[i]);
+      break;
+    }
+    case DType::kBfloat16: {
+      const auto* p = static_cast<const uint16_t*>(raw());
+      for (int64_t i = 0; i < num_elements_; ++i) {
+        const uint32_t bits = static_cast<uint32_t>(p[i]) << 16;
+        std::memcpy(&o[i], &bits, sizeof(float));
+      }
+      break;
+    }
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot convert ", DTypeName(dtype_), " to float"));
+  }
+  return out;
+}
+
+void Tensor::CheckType(DType want) const {
+  // Half types are accessed as uint16 storage.
+  if (want == dtype_) return;
+  if (want == DType::kUint16 &&
+      (dtype_ == DType::kFloat16 || dtype_ == DType::kBfloat16)) {
+    return;
+  }
+  std::abort();
+}
+
+std::string Tensor::DebugString() const {
+  return absl::StrCat(DTypeName(dtype_), "[", absl::StrJoin(shape_, ","), "]");
+}
+
+}  // namespace quantd
