@@ -88,6 +88,9 @@ struct Graph {
   std::vector<ValueInfo> inputs;  // excludes inputs backed by initializers
   std::vector<ValueInfo> outputs;
   std::map<std::string, ValueInfo> value_info;  // inferred/declared types
+  // Initializers that ONNX stores as packed 4-bit values (kInt4/kUint4): the
+  // Tensor holds one value per int8/uint8 element; export packs them again.
+  std::map<std::string, DType> sub_byte_types;
 
   const Tensor* FindInitializer(absl::string_view name) const;
   bool IsConstant(absl::string_view name) const {
