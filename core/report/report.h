@@ -1,0 +1,73 @@
+// The job report: what was quantized how, and what it costs in accuracy and
+// resources. Rendered as report.json (keys listed in DESIGN.md) and as a
+// self-contained report.html (inline SVG chart, no scripts or network).
+//
+// Every field is deterministic for a given request except
+// `timings_seconds`, which is wall-clock time per stage. Tools that compare
+// reports byte for byte drop that key (ReportToJson(..., false) does).
+#ifndef QUANTD_CORE_REPORT_REPORT_H_
+#define QUANTD_CORE_REPORT_REPORT_H_
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace quantd {
+
+// Bytes and bit-operations; unset = not given (targets) / not applicable.
+struct ResourceFigures {
+  std::optional<double> weights_memory_bytes;
+  std::optional<double> activation_memory_bytes;
+  std::optional<double> total_memory_bytes;
+  std::optional<double> bops;
+};
+
+struct LayerReport {
+  std::string node;
+  std::string op_type;
+  std::string op_set;             // "" when the node matched no op set
+  std::string fused_group;        // "" when not fused
+  int weights_bits = 0;           // 0: weights float / none
+  int activation_bits = 0;        // 0: output not quantized here
+  std::string weights_method;     // "SYMMETRIC", ... or "" when float
+  std::string activation_method;  // "POWER_OF_TWO", ... or ""
+  std::optional<double> sqnr_db;  // unset: not measured / exact
+  std::string float_reason;       // why (part of) the node stays float
+};
+
+struct OutputReport {
+  std::string name;
+  std::optional<double> sqnr_db;
+  std::optional<double> top1_agreement;  // classifier-like outputs only
+  std::optional<double> cosine;          // mean cosine similarity
+};
+
+struct ReportData {
+  std::string model_name;
+  std::string tpc;
+  std::string tpc_digest;
+  int num_calibration_samples = 0;
+  int num_evaluation_samples = 0;
+  ResourceFigures resource_utilization;
+  ResourceFigures baseline_8bit;
+  ResourceFigures targets;
+  std::vector<LayerReport> layers;
+  std::optional<double> output_sqnr_db;
+  std::vector<OutputReport> outputs;
+  std::vector<std::string> warnings;
+  // Stage name -> seconds, in stage order.
+  std::vector<std::pair<std::string, double>> timings_seconds;
+};
+
+// Pretty-printed JSON with sorted keys; `with_timings=false` omits
+// `timings_seconds` (the one non-deterministic field).
+std::string ReportToJson(const ReportData& report, bool with_timings = true);
+
+// A standalone HTML page: summary tables and a per-layer chart of bits and
+// SQNR as inline SVG.
+std::string ReportToHtml(const ReportData& report);
+
+}  // namespace quantd
+
+#endif  // QUANTD_CORE_REPORT_REPORT_H_

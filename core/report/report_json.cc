@@ -1,0 +1,80 @@
+#include <cmath>
+#include <string>
+
+#include "core/report/report.h"
+#include "nlohmann/json.hpp"
+
+namespace quantd {
+namespace {
+
+using Json = nlohmann::json;
+
+// NaN/inf have no JSON form: null (e.g. the SQNR of an exact output).
+Json Number(const std::optional<double>& v) {
+  if (!v.has_value() || !std::isfinite(*v)) return nullptr;
+  return *v;
+}
+
+Json Figures(const ResourceFigures& f) {
+  Json j = Json::object();
+  j["weights_memory_bytes"] = Number(f.weights_memory_bytes);
+  j["activation_memory_bytes"] = Number(f.activation_memory_bytes);
+  j["total_memory_bytes"] = Number(f.total_memory_bytes);
+  j["bops"] = Number(f.bops);
+  return j;
+}
+
+}  // namespace
+
+std::string ReportToJson(const ReportData& r, bool with_timings) {
+  Json j = Json::object();
+  j["model"] = r.model_name;
+  j["tpc"] = r.tpc;
+  j["tpc_digest"] = r.tpc_digest;
+  j["num_calibration_samples"] = r.num_calibration_samples;
+  j["num_evaluation_samples"] = r.num_evaluation_samples;
+  j["resource_utilization"] = Figures(r.resource_utilization);
+  j["baseline_8bit"] = Figures(r.baseline_8bit);
+  j["targets"] = Figures(r.targets);
+  Json layers = Json::array();
+  for (const LayerReport& l : r.layers) {
+    Json e = Json::object();
+    e["node"] = l.node;
+    e["op_type"] = l.op_type;
+    e["op_set"] = l.op_set;
+    e["fused_group"] = l.fused_group;
+    e["weights_bits"] = l.weights_bits;
+    e["activation_bits"] = l.activation_bits;
+    e["weights_method"] = l.weights_method;
+    e["activation_method"] = l.activation_method;
+    e["sqnr_db"] = Number(l.sqnr_db);
+    e["float_reason"] = l.float_reason;
+    layers.push_back(std::move(e));
+  }
+  j["layers"] = std::move(layers);
+  j["output_sqnr_db"] = Number(r.output_sqnr_db);
+  Json outputs = Json::array();
+  for (const OutputReport& o : r.outputs) {
+    Json e = Json::object();
+    e["name"] = o.name;
+    e["sqnr_db"] = Number(o.sqnr_db);
+    e["top1_agreement"] = Number(o.top1_agreement);
+    e["cosine"] = Number(o.cosine);
+    outputs.push_back(std::move(e));
+  }
+  j["outputs"] = std::move(outputs);
+  j["warnings"] = r.warnings;
+  if (with_timings) {
+    Json t = Json::object();
+    double total = 0;
+    for (const auto& [stage, seconds] : r.timings_seconds) {
+      t[stage] = seconds;
+      total += seconds;
+    }
+    t["total"] = total;
+    j["timings_seconds"] = std::move(t);
+  }
+  return j.dump(2) + "\n";
+}
+
+}  // namespace quantd
