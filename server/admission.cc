@@ -1,0 +1,108 @@
+#include "server/admission.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace quantd::server {
+namespace {
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+// Rounds up so that a small job never shows as "0 MiB".
+int64_t ToMiB(int64_t bytes) { return (bytes + kMiB - 1) / kMiB; }
+
+}  // namespace
+
+AdmissionTicket::~AdmissionTicket() {
+  owner_->Release(running_, memory_bytes_);
+}
+
+void AdmissionTicket::MarkRunning() {
+  if (running_) return;
+  running_ = true;
+  owner_->MarkRunning();
+}
+
+AdmissionController::AdmissionController(AdmissionLimits limits,
+                                         Observer observer)
+    : limits_(limits), observer_(std::move(observer)) {}
+
+absl::StatusOr<std::unique_ptr<AdmissionTicket>> AdmissionController::TryAdmit(
+    int64_t memory_bytes) {
+  if (memory_bytes < 0) memory_bytes = 0;
+  int position = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopped_) {
+      return absl::UnavailableError(
+          "server is draining and accepts no new jobs; retry on another "
+          "replica");
+    }
+    const int in_system = state_.queued + state_.running;
+    if (in_system >= limits_.workers + limits_.max_queued_jobs) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("job queue full: ", state_.running, " running, ",
+                       state_.queued, " queued (--workers=", limits_.workers,
+                       ", --max_queued_jobs=", limits_.max_queued_jobs, ")"));
+    }
+    if (limits_.max_memory_bytes > 0) {
+      if (memory_bytes > limits_.max_memory_bytes) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "job needs an estimated ", ToMiB(memory_bytes),
+            " MiB, more than the whole budget (--max_job_memory_mb=",
+            limits_.max_memory_bytes / kMiB, ")"));
+      }
+      if (state_.memory_bytes + memory_bytes > limits_.max_memory_bytes) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "job needs an estimated ", ToMiB(memory_bytes), " MiB but only ",
+            (limits_.max_memory_bytes - state_.memory_bytes) / kMiB,
+            " MiB of the budget are free (--max_job_memory_mb=",
+            limits_.max_memory_bytes / kMiB, ")"));
+      }
+    }
+    position =
+        in_system < limits_.workers ? 0 : in_system - limits_.workers + 1;
+    ++state_.queued;
+    state_.memory_bytes += memory_bytes;
+  }
+  Notify();
+  return std::unique_ptr<AdmissionTicket>(
+      new AdmissionTicket(this, position, memory_bytes));
+}
+
+void AdmissionController::StopAdmitting() {
+  absl::MutexLock lock(&mu_);
+  stopped_ = true;
+}
+
+AdmissionController::Snapshot AdmissionController::snapshot() const {
+  absl::MutexLock lock(&mu_);
+  return state_;
+}
+
+void AdmissionController::MarkRunning() {
+  {
+    absl::MutexLock lock(&mu_);
+    --state_.queued;
+    ++state_.running;
+  }
+  Notify();
+}
+
+void AdmissionController::Release(bool running, int64_t memory_bytes) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (running) {
+      --state_.running;
+    } else {
+      --state_.queued;
+    }
+    state_.memory_bytes -= memory_bytes;
+  }
+  Notify();
+}
+
+void AdmissionController::Notify() {
+  if (observer_) observer_(snapshot());
+}
+
+}  // namespace quantd::server

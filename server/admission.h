@@ -1,0 +1,97 @@
+// Admission control for quantization jobs.
+//
+// A job is admitted if a worker or a queue slot is free and its memory
+// estimate fits the budget left by the jobs already admitted; otherwise it
+// is rejected at once with RESOURCE_EXHAUSTED (never parked on a gRPC
+// thread). While the server drains, admission answers UNAVAILABLE so clients
+// retry on another replica.
+#ifndef QUANTD_SERVER_ADMISSION_H_
+#define QUANTD_SERVER_ADMISSION_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+
+namespace quantd::server {
+
+struct AdmissionLimits {
+  int workers = 1;               // jobs that run at once
+  int max_queued_jobs = 0;       // jobs that may wait for a worker
+  int64_t max_memory_bytes = 0;  // budget of all admitted jobs; 0 = none
+};
+
+class AdmissionController;
+
+// A job's place in the system. Destroying it frees the place and the memory.
+class AdmissionTicket {
+ public:
+  ~AdmissionTicket();
+  AdmissionTicket(const AdmissionTicket&) = delete;
+  AdmissionTicket& operator=(const AdmissionTicket&) = delete;
+
+  // 0 when a worker was free at admission, else 1-based place in the queue.
+  int queue_position() const { return queue_position_; }
+  int64_t memory_bytes() const { return memory_bytes_; }
+  // The job left the queue and runs on a worker.
+  void MarkRunning();
+
+ private:
+  friend class AdmissionController;
+  AdmissionTicket(AdmissionController* owner, int queue_position,
+                  int64_t memory_bytes)
+      : owner_(owner),
+        queue_position_(queue_position),
+        memory_bytes_(memory_bytes) {}
+
+  AdmissionController* owner_;
+  int queue_position_;
+  int64_t memory_bytes_;
+  bool running_ = false;
+};
+
+class AdmissionController {
+ public:
+  struct Snapshot {
+    int queued = 0;   // admitted, waiting for a worker
+    int running = 0;  // on a worker
+    int64_t memory_bytes = 0;
+  };
+  // Called (outside the lock) after every change, e.g. to update gauges.
+  using Observer = std::function<void(const Snapshot&)>;
+
+  explicit AdmissionController(AdmissionLimits limits,
+                               Observer observer = nullptr);
+  // Every ticket must be destroyed before the controller.
+  ~AdmissionController() = default;
+
+  // RESOURCE_EXHAUSTED naming the limit that is full; UNAVAILABLE while
+  // draining.
+  absl::StatusOr<std::unique_ptr<AdmissionTicket>> TryAdmit(
+      int64_t memory_bytes);
+
+  // New jobs get UNAVAILABLE from now on.
+  void StopAdmitting();
+
+  Snapshot snapshot() const;
+  const AdmissionLimits& limits() const { return limits_; }
+
+ private:
+  friend class AdmissionTicket;
+  void Release(bool running, int64_t memory_bytes);
+  void MarkRunning();
+  void Notify();
+
+  const AdmissionLimits limits_;
+  const Observer observer_;
+  mutable absl::Mutex mu_;
+  Snapshot state_ ABSL_GUARDED_BY(mu_);
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace quantd::server
+
+#endif  // QUANTD_SERVER_ADMISSION_H_
