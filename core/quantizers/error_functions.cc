@@ -1,0 +1,240 @@
+#include "core/quantizers/error_functions.h"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+#include "core/quantizers/internal/errors.h"
+#include "core/quantizers/internal/kernels.h"
+
+namespace quantd::quantizers {
+namespace internal {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// _smooth_distribution: the result is float32 (probability.astype(float32)).
+std::vector<float> Smooth(const std::vector<double>& p) {
+  double min_nonzero = kInf;
+  int64_t nonzero = 0;
+  for (double v : p) {
+    if (v != 0) {
+      min_nonzero = std::min(min_nonzero, v);
+      ++nonzero;
+    }
+  }
+  const int64_t size = static_cast<int64_t>(p.size());
+  const double smoothing = min_nonzero / (2.0 * static_cast<double>(size));
+  const double zeros = static_cast<double>(size - nonzero);
+  const double reduce = smoothing * zeros / static_cast<double>(nonzero);
+  const float s32 = static_cast<float>(smoothing);
+  const float r32 = static_cast<float>(-reduce);
+  std::vector<float> out(p.size());
+  for (size_t i = 0; i < p.size(); ++i) {
+    const float z = p[i] == 0 ? 1.0f : 0.0f;
+    const float nz = p[i] != 0 ? 1.0f : 0.0f;
+    const float corr = s32 * z + r32 * nz;
+    out[i] = static_cast<float>(p[i]) + corr;
+  }
+  return out;
+}
+
+}  // namespace
+
+double KlHistogramCore(const double* edges, const double* q_edges,
+                       const double* counts, int64_t n_bins, double range_min,
+                       double range_max, double cmp_min, double cmp_max) {
+  const int64_t n_edges = n_bins + 1;
+  // _is_range_valid and _get_bins_indices_from_range.
+  int64_t first_ge = -1, last_lt = -1;
+  for (int64_t i = 0; i < n_edges; ++i) {
+    if (first_ge < 0 && edges[i] >= cmp_min) first_ge = i;
+    if (edges[i] < cmp_max) last_lt = i;
+  }
+  if (first_ge < 0 || last_lt < 0) return kInf;
+  if (!(range_min < range_max)) return kInf;  // MCT asserts here.
+  const int64_t first = std::max<int64_t>(first_ge - 1, 0);
+  const int64_t last = last_lt;
+  if (first > last) return kInf;  // MCT asserts here.
+  if (first == last) return 0.0;
+  const int64_t len = last - first;  // counts_subset length
+  const double* sub = counts + first;
+  const double* q_sub = q_edges + first;  // len + 1 values
+  bool any = false;
+  for (int64_t i = 0; i < len; ++i) any |= sub[i] != 0;
+  if (!any) return kInf;
+  std::vector<double> acc(sub, sub + len);
+  acc[0] += PairwiseSum(counts, first);
+  acc[len - 1] += PairwiseSum(counts + last, n_bins - last);
+  // Spread each quantized level's mass over its non-empty bins.
+  std::vector<double> qbc(len, 0.0);
+  std::vector<int64_t> order(len);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return q_sub[a] < q_sub[b]; });
+  std::vector<double> group_counts;
+  for (int64_t s = 0; s < len;) {
+    int64_t e = s;
+    while (e < len && q_sub[order[e]] == q_sub[order[s]]) ++e;
+    // Members in index order (stable sort keeps it).
+    group_counts.clear();
+    float positive = 0;
+    for (int64_t k = s; k < e; ++k) {
+      const double c = sub[order[k]];
+      group_counts.push_back(c);
+      if (c > 0) positive += 1.0f;
+    }
+    const double sum = PairwiseSum(group_counts.data(),
+                                   static_cast<int64_t>(group_counts.size()));
+    const double rel = sum / (static_cast<double>(positive) + 1e-6);
+    const float rel32 = static_cast<float>(rel);
+    for (int64_t k = s; k < e; ++k) {
+      qbc[order[k]] =
+          sub[order[k]] > 0 ? static_cast<double>(rel32 * 1.0f) : 0.0;
+    }
+    s = e;
+  }
+  const double qsum = PairwiseSum(qbc.data(), len);
+  std::vector<double> p_fxp(len), p_float(len);
+  for (int64_t i = 0; i < len; ++i) p_fxp[i] = qbc[i] / qsum;
+  const double asum = PairwiseSum(acc.data(), len);
+  for (int64_t i = 0; i < len; ++i) p_float[i] = acc[i] / asum;
+  const std::vector<float> sf = Smooth(p_float);
+  const std::vector<float> sq = Smooth(p_fxp);
+  std::vector<float> terms(len);
+  for (int64_t i = 0; i < len; ++i) {
+    terms[i] = sf[i] * std::log(sf[i] / sq[i]);
+  }
+  return PairwiseSum(terms.data(), len);
+}
+
+double KlTensorErrorImpl(const float* x, int64_t n, double range_min,
+                         double range_max, int n_bits, RangeKind kind) {
+  if (range_max <= range_min) return kInf;
+  std::vector<double> edges, counts;
+  HistogramF32(x, n, kHistogramBins, &edges, &counts);
+  std::vector<double> q(edges.size());
+  double cmp_min = range_min, cmp_max = range_max;
+  switch (kind) {
+    case RangeKind::kScalar: {
+      cmp_min = static_cast<float>(range_min);
+      cmp_max = static_cast<float>(range_max);
+      const auto g = UniformGrid<double, float>(range_min, range_max, n_bits);
+      for (size_t i = 0; i < edges.size(); ++i) {
+        q[i] = QuantizeOne(static_cast<float>(edges[i]), g);
+      }
+      break;
+    }
+    case RangeKind::kF32Array: {
+      const auto g = UniformGrid<float, float>(
+          static_cast<float>(range_min), static_cast<float>(range_max), n_bits);
+      for (size_t i = 0; i < edges.size(); ++i) {
+        q[i] = QuantizeOne(static_cast<float>(edges[i]), g);
+      }
+      break;
+    }
+    case RangeKind::kF64Array: {
+      const auto g = UniformGrid<double, double>(range_min, range_max, n_bits);
+      for (size_t i = 0; i < edges.size(); ++i) q[i] = QuantizeOne(edges[i], g);
+      break;
+    }
+  }
+  return KlHistogramCore(edges.data(), q.data(), counts.data(),
+                         static_cast<int64_t>(counts.size()), range_min,
+                         range_max, cmp_min, cmp_max);
+}
+
+double HistogramPointError(ErrorMethod method, const double* edges,
+                           const double* q_edges, const double* counts,
+                           int64_t n_bins, double p, bool f32_edges) {
+  std::vector<double> t(n_bins);
+  for (int64_t i = 0; i < n_bins; ++i) {
+    double v;
+    if (f32_edges) {
+      const float d =
+          static_cast<float>(q_edges[i]) - static_cast<float>(edges[i]);
+      switch (method) {
+        case ErrorMethod::kMae:
+          v = std::abs(d);
+          break;
+        case ErrorMethod::kLp:
+          v = std::pow(std::abs(d), static_cast<float>(p));
+          break;
+        default:
+          v = d * d;
+          break;
+      }
+    } else {
+      const double d = q_edges[i] - edges[i];
+      switch (method) {
+        case ErrorMethod::kMae:
+          v = std::abs(d);
+          break;
+        case ErrorMethod::kLp:
+          v = std::pow(std::abs(d), p);
+          break;
+        default:
+          v = d * d;
+          break;
+      }
+    }
+    t[i] = v * counts[i];
+  }
+  return PairwiseSum(t.data(), n_bins) / PairwiseSum(counts, n_bins);
+}
+
+}  // namespace internal
+
+double TensorError(ErrorMethod method, absl::Span<const float> x,
+                   absl::Span<const float> q, double p,
+                   absl::Span<const float> hessian) {
+  if (method == ErrorMethod::kKl)
+    return std::numeric_limits<double>::quiet_NaN();
+  std::vector<float> scratch;
+  return internal::PointwiseError<float>(method, x.data(), q.data(),
+                                         static_cast<int64_t>(x.size()), p,
+                                         hessian.data(), &scratch);
+}
+
+double TensorErrorF64(ErrorMethod method, absl::Span<const double> x,
+                      absl::Span<const double> q, double p,
+                      absl::Span<const float> hessian) {
+  if (method == ErrorMethod::kKl)
+    return std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> scratch;
+  return internal::PointwiseError<double>(method, x.data(), q.data(),
+                                          static_cast<int64_t>(x.size()), p,
+                                          hessian.data(), &scratch);
+}
+
+double KlTensorError(absl::Span<const float> x, double range_min,
+                     double range_max, int n_bits, bool range_is_array) {
+  return internal::KlTensorErrorImpl(
+      x.data(), static_cast<int64_t>(x.size()), range_min, range_max, n_bits,
+      range_is_array ? internal::RangeKind::kF64Array
+                     : internal::RangeKind::kScalar);
+}
+
+double HistogramError(ErrorMethod method, const Histogram& histogram,
+                      absl::Span<const double> q_edges, double p) {
+  return internal::HistogramPointError(
+      method, histogram.edges.data(), q_edges.data(), histogram.counts.data(),
+      static_cast<int64_t>(histogram.counts.size()), p,
+      histogram.float32_edges);
+}
+
+double KlHistogramError(const Histogram& histogram,
+                        absl::Span<const double> q_edges, double range_min,
+                        double range_max) {
+  double cmin = range_min, cmax = range_max;
+  if (histogram.float32_edges) {
+    cmin = static_cast<float>(range_min);
+    cmax = static_cast<float>(range_max);
+  }
+  return internal::KlHistogramCore(
+      histogram.edges.data(), q_edges.data(), histogram.counts.data(),
+      static_cast<int64_t>(histogram.counts.size()), range_min, range_max, cmin,
+      cmax);
+}
+
+}  // namespace quantd::quantizers

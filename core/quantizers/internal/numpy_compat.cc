@@ -1,0 +1,115 @@
+#include "core/quantizers/internal/numpy_compat.h"
+
+#include <algorithm>
+
+namespace quantd::quantizers::internal {
+
+std::vector<double> Linspace(double start, double stop, int num) {
+  std::vector<double> y(num);
+  if (num <= 0) return y;
+  const int div = num - 1;
+  const double delta = stop - start;
+  if (div > 0) {
+    const double step = delta / div;
+    if (step == 0) {
+      for (int i = 0; i < num; ++i)
+        y[i] = (static_cast<double>(i) / div) * delta + start;
+    } else {
+      for (int i = 0; i < num; ++i)
+        y[i] = static_cast<double>(i) * step + start;
+    }
+    y[num - 1] = stop;
+  } else {
+    y[0] = start;
+  }
+  return y;
+}
+
+void HistogramF32(const float* x, int64_t n, int n_bins,
+                  std::vector<double>* edges, std::vector<double>* counts) {
+  float mn = x[0], mx = x[0];
+  for (int64_t i = 1; i < n; ++i) {
+    mn = std::min(mn, x[i]);
+    mx = std::max(mx, x[i]);
+  }
+  // _get_outer_edges: np.float32 -/+ 0.5 is float64 in NumPy 1.24.
+  double first = mn, last = mx;
+  if (first == last) {
+    first -= 0.5;
+    last += 0.5;
+  }
+  // linspace in float64, cast to float32.
+  std::vector<double> lin = Linspace(first, last, n_bins + 1);
+  std::vector<float> e32(n_bins + 1);
+  for (int i = 0; i <= n_bins; ++i) e32[i] = static_cast<float>(lin[i]);
+  edges->assign(e32.begin(), e32.end());
+  counts->assign(n_bins, 0.0);
+  // _histogram's fast path: float32 index estimate, then +-1 corrections
+  // against the float32 edges.
+  const float first32 = static_cast<float>(first);
+  const float last32 = static_cast<float>(last);
+  const float norm =
+      static_cast<float>(n_bins / static_cast<double>(last32 - first32));
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    if (!(v >= first32 && v <= last32)) continue;
+    const float f = (v - first32) * norm;
+    int64_t idx = static_cast<int64_t>(f);
+    if (idx == n_bins) --idx;
+    if (v < e32[idx]) --idx;
+    if (v >= e32[idx + 1] && idx != n_bins - 1) ++idx;
+    (*counts)[idx] += 1.0;
+  }
+}
+
+std::vector<double> Interp(const std::vector<double>& x,
+                           const std::vector<double>& xp,
+                           const std::vector<double>& fp) {
+  const int64_t lenxp = static_cast<int64_t>(xp.size());
+  std::vector<double> res(x.size());
+  const double lval = fp.front(), rval = fp.back();
+  std::vector<double> slopes;
+  const bool precompute = lenxp <= static_cast<int64_t>(x.size());
+  if (precompute) {
+    slopes.resize(lenxp > 1 ? lenxp - 1 : 0);
+    for (int64_t i = 0; i + 1 < lenxp; ++i) {
+      slopes[i] = (fp[i + 1] - fp[i]) / (xp[i + 1] - xp[i]);
+    }
+  }
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double v = x[i];
+    if (std::isnan(v)) {
+      res[i] = v;
+      continue;
+    }
+    int64_t j;
+    if (v < xp[0]) {
+      j = -1;
+    } else if (v > xp[lenxp - 1]) {
+      j = lenxp;
+    } else {
+      // Largest j with xp[j] <= v.
+      j = std::upper_bound(xp.begin(), xp.end(), v) - xp.begin() - 1;
+    }
+    if (j == -1) {
+      res[i] = lval;
+    } else if (j == lenxp) {
+      res[i] = rval;
+    } else if (j == lenxp - 1) {
+      res[i] = fp[j];
+    } else if (xp[j] == v) {
+      res[i] = fp[j];
+    } else {
+      const double slope =
+          precompute ? slopes[j] : (fp[j + 1] - fp[j]) / (xp[j + 1] - xp[j]);
+      res[i] = slope * (v - xp[j]) + fp[j];
+      if (std::isnan(res[i])) {
+        res[i] = slope * (v - xp[j + 1]) + fp[j + 1];
+        if (std::isnan(res[i]) && fp[j] == fp[j + 1]) res[i] = fp[j];
+      }
+    }
+  }
+  return res;
+}
+
+}  // namespace quantd::quantizers::internal

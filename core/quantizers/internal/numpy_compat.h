@@ -1,0 +1,63 @@
+// NumPy 1.24 numerics that MCT's results depend on, reproduced bit for bit:
+// pairwise summation, linspace, np.histogram of float32 data, np.interp,
+// np.arange, round-half-to-even. Internal to quantizers/ and stats/.
+#ifndef QUANTD_CORE_QUANTIZERS_INTERNAL_NUMPY_COMPAT_H_
+#define QUANTD_CORE_QUANTIZERS_INTERNAL_NUMPY_COMPAT_H_
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace quantd::quantizers::internal {
+
+// np.round: round half to even (the default FE_TONEAREST mode).
+inline double RoundHalfEven(double x) { return std::nearbyint(x); }
+inline float RoundHalfEven(float x) { return std::nearbyintf(x); }
+
+// numpy's pairwise summation (umath/loops_utils.h), accumulating in T.
+template <typename T>
+T PairwiseSum(const T* a, int64_t n) {
+  if (n < 8) {
+    T res = T(0);
+    for (int64_t i = 0; i < n; ++i) res += a[i];
+    return res;
+  }
+  if (n <= 128) {
+    T r[8];
+    for (int j = 0; j < 8; ++j) r[j] = a[j];
+    int64_t i = 8;
+    for (; i < n - (n % 8); i += 8) {
+      for (int j = 0; j < 8; ++j) r[j] += a[i + j];
+    }
+    T res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    for (; i < n; ++i) res += a[i];
+    return res;
+  }
+  int64_t n2 = n / 2;
+  n2 -= n2 % 8;
+  return PairwiseSum(a, n2) + PairwiseSum(a + n2, n - n2);
+}
+
+// np.mean of a contiguous array of T (T accumulator, then one division).
+template <typename T>
+T Mean(const T* a, int64_t n) {
+  return PairwiseSum(a, n) / static_cast<T>(n);
+}
+
+// np.linspace(start, stop, num) in float64 (endpoint included).
+std::vector<double> Linspace(double start, double stop, int num);
+
+// np.histogram(x, bins=n_bins) of float32 data: float32 edges (returned as
+// their exact double values) and integer counts. `x` must be non-empty and
+// finite.
+void HistogramF32(const float* x, int64_t n, int n_bins,
+                  std::vector<double>* edges, std::vector<double>* counts);
+
+// np.interp(x, xp, fp) for increasing xp (default left/right = fp ends).
+std::vector<double> Interp(const std::vector<double>& x,
+                           const std::vector<double>& xp,
+                           const std::vector<double>& fp);
+
+}  // namespace quantd::quantizers::internal
+
+#endif  // QUANTD_CORE_QUANTIZERS_INTERNAL_NUMPY_COMPAT_H_

@@ -1,0 +1,59 @@
+// MCT's search loops (qparams_search.py), independent of what is searched:
+// the loss callbacks quantize and measure. Per-channel loops run channels in
+// lock-step so the early-stop test (mean improvement) sees every channel;
+// a ThreadPool, when given, parallelises channels without changing results.
+#ifndef QUANTD_CORE_QUANTIZERS_INTERNAL_SEARCH_H_
+#define QUANTD_CORE_QUANTIZERS_INTERNAL_SEARCH_H_
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace quantd {
+class ThreadPool;
+}
+
+namespace quantd::quantizers::internal {
+
+// loss(t, param_is_f32): param_is_f32 marks the initial parameter when MCT
+// holds it as float32 (NumPy then quantizes in float32).
+using ScalarLoss = std::function<double(double, bool)>;
+// Loss of channel c at threshold t.
+using ChannelLoss = std::function<double(int64_t, double, bool)>;
+using ScalarRangeLoss = std::function<double(double, double, bool)>;
+using ChannelRangeLoss = std::function<double(int64_t, double, double, bool)>;
+
+// qparams_symmetric_iterative_minimization, per tensor.
+double SymmetricMinimize(double x0, bool x0_f32, const ScalarLoss& loss,
+                         int n_intervals, int n_iter, int dec_freq);
+// The same per channel.
+std::vector<double> SymmetricMinimizePerChannel(const std::vector<double>& x0,
+                                                bool x0_f32,
+                                                const ChannelLoss& loss,
+                                                int n_intervals, int n_iter,
+                                                int dec_freq, ThreadPool* pool);
+
+// itertools.product(linspace(0.7,1.2,S), linspace(0.7,1.2,S)).
+std::vector<std::array<double, 2>> UniformScalers(int samples);
+
+// iterative_uniform_dynamic_range_search, per tensor: returns {min, max}.
+std::array<double, 2> UniformMinimize(
+    std::array<double, 2> x0, bool x0_f32,
+    const std::vector<std::array<double, 2>>& scalers,
+    const ScalarRangeLoss& loss, int n_iter);
+std::vector<std::array<double, 2>> UniformMinimizePerChannel(
+    const std::vector<std::array<double, 2>>& x0, bool x0_f32,
+    const std::vector<std::array<double, 2>>& scalers,
+    const ChannelRangeLoss& loss, int n_iter, ThreadPool* pool);
+
+// np.argmin: first minimum, or the first NaN if any.
+int64_t ArgMin(const double* v, int64_t n);
+
+// Runs fn(c) for c in [0, n), in parallel when a pool is given.
+void ForEachChannel(int64_t n, ThreadPool* pool,
+                    const std::function<void(int64_t)>& fn);
+
+}  // namespace quantd::quantizers::internal
+
+#endif  // QUANTD_CORE_QUANTIZERS_INTERNAL_SEARCH_H_
