@@ -86,6 +86,13 @@ def _bytes(quantity):
     return float(number) * (_MEMORY_UNITS[unit] if unit else 1)
 
 
+def _readme_metric_names():
+    """Metric names in the first column of deploy/README.md's tables."""
+    with open(os.path.join(deploy_lib.DEPLOY_DIR, "README.md")) as f:
+        return set(re.findall(r"^\| `((?:quantd|grpc_server)_\w+)` \|",
+                              f.read(), re.MULTILINE))
+
+
 class OverlayTest(unittest.TestCase):
 
     @classmethod
@@ -276,6 +283,24 @@ class OverlayTest(unittest.TestCase):
                                                    s["metadata"]["labels"])]
         self.assertEqual(selected, ["quantd-metrics"])
         self.assertEqual(monitor["spec"]["endpoints"][0]["port"], "metrics")
+
+    def test_prod_alert_rules_use_only_documented_metrics(self):
+        rule = self.overlays["prod"].get("PrometheusRule", "quantd")
+        exprs = " ".join(r["expr"] for g in rule["spec"]["groups"]
+                         for r in g["rules"])
+        documented = _readme_metric_names()
+        used = set(re.findall(r"\b((?:quantd|grpc_server)_\w+)", exprs))
+        self.assertTrue(used)
+        for name in used:
+            self.assertIn(name, documented)
+
+    def test_readme_metrics_are_the_ones_the_server_registers(self):
+        source = os.path.join(deploy_lib.SOURCE_DIR, "server", "metrics.cc")
+        if not os.path.exists(source):
+            self.skipTest("server/metrics.cc does not exist yet")
+        with open(source) as f:
+            registered = set(re.findall(r'\.Name\("(\w+)"\)', f.read()))
+        self.assertEqual(_readme_metric_names(), registered)
 
     def test_pdb_selects_the_pods_and_lets_one_go(self):
         for _, rendered, _, _ in self.each():
