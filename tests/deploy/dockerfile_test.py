@@ -181,6 +181,11 @@ class DockerfileTest(unittest.TestCase):
         self.assertEqual(env["QUANTD_PORT"], "50051")
         self.assertEqual(env["QUANTD_METRICS_PORT"], "9464")
 
+    def test_server_listens_on_every_interface(self):
+        # quantd's default is loopback: EXPOSE would reach nothing.
+        self.assertIn(env_defaults(self.runtime)["QUANTD_LISTEN_ADDRESS"],
+                      ("0.0.0.0", "[::]"))
+
     def test_tpc_dir_default_is_populated_in_the_image(self):
         env = env_defaults(self.runtime)
         tpc_dir = env["QUANTD_TPC_DIR"].rstrip("/")

@@ -21,6 +21,7 @@ import deploy_lib
 
 READINESS_SERVICE = "quantd.v1.QuantizationService"
 QUANTD_BINARY = None  # set from --quantd
+QUANTCTL_BINARY = None  # set from --quantctl
 
 
 def _overlay(name):
@@ -182,6 +183,18 @@ class OverlayTest(unittest.TestCase):
                             "SCHEMA_VERSION"):
                     self.assertIn(key, tpc, f"{file_name}: no '{key}'")
 
+    def test_tpc_files_pass_quantctl_tpc_validate(self):
+        if not QUANTCTL_BINARY or not os.path.exists(QUANTCTL_BINARY):
+            self.skipTest("quantctl is not built in this tree")
+        tpc_dir = os.path.join(deploy_lib.K8S_DIR, "base", "tpc")
+        for name in sorted(os.listdir(tpc_dir)):
+            proc = subprocess.run(
+                [QUANTCTL_BINARY, "tpc", "validate", os.path.join(tpc_dir, name)],
+                capture_output=True, text=True, check=False, timeout=60)
+            if "unknown command 'tpc'" in proc.stderr:
+                self.skipTest("quantctl has no 'tpc' command yet")
+            self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+
     def test_resources_have_requests_within_limits(self):
         for _, _, _, c in self.each():
             req, lim = c["resources"]["requests"], c["resources"]["limits"]
@@ -200,10 +213,30 @@ class OverlayTest(unittest.TestCase):
 
     def test_termination_grace_exceeds_prestop_plus_drain(self):
         for _, rendered, pod, c in self.each():
-            drain = int(_env_from_configmap(rendered, c)["QUANTD_DRAIN_SECONDS"])
+            flags = _env_from_configmap(rendered, c)
+            drain = int(flags["QUANTD_DRAIN_SECONDS"]) + int(
+                flags.get("QUANTD_DRAIN_DELAY_SECONDS", "0"))
             grace = pod["terminationGracePeriodSeconds"]
             # 5 s at least for the process to flush and exit after the drain.
             self.assertGreaterEqual(grace, _prestop_seconds(c) + drain + 5)
+
+    def test_server_listens_on_every_interface(self):
+        # Probes and Services dial the pod IP; quantd's default is loopback.
+        for _, rendered, _, c in self.each():
+            self.assertIn(
+                _env_from_configmap(rendered, c)["QUANTD_LISTEN_ADDRESS"],
+                ("0.0.0.0", "[::]"))
+
+    def test_memory_budgets_fit_the_memory_limit(self):
+        # Admitted jobs' estimates + the in-memory upload store + 512 MiB for
+        # the process must fit, or the kernel OOM-kills running jobs.
+        for _, rendered, _, c in self.each():
+            flags = _env_from_configmap(rendered, c)
+            jobs = int(flags["QUANTD_MAX_JOB_MEMORY_MB"])
+            uploads = int(flags["QUANTD_UPLOAD_STORE_MB"])
+            self.assertGreater(jobs, 0, "0 means unbounded")
+            limit = _bytes(c["resources"]["limits"]["memory"])
+            self.assertLessEqual((jobs + uploads + 512) * 2**20, limit)
 
     def test_connection_age_lets_clients_re_resolve_without_cutting_jobs(self):
         for _, rendered, _, c in self.each():
@@ -361,7 +394,27 @@ class OverlayTest(unittest.TestCase):
             names = set(_env_from_configmap(rendered, c))
             names |= {e["name"] for e in c.get("env", [])}
             for name in sorted(names):
-                self.assertIn(f"`{name}`", readme)
+                self.assertTrue(f"`{name}`" in readme,
+                                f"deploy/README.md does not document {name}")
+
+    def test_flag_variables_are_declared_in_the_server_source(self):
+        # The same check as below, from the ABSL_FLAG declarations, so a typo
+        # is caught even before quantd links.
+        declared = set()
+        server_dir = os.path.join(deploy_lib.SOURCE_DIR, "server")
+        for name in os.listdir(server_dir) if os.path.isdir(server_dir) else []:
+            if name.endswith(".cc"):
+                with open(os.path.join(server_dir, name)) as f:
+                    declared |= set(re.findall(r"ABSL_FLAG\([^,]+,\s*(\w+)",
+                                               f.read()))
+        if not declared:
+            self.skipTest("server/ declares no flags yet")
+        for _, rendered, _, c in self.each():
+            names = set(_env_from_configmap(rendered, c))
+            names |= {e["name"] for e in c.get("env", [])}
+            for name in sorted(names):
+                self.assertIn(name.removeprefix("QUANTD_").lower(), declared,
+                              f"{name} sets no quantd flag")
 
     def test_flag_variables_are_flags_of_the_quantd_binary(self):
         if not QUANTD_BINARY or not os.path.exists(QUANTD_BINARY):
@@ -369,7 +422,7 @@ class OverlayTest(unittest.TestCase):
         proc = subprocess.run([QUANTD_BINARY, "--helpfull"], capture_output=True,
                               text=True, check=False, timeout=30)
         help_text = proc.stdout + proc.stderr
-        flags = set(re.findall(r"-(\w+)\s*\(", help_text))
+        flags = set(re.findall(r"^\s+--(\w+) \(", help_text, re.MULTILINE))
         self.assertIn("port", flags, help_text[:2000])
         for _, rendered, _, c in self.each():
             names = set(_env_from_configmap(rendered, c))
@@ -449,9 +502,10 @@ class FarmJobTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    if "--quantd" in sys.argv:
-        i = sys.argv.index("--quantd")
-        QUANTD_BINARY = sys.argv[i + 1]
-        del sys.argv[i:i + 2]
+    for option in ("--quantd", "--quantctl"):
+        if option in sys.argv:
+            i = sys.argv.index(option)
+            globals()[option[2:].upper() + "_BINARY"] = sys.argv[i + 1]
+            del sys.argv[i:i + 2]
     deploy_lib.require_tool("kubectl")
     deploy_lib.main()
