@@ -79,7 +79,8 @@ class Reader {
     }
     if (j.is_number_unsigned() &&
         j.get<uint64_t>() > static_cast<uint64_t>(max)) {
-      Error(path, absl::StrCat("value out of range [", min, ", ", max, "]"));
+      Error(path, absl::StrCat(j.get<uint64_t>(), " out of range [", min, ", ",
+                               max, "]"));
       return std::nullopt;
     }
     int64_t v = j.get<int64_t>();

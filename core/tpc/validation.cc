@@ -117,8 +117,10 @@ class Checker {
     for (const auto& c : q.quantization_configurations()) {
       found = found || MessageDifferencer::Equals(c, q.base_config());
     }
+    // A base equal to a configuration was checked with it.
     if (n > 0 && !found) {
       Error(path + ".base_config", "is not one of quantization_configurations");
+      CheckConfig(q.base_config(), path + ".base_config");
     }
   }
 
