@@ -477,6 +477,11 @@ class FarmJobTest(unittest.TestCase):
                      "--retries \"${RETRIES}\""):
             self.assertIn(part, script)
 
+    def test_runner_image_is_the_prod_server_image(self):
+        server = _container(self.prod.get("Deployment", "quantd")["spec"]
+                            ["template"]["spec"], "quantd")
+        self.assertEqual(self.container["image"], server["image"])
+
     def test_runner_pod_is_non_root_and_read_only(self):
         csc = self.container["securityContext"]
         self.assertIs(self.pod["securityContext"]["runAsNonRoot"], True)
