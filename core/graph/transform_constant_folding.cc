@@ -1,0 +1,69 @@
+// FoldConstants and RemoveUnusedInitializers (transforms.h).
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "core/graph/graph_edit.h"
+#include "core/graph/graph_index.h"
+#include "core/graph/shape_inference.h"
+#include "core/graph/transforms.h"
+#include "core/util/status_macros.h"
+
+namespace quantd {
+
+void RemoveUnusedInitializers(Graph* graph) {
+  absl::flat_hash_set<std::string> used;
+  for (const Node& node : graph->nodes) {
+    for (const std::string& in : node.inputs) used.insert(in);
+    for (const auto& [key, attr] : node.attributes) {
+      if (attr.g) CollectOuterReads(*attr.g, &used);
+    }
+  }
+  for (const ValueInfo& out : graph->outputs) used.insert(out.name);
+  for (auto it = graph->initializers.begin();
+       it != graph->initializers.end();) {
+    if (used.contains(it->first)) {
+      ++it;
+    } else {
+      graph->sub_byte_types.erase(it->first);
+      it = graph->initializers.erase(it);
+    }
+  }
+}
+
+absl::Status FoldConstants(Model* model,
+                           const ConstantFoldingOptions& options) {
+  ShapeInferenceOptions inference;
+  inference.max_constant_elements = options.max_folded_elements;
+  ASSIGN_OR_RETURN(ShapeInferenceResult inferred,
+                   InferShapes(model, inference));
+  Graph& graph = model->graph;
+  GraphIndex index(graph);
+  std::vector<bool> remove(graph.nodes.size(), false);
+  bool changed = false;
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const Node& node = graph.nodes[n];
+    if (node.outputs.empty()) continue;
+    bool all_known = true;
+    for (const std::string& out : node.outputs) {
+      if (out.empty()) continue;
+      if (index.IsGraphOutput(out) || inferred.constants.count(out) == 0) {
+        all_known = false;
+        break;
+      }
+    }
+    if (!all_known) continue;
+    for (const std::string& out : node.outputs) {
+      if (out.empty()) continue;
+      graph.initializers[out] = inferred.constants[out];
+      graph.value_info.erase(out);
+    }
+    remove[n] = true;
+    changed = true;
+  }
+  if (!changed) return absl::OkStatus();
+  RemoveNodes(&graph, remove);
+  RemoveUnusedInitializers(&graph);
+  return absl::OkStatus();
+}
+
+}  // namespace quantd
