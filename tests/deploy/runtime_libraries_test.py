@@ -15,6 +15,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import unittest
 
 import deploy_lib
@@ -107,6 +108,26 @@ class Dpkg:
         return proc.returncode == 0 and "Package: " in proc.stdout
 
 
+def simulate_install(packages, base_packages, tmp_dir):
+    """apt-get's own resolver installing `packages` on a system that has only
+    `base_packages` (their stanzas of the dpkg status file). Returns
+    (returncode, packages apt would install, output)."""
+    with open("/var/lib/dpkg/status") as f:
+        stanzas = f.read().split("\n\n")
+    keep = [st for st in stanzas
+            if re.match(r"Package: (\S+)", st)
+            and re.match(r"Package: (\S+)", st).group(1) in base_packages]
+    status = os.path.join(tmp_dir, "status")
+    with open(status, "w") as f:
+        f.write("\n\n".join(keep) + "\n")
+    proc = subprocess.run(
+        ["apt-get", "-s", "-o", f"Dir::State::status={status}",
+         "-o", "Debug::NoLocking=1", "install", "--no-install-recommends"]
+        + list(packages), capture_output=True, text=True, check=False)
+    installed = set(re.findall(r"^Inst (\S+)", proc.stdout, re.MULTILINE))
+    return proc.returncode, installed, proc.stdout + proc.stderr
+
+
 class RuntimeLibrariesTest(unittest.TestCase):
 
     @classmethod
@@ -141,6 +162,29 @@ class RuntimeLibrariesTest(unittest.TestCase):
                         package in provided,
                         f"{library} comes from '{package}': add it to the "
                         "runtime stage's apt-get install in docker/Dockerfile")
+
+    def test_runtime_packages_install_on_a_slim_base(self):
+        # apt's resolver against bookworm's package lists, starting from
+        # what the slim image has: what it would install must ship every
+        # library the binaries load.
+        policy = subprocess.run(["apt-cache", "policy", "tini"],
+                                capture_output=True, text=True, check=False)
+        if "Candidate: (none)" in policy.stdout or "Candidate" not in policy.stdout:
+            self.skipTest("apt has no package lists here (run apt-get update)")
+        base = self.dpkg.slim_base()
+        with tempfile.TemporaryDirectory() as tmp:
+            rc, installed, output = simulate_install(self.runtime_packages,
+                                                     base, tmp)
+        self.assertEqual(rc, 0, output[-3000:])
+        for package in self.runtime_packages:
+            self.assertIn(package, installed | base)
+        for binary in BINARIES:
+            owners = owning_packages(shared_libraries(binary))
+            for library, package in sorted(owners.items()):
+                with self.subTest(binary=os.path.basename(binary),
+                                  library=library):
+                    self.assertTrue(package in installed | base,
+                                    f"{library} ({package}) would be missing")
 
 
 if __name__ == "__main__":
