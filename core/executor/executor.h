@@ -82,9 +82,9 @@ class Executor {
 
   // feeds: graph input name -> tensor. Missing inputs, a wrong dtype or a dim
   // that contradicts a static dim of the graph input are INVALID_ARGUMENT;
-  // dynamic dims are bound here. Feeds may also override initializers that
-  // are listed as graph inputs. Returns the graph outputs and extra_outputs by
-  // name.
+  // dynamic dims are bound here. A feed for an unknown name or an
+  // initializer is INVALID_ARGUMENT (constant weights may be pre-packed).
+  // Returns the graph outputs and extra_outputs by name.
   absl::StatusOr<std::map<std::string, Tensor>> Run(
       const std::map<std::string, Tensor>& feeds,
       const RunOptions& options = {}, RunStats* stats = nullptr) const;

@@ -1,0 +1,266 @@
+#include "core/executor/conv_kernels.h"
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/executor/kernel.h"
+
+namespace quantd::exec {
+namespace {
+
+using RowMat =
+    Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using MapRow = Eigen::Map<RowMat, 0, Eigen::OuterStride<>>;
+using ConstMapRow = Eigen::Map<const RowMat, 0, Eigen::OuterStride<>>;
+
+// Columns per im2col tile: about 256 KiB of col buffer, a multiple of 16.
+int64_t TileWidth(int64_t rows, int64_t out_size) {
+  int64_t t = (int64_t{1} << 16) / std::max<int64_t>(rows, 1);
+  t = std::max<int64_t>(64, t / 16 * 16);
+  return std::min(t, out_size);
+}
+
+bool IsPointwise(const WindowGeometry& g) {
+  for (int i = 0; i < g.rank(); ++i) {
+    if (g.kernel[i] != 1 || g.stride[i] != 1 || g.pad_begin[i] != 0 ||
+        g.pad_end[i] != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// 2-D (and 1-D as H = 1) im2col, walking output rows.
+void Im2Col2D(const float* x, int64_t channels, int64_t H, int64_t W,
+              int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t DH,
+              int64_t DW, int64_t PH, int64_t PW, int64_t OW, int64_t p0,
+              int64_t width, float* col) {
+  float* dst = col;
+  for (int64_t c = 0; c < channels; ++c) {
+    const float* xc = x + c * H * W;
+    for (int64_t kh = 0; kh < KH; ++kh) {
+      for (int64_t kw = 0; kw < KW; ++kw) {
+        int64_t p = p0;
+        int64_t oh = p0 / OW;
+        int64_t ow = p0 % OW;
+        float* d = dst;
+        const int64_t end = p0 + width;
+        const int64_t off_w = kw * DW - PW;
+        while (p < end) {
+          const int64_t n = std::min(OW - ow, end - p);
+          const int64_t ih = oh * SH - PH + kh * DH;
+          if (ih < 0 || ih >= H) {
+            std::memset(d, 0, n * sizeof(float));
+          } else {
+            const float* xr = xc + ih * W;
+            if (SW == 1) {
+              // iw = ow + j + off_w valid for j in [lo, hi).
+              const int64_t base = ow + off_w;
+              const int64_t lo = std::clamp<int64_t>(-base, 0, n);
+              const int64_t hi = std::clamp<int64_t>(W - base, lo, n);
+              for (int64_t j = 0; j < lo; ++j) d[j] = 0;
+              if (hi > lo) {
+                std::memcpy(d + lo, xr + base + lo, (hi - lo) * sizeof(float));
+              }
+              for (int64_t j = hi; j < n; ++j) d[j] = 0;
+            } else {
+              for (int64_t j = 0; j < n; ++j) {
+                const int64_t iw = (ow + j) * SW + off_w;
+                d[j] = (iw >= 0 && iw < W) ? xr[iw] : 0.0f;
+              }
+            }
+          }
+          d += n;
+          p += n;
+          ow = 0;
+          ++oh;
+        }
+        dst += width;
+      }
+    }
+  }
+}
+
+// Any rank, one element at a time (1-D/3-D convolutions are rare).
+void Im2ColGeneric(const ConvShape& s, const float* x, int64_t channels,
+                   int64_t p0, int64_t width, float* col) {
+  const WindowGeometry& g = s.geo;
+  const int r = g.rank();
+  std::vector<int64_t> k(r), o(r);
+  int64_t row = 0;
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t kk = 0; kk < s.kernel_size; ++kk, ++row) {
+      int64_t rem = kk;
+      for (int d = r - 1; d >= 0; --d) {
+        k[d] = rem % g.kernel[d];
+        rem /= g.kernel[d];
+      }
+      float* dst = col + row * width;
+      for (int64_t j = 0; j < width; ++j) {
+        int64_t p = p0 + j;
+        for (int d = r - 1; d >= 0; --d) {
+          o[d] = p % g.out[d];
+          p /= g.out[d];
+        }
+        int64_t off = 0;
+        bool inside = true;
+        for (int d = 0; d < r && inside; ++d) {
+          const int64_t i =
+              o[d] * g.stride[d] - g.pad_begin[d] + k[d] * g.dilation[d];
+          inside = i >= 0 && i < g.in[d];
+          off = off * g.in[d] + i;
+        }
+        dst[j] = inside ? x[c * s.in_size + off] : 0.0f;
+      }
+    }
+  }
+}
+
+// Direct depthwise 2-D convolution of one channel plane.
+void DepthwisePlane(const ConvShape& s, const float* x, const float* w,
+                    float bias, float* y) {
+  const WindowGeometry& g = s.geo;
+  const int64_t H = g.in[0], W = g.in[1], OH = g.out[0], OW = g.out[1];
+  const int64_t KH = g.kernel[0], KW = g.kernel[1];
+  const int64_t SH = g.stride[0], SW = g.stride[1];
+  const int64_t DH = g.dilation[0], DW = g.dilation[1];
+  const int64_t PH = g.pad_begin[0], PW = g.pad_begin[1];
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    float* yr = y + oh * OW;
+    for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = bias;
+    for (int64_t kh = 0; kh < KH; ++kh) {
+      const int64_t ih = oh * SH - PH + kh * DH;
+      if (ih < 0 || ih >= H) continue;
+      const float* xr = x + ih * W;
+      for (int64_t kw = 0; kw < KW; ++kw) {
+        const float wv = w[kh * KW + kw];
+        const int64_t off = kw * DW - PW;
+        // iw = ow * SW + off in [0, W).
+        int64_t lo = off >= 0 ? 0 : (-off + SW - 1) / SW;
+        int64_t hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / SW + 1;
+        lo = std::min(lo, OW);
+        hi = std::min(hi, OW);
+        if (SW == 1) {
+          const float* xs = xr + off;
+          for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += wv * xs[ow];
+        } else {
+          for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += wv * xr[ow * SW + off];
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void Im2Col(const ConvShape& s, const float* x, int64_t channels, int64_t p0,
+            int64_t width, float* col) {
+  const WindowGeometry& g = s.geo;
+  if (g.rank() == 2) {
+    Im2Col2D(x, channels, g.in[0], g.in[1], g.kernel[0], g.kernel[1],
+             g.stride[0], g.stride[1], g.dilation[0], g.dilation[1],
+             g.pad_begin[0], g.pad_begin[1], g.out[1], p0, width, col);
+  } else if (g.rank() == 1) {
+    Im2Col2D(x, channels, 1, g.in[0], 1, g.kernel[0], 1, g.stride[0], 1,
+             g.dilation[0], 0, g.pad_begin[0], g.out[0], p0, width, col);
+  } else {
+    Im2ColGeneric(s, x, channels, p0, width, col);
+  }
+}
+
+void Col2Im(const ConvShape& s, const float* col, int64_t channels, float* x) {
+  const WindowGeometry& g = s.geo;
+  const int r = g.rank();
+  std::vector<int64_t> k(r), o(r);
+  int64_t row = 0;
+  for (int64_t c = 0; c < channels; ++c) {
+    float* xc = x + c * s.in_size;
+    for (int64_t kk = 0; kk < s.kernel_size; ++kk, ++row) {
+      int64_t rem = kk;
+      for (int d = r - 1; d >= 0; --d) {
+        k[d] = rem % g.kernel[d];
+        rem /= g.kernel[d];
+      }
+      const float* src = col + row * s.out_size;
+      for (int64_t j = 0; j < s.out_size; ++j) {
+        int64_t p = j;
+        for (int d = r - 1; d >= 0; --d) {
+          o[d] = p % g.out[d];
+          p /= g.out[d];
+        }
+        int64_t off = 0;
+        bool inside = true;
+        for (int d = 0; d < r && inside; ++d) {
+          const int64_t i =
+              o[d] * g.stride[d] - g.pad_begin[d] + k[d] * g.dilation[d];
+          inside = i >= 0 && i < g.in[d];
+          off = off * g.in[d] + i;
+        }
+        if (inside) xc[off] += src[j];
+      }
+    }
+  }
+}
+
+void ConvForward(const ConvShape& s, const float* x, const float* w,
+                 const float* bias, float* y, ThreadPool* pool) {
+  const int64_t G = s.group;
+  const int64_t Cg = s.in_channels / G;
+  const int64_t Mg = s.out_channels / G;
+  const int64_t OS = s.out_size;
+  const int64_t IS = s.in_size;
+  if (OS == 0 || s.batch == 0 || Mg == 0) return;
+  if (Cg == 1 && Mg == 1 && s.geo.rank() == 2) {
+    ParallelFor(pool, s.batch * G, 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const int64_t c = i % G;
+        DepthwisePlane(s, x + i * IS, w + c * s.kernel_size,
+                       bias ? bias[c] : 0.0f, y + i * OS);
+      }
+    });
+    return;
+  }
+  const int64_t CK = Cg * s.kernel_size;
+  const bool pointwise = IsPointwise(s.geo);
+  const int64_t T = TileWidth(CK, OS);
+  const int64_t tiles = (OS + T - 1) / T;
+  const int64_t items = s.batch * G * tiles;
+  ParallelFor(pool, items, 1, [&](int64_t b, int64_t e) {
+    thread_local std::vector<float> col;
+    for (int64_t item = b; item < e; ++item) {
+      const int64_t tile = item % tiles;
+      const int64_t g = (item / tiles) % G;
+      const int64_t n = item / (tiles * G);
+      const int64_t p0 = tile * T;
+      const int64_t width = std::min(T, OS - p0);
+      const float* xg = x + (n * s.in_channels + g * Cg) * IS;
+      float* yg = y + (n * s.out_channels + g * Mg) * OS + p0;
+      ConstMapRow wm(w + g * Mg * CK, Mg, CK, Eigen::OuterStride<>(CK));
+      MapRow ym(yg, Mg, width, Eigen::OuterStride<>(OS));
+      const float* cp;
+      int64_t col_stride;
+      if (pointwise) {
+        cp = xg + p0;
+        col_stride = IS;
+      } else {
+        col.resize(static_cast<size_t>(CK * width));
+        Im2Col(s, xg, Cg, p0, width, col.data());
+        cp = col.data();
+        col_stride = width;
+      }
+      ConstMapRow cm(cp, CK, width, Eigen::OuterStride<>(col_stride));
+      if (bias != nullptr) {
+        for (int64_t m = 0; m < Mg; ++m) {
+          ym.row(m).setConstant(bias[g * Mg + m]);
+        }
+        ym.noalias() += wm * cm;
+      } else {
+        ym.noalias() = wm * cm;
+      }
+    }
+  });
+}
+
+}  // namespace quantd::exec

@@ -1,0 +1,56 @@
+// Element-wise loops shared by unary, binary and variadic kernels.
+#ifndef QUANTD_CORE_EXECUTOR_ELEMENTWISE_H_
+#define QUANTD_CORE_EXECUTOR_ELEMENTWISE_H_
+
+#include <algorithm>
+#include <cstdint>
+
+#include "core/executor/kernel.h"
+#include "core/executor/kernel_util.h"
+
+namespace quantd::exec {
+
+inline constexpr int64_t kElementGrain = 1 << 15;
+
+// out[i] = op(in[i]) over n elements, chunked on the pool.
+template <typename T, typename R, typename Op>
+void UnaryLoop(ThreadPool* pool, const T* in, R* out, int64_t n, Op op) {
+  ParallelFor(pool, n, kElementGrain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) out[i] = op(in[i]);
+  });
+}
+
+// out = op(a, b) with numpy broadcasting, as planned by `plan`.
+template <typename A, typename B, typename R, typename Op>
+void BinaryLoop(ThreadPool* pool, const BroadcastPlan& plan, const A* a,
+                const B* b, R* out, Op op) {
+  const int64_t inner = plan.inner();
+  const int64_t sa = plan.inner_step(0);
+  const int64_t sb = plan.inner_step(1);
+  const int64_t grain = std::max<int64_t>(1, kElementGrain / inner);
+  ParallelFor(pool, plan.rows(), grain, [&](int64_t rb, int64_t re) {
+    int64_t off[3];
+    for (int64_t r = rb; r < re; ++r) {
+      plan.RowOffsets(r, off);
+      const A* pa = a + off[0];
+      const B* pb = b + off[1];
+      R* po = out + r * inner;
+      if (sa == 1 && sb == 1) {
+        for (int64_t i = 0; i < inner; ++i) po[i] = op(pa[i], pb[i]);
+      } else if (sa == 0 && sb == 1) {
+        const A x = pa[0];
+        for (int64_t i = 0; i < inner; ++i) po[i] = op(x, pb[i]);
+      } else if (sa == 1 && sb == 0) {
+        const B y = pb[0];
+        for (int64_t i = 0; i < inner; ++i) po[i] = op(pa[i], y);
+      } else {
+        const R v = op(pa[0], pb[0]);
+        for (int64_t i = 0; i < inner; ++i) po[i] = v;
+      }
+    }
+  });
+}
+
+}  // namespace quantd::exec
+
+#endif  // QUANTD_CORE_EXECUTOR_ELEMENTWISE_H_

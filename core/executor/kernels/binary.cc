@@ -1,0 +1,259 @@
+// Binary element-wise ops with numpy broadcasting: arithmetic, comparisons,
+// logic, PRelu.
+#include <cmath>
+#include <type_traits>
+
+#include "core/executor/elementwise.h"
+#include "core/util/status_macros.h"
+
+namespace quantd::exec {
+namespace {
+
+enum class Out { kSame, kBool };
+
+// Before opset 7 broadcasting was opt-in (broadcast=1) and B aligned at
+// `axis` of A (suffix when axis is absent).
+struct LegacyBroadcast {
+  bool enabled = false;
+  int64_t axis = -1;
+  bool has_axis = false;
+};
+
+LegacyBroadcast ReadLegacy(const KernelInfo& info) {
+  LegacyBroadcast lb;
+  if (info.opset < 7) {
+    lb.enabled = info.node.GetInt("broadcast", 0) != 0;
+    lb.has_axis = info.node.HasAttribute("axis");
+    lb.axis = info.node.GetInt("axis", -1);
+  }
+  return lb;
+}
+
+absl::StatusOr<std::vector<int64_t>> OutShape(const KernelContext& ctx,
+                                              const LegacyBroadcast& lb,
+                                              const Tensor& a, const Tensor& b,
+                                              std::vector<int64_t>* b_shape) {
+  *b_shape = b.shape();
+  if (lb.enabled && lb.has_axis) {
+    const int64_t axis = lb.axis < 0 ? lb.axis + a.rank() : lb.axis;
+    const int64_t trailing = a.rank() - axis - b.rank();
+    if (axis < 0 || trailing < 0) {
+      return ctx.Error(absl::StrCat("legacy broadcast of ", b.DebugString(),
+                                    " at axis ", lb.axis, " into ",
+                                    a.DebugString()));
+    }
+    b_shape->insert(b_shape->end(), trailing, 1);
+  }
+  absl::StatusOr<std::vector<int64_t>> out =
+      BroadcastShape(a.shape(), *b_shape);
+  if (!out.ok()) return ctx.Error(out.status().message());
+  return out;
+}
+
+template <typename Op>
+absl::Status RunBinary(KernelContext& ctx, const LegacyBroadcast& lb,
+                       Out out_kind, bool allow_bool, bool ints, Op op) {
+  const Tensor& a = *ctx.input(0);
+  const Tensor& b = *ctx.input(1);
+  if (a.dtype() != b.dtype()) {
+    return ctx.Error(absl::StrCat("input types differ: ", a.DebugString(),
+                                  " vs ", b.DebugString()));
+  }
+  std::vector<int64_t> b_shape;
+  ASSIGN_OR_RETURN(std::vector<int64_t> shape,
+                   OutShape(ctx, lb, a, b, &b_shape));
+  const BroadcastPlan plan(shape, {a.shape(), b_shape});
+  auto body = [&]<typename T>(Tag<T>) -> absl::Status {
+    if constexpr (!std::is_floating_point_v<T>) {
+      if (!ints && !std::is_same_v<T, bool>) {
+        return UnsupportedDType("floating-point", a.dtype());
+      }
+    }
+    using R = std::conditional_t<std::is_same_v<decltype(op(T(), T())), bool>,
+                                 bool, T>;
+    const DType rd = out_kind == Out::kBool ? DType::kBool : a.dtype();
+    ASSIGN_OR_RETURN(Tensor * y, ctx.Allocate(0, rd, shape));
+    BinaryLoop(ctx.pool(), plan, a.data<T>(), b.data<T>(), y->mutable_data<R>(),
+               [&](T x, T z) { return static_cast<R>(op(x, z)); });
+    return absl::OkStatus();
+  };
+  if (allow_bool) return DispatchAll(a.dtype(), body);
+  return DispatchNumeric(a.dtype(), body);
+}
+
+template <typename MakeOp>
+void RegisterBinary(KernelRegistry& r, const char* name, Out out_kind,
+                    bool allow_bool, bool ints, MakeOp make_op) {
+  r.Register(
+      name,
+      [=](const KernelInfo& info) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+        const LegacyBroadcast lb = ReadLegacy(info);
+        auto op = make_op(info);
+        return MakeKernel([=](KernelContext& ctx) {
+          return RunBinary(ctx, lb, out_kind, allow_bool, ints, op);
+        });
+      });
+}
+
+// Integer division by zero is undefined behaviour in C++: reject it first.
+absl::Status CheckIntDivisor(const KernelContext& ctx) {
+  const Tensor& b = *ctx.input(1);
+  return DispatchAll(b.dtype(), [&]<typename T>(Tag<T>) -> absl::Status {
+    if constexpr (!std::is_floating_point_v<T>) {
+      for (T v : b.span<T>()) {
+        if (v == T(0)) return ctx.Error("integer division by zero");
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace
+
+void RegisterBinary(KernelRegistry& r) {
+  // C = A + B
+  RegisterBinary(r, "Add", Out::kSame, false, true, [](const KernelInfo&) {
+    return []<typename T>(T x, T y) { return static_cast<T>(x + y); };
+  });
+  // C = A - B
+  RegisterBinary(r, "Sub", Out::kSame, false, true, [](const KernelInfo&) {
+    return []<typename T>(T x, T y) { return static_cast<T>(x - y); };
+  });
+  // C = A * B
+  RegisterBinary(r, "Mul", Out::kSame, false, true, [](const KernelInfo&) {
+    return []<typename T>(T x, T y) { return static_cast<T>(x * y); };
+  });
+  // C = A / B (integers truncate toward zero)
+  r.Register(
+      "Div",
+      [](const KernelInfo& info) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+        const LegacyBroadcast lb = ReadLegacy(info);
+        return MakeKernel([lb](KernelContext& ctx) -> absl::Status {
+          RETURN_IF_ERROR(CheckIntDivisor(ctx));
+          return RunBinary(
+              ctx, lb, Out::kSame, false, true,
+              []<typename T>(T x, T y) { return static_cast<T>(x / y); });
+        });
+      });
+  // fmod=0: result takes the divisor's sign (integers); fmod=1: C fmod.
+  r.Register(
+      "Mod",
+      [](const KernelInfo& info) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+        const bool fmod = info.node.GetInt("fmod", 0) != 0;
+        return MakeKernel([fmod](KernelContext& ctx) -> absl::Status {
+          RETURN_IF_ERROR(CheckIntDivisor(ctx));
+          return RunBinary(ctx, {}, Out::kSame, false, true,
+                           [fmod]<typename T>(T x, T y) -> T {
+                             if constexpr (std::is_floating_point_v<T>) {
+                               if (fmod) return std::fmod(x, y);
+                               T m = std::fmod(x, y);
+                               if (m != T(0) && ((m < 0) != (y < 0))) m += y;
+                               return m;
+                             } else {
+                               T m = static_cast<T>(x % y);
+                               if (!fmod && m != 0 && ((m < 0) != (y < 0))) {
+                                 m = static_cast<T>(m + y);
+                               }
+                               return m;
+                             }
+                           });
+        });
+      });
+  RegisterBinary(r, "Equal", Out::kBool, true, true, [](const KernelInfo&) {
+    return []<typename T>(T x, T y) { return x == y; };
+  });
+  RegisterBinary(r, "Less", Out::kBool, false, true, [](const KernelInfo&) {
+    return []<typename T>(T x, T y) { return x < y; };
+  });
+  RegisterBinary(r, "LessOrEqual", Out::kBool, false, true,
+                 [](const KernelInfo&) {
+                   return []<typename T>(T x, T y) { return x <= y; };
+                 });
+  RegisterBinary(r, "Greater", Out::kBool, false, true, [](const KernelInfo&) {
+    return []<typename T>(T x, T y) { return x > y; };
+  });
+  RegisterBinary(r, "GreaterOrEqual", Out::kBool, false, true,
+                 [](const KernelInfo&) {
+                   return []<typename T>(T x, T y) { return x >= y; };
+                 });
+  RegisterBinary(r, "And", Out::kBool, true, false, [](const KernelInfo&) {
+    return []<typename T>(T x, T y) { return static_cast<bool>(x && y); };
+  });
+  RegisterBinary(r, "Or", Out::kBool, true, false, [](const KernelInfo&) {
+    return []<typename T>(T x, T y) { return static_cast<bool>(x || y); };
+  });
+  RegisterBinary(r, "Xor", Out::kBool, true, false, [](const KernelInfo&) {
+    return []<typename T>(T x, T y) { return static_cast<bool>(x != y); };
+  });
+  // y = x < 0 ? slope * x : x (slope broadcasts to x)
+  r.Register(
+      "PRelu",
+      [](const KernelInfo& info) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+        return MakeKernel([](KernelContext& ctx) -> absl::Status {
+          const Tensor& x = *ctx.input(0);
+          const Tensor& slope = *ctx.input(1);
+          std::vector<int64_t> s_shape = slope.shape();
+          absl::StatusOr<std::vector<int64_t>> shape =
+              BroadcastShape(x.shape(), s_shape);
+          // A [C] slope of old exporters means per channel (axis 1).
+          if ((!shape.ok() || *shape != x.shape()) && s_shape.size() == 1 &&
+              x.rank() >= 2 && s_shape[0] == x.dim(1)) {
+            s_shape.insert(s_shape.end(), x.rank() - 2, 1);
+            shape = BroadcastShape(x.shape(), s_shape);
+          }
+          if (!shape.ok() || *shape != x.shape()) {
+            return ctx.Error(absl::StrCat("slope ", slope.DebugString(),
+                                          " does not broadcast to ",
+                                          x.DebugString()));
+          }
+          if (slope.dtype() != x.dtype()) {
+            return ctx.Error("slope type differs from input type");
+          }
+          const BroadcastPlan plan(x.shape(), {x.shape(), s_shape});
+          return DispatchNumeric(
+              x.dtype(), [&]<typename T>(Tag<T>) -> absl::Status {
+                ASSIGN_OR_RETURN(Tensor * y,
+                                 ctx.Allocate(0, x.dtype(), x.shape()));
+                BinaryLoop(ctx.pool(), plan, x.data<T>(), slope.data<T>(),
+                           y->mutable_data<T>(), [](T v, T s) {
+                             return v < T(0) ? static_cast<T>(s * v) : v;
+                           });
+                return absl::OkStatus();
+              });
+        });
+      });
+  // Z = X ^ Y; Y may have another numeric type.
+  r.Register(
+      "Pow",
+      [](const KernelInfo& info) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+        const LegacyBroadcast lb = ReadLegacy(info);
+        return MakeKernel([lb](KernelContext& ctx) -> absl::Status {
+          const Tensor& a = *ctx.input(0);
+          const Tensor& b = *ctx.input(1);
+          std::vector<int64_t> b_shape;
+          ASSIGN_OR_RETURN(std::vector<int64_t> shape,
+                           OutShape(ctx, lb, a, b, &b_shape));
+          const BroadcastPlan plan(shape, {a.shape(), b_shape});
+          return DispatchNumeric(
+              a.dtype(), [&]<typename T>(Tag<T>) -> absl::Status {
+                ASSIGN_OR_RETURN(Tensor * y, ctx.Allocate(0, a.dtype(), shape));
+                return DispatchNumeric(b.dtype(), [&]<typename U>(Tag<U>) {
+                  BinaryLoop(
+                      ctx.pool(), plan, a.data<T>(), b.data<U>(),
+                      y->mutable_data<T>(), [](T x, U e) {
+                        if constexpr (std::is_floating_point_v<T>) {
+                          if (static_cast<double>(e) == 2.0)
+                            return static_cast<T>(x * x);
+                          return static_cast<T>(std::pow(x, static_cast<T>(e)));
+                        } else {
+                          return static_cast<T>(std::pow(
+                              static_cast<double>(x), static_cast<double>(e)));
+                        }
+                      });
+                });
+              });
+        });
+      });
+}
+
+}  // namespace quantd::exec

@@ -1,0 +1,182 @@
+// ConvTranspose: the adjoint of Conv. full = col2im(W^T X) over the
+// un-padded output s(in-1) + (k-1)d + 1; y = crop(full, pads) + bias.
+#include <Eigen/Core>
+#include <algorithm>
+#include <vector>
+
+#include "core/executor/conv_kernels.h"
+#include "core/executor/kernel.h"
+#include "core/executor/kernel_util.h"
+#include "core/util/status_macros.h"
+
+namespace quantd::exec {
+namespace {
+
+using RowMat =
+    Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+int64_t FloorDiv2(int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); }
+
+struct ConvTransposeAttrs {
+  WindowAttrs window;
+  int64_t group = 1;
+  std::vector<int64_t> output_padding;
+  std::vector<int64_t> output_shape;
+};
+
+absl::Status ComputeConvTranspose(KernelContext& ctx,
+                                  const ConvTransposeAttrs& a) {
+  const Tensor& x = *ctx.input(0);
+  const Tensor& w = *ctx.input(1);
+  const Tensor* b = ctx.input(2);
+  if (x.dtype() != DType::kFloat || w.dtype() != DType::kFloat ||
+      (b != nullptr && b->dtype() != DType::kFloat)) {
+    return absl::UnimplementedError("only float ConvTranspose is supported");
+  }
+  if (x.rank() < 3 || w.rank() != x.rank()) {
+    return ctx.Error(absl::StrCat("input ", x.DebugString(), " and weight ",
+                                  w.DebugString(),
+                                  " must have the same rank >= 3"));
+  }
+  const int r = x.rank() - 2;
+  const int64_t N = x.dim(0), C = x.dim(1), G = a.group;
+  if (w.dim(0) != C || C % G != 0) {
+    return ctx.Error(absl::StrCat("weight ", w.DebugString(),
+                                  " does not match input ", x.DebugString(),
+                                  " with group ", G));
+  }
+  const int64_t Cg = C / G, Mg = w.dim(1), M = Mg * G;
+  if (b != nullptr && (b->rank() != 1 || b->dim(0) != M)) {
+    return ctx.Error(
+        absl::StrCat("bias ", b->DebugString(), " expected [", M, "]"));
+  }
+  const WindowAttrs& wa = a.window;
+  auto get = [&](const std::vector<int64_t>& v, int i, int64_t def) {
+    return v.empty() ? def : v[i];
+  };
+  if ((!wa.strides.empty() && wa.strides.size() != size_t(r)) ||
+      (!wa.dilations.empty() && wa.dilations.size() != size_t(r)) ||
+      (!wa.pads.empty() && wa.pads.size() != size_t(2 * r)) ||
+      (!a.output_padding.empty() && a.output_padding.size() != size_t(r))) {
+    return ctx.Error("strides/dilations/pads/output_padding length mismatch");
+  }
+  ConvShape s;  // geometry of the adjoint conv: full -> x
+  s.geo.in.resize(r);
+  s.geo.out.resize(r);
+  s.geo.kernel.resize(r);
+  s.geo.stride.resize(r);
+  s.geo.dilation.resize(r);
+  s.geo.pad_begin.assign(r, 0);
+  s.geo.pad_end.assign(r, 0);
+  std::vector<int64_t> out(r), begin(r);
+  std::vector<int64_t> out_spec = a.output_shape;
+  if (out_spec.size() == size_t(r + 2))
+    out_spec.erase(out_spec.begin(), out_spec.begin() + 2);
+  if (!out_spec.empty() && out_spec.size() != size_t(r)) {
+    return ctx.Error("output_shape has the wrong length");
+  }
+  for (int i = 0; i < r; ++i) {
+    const int64_t in = x.dim(i + 2);
+    const int64_t k = w.dim(i + 2);
+    const int64_t st = get(wa.strides, i, 1);
+    const int64_t d = get(wa.dilations, i, 1);
+    const int64_t op = get(a.output_padding, i, 0);
+    const int64_t full = st * (in - 1) + (k - 1) * d + 1;
+    s.geo.in[i] = full;
+    s.geo.out[i] = in;
+    s.geo.kernel[i] = k;
+    s.geo.stride[i] = st;
+    s.geo.dilation[i] = d;
+    if (!out_spec.empty() || wa.auto_pad == AutoPad::kSameUpper ||
+        wa.auto_pad == AutoPad::kSameLower) {
+      out[i] = out_spec.empty() ? in * st : out_spec[i];
+      const int64_t total = full + op - out[i];
+      begin[i] = wa.auto_pad == AutoPad::kSameUpper ? FloorDiv2(total)
+                                                    : total - FloorDiv2(total);
+    } else {
+      const int64_t pb =
+          wa.auto_pad == AutoPad::kValid ? 0 : get(wa.pads, i, 0);
+      const int64_t pe =
+          wa.auto_pad == AutoPad::kValid ? 0 : get(wa.pads, i + r, 0);
+      out[i] = full + op - pb - pe;
+      begin[i] = pb;
+    }
+    if (out[i] < 0) return ctx.Error("negative output size");
+    s.in_size *= full;
+    s.out_size *= in;
+    s.kernel_size *= k;
+  }
+  std::vector<int64_t> out_shape = {N, M};
+  out_shape.insert(out_shape.end(), out.begin(), out.end());
+  ASSIGN_OR_RETURN(Tensor * y, ctx.Allocate(0, DType::kFloat, out_shape));
+  int64_t out_size = 1;
+  for (int64_t v : out) out_size *= v;
+  const float* xp = x.data<float>();
+  const float* wp = w.data<float>();
+  float* yp = y->mutable_data<float>();
+  const int64_t MK = Mg * s.kernel_size;
+  if (NumElements({Mg, s.in_size}) < 0 || NumElements({MK, s.out_size}) < 0 ||
+      Mg * s.in_size > ctx.max_tensor_bytes() / 4 ||
+      MK * s.out_size > ctx.max_tensor_bytes() / 4) {
+    return absl::ResourceExhaustedError("ConvTranspose workspace too large");
+  }
+  ParallelFor(ctx.pool(), N * G, 1, [&](int64_t ib, int64_t ie) {
+    std::vector<float> col, full;
+    for (int64_t item = ib; item < ie; ++item) {
+      const int64_t n = item / G, g = item % G;
+      Eigen::Map<const RowMat> wm(wp + g * Cg * MK, Cg, MK);
+      Eigen::Map<const RowMat> xm(xp + (n * C + g * Cg) * s.out_size, Cg,
+                                  s.out_size);
+      col.assign(MK * s.out_size, 0.0f);
+      Eigen::Map<RowMat> cm(col.data(), MK, s.out_size);
+      cm.noalias() = wm.transpose() * xm;
+      full.assign(Mg * s.in_size, 0.0f);
+      Col2Im(s, col.data(), Mg, full.data());
+      // Crop/pad into y with the begin offset.
+      std::vector<int64_t> idx(r, 0);
+      for (int64_t m = 0; m < Mg; ++m) {
+        const int64_t oc = g * Mg + m;
+        float* yc = yp + (n * M + oc) * out_size;
+        const float* fc = full.data() + m * s.in_size;
+        const float bv = b ? b->data<float>()[oc] : 0.0f;
+        for (int64_t p = 0; p < out_size; ++p) {
+          int64_t rem = p, off = 0;
+          bool inside = true;
+          for (int d = r - 1; d >= 0; --d) {
+            idx[d] = rem % out[d];
+            rem /= out[d];
+          }
+          for (int d = 0; d < r; ++d) {
+            const int64_t f = idx[d] + begin[d];
+            inside &= f >= 0 && f < s.geo.in[d];
+            off = off * s.geo.in[d] + f;
+          }
+          yc[p] = (inside ? fc[off] : 0.0f) + bv;
+        }
+      }
+    }
+  });
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void RegisterConvTranspose(KernelRegistry& r) {
+  r.Register(
+      "ConvTranspose",
+      [](const KernelInfo& info) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+        ConvTransposeAttrs a;
+        ASSIGN_OR_RETURN(a.window, ReadWindowAttrs(info.node));
+        a.group = info.node.GetInt("group", 1);
+        a.output_padding = info.node.GetInts("output_padding");
+        a.output_shape = info.node.GetInts("output_shape");
+        if (a.group <= 0) return info.Error("group must be positive");
+        for (int64_t v : a.output_shape) {
+          if (v < 0) return info.Error("output_shape must be non-negative");
+        }
+        return MakeKernel(
+            [a](KernelContext& ctx) { return ComputeConvTranspose(ctx, a); });
+      });
+}
+
+}  // namespace quantd::exec
