@@ -335,6 +335,17 @@ class OverlayTest(unittest.TestCase):
             registered = set(re.findall(r'\.Name\("(\w+)"\)', f.read()))
         self.assertEqual(_readme_metric_names(), registered)
 
+    def test_network_policy_opens_only_the_named_ports(self):
+        for _, rendered, _, c in self.each():
+            policy = rendered.get("NetworkPolicy", "quantd")
+            labels = rendered.get("Deployment", "quantd")["spec"]["template"][
+                "metadata"]["labels"]
+            self.assertTrue(deploy_lib.selector_matches(
+                policy["spec"]["podSelector"]["matchLabels"], labels))
+            ports = {p["port"] for rule in policy["spec"]["ingress"]
+                     for p in rule["ports"]}
+            self.assertEqual(ports, {p["name"] for p in c["ports"]})
+
     def test_pdb_selects_the_pods_and_lets_one_go(self):
         for _, rendered, _, _ in self.each():
             pdb = rendered.get("PodDisruptionBudget", "quantd")
