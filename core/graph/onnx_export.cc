@@ -175,6 +175,19 @@ absl::StatusOr<onnx::ModelProto> ExportOnnxProto(const Model& model) {
     entry->set_value(value);
   }
   RETURN_IF_ERROR(ExportGraph(model.graph, proto.mutable_graph()));
+  if (model.ir_version < 4) {
+    // Before IR 4 every initializer must also be declared as a graph input.
+    for (const auto& [name, tensor] : model.graph.initializers) {
+      ValueInfo info;
+      info.name = name;
+      auto it = model.graph.sub_byte_types.find(name);
+      info.dtype =
+          it == model.graph.sub_byte_types.end() ? tensor.dtype() : it->second;
+      info.shape = tensor.shape();
+      info.has_shape = true;
+      ExportValueInfo(info, proto.mutable_graph()->add_input());
+    }
+  }
   return proto;
 }
 
