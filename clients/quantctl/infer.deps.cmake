@@ -1,0 +1,1 @@
+list(APPEND QUANTCTL_DEPS quantd_core_executor quantd_core_graph quantd_core_io quantd_runtime)
