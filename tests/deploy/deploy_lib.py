@@ -39,7 +39,7 @@ def require_tool(name):
 
 
 def kustomization_dirs():
-    """Every directory under deploy/k8s with a Kustomization (not a Component)."""
+    """Directories under deploy/k8s with a Kustomization (not a Component)."""
     found = []
     for root, _, files in os.walk(K8S_DIR):
         if "kustomization.yaml" not in files:

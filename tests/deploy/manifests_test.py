@@ -101,7 +101,7 @@ class OverlayTest(unittest.TestCase):
         cls.overlays = {name: _overlay(name) for name in deploy_lib.OVERLAYS}
 
     def each(self):
-        """Yields (overlay name, rendered objects, pod spec, quantd container)."""
+        """Yields (overlay, rendered objects, pod spec, quantd container)."""
         for name, rendered in self.overlays.items():
             with self.subTest(overlay=name):
                 deployment = rendered.get("Deployment", "quantd")
@@ -139,9 +139,10 @@ class OverlayTest(unittest.TestCase):
     def test_liveness_tolerates_a_busy_pod_longer_than_readiness(self):
         for _, _, _, c in self.each():
             live, ready = c["livenessProbe"], c["readinessProbe"]
-            self.assertGreater(
-                live.get("periodSeconds", 10) * live.get("failureThreshold", 3),
-                ready.get("periodSeconds", 10) * ready.get("failureThreshold", 3))
+            def budget(probe):
+                return probe.get("periodSeconds", 10) * probe.get(
+                    "failureThreshold", 3)
+            self.assertGreater(budget(live), budget(ready))
 
     def test_pod_runs_as_the_image_uid_non_root(self):
         for _, _, pod, c in self.each():
@@ -189,7 +190,8 @@ class OverlayTest(unittest.TestCase):
         tpc_dir = os.path.join(deploy_lib.K8S_DIR, "base", "tpc")
         for name in sorted(os.listdir(tpc_dir)):
             proc = subprocess.run(
-                [QUANTCTL_BINARY, "tpc", "validate", os.path.join(tpc_dir, name)],
+                [QUANTCTL_BINARY, "tpc", "validate",
+                 os.path.join(tpc_dir, name)],
                 capture_output=True, text=True, check=False, timeout=60)
             if "unknown command 'tpc'" in proc.stderr:
                 self.skipTest("quantctl has no 'tpc' command yet")
@@ -373,7 +375,8 @@ class OverlayTest(unittest.TestCase):
 
     def test_prod_hpa_scales_on_queue_depth_and_spans_zones(self):
         hpa = self.overlays["prod"].get("HorizontalPodAutoscaler", "quantd")
-        pods = [m["pods"] for m in hpa["spec"]["metrics"] if m["type"] == "Pods"]
+        pods = [m["pods"] for m in hpa["spec"]["metrics"]
+                if m["type"] == "Pods"]
         self.assertEqual(pods[0]["metric"]["name"], "quantd_queue_depth")
         self.assertEqual(pods[0]["target"]["type"], "AverageValue")
         self.assertGreaterEqual(hpa["spec"]["minReplicas"], 3)
@@ -430,8 +433,9 @@ class OverlayTest(unittest.TestCase):
     def test_flag_variables_are_flags_of_the_quantd_binary(self):
         if not QUANTD_BINARY or not os.path.exists(QUANTD_BINARY):
             self.skipTest("quantd is not built in this tree yet")
-        proc = subprocess.run([QUANTD_BINARY, "--helpfull"], capture_output=True,
-                              text=True, check=False, timeout=30)
+        proc = subprocess.run([QUANTD_BINARY, "--helpfull"],
+                              capture_output=True, text=True, check=False,
+                              timeout=30)
         help_text = proc.stdout + proc.stderr
         flags = set(re.findall(r"^\s+--(\w+) \(", help_text, re.MULTILINE))
         self.assertIn("port", flags, help_text[:2000])
@@ -470,7 +474,8 @@ class FarmJobTest(unittest.TestCase):
         deployment = self.prod.get("Deployment", "quantd")
         flags = _env_from_configmap(self.prod, _container(
             deployment["spec"]["template"]["spec"], "quantd"))
-        headless = self.prod.get("Service", "quantd-headless")["metadata"]["name"]
+        headless = self.prod.get("Service", "quantd-headless")["metadata"][
+            "name"]
         self.assertEqual(
             servers, f"dns:///{headless}.$(POD_NAMESPACE).svc.cluster.local:"
             f"{flags['QUANTD_PORT']}")

@@ -41,7 +41,8 @@ def owning_packages(paths):
         real = os.path.realpath(path)
         forms = [path, real]
         for p in (path, real):
-            forms.append(p[len("/usr"):] if p.startswith("/usr/") else "/usr" + p)
+            forms.append(p[len("/usr"):] if p.startswith("/usr/")
+                         else "/usr" + p)
         candidates[path] = forms
     everything = sorted({f for forms in candidates.values() for f in forms})
     out = subprocess.run(["dpkg-query", "-S"] + everything, capture_output=True,
@@ -148,7 +149,7 @@ class RuntimeLibrariesTest(unittest.TestCase):
     def test_every_runtime_package_name_is_a_debian_package(self):
         for package in self.runtime_packages:
             self.assertTrue(self.dpkg.known(package),
-                            f"'{package}' is neither installed nor in apt's lists")
+                            f"'{package}': not installed, not in apt's lists")
 
     def test_runtime_packages_provide_every_loaded_library(self):
         provided = self.dpkg.closure(self.runtime_packages)
@@ -169,7 +170,8 @@ class RuntimeLibrariesTest(unittest.TestCase):
         # library the binaries load.
         policy = subprocess.run(["apt-cache", "policy", "tini"],
                                 capture_output=True, text=True, check=False)
-        if "Candidate: (none)" in policy.stdout or "Candidate" not in policy.stdout:
+        if ("Candidate" not in policy.stdout
+                or "Candidate: (none)" in policy.stdout):
             self.skipTest("apt has no package lists here (run apt-get update)")
         base = self.dpkg.slim_base()
         with tempfile.TemporaryDirectory() as tmp:
