@@ -327,19 +327,22 @@ absl::StatusOr<Tensor> SliceOp(const Node& node,
     const int64_t dim = data.dim(axis);
     const int64_t s = steps[k];
     if (s == 0) return NodeError(node, "slice step is 0");
-    int64_t b = starts[k], e = ends[k];
-    if (b < 0) b = b < -dim ? -dim + dim : b + dim;
+    // 128-bit: starts/ends/steps are arbitrary int64 values (INT64_MAX and
+    // INT64_MIN are common sentinels).
+    __int128 b = starts[k], e = ends[k];
+    if (b < 0) b = b < -dim ? 0 : b + dim;
     if (e < 0) e = e < -dim ? (s > 0 ? 0 : -1) : e + dim;
     if (s > 0) {
-      b = std::clamp<int64_t>(b, 0, dim);
-      e = std::clamp<int64_t>(e, 0, dim);
-      count[axis] = e > b ? (e - b + s - 1) / s : 0;
+      b = std::clamp<__int128>(b, 0, dim);
+      e = std::clamp<__int128>(e, 0, dim);
+      count[axis] = static_cast<int64_t>(e > b ? (e - b - 1) / s + 1 : 0);
     } else {
-      b = std::clamp<int64_t>(b, 0, dim - 1);
-      e = std::clamp<int64_t>(e, -1, dim - 1);
-      count[axis] = b > e ? (b - e + (-s) - 1) / (-s) : 0;
+      b = std::clamp<__int128>(b, 0, static_cast<__int128>(dim) - 1);
+      e = std::clamp<__int128>(e, -1, static_cast<__int128>(dim) - 1);
+      count[axis] = static_cast<int64_t>(
+          b > e ? (b - e - 1) / (-static_cast<__int128>(s)) + 1 : 0);
     }
-    start[axis] = b;
+    start[axis] = static_cast<int64_t>(b);
     step[axis] = s;
   }
   ASSIGN_OR_RETURN(Tensor out,
@@ -415,8 +418,17 @@ absl::StatusOr<Tensor> TileOp(const Node& node, const Tensor& data,
   }
   Shape out_shape(data.rank());
   for (int64_t i = 0; i < data.rank(); ++i) {
-    if (repeats[i] < 0) return NodeError(node, "negative repeat");
-    out_shape[i] = data.dim(i) * repeats[i];
+    if (repeats[i] < 0 || repeats[i] > max_elements) {
+      return NodeError(node, "repeat out of range");
+    }
+    // Both factors are <= 2^31-ish bounded values: data dims come from an
+    // existing tensor and repeats from the check above.
+    const __int128 d = static_cast<__int128>(data.dim(i)) * repeats[i];
+    if (d > max_elements) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(node.Label(), ": tiled output is too large"));
+    }
+    out_shape[i] = static_cast<int64_t>(d);
   }
   ASSIGN_OR_RETURN(Tensor out,
                    NewTensor(node, data.dtype(), out_shape, max_elements));
@@ -974,6 +986,9 @@ absl::StatusOr<std::vector<Tensor>> EvaluateNode(
   } else if (op == "Expand") {
     if (input(1) == nullptr) return NodeError(node, "missing shape");
     ASSIGN_OR_RETURN(std::vector<int64_t> target, ToInt64Vector(*input(1)));
+    for (int64_t d : target) {
+      if (d < 0) return NodeError(node, "negative dim in shape");
+    }
     ASSIGN_OR_RETURN(Shape shape, BroadcastShapes(input(0)->shape(), target));
     ASSIGN_OR_RETURN(Tensor t,
                      BroadcastTo(node, *input(0), shape, max_elements));
@@ -1022,7 +1037,11 @@ absl::StatusOr<std::vector<Tensor>> EvaluateNode(
           Tensor t,
           NewTensor(node, type, {static_cast<int64_t>(n)}, max_elements));
       for (int64_t i = 0; i < t.num_elements(); ++i) {
-        SetInt(&t, i, start + i * delta);
+        // Wrapping arithmetic: defined even for absurd deltas.
+        SetInt(&t, i,
+               static_cast<int64_t>(static_cast<uint64_t>(start) +
+                                    static_cast<uint64_t>(i) *
+                                        static_cast<uint64_t>(delta)));
       }
       out.push_back(std::move(t));
     }

@@ -85,11 +85,24 @@ absl::StatusOr<std::vector<int64_t>> ConstInts(const RuleContext& c, size_t k) {
   return v;
 }
 
-// Ceil/floor division for the possibly-negative numerators of conv math.
-int64_t FloorDiv(int64_t a, int64_t b) {
-  return a >= 0 ? a / b : -((-a + b - 1) / b);
+// Dims and attributes come from untrusted models: arithmetic on them runs in
+// 128 bits and results must stay below kMaxDim (2^40, far above any real
+// tensor), so no int64 overflow can happen.
+using i128 = __int128;
+constexpr int64_t kMaxDim = int64_t{1} << 40;
+
+absl::StatusOr<int64_t> Dim(const RuleContext& c, i128 v) {
+  if (v < 0) return Error(c, "computed a negative dimension");
+  if (v > kMaxDim) {
+    return Error(c, absl::StrCat("computed dimension exceeds 2^40 (",
+                                 static_cast<double>(v), ")"));
+  }
+  return static_cast<int64_t>(v);
 }
-int64_t CeilDiv(int64_t a, int64_t b) { return -FloorDiv(-a, b); }
+
+// Ceil/floor division for the possibly-negative numerators of conv math.
+i128 FloorDiv(i128 a, i128 b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+i128 CeilDiv(i128 a, i128 b) { return -FloorDiv(-a, b); }
 
 // ---- element-wise ----------------------------------------------------------
 
@@ -246,9 +259,14 @@ absl::StatusOr<WindowSpec> Window(const RuleContext& c, size_t spatial,
                                  spatial, " spatial dims"));
   }
   for (size_t i = 0; i < spatial; ++i) {
-    if (w.strides[i] <= 0 || w.dilations[i] <= 0 || w.kernel[i] < 0) {
+    if (w.strides[i] <= 0 || w.dilations[i] <= 0 || w.kernel[i] < -1 ||
+        w.strides[i] > kMaxDim || w.dilations[i] > kMaxDim ||
+        w.kernel[i] > kMaxDim) {
       return Error(c, "strides, dilations and kernel_shape must be positive");
     }
+  }
+  for (int64_t p : w.pads) {
+    if (p < -kMaxDim || p > kMaxDim) return Error(c, "pads out of range");
   }
   return w;
 }
@@ -257,26 +275,27 @@ absl::StatusOr<WindowSpec> Window(const RuleContext& c, size_t spatial,
 absl::StatusOr<int64_t> WindowOut(const RuleContext& c, const WindowSpec& w,
                                   size_t i, int64_t in, bool ceil_mode) {
   if (in < 0) return -1;
-  const int64_t eff = (w.kernel[i] - 1) * w.dilations[i] + 1;
-  const int64_t s = w.strides[i];
+  const i128 eff = (i128{w.kernel[i]} - 1) * w.dilations[i] + 1;
+  const i128 s = w.strides[i];
   if (w.auto_pad == "SAME_UPPER" || w.auto_pad == "SAME_LOWER") {
-    return CeilDiv(in, s);
+    return Dim(c, CeilDiv(in, s));
   }
   if (w.auto_pad == "VALID") {
-    const int64_t o = CeilDiv(in - eff + 1, s);
+    const i128 o = CeilDiv(in - eff + 1, s);
     if (o < 0) return Error(c, "kernel larger than the input");
-    return o;
+    return Dim(c, o);
   }
-  const int64_t padded = in + w.pads[i] + w.pads[i + w.kernel.size()];
+  const i128 padded = i128{in} + w.pads[i] + w.pads[i + w.kernel.size()];
   if (padded < eff) {
-    return Error(c, absl::StrCat("kernel extent ", eff,
-                                 " exceeds the padded input ", padded));
+    return Error(c, absl::StrCat("kernel extent ", static_cast<int64_t>(eff),
+                                 " exceeds the padded input ",
+                                 static_cast<int64_t>(padded)));
   }
-  int64_t o =
+  i128 o =
       ceil_mode ? CeilDiv(padded - eff, s) + 1 : FloorDiv(padded - eff, s) + 1;
   // A window that would start inside the end padding is dropped.
-  if (ceil_mode && (o - 1) * s >= in + w.pads[i]) --o;
-  return o;
+  if (ceil_mode && (o - 1) * s >= i128{in} + w.pads[i]) --o;
+  return Dim(c, o);
 }
 
 absl::Status ConvLike(RuleContext* c, size_t x_index, size_t w_index,
@@ -301,11 +320,13 @@ absl::Status ConvLike(RuleContext* c, size_t x_index, size_t w_index,
                                     x.size()));
     }
     out_ch = w[0];
-    if (group <= 0) return Error(*c, "group must be positive");
-    if (x[1] >= 0 && w[1] >= 0 && x[1] != w[1] * group) {
-      return Error(
-          *c, absl::StrCat("input has ", x[1], " channels but weight ", Str(w),
-                           " with group ", group, " expects ", w[1] * group));
+    if (group <= 0 || group > kMaxDim) {
+      return Error(*c, "group must be positive");
+    }
+    if (x[1] >= 0 && w[1] >= 0 && i128{x[1]} != i128{w[1]} * group) {
+      return Error(*c, absl::StrCat("input has ", x[1], " channels but weight ",
+                                    Str(w), " with group ", group, " expects ",
+                                    static_cast<double>(i128{w[1]} * group)));
     }
     kernel_default.assign(w.begin() + 2, w.end());
   }
@@ -343,7 +364,9 @@ absl::Status ConvTransposeRule(RuleContext* c) {
   if (x.size() < 3) return Error(*c, "input needs at least 3 dims");
   const size_t spatial = x.size() - 2;
   const int64_t group = c->node->GetInt("group", 1);
-  if (group <= 0) return Error(*c, "group must be positive");
+  if (group <= 0 || group > kMaxDim) {
+    return Error(*c, "group must be positive");
+  }
   Shape kernel_default(spatial, -1);
   int64_t out_ch = -1;
   if (HasRank(*c, 1)) {
@@ -356,7 +379,9 @@ absl::Status ConvTransposeRule(RuleContext* c) {
       return Error(*c, absl::StrCat("input has ", x[1], " channels but weight ",
                                     Str(w), " expects ", w[0]));
     }
-    out_ch = w[1] < 0 ? -1 : w[1] * group;
+    if (w[1] >= 0) {
+      ASSIGN_OR_RETURN(out_ch, Dim(*c, i128{w[1]} * group));
+    }
     kernel_default.assign(w.begin() + 2, w.end());
   }
   ASSIGN_OR_RETURN(WindowSpec win, Window(*c, spatial, kernel_default));
@@ -369,10 +394,14 @@ absl::Status ConvTransposeRule(RuleContext* c) {
       (!output_shape.empty() && output_shape.size() != spatial)) {
     return Error(*c, "output_padding/output_shape do not match the input rank");
   }
+  for (int64_t p : out_pad) {
+    if (p < 0 || p > kMaxDim) return Error(*c, "output_padding out of range");
+  }
   Shape out = {x[0], out_ch};
   for (size_t i = 0; i < spatial; ++i) {
     if (!output_shape.empty()) {
-      out.push_back(output_shape[i]);
+      ASSIGN_OR_RETURN(int64_t o, Dim(*c, output_shape[i]));
+      out.push_back(o);
       continue;
     }
     const int64_t in = x[2 + i];
@@ -380,16 +409,17 @@ absl::Status ConvTransposeRule(RuleContext* c) {
       out.push_back(-1);
       continue;
     }
-    const int64_t s = win.strides[i];
+    const i128 s = win.strides[i];
     if (win.auto_pad == "SAME_UPPER" || win.auto_pad == "SAME_LOWER") {
-      out.push_back(in * s);
+      ASSIGN_OR_RETURN(int64_t o, Dim(*c, i128{in} * s));
+      out.push_back(o);
       continue;
     }
-    const int64_t eff = (win.kernel[i] - 1) * win.dilations[i] + 1;
-    int64_t pads = win.pads[i] + win.pads[i + spatial];
+    const i128 eff = (i128{win.kernel[i]} - 1) * win.dilations[i] + 1;
+    i128 pads = i128{win.pads[i]} + win.pads[i + spatial];
     if (win.auto_pad == "VALID") pads = 0;
-    const int64_t o = s * (in - 1) + out_pad[i] + eff - pads;
-    if (o < 0) return Error(*c, "negative output size");
+    ASSIGN_OR_RETURN(int64_t o,
+                     Dim(*c, s * (i128{in} - 1) + out_pad[i] + eff - pads));
     out.push_back(o);
   }
   Set(c, 0, dtype, out);
@@ -555,8 +585,16 @@ absl::Status ReshapeRule(RuleContext* c) {
     } else if (d < 0) {
       return Error(*c, absl::StrCat("invalid dim ", d, " in shape"));
     }
+    if (d > kMaxDim) {
+      return Error(*c, absl::StrCat("invalid dim ", d, " in shape"));
+    }
     out[i] = d;
-    if (known >= 0) known *= d;
+    if (known >= 0) {
+      if (i128{known} * d > i128{kMaxDim} * kMaxDim) {
+        return Error(*c, absl::StrCat("shape ", Str(target), " is too large"));
+      }
+      known *= d;
+    }
   }
   const int64_t total = HasRank(*c, 0) ? NumElements(in) : -1;
   if (total >= 0 && known >= 0) {
@@ -732,7 +770,11 @@ absl::Status ConcatRule(RuleContext* c) {
     }
     for (size_t i = 0; i < s.size(); ++i) {
       if (static_cast<int64_t>(i) == axis) {
-        out[i] = (out[i] < 0 || s[i] < 0) ? -1 : out[i] + s[i];
+        if (out[i] < 0 || s[i] < 0) {
+          out[i] = -1;
+        } else {
+          ASSIGN_OR_RETURN(out[i], Dim(*c, i128{out[i]} + s[i]));
+        }
       } else if (out[i] >= 0 && s[i] >= 0 && out[i] != s[i]) {
         return Error(*c, absl::StrCat("input ", k, " has shape ", Str(s),
                                       ", dim ", i, " differs from ", Str(out)));
@@ -809,7 +851,7 @@ absl::Status SplitRule(RuleContext* c) {
   }
   int64_t total = 0;
   for (int64_t v : split) {
-    if (v < -1) return Error(*c, "negative split size");
+    if (v < -1 || v > kMaxDim) return Error(*c, "split size out of range");
     total = (total < 0 || v < 0) ? -1 : total + v;
   }
   if (dim >= 0 && total >= 0 && total != dim) {
@@ -875,17 +917,18 @@ absl::Status SliceRule(RuleContext* c) {
       out[axis] = -1;
       continue;
     }
-    int64_t b = starts[k], e = ends[k];
+    i128 b = starts[k], e = ends[k];
     if (b < 0) b = b < -dim ? 0 : b + dim;
     if (e < 0) e = e < -dim ? (st > 0 ? 0 : -1) : e + dim;
     if (st > 0) {
-      b = std::clamp<int64_t>(b, 0, dim);
-      e = std::clamp<int64_t>(e, 0, dim);
-      out[axis] = e > b ? (e - b + st - 1) / st : 0;
+      b = std::clamp<i128>(b, 0, dim);
+      e = std::clamp<i128>(e, 0, dim);
+      out[axis] = static_cast<int64_t>(e > b ? (e - b - 1) / st + 1 : 0);
     } else {
-      b = std::clamp<int64_t>(b, 0, dim - 1);
-      e = std::clamp<int64_t>(e, -1, dim - 1);
-      out[axis] = b > e ? (b - e - st - 1) / (-st) : 0;
+      b = std::clamp<i128>(b, 0, i128{dim} - 1);
+      e = std::clamp<i128>(e, -1, i128{dim} - 1);
+      out[axis] =
+          static_cast<int64_t>(b > e ? (b - e - 1) / (-i128{st}) + 1 : 0);
     }
   }
   Set(c, 0, dtype, out);
@@ -935,8 +978,9 @@ absl::Status PadRule(RuleContext* c) {
   for (size_t k = 0; k < na; ++k) {
     const int64_t a = axes[k];
     if (out[a] < 0) continue;
-    out[a] += pads[k] + pads[k + na];
-    if (out[a] < 0) return Error(*c, "pads crop below zero");
+    const i128 padded = i128{out[a]} + pads[k] + pads[k + na];
+    if (padded < 0) return Error(*c, "pads crop below zero");
+    ASSIGN_OR_RETURN(out[a], Dim(*c, padded));
   }
   Set(c, 0, dtype, out);
   return absl::OkStatus();
@@ -981,7 +1025,9 @@ absl::Status TileRule(RuleContext* c) {
   Shape out = s;
   for (size_t i = 0; i < s.size(); ++i) {
     if ((*rep)[i] < 0) return Error(*c, "negative repeat");
-    if (out[i] >= 0) out[i] *= (*rep)[i];
+    if (out[i] >= 0) {
+      ASSIGN_OR_RETURN(out[i], Dim(*c, i128{out[i]} * (*rep)[i]));
+    }
   }
   Set(c, 0, dtype, out);
   return absl::OkStatus();
@@ -1040,7 +1086,9 @@ absl::Status GatherNDRule(RuleContext* c) {
   const Shape& idx = In(*c, 1)->shape;
   const int64_t b = c->node->GetInt("batch_dims", 0);
   const int64_t k = idx.back();
-  if (b < 0 || b + k > static_cast<int64_t>(d.size())) {
+  if (b < 0 || k < 0 || b > static_cast<int64_t>(d.size()) ||
+      k > static_cast<int64_t>(d.size()) ||
+      b + k > static_cast<int64_t>(d.size())) {
     return Error(*c, "indices last dim too large for data rank");
   }
   Shape out(idx.begin(), idx.end() - 1);
@@ -1205,8 +1253,11 @@ absl::Status ResizeRule(RuleContext* c) {
     for (size_t k = 0; k < axes.size(); ++k) {
       if (s[axes[k]] < 0) continue;
       if (!(scales[k] > 0)) return Error(*c, "scales must be positive");
-      out[axes[k]] = static_cast<int64_t>(
-          std::floor(static_cast<double>(s[axes[k]]) * scales[k]));
+      const double o = std::floor(static_cast<double>(s[axes[k]]) * scales[k]);
+      if (!(o <= static_cast<double>(kMaxDim))) {
+        return Error(*c, "scaled dimension exceeds 2^40");
+      }
+      out[axes[k]] = static_cast<int64_t>(o);
     }
   } else if (!sizes.empty()) {
     if (sizes.size() != axes.size()) {
@@ -1216,7 +1267,9 @@ absl::Status ResizeRule(RuleContext* c) {
     const std::string policy =
         c->node->GetString("keep_aspect_ratio_policy", "stretch");
     if (policy == "stretch") {
-      for (size_t k = 0; k < axes.size(); ++k) out[axes[k]] = sizes[k];
+      for (size_t k = 0; k < axes.size(); ++k) {
+        ASSIGN_OR_RETURN(out[axes[k]], Dim(*c, sizes[k]));
+      }
     } else {
       double scale = policy == "not_larger" ? 1e300 : 0;
       for (size_t k = 0; k < axes.size(); ++k) {
@@ -1227,8 +1280,12 @@ absl::Status ResizeRule(RuleContext* c) {
       }
       for (size_t k = 0; k < axes.size(); ++k) {
         if (s[axes[k]] < 0) continue;
-        out[axes[k]] = static_cast<int64_t>(
-            std::nearbyint(scale * static_cast<double>(s[axes[k]])));
+        const double o =
+            std::nearbyint(scale * static_cast<double>(s[axes[k]]));
+        if (!(o >= 0 && o <= static_cast<double>(kMaxDim))) {
+          return Error(*c, "resized dimension out of range");
+        }
+        out[axes[k]] = static_cast<int64_t>(o);
       }
     }
   } else {
@@ -1247,17 +1304,24 @@ absl::Status DepthToSpaceRule(RuleContext* c) {
   Shape s = In(*c, 0)->shape;
   if (s.size() != 4) return Error(*c, "input must be 4-D");
   const int64_t b = c->node->GetInt("blocksize", 0);
-  if (b <= 0) return Error(*c, "blocksize must be positive");
+  if (b <= 0 || b > (int64_t{1} << 20)) {
+    return Error(*c, "blocksize must be positive");
+  }
   if (c->node->op_type == "DepthToSpace") {
     if (s[1] >= 0 && s[1] % (b * b) != 0) {
       return Error(
           *c, absl::StrCat("channels ", s[1], " not divisible by blocksize^2"));
     }
     if (s[1] >= 0) s[1] /= b * b;
-    if (s[2] >= 0) s[2] *= b;
-    if (s[3] >= 0) s[3] *= b;
+    for (int i : {2, 3}) {
+      if (s[i] >= 0) {
+        ASSIGN_OR_RETURN(s[i], Dim(*c, i128{s[i]} * b));
+      }
+    }
   } else {
-    if (s[1] >= 0) s[1] *= b * b;
+    if (s[1] >= 0) {
+      ASSIGN_OR_RETURN(s[1], Dim(*c, i128{s[1]} * b * b));
+    }
     if (s[2] >= 0) s[2] /= b;
     if (s[3] >= 0) s[3] /= b;
   }

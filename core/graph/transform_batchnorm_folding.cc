@@ -43,7 +43,7 @@ std::optional<BnAffine> ReadBatchNorm(const Graph& g, const Node& bn) {
   const Tensor* var = FloatInit(g, bn.Input(4));
   if (!gamma || !beta || !mean || !var) return std::nullopt;
   const int64_t c = gamma->num_elements();
-  if (gamma->rank() != 1 || beta->num_elements() != c ||
+  if (gamma->rank() != 1 || c == 0 || beta->num_elements() != c ||
       mean->num_elements() != c || var->num_elements() != c) {
     return std::nullopt;
   }
@@ -101,6 +101,7 @@ bool FoldInto(Graph* g, const GraphIndex& index, Node* p, const Node& bn,
     if (group <= 0 || m_per * group != c || w->dim(0) % group != 0) {
       return false;
     }
+    if (m_per == 0 || w->dim(0) == 0) return false;
     const int64_t cin_per = w->dim(0) / group;
     const int64_t k = w->num_elements() / (w->dim(0) * m_per);
     for (int64_t ci = 0; ci < w->dim(0); ++ci) {
