@@ -1,0 +1,143 @@
+// LayerNormalization: y = (x - mean) / sqrt(var + eps) * scale + B over
+// dims [axis, rank); InstanceNormalization: the same per (n, c) over spatial
+// dims with per-channel scale/B.
+#include <cmath>
+
+#include "core/executor/kernel.h"
+#include "core/executor/kernel_util.h"
+#include "core/util/status_macros.h"
+
+namespace quantd::exec {
+
+void RegisterNormalization(KernelRegistry& r) {
+  r.Register(
+      "LayerNormalization",
+      [](const KernelInfo& info) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+        const int64_t axis_attr = info.node.GetInt("axis", -1);
+        const double eps = info.node.GetFloat("epsilon", 1e-5f);
+        return MakeKernel([=](KernelContext& ctx) -> absl::Status {
+          const Tensor& x = *ctx.input(0);
+          const Tensor& scale = *ctx.input(1);
+          const Tensor* bias = ctx.input(2);
+          ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(axis_attr, x.rank()));
+          int64_t outer = 1, n = 1;
+          for (int64_t d = 0; d < axis; ++d) outer *= x.dim(d);
+          for (int64_t d = axis; d < x.rank(); ++d) n *= x.dim(d);
+          const std::vector<int64_t> norm_shape(x.shape().begin() + axis,
+                                                x.shape().end());
+          for (const Tensor* t : {&scale, bias}) {
+            if (t == nullptr) continue;
+            absl::StatusOr<std::vector<int64_t>> b =
+                BroadcastShape(norm_shape, t->shape());
+            if (!b.ok() || *b != norm_shape || t->dtype() != x.dtype()) {
+              return ctx.Error(absl::StrCat("scale/bias ", t->DebugString(),
+                                            " does not broadcast to ",
+                                            ShapeString(norm_shape)));
+            }
+          }
+          std::vector<int64_t> stat_shape = x.shape();
+          for (int64_t d = axis; d < x.rank(); ++d) stat_shape[d] = 1;
+          return DispatchFloat(
+              x.dtype(), [&]<typename T>(Tag<T>) -> absl::Status {
+                ASSIGN_OR_RETURN(Tensor * y,
+                                 ctx.Allocate(0, x.dtype(), x.shape()));
+                T* mean_out = nullptr;
+                T* inv_out = nullptr;
+                if (ctx.OutputWanted(1)) {
+                  ASSIGN_OR_RETURN(Tensor * t,
+                                   ctx.Allocate(1, x.dtype(), stat_shape));
+                  mean_out = t->template mutable_data<T>();
+                }
+                if (ctx.OutputWanted(2)) {
+                  ASSIGN_OR_RETURN(Tensor * t,
+                                   ctx.Allocate(2, x.dtype(), stat_shape));
+                  inv_out = t->template mutable_data<T>();
+                }
+                // Scale/bias expanded to n values (they broadcast over the
+                // tail).
+                std::vector<T> s(n), b(n, T(0));
+                auto expand = [&](const Tensor& t, std::vector<T>* v) {
+                  const int64_t m = t.num_elements();
+                  for (int64_t i = 0; i < n; ++i) {
+                    (*v)[i] = t.data<T>()[m == n ? i : (m == 1 ? 0 : i % m)];
+                  }
+                };
+                expand(scale, &s);
+                if (bias) expand(*bias, &b);
+                const T* in = x.data<T>();
+                T* out = y->mutable_data<T>();
+                ParallelFor(
+                    ctx.pool(), outer,
+                    std::max<int64_t>(1, 8192 / std::max<int64_t>(n, 1)),
+                    [&](int64_t ob, int64_t oe) {
+                      for (int64_t o = ob; o < oe; ++o) {
+                        const T* p = in + o * n;
+                        double sum = 0;
+                        for (int64_t i = 0; i < n; ++i) sum += p[i];
+                        const double mean = sum / n;
+                        double sq = 0;
+                        for (int64_t i = 0; i < n; ++i)
+                          sq += (p[i] - mean) * (p[i] - mean);
+                        const double inv = 1.0 / std::sqrt(sq / n + eps);
+                        T* q = out + o * n;
+                        for (int64_t i = 0; i < n; ++i) {
+                          q[i] =
+                              static_cast<T>((p[i] - mean) * inv) * s[i] + b[i];
+                        }
+                        if (mean_out) mean_out[o] = static_cast<T>(mean);
+                        if (inv_out) inv_out[o] = static_cast<T>(inv);
+                      }
+                    });
+                return absl::OkStatus();
+              });
+        });
+      });
+  r.Register(
+      "InstanceNormalization",
+      [](const KernelInfo& info) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+        const double eps = info.node.GetFloat("epsilon", 1e-5f);
+        return MakeKernel([eps](KernelContext& ctx) -> absl::Status {
+          const Tensor& x = *ctx.input(0);
+          const Tensor& scale = *ctx.input(1);
+          const Tensor& bias = *ctx.input(2);
+          if (x.rank() < 3) return ctx.Error("input must have rank >= 3");
+          const int64_t C = x.dim(1);
+          if (scale.num_elements() != C || bias.num_elements() != C ||
+              scale.dtype() != x.dtype() || bias.dtype() != x.dtype()) {
+            return ctx.Error(
+                absl::StrCat("scale and B must have ", C, " elements"));
+          }
+          int64_t n = 1;
+          for (int64_t d = 2; d < x.rank(); ++d) n *= x.dim(d);
+          return DispatchFloat(
+              x.dtype(), [&]<typename T>(Tag<T>) -> absl::Status {
+                ASSIGN_OR_RETURN(Tensor * y,
+                                 ctx.Allocate(0, x.dtype(), x.shape()));
+                const T* in = x.data<T>();
+                T* out = y->mutable_data<T>();
+                ParallelFor(
+                    ctx.pool(), x.dim(0) * C, 1, [&](int64_t pb, int64_t pe) {
+                      for (int64_t p = pb; p < pe; ++p) {
+                        const int64_t c = p % C;
+                        const T* v = in + p * n;
+                        double sum = 0;
+                        for (int64_t i = 0; i < n; ++i) sum += v[i];
+                        const double mean = n ? sum / n : 0;
+                        double sq = 0;
+                        for (int64_t i = 0; i < n; ++i)
+                          sq += (v[i] - mean) * (v[i] - mean);
+                        const double k = scale.data<T>()[c] /
+                                         std::sqrt((n ? sq / n : 0) + eps);
+                        const double b = bias.data<T>()[c];
+                        T* q = out + p * n;
+                        for (int64_t i = 0; i < n; ++i)
+                          q[i] = static_cast<T>((v[i] - mean) * k + b);
+                      }
+                    });
+                return absl::OkStatus();
+              });
+        });
+      });
+}
+
+}  // namespace quantd::exec
