@@ -87,6 +87,20 @@ def _bytes(quantity):
     return float(number) * (_MEMORY_UNITS[unit] if unit else 1)
 
 
+def _declared_server_flags():
+    """Names of the ABSL_FLAGs that server/*.cc declare."""
+    declared = set()
+    server_dir = os.path.join(deploy_lib.SOURCE_DIR, "server")
+    if not os.path.isdir(server_dir):
+        return declared
+    for name in os.listdir(server_dir):
+        if name.endswith(".cc"):
+            with open(os.path.join(server_dir, name)) as f:
+                declared |= set(re.findall(r"ABSL_FLAG\([^,]+,\s*(\w+)",
+                                           f.read()))
+    return declared
+
+
 def _readme_metric_names():
     """Metric names in the first column of deploy/README.md's tables."""
     with open(os.path.join(deploy_lib.DEPLOY_DIR, "README.md")) as f:
@@ -414,13 +428,7 @@ class OverlayTest(unittest.TestCase):
     def test_flag_variables_are_declared_in_the_server_source(self):
         # The same check as below, from the ABSL_FLAG declarations, so a typo
         # is caught even before quantd links.
-        declared = set()
-        server_dir = os.path.join(deploy_lib.SOURCE_DIR, "server")
-        for name in os.listdir(server_dir) if os.path.isdir(server_dir) else []:
-            if name.endswith(".cc"):
-                with open(os.path.join(server_dir, name)) as f:
-                    declared |= set(re.findall(r"ABSL_FLAG\([^,]+,\s*(\w+)",
-                                               f.read()))
+        declared = _declared_server_flags()
         if not declared:
             self.skipTest("server/ declares no flags yet")
         for _, rendered, _, c in self.each():
@@ -445,6 +453,85 @@ class OverlayTest(unittest.TestCase):
             for name in sorted(names):
                 self.assertIn(name.removeprefix("QUANTD_").lower(), flags,
                               f"{name} sets no quantd flag")
+
+
+class TlsOverlayTest(unittest.TestCase):
+    """prod-tls: TLS from a Secret, and exec probes since gRPC probes can't."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.rendered = _overlay("prod-tls")
+        cls.pod = cls.rendered.get("Deployment", "quantd")["spec"]["template"][
+            "spec"]
+        cls.container = _container(cls.pod, "quantd")
+        cls.flags = _env_from_configmap(cls.rendered, cls.container)
+        cls.env = {e["name"]: e for e in cls.container["env"]}
+
+    def probe_argv(self, name):
+        probe = self.container[name]
+        self.assertNotIn("grpc", probe)  # one handler per probe
+        return probe["exec"]["command"]
+
+    def test_probes_run_quantctl_health_over_tls_on_localhost(self):
+        for name in ("startupProbe", "livenessProbe", "readinessProbe"):
+            with self.subTest(probe=name):
+                argv = self.probe_argv(name)
+                self.assertEqual(argv[:2],
+                                 ["/usr/local/bin/quantctl", "health"])
+                self.assertIn("--tls", argv)
+                self.assertEqual(argv[argv.index("--server") + 1],
+                                 f"localhost:{self.flags['QUANTD_PORT']}")
+                # Each attempt ends before the kubelet gives up on it.
+                self.assertLess(
+                    int(argv[argv.index("--timeout_s") + 1]),
+                    self.container[name]["timeoutSeconds"])
+
+    def test_readiness_asks_for_the_service_and_liveness_for_the_server(self):
+        readiness = self.probe_argv("readinessProbe")
+        self.assertEqual(readiness[readiness.index("--service") + 1],
+                         READINESS_SERVICE)
+        self.assertNotIn("--service", self.probe_argv("livenessProbe"))
+        self.assertNotIn("--service", self.probe_argv("startupProbe"))
+
+    def test_certificate_files_come_from_the_tls_secret(self):
+        volumes = {v["name"]: v for v in self.pod["volumes"]}
+        mount = next(m for m in self.container["volumeMounts"]
+                     if m["name"] == "tls")
+        self.assertEqual(volumes["tls"]["secret"]["secretName"], "quantd-tls")
+        self.assertTrue(mount["readOnly"])
+        for name, key in (("QUANTD_TLS_CERT", "tls.crt"),
+                          ("QUANTD_TLS_KEY", "tls.key")):
+            self.assertEqual(self.env[name]["value"],
+                             f"{mount['mountPath']}/{key}")
+        ca = self.probe_argv("readinessProbe")
+        self.assertEqual(ca[ca.index("--tls_ca") + 1],
+                         f"{mount['mountPath']}/ca.crt")
+        # fsGroup makes the 0440 files readable by the non-root user only.
+        self.assertEqual(volumes["tls"]["secret"]["defaultMode"], 0o440)
+        self.assertEqual(self.pod["securityContext"]["fsGroup"],
+                         self.pod["securityContext"]["runAsGroup"])
+
+    def test_tls_variables_are_declared_server_flags(self):
+        declared = _declared_server_flags()
+        if not declared:
+            self.skipTest("server/ declares no flags yet")
+        for name in ("QUANTD_TLS_CERT", "QUANTD_TLS_KEY"):
+            self.assertIn(name.removeprefix("QUANTD_").lower(), declared)
+
+    def test_probe_arguments_are_accepted_by_quantctl_health(self):
+        if not QUANTCTL_BINARY or not os.path.exists(QUANTCTL_BINARY):
+            self.skipTest("quantctl is not built in this tree")
+        for name in ("livenessProbe", "readinessProbe"):
+            argv = [QUANTCTL_BINARY] + self.probe_argv(name)[1:]
+            # Nothing listens on port 1: the call fails, but not on usage.
+            argv[argv.index("--server") + 1] = "127.0.0.1:1"
+            proc = subprocess.run(argv, capture_output=True, text=True,
+                                  check=False, timeout=60)
+            if "unknown command 'health'" in proc.stderr:
+                self.skipTest("quantctl has no 'health' command yet")
+            self.assertNotEqual(proc.returncode, 0)
+            self.assertNotEqual(proc.returncode, 2, proc.stderr)  # usage
+            self.assertNotIn("unknown argument", proc.stderr)
 
 
 class FarmJobTest(unittest.TestCase):
