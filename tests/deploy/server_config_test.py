@@ -7,16 +7,20 @@ kubelet mounts it (`..data` symlinks). Only the ports become 0 (the server
 logs the ones it picked). Then, as Kubernetes would: the liveness ("") and
 readiness (quantd.v1.QuantizationService) health services answer SERVING,
 /metrics serves the documented families, and SIGTERM drains and exits 0
-within terminationGracePeriodSeconds.
+within terminationGracePeriodSeconds. For prod-tls, with a throwaway CA and
+a localhost certificate as the Secret, the three exec probes (the real
+`quantctl health` with the probe's own arguments) pass and plaintext is
+refused.
 Skipped (exit 77) until the quantd target exists in the build.
 
-Usage: server_config_test.py --quantd PATH [unittest args]
+Usage: server_config_test.py --quantd PATH --quantctl PATH [unittest args]
 """
 
 import json
 import math
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,6 +32,7 @@ import urllib.request
 import deploy_lib
 
 QUANTD_BINARY = None  # from --quantd
+QUANTCTL_BINARY = None  # from --quantctl
 READINESS_SERVICE = "quantd.v1.QuantizationService"
 SERVING = 1  # grpc.health.v1.HealthCheckResponse.ServingStatus
 STARTUP_TIMEOUT_S = 60
@@ -122,8 +127,13 @@ class RunningServer:
 
 class ServerConfigTest(unittest.TestCase):
 
-    def start(self, overlay):
-        """Starts quantd as the overlay's pod would run it."""
+    def start(self, overlay, secrets=None):
+        """Starts quantd as the overlay's pod would run it.
+
+        `secrets` maps a Secret name to its data (file name -> text).
+        Returns (server, 'listening' log record, pod spec, local_path) where
+        local_path maps a path inside the pod to the local one.
+        """
         _, objects = deploy_lib.render(
             os.path.join(deploy_lib.K8S_DIR, "overlays", overlay))
         rendered = deploy_lib.Rendered(objects)
@@ -133,6 +143,9 @@ class ServerConfigTest(unittest.TestCase):
         env = {"PATH": "/usr/bin:/bin"}
         for source in container["envFrom"]:
             env.update(rendered.configmap_data(source["configMapRef"]["name"]))
+        for item in container.get("env", []):
+            if "value" in item:
+                env[item["name"]] = item["value"]
         env["QUANTD_WORKERS"] = str(
             _cpu_ceil(container["resources"]["limits"]["cpu"]))
         env["QUANTD_PORT"] = "0"
@@ -141,6 +154,7 @@ class ServerConfigTest(unittest.TestCase):
         tmp = tempfile.mkdtemp(prefix=f"quantd-{overlay}-")
         self.addCleanup(subprocess.run, ["rm", "-rf", tmp], check=False)
         volumes = {v["name"]: v for v in pod["volumes"]}
+        mounts = {}
         for mount in container["volumeMounts"]:
             volume = volumes[mount["name"]]
             local = os.path.join(tmp, mount["mountPath"].strip("/"))
@@ -148,18 +162,38 @@ class ServerConfigTest(unittest.TestCase):
             if "configMap" in volume:
                 mount_configmap(
                     rendered.configmap_data(volume["configMap"]["name"]), local)
-            for key, value in env.items():
-                if value == mount["mountPath"]:
-                    env[key] = local
-        env["TMPDIR"] = os.path.join(tmp, "tmp")
+            elif "secret" in volume:
+                mount_configmap(secrets[volume["secret"]["secretName"]], local)
+            mounts[mount["mountPath"]] = local
+
+        def local_path(path):
+            for inside, outside in mounts.items():
+                if path == inside or path.startswith(inside + "/"):
+                    return outside + path[len(inside):]
+            return path
+
+        env = {k: local_path(v) for k, v in env.items()}
+        env["TMPDIR"] = mounts["/tmp"]
 
         server = RunningServer(env)
         self.addCleanup(server.kill)
         listening = server.wait_for("listening")
-        return server, listening, pod
+        return server, listening, pod, local_path
+
+    def stop(self, server, pod):
+        # No job is running, so the drain has nothing to wait for: quantd
+        # must exit well within the grace period (60 s at most here).
+        grace = min(pod["terminationGracePeriodSeconds"], 60)
+        server.proc.send_signal(signal.SIGTERM)
+        try:
+            code = server.proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            self.fail(f"quantd still running {grace} s after SIGTERM:\n"
+                      + "".join(server.log))
+        self.assertEqual(code, 0, "".join(server.log))
 
     def check_overlay(self, overlay):
-        server, listening, pod = self.start(overlay)
+        server, listening, pod, _ = self.start(overlay)
         port, metrics_port = int(listening["port"]), int(
             listening["metrics_port"])
 
@@ -172,17 +206,7 @@ class ServerConfigTest(unittest.TestCase):
         for family in ("quantd_queue_depth", "quantd_workers_busy",
                        "quantd_build_info"):
             self.assertIn(f"# TYPE {family} ", metrics)
-
-        # No job is running, so the drain has nothing to wait for: quantd
-        # must exit well within the grace period (60 s at most here).
-        grace = min(pod["terminationGracePeriodSeconds"], 60)
-        server.proc.send_signal(signal.SIGTERM)
-        try:
-            code = server.proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            self.fail(f"quantd still running {grace} s after SIGTERM:\n"
-                      + "".join(server.log))
-        self.assertEqual(code, 0, "".join(server.log))
+        self.stop(server, pod)
 
     def test_dev_configuration_serves_and_drains(self):
         self.check_overlay("dev")
@@ -190,12 +214,63 @@ class ServerConfigTest(unittest.TestCase):
     def test_prod_configuration_serves_and_drains(self):
         self.check_overlay("prod")
 
+    def test_prod_tls_probes_pass_over_tls(self):
+        if not QUANTCTL_BINARY:
+            self.skipTest("quantctl is not built in this tree")
+        if shutil.which("openssl") is None:
+            self.skipTest("openssl (the CLI) is not installed")
+        with tempfile.TemporaryDirectory() as certs:
+            secret = make_tls_secret(certs)
+        server, listening, pod, local_path = self.start(
+            "prod-tls", secrets={"quantd-tls": secret})
+        port = listening["port"]
+        self.assertEqual(listening["tls"], "server")
+        container = next(c for c in pod["containers"] if c["name"] == "quantd")
+        for name in ("startupProbe", "livenessProbe", "readinessProbe"):
+            with self.subTest(probe=name):
+                argv = [QUANTCTL_BINARY] + [
+                    local_path(a.replace(":50051", f":{port}"))
+                    for a in container[name]["exec"]["command"][1:]]
+                proc = subprocess.run(argv, capture_output=True, text=True,
+                                      check=False, timeout=30)
+                self.assertEqual(proc.returncode, 0,
+                                 proc.stdout + proc.stderr)
+        # Plaintext is refused: TLS is really on.
+        import grpc
+        with self.assertRaises(grpc.RpcError):
+            health_check(int(port), "")
+        self.stop(server, pod)
+
+
+def make_tls_secret(directory):
+    """A CA and a server certificate for localhost, as a kubernetes.io/tls
+    Secret's data (tls.crt, tls.key, ca.crt)."""
+    def openssl(*args):
+        subprocess.run(["openssl"] + list(args), cwd=directory, check=True,
+                       capture_output=True)
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+            "-subj", "/CN=quantd test CA", "-keyout", "ca.key",
+            "-out", "ca.crt")
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=quantd",
+            "-keyout", "tls.key", "-out", "tls.csr")
+    with open(os.path.join(directory, "san.ext"), "w") as f:
+        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", "tls.csr", "-CA", "ca.crt", "-CAkey",
+            "ca.key", "-CAcreateserial", "-days", "1", "-extfile", "san.ext",
+            "-out", "tls.crt")
+    data = {}
+    for name in ("tls.crt", "tls.key", "ca.crt"):
+        with open(os.path.join(directory, name)) as f:
+            data[name] = f.read()
+    return data
+
 
 if __name__ == "__main__":
-    if "--quantd" in sys.argv:
-        i = sys.argv.index("--quantd")
-        QUANTD_BINARY = sys.argv[i + 1]
-        del sys.argv[i:i + 2]
+    for option in ("--quantd", "--quantctl"):
+        if option in sys.argv:
+            i = sys.argv.index(option)
+            globals()[option[2:].upper() + "_BINARY"] = sys.argv[i + 1]
+            del sys.argv[i:i + 2]
     if not QUANTD_BINARY or not os.access(QUANTD_BINARY, os.X_OK):
         print("SKIPPED: quantd is not built in this tree yet.")
         sys.exit(deploy_lib.SKIP)
