@@ -11,7 +11,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libonnx-dev libonnx-testdata coinor-libcbc-dev
   python3 python3-grpcio python3-protobuf python3-numpy python3-onnx
-  nlohmann-json3-dev nodejs npm yamllint python3-yaml shellcheck
+  nlohmann-json3-dev nodejs npm yamllint python3-yaml shellcheck openssl
 )
 
 missing=()
