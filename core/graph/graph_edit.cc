@@ -1,5 +1,6 @@
 #include "core/graph/graph_edit.h"
 
+#include <memory>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -21,6 +22,23 @@ bool Defines(const Graph& g, const std::string& name) {
   return false;
 }
 
+void RenameInSubgraph(Graph* g, const std::string& from, const std::string& to);
+
+bool ReadsName(const Graph& g, const std::string& name) {
+  for (const Node& node : g.nodes) {
+    for (const std::string& in : node.inputs) {
+      if (in == name) return true;
+    }
+    for (const auto& [key, attr] : node.attributes) {
+      if (attr.g && ReadsName(*attr.g, name)) return true;
+    }
+  }
+  for (const ValueInfo& out : g.outputs) {
+    if (out.name == name) return true;
+  }
+  return false;
+}
+
 void RenameInSubgraph(Graph* g, const std::string& from,
                       const std::string& to) {
   if (Defines(*g, from)) return;  // shadowed: the inner name is another value
@@ -29,7 +47,9 @@ void RenameInSubgraph(Graph* g, const std::string& from,
       if (in == from) in = to;
     }
     for (auto& [key, attr] : node.attributes) {
-      if (attr.g) RenameInSubgraph(attr.g.get(), from, to);
+      if (attr.g && ReadsName(*attr.g, from)) {
+        RenameInSubgraph(MutableSubgraph(&attr), from, to);
+      }
     }
   }
   for (ValueInfo& out : g->outputs) {
@@ -46,9 +66,17 @@ void RenameTensorUses(Graph* graph, const std::string& from,
       if (in == from) in = to;
     }
     for (auto& [key, attr] : node.attributes) {
-      if (attr.g) RenameInSubgraph(attr.g.get(), from, to);
+      if (attr.g && ReadsName(*attr.g, from)) {
+        RenameInSubgraph(MutableSubgraph(&attr), from, to);
+      }
     }
   }
+}
+
+Graph* MutableSubgraph(Attribute* attr) {
+  if (!attr->g) return nullptr;
+  attr->g = std::make_shared<Graph>(*attr->g);
+  return attr->g.get();
 }
 
 void RemoveNodes(Graph* graph, const std::vector<bool>& remove) {

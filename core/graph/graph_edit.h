@@ -15,6 +15,12 @@ namespace quantd {
 void RenameTensorUses(Graph* graph, const std::string& from,
                       const std::string& to);
 
+// Subgraphs (If/Loop bodies) are held by shared_ptr, so copies of a Model
+// share them. Every function that edits a subgraph first takes a private copy
+// with this (cheap: tensors are copy-on-write), so editing one Model never
+// changes another.
+Graph* MutableSubgraph(Attribute* attr);
+
 // Drops the nodes whose flag is set, keeping the order of the rest.
 void RemoveNodes(Graph* graph, const std::vector<bool>& remove);
 

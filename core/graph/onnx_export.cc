@@ -27,7 +27,8 @@ void ExportValueInfo(const ValueInfo& info, onnx::ValueInfoProto* proto) {
   }
 }
 
-absl::Status ExportGraph(const Graph& graph, onnx::GraphProto* proto);
+absl::Status ExportGraph(const Graph& graph, bool is_subgraph,
+                         onnx::GraphProto* proto);
 
 absl::Status ExportAttribute(const std::string& name, const Attribute& a,
                              const Node& node, onnx::AttributeProto* proto) {
@@ -57,7 +58,7 @@ absl::Status ExportAttribute(const std::string& name, const Attribute& a,
         return absl::InvalidArgumentError(absl::StrCat(
             node.Label(), ": graph attribute '", name, "' is empty"));
       }
-      RETURN_IF_ERROR(ExportGraph(*a.g, proto->mutable_g()));
+      RETURN_IF_ERROR(ExportGraph(*a.g, true, proto->mutable_g()));
       break;
     case Attribute::Type::kFloats:
       proto->set_type(AP::FLOATS);
@@ -78,8 +79,32 @@ absl::Status ExportAttribute(const std::string& name, const Attribute& a,
   return absl::OkStatus();
 }
 
-absl::Status ExportGraph(const Graph& graph, onnx::GraphProto* proto) {
+absl::Status ExportGraph(const Graph& graph, bool is_subgraph,
+                         onnx::GraphProto* proto) {
   proto->set_name(graph.name);
+  // Subgraph constants are written as Constant nodes, the form exporters
+  // produce: ONNX Runtime's type inference treats subgraph initializers more
+  // strictly than Constant nodes and rejects some models whose untaken If
+  // branches do not fit the inferred shapes. Import turns them back into
+  // initializers, so the IR round-trips either way.
+  for (const auto& [name, tensor] : graph.initializers) {
+    auto it = graph.sub_byte_types.find(name);
+    const DType as_type =
+        it == graph.sub_byte_types.end() ? DType::kUndefined : it->second;
+    if (is_subgraph && as_type == DType::kUndefined) {
+      onnx::NodeProto* np = proto->add_node();
+      np->set_name(absl::StrCat(name, "__constant"));
+      np->set_op_type("Constant");
+      np->add_output(name);
+      onnx::AttributeProto* value = np->add_attribute();
+      value->set_name("value");
+      value->set_type(onnx::AttributeProto::TENSOR);
+      ASSIGN_OR_RETURN(*value->mutable_t(), TensorToProto(tensor, ""));
+      continue;
+    }
+    ASSIGN_OR_RETURN(*proto->add_initializer(),
+                     TensorToProto(tensor, name, as_type));
+  }
   for (const Node& node : graph.nodes) {
     onnx::NodeProto* np = proto->add_node();
     np->set_name(node.name);
@@ -90,13 +115,6 @@ absl::Status ExportGraph(const Graph& graph, onnx::GraphProto* proto) {
     for (const auto& [name, attr] : node.attributes) {
       RETURN_IF_ERROR(ExportAttribute(name, attr, node, np->add_attribute()));
     }
-  }
-  for (const auto& [name, tensor] : graph.initializers) {
-    auto it = graph.sub_byte_types.find(name);
-    const DType as_type =
-        it == graph.sub_byte_types.end() ? DType::kUndefined : it->second;
-    ASSIGN_OR_RETURN(*proto->add_initializer(),
-                     TensorToProto(tensor, name, as_type));
   }
   for (const ValueInfo& in : graph.inputs) {
     ExportValueInfo(in, proto->add_input());
@@ -174,7 +192,7 @@ absl::StatusOr<onnx::ModelProto> ExportOnnxProto(const Model& model) {
     entry->set_key(key);
     entry->set_value(value);
   }
-  RETURN_IF_ERROR(ExportGraph(model.graph, proto.mutable_graph()));
+  RETURN_IF_ERROR(ExportGraph(model.graph, false, proto.mutable_graph()));
   if (model.ir_version < 4) {
     // Before IR 4 every initializer must also be declared as a graph input.
     for (const auto& [name, tensor] : model.graph.initializers) {

@@ -246,6 +246,9 @@ absl::StatusOr<ValueInfo> ImportValueInfo(const onnx::ValueInfoProto& proto,
   info.name = proto.name();
   if (!proto.has_type()) return info;  // type unknown: allowed for outputs
   const onnx::TypeProto& type = proto.type();
+  // An empty TypeProto (exporters write them for If-branch outputs) says
+  // nothing, like an absent one.
+  if (type.value_case() == onnx::TypeProto::VALUE_NOT_SET) return info;
   if (type.value_case() != onnx::TypeProto::kTensorType) {
     return absl::UnimplementedError(absl::StrCat(
         where, " '", proto.name(),

@@ -41,7 +41,7 @@ class Upgrader {
       for (auto& [key, attr] : node.attributes) {
         if (!attr.g) continue;
         Upgrader sub(from_, to_);
-        RETURN_IF_ERROR(sub.Run(attr.g.get()));
+        RETURN_IF_ERROR(sub.Run(MutableSubgraph(&attr)));
       }
       if (!node.domain.empty() && node.domain != "ai.onnx") {
         out.push_back(std::move(node));
@@ -179,6 +179,13 @@ class Upgrader {
           "ReduceProd",   "ReduceL1",        "ReduceL2",
           "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"};
       if (kReduce->contains(op)) IntsAttrToInput(&node, "axes", 1);
+    }
+    if (from_ < 18 && to_ >= 18 && op == "Split" && node.Input(1).empty() &&
+        !node.HasAttribute("num_outputs")) {
+      // Split-18 needs either the split input or num_outputs; an equal split
+      // (which Split-13 required to divide evenly) is num_outputs chunks.
+      node.attributes["num_outputs"] =
+          IntAttr(static_cast<int64_t>(node.outputs.size()));
     }
     if (from_ < 21 && to_ >= 21 && op == "GroupNormalization") {
       RETURN_IF_ERROR(UpgradeGroupNorm(&node));

@@ -12,7 +12,8 @@
 // (<= 12, which coerce the input to 2-D at `axis`) made explicit: axis -1
 // when it is the last axis, else Flatten -> op(axis 1) -> Reshape back.
 // From 13 to 18+: Reduce{Mean,Max,Min,Prod,L1,L2,LogSum,LogSumExp,SumSquare}
-// `axes` -> input. To 21: GroupNormalization per-group scale/bias expanded
+// `axes` -> input; Split without a split input gains `num_outputs`. To 21:
+// GroupNormalization per-group scale/bias expanded
 // per channel. Other changes up to 21 are additive. ir_version is raised to
 // the minimum the target opset needs. Subgraphs are upgraded too.
 #ifndef QUANTD_CORE_GRAPH_OPSET_UPGRADE_H_

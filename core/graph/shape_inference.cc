@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/graph/constant_eval.h"
+#include "core/graph/graph_edit.h"
 #include "core/graph/internal/shape_rules.h"
 #include "core/graph/onnx_import.h"
 #include "core/graph/validation.h"
@@ -125,6 +126,11 @@ class Inferencer {
     std::map<std::string, ValueInfo> declared = std::move(graph->value_info);
     graph->value_info.clear();
     for (Node& node : graph->nodes) {
+      // Bodies get their value_info filled in: never in a Model we share
+      // them with.
+      for (auto& [key, attr] : node.attributes) {
+        if (attr.g) MutableSubgraph(&attr);
+      }
       RETURN_IF_ERROR(InferNode(node, &env, top_level));
       for (const std::string& out : node.outputs) {
         if (out.empty()) continue;
@@ -289,6 +295,15 @@ class Inferencer {
 };
 
 }  // namespace
+
+void ClearInferredShapes(Graph* graph) {
+  graph->value_info.clear();
+  for (Node& node : graph->nodes) {
+    for (auto& [key, attr] : node.attributes) {
+      if (attr.g) ClearInferredShapes(MutableSubgraph(&attr));
+    }
+  }
+}
 
 bool HasShapeRule(const std::string& op_type) {
   return FindShapeRule(op_type) != nullptr;

@@ -49,6 +49,13 @@ struct ShapeInferenceResult {
 absl::StatusOr<ShapeInferenceResult> InferShapes(
     Model* model, const ShapeInferenceOptions& options = {});
 
+// Drops inferred types: value_info of the graph and of every subgraph. Use
+// before exporting a graph whose shapes were bound for calibration with its
+// original (dynamic) graph inputs restored: ONNX Runtime re-infers from the
+// declared inputs, and bound shapes can make it reject branches of If nodes
+// that these inputs never take.
+void ClearInferredShapes(Graph* graph);
+
 // True when InferShapes has a rule for this op type (default domain).
 bool HasShapeRule(const std::string& op_type);
 

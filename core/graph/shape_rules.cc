@@ -1433,32 +1433,50 @@ absl::Status IfRule(RuleContext* c) {
   if (then_b == nullptr || else_b == nullptr || !then_b->g || !else_b->g) {
     return Error(*c, "then_branch and else_branch are required");
   }
-  ASSIGN_OR_RETURN(std::vector<ValueInfo> t,
-                   c->infer_subgraph(then_b->g.get(), {}));
-  ASSIGN_OR_RETURN(std::vector<ValueInfo> e,
-                   c->infer_subgraph(else_b->g.get(), {}));
-  if (t.size() != c->outputs.size() || e.size() != c->outputs.size()) {
-    return Error(*c,
-                 absl::StrCat("branches have ", t.size(), " and ", e.size(),
-                              " outputs, the node has ", c->outputs.size()));
-  }
   const Tensor* cond = Const(*c, 0);
-  for (size_t i = 0; i < c->outputs.size(); ++i) {
-    if (cond != nullptr && cond->num_elements() == 1) {
-      auto v = ToInt64Vector(*cond);
-      const ValueInfo& pick = (v.ok() && (*v)[0] != 0) ? t[i] : e[i];
-      c->outputs[i].dtype = pick.dtype;
-      c->outputs[i].has_shape = pick.has_shape;
-      c->outputs[i].shape = pick.shape;
-      continue;
+  auto check = [&](const std::vector<ValueInfo>& outs) -> absl::Status {
+    if (outs.size() != c->outputs.size()) {
+      return Error(*c,
+                   absl::StrCat("a branch has ", outs.size(),
+                                " outputs, the node has ", c->outputs.size()));
     }
-    c->outputs[i].dtype =
-        t[i].dtype != DType::kUndefined ? t[i].dtype : e[i].dtype;
-    if (t[i].has_shape && e[i].has_shape &&
-        t[i].shape.size() == e[i].shape.size()) {
-      Shape s = t[i].shape;
+    return absl::OkStatus();
+  };
+  if (cond != nullptr && cond->num_elements() == 1) {
+    // Only the branch that runs has to make sense for these shapes.
+    auto v = ToInt64Vector(*cond);
+    const bool take_then = v.ok() && (*v)[0] != 0;
+    ASSIGN_OR_RETURN(
+        std::vector<ValueInfo> outs,
+        c->infer_subgraph((take_then ? then_b : else_b)->g.get(), {}));
+    RETURN_IF_ERROR(check(outs));
+    for (size_t i = 0; i < outs.size(); ++i) {
+      c->outputs[i].dtype = outs[i].dtype;
+      c->outputs[i].has_shape = outs[i].has_shape;
+      c->outputs[i].shape = outs[i].shape;
+    }
+    return absl::OkStatus();
+  }
+  // Unknown condition: a branch that cannot work with these shapes (models
+  // switch on e.g. the sample rate) cannot be the one that runs, so the
+  // other decides; both failing is an error.
+  absl::StatusOr<std::vector<ValueInfo>> t =
+      c->infer_subgraph(then_b->g.get(), {});
+  absl::StatusOr<std::vector<ValueInfo>> e =
+      c->infer_subgraph(else_b->g.get(), {});
+  if (!t.ok() && !e.ok()) return t.status();
+  if (!t.ok()) t = e;
+  if (!e.ok()) e = t;
+  RETURN_IF_ERROR(check(*t));
+  RETURN_IF_ERROR(check(*e));
+  for (size_t i = 0; i < c->outputs.size(); ++i) {
+    const ValueInfo& a = (*t)[i];
+    const ValueInfo& b = (*e)[i];
+    c->outputs[i].dtype = a.dtype != DType::kUndefined ? a.dtype : b.dtype;
+    if (a.has_shape && b.has_shape && a.shape.size() == b.shape.size()) {
+      Shape s = a.shape;
       for (size_t d = 0; d < s.size(); ++d) {
-        if (s[d] != e[i].shape[d]) s[d] = -1;
+        if (s[d] != b.shape[d]) s[d] = -1;
       }
       Set(c, i, c->outputs[i].dtype, s);
     }

@@ -223,3 +223,35 @@ TEST(InferShapes, DeclaredOutputShapeConflictIsAnError) {
 
 }  // namespace
 }  // namespace quantd
+
+namespace quantd {
+namespace {
+
+TEST(InferShapes, LeavesSubgraphsOfModelCopiesAlone) {
+  OnnxModelBuilder then_b, else_b;
+  then_b.AddNode("Neg", {"x"}, {"t"});
+  then_b.Output("t", DType::kFloat);
+  else_b.AddNode("Abs", {"x"}, {"e"});
+  else_b.Output("e", DType::kFloat);
+  OnnxModelBuilder b;
+  b.Input("x", DType::kFloat, {2, 3});
+  b.Input("cond", DType::kBool, {});
+  b.AddNode("If", {"cond"}, {"y"}, "if")
+      .GraphAttr("then_branch", then_b.Build().graph())
+      .GraphAttr("else_branch", else_b.Build().graph());
+  b.Output("y", DType::kFloat);
+  absl::StatusOr<Model> original = ImportOnnxModel(b.Build());
+  ASSERT_TRUE(original.ok()) << original.status();
+  Model copy = *original;
+  ASSERT_TRUE(InferShapes(&copy).ok());
+  const Graph& inferred_then =
+      *copy.graph.nodes[0].FindAttribute("then_branch")->g;
+  EXPECT_THAT(inferred_then.value_info.at("t").shape, ElementsAre(2, 3));
+  EXPECT_THAT(copy.graph.outputs[0].shape, ElementsAre(2, 3));
+  EXPECT_TRUE(original->graph.nodes[0]
+                  .FindAttribute("then_branch")
+                  ->g->value_info.empty());
+}
+
+}  // namespace
+}  // namespace quantd
