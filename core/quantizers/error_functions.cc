@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <numeric>
 
 #include "core/quantizers/internal/errors.h"
 #include "core/quantizers/internal/kernels.h"
@@ -14,7 +13,7 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // _smooth_distribution: the result is float32 (probability.astype(float32)).
-std::vector<float> Smooth(const std::vector<double>& p) {
+void Smooth(const std::vector<double>& p, std::vector<float>* out) {
   double min_nonzero = kInf;
   int64_t nonzero = 0;
   for (double v : p) {
@@ -29,14 +28,14 @@ std::vector<float> Smooth(const std::vector<double>& p) {
   const double reduce = smoothing * zeros / static_cast<double>(nonzero);
   const float s32 = static_cast<float>(smoothing);
   const float r32 = static_cast<float>(-reduce);
-  std::vector<float> out(p.size());
+  // correction = s * [p == 0] + (-r) * [p != 0], added in float32.
+  const float corr_zero = s32 * 1.0f + r32 * 0.0f;
+  const float corr_nonzero = s32 * 0.0f + r32 * 1.0f;
+  out->resize(p.size());
   for (size_t i = 0; i < p.size(); ++i) {
-    const float z = p[i] == 0 ? 1.0f : 0.0f;
-    const float nz = p[i] != 0 ? 1.0f : 0.0f;
-    const float corr = s32 * z + r32 * nz;
-    out[i] = static_cast<float>(p[i]) + corr;
+    (*out)[i] =
+        static_cast<float>(p[i]) + (p[i] == 0 ? corr_zero : corr_nonzero);
   }
-  return out;
 }
 
 }  // namespace
@@ -63,56 +62,65 @@ double KlHistogramCore(const double* edges, const double* q_edges,
   bool any = false;
   for (int64_t i = 0; i < len; ++i) any |= sub[i] != 0;
   if (!any) return kInf;
-  std::vector<double> acc(sub, sub + len);
+  // Scratch reused across the many evaluations of a search.
+  thread_local std::vector<double> acc, qbc, p_fxp, p_float;
+  thread_local std::vector<float> sf, sq, terms;
+  acc.assign(sub, sub + len);
   acc[0] += PairwiseSum(counts, first);
   acc[len - 1] += PairwiseSum(counts + last, n_bins - last);
   // Spread each quantized level's mass over its non-empty bins.
-  std::vector<double> qbc(len, 0.0);
-  std::vector<int64_t> order(len);
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int64_t a, int64_t b) { return q_sub[a] < q_sub[b]; });
-  std::vector<double> group_counts;
+  qbc.assign(len, 0.0);
+  // Quantization is monotone, so equal quantized values form contiguous
+  // runs of edges (np.unique + mask in MCT).
   for (int64_t s = 0; s < len;) {
     int64_t e = s;
-    while (e < len && q_sub[order[e]] == q_sub[order[s]]) ++e;
-    // Members in index order (stable sort keeps it).
-    group_counts.clear();
+    while (e < len && q_sub[e] == q_sub[s]) ++e;
     float positive = 0;
     for (int64_t k = s; k < e; ++k) {
-      const double c = sub[order[k]];
-      group_counts.push_back(c);
-      if (c > 0) positive += 1.0f;
+      if (sub[k] > 0) positive += 1.0f;
     }
-    const double sum = PairwiseSum(group_counts.data(),
-                                   static_cast<int64_t>(group_counts.size()));
+    const double sum = PairwiseSum(sub + s, e - s);
     const double rel = sum / (static_cast<double>(positive) + 1e-6);
     const float rel32 = static_cast<float>(rel);
     for (int64_t k = s; k < e; ++k) {
-      qbc[order[k]] =
-          sub[order[k]] > 0 ? static_cast<double>(rel32 * 1.0f) : 0.0;
+      qbc[k] = sub[k] > 0 ? static_cast<double>(rel32) : 0.0;
     }
     s = e;
   }
   const double qsum = PairwiseSum(qbc.data(), len);
-  std::vector<double> p_fxp(len), p_float(len);
+  p_fxp.resize(len);
+  p_float.resize(len);
   for (int64_t i = 0; i < len; ++i) p_fxp[i] = qbc[i] / qsum;
   const double asum = PairwiseSum(acc.data(), len);
   for (int64_t i = 0; i < len; ++i) p_float[i] = acc[i] / asum;
-  const std::vector<float> sf = Smooth(p_float);
-  const std::vector<float> sq = Smooth(p_fxp);
-  std::vector<float> terms(len);
+  Smooth(p_float, &sf);
+  Smooth(p_fxp, &sq);
+  terms.resize(len);
+  // Runs of empty bins repeat the same pair: reuse the last log.
+  float last_f = std::numeric_limits<float>::quiet_NaN(), last_q = last_f;
+  float last_term = 0;
   for (int64_t i = 0; i < len; ++i) {
-    terms[i] = sf[i] * std::log(sf[i] / sq[i]);
+    if (sf[i] != last_f || sq[i] != last_q) {
+      last_f = sf[i];
+      last_q = sq[i];
+      last_term = sf[i] * internal::NumpyLogF32(sf[i] / sq[i]);
+    }
+    terms[i] = last_term;
   }
   return PairwiseSum(terms.data(), len);
 }
 
-double KlTensorErrorImpl(const float* x, int64_t n, double range_min,
-                         double range_max, int n_bits, RangeKind kind) {
+KlHistogram MakeKlHistogram(const float* x, int64_t n) {
+  KlHistogram h;
+  HistogramF32(x, n, kHistogramBins, &h.edges, &h.counts);
+  return h;
+}
+
+double KlTensorErrorFromHistogram(const KlHistogram& h, double range_min,
+                                  double range_max, int n_bits,
+                                  RangeKind kind) {
   if (range_max <= range_min) return kInf;
-  std::vector<double> edges, counts;
-  HistogramF32(x, n, kHistogramBins, &edges, &counts);
+  const std::vector<double>& edges = h.edges;
   std::vector<double> q(edges.size());
   double cmp_min = range_min, cmp_max = range_max;
   switch (kind) {
@@ -139,9 +147,16 @@ double KlTensorErrorImpl(const float* x, int64_t n, double range_min,
       break;
     }
   }
-  return KlHistogramCore(edges.data(), q.data(), counts.data(),
-                         static_cast<int64_t>(counts.size()), range_min,
+  return KlHistogramCore(edges.data(), q.data(), h.counts.data(),
+                         static_cast<int64_t>(h.counts.size()), range_min,
                          range_max, cmp_min, cmp_max);
+}
+
+double KlTensorErrorImpl(const float* x, int64_t n, double range_min,
+                         double range_max, int n_bits, RangeKind kind) {
+  if (range_max <= range_min) return kInf;
+  return KlTensorErrorFromHistogram(MakeKlHistogram(x, n), range_min, range_max,
+                                    n_bits, kind);
 }
 
 double HistogramPointError(ErrorMethod method, const double* edges,

@@ -66,12 +66,22 @@ absl::Status ValidateTensor(const TensorView& tensor,
   return absl::OkStatus();
 }
 
+// MCT's uniform weights search does not pass n_bits to its KL error, whose
+// default is 8.
+constexpr int kUniformKlBits = 8;
+constexpr bool kPotPerChannelKlOnQuantized = false;
+constexpr RangeKind kSymmetricPerChannelKlKind = RangeKind::kF64Array;
+
 // The float tensor reshaped for one axis, with the float64 copy and the
 // matching Hessian rows.
 struct Channels {
   PerChannelMatrix m;
   std::vector<double> m64;
   PerChannelMatrix hessian;
+  std::vector<internal::KlHistogram> kl;  // per channel, KL searches only
+  const internal::KlHistogram* klrow(int64_t c) const {
+    return kl.empty() ? nullptr : &kl[c];
+  }
   const float* row(int64_t c) const { return m.data.data() + c * m.cols; }
   const double* row64(int64_t c) const { return m64.data() + c * m.cols; }
   const float* hrow(int64_t c) const {
@@ -90,19 +100,35 @@ absl::StatusOr<Channels> MakeChannels(const TensorView& tensor, int axis,
         ReshapeForPerChannel(TensorView{options.hessian_scores, tensor.shape},
                              axis));
   }
+  if (options.error_method == ErrorMethod::kKl) {
+    for (int64_t c = 0; c < ch.m.channels; ++c) {
+      ch.kl.push_back(internal::MakeKlHistogram(ch.row(c), ch.m.cols));
+    }
+  }
   return ch;
 }
 
 // Error of one float32 row quantized on grid g (KL: range [lo, hi]).
-template <typename P>
+// The KL error quantizes the histogram edges with kl_bits (MCT does not pass
+// n_bits for uniform weights, so 8 is used there); kl_hist is the histogram
+// of the float row, or null to histogram the quantized row.
+struct KlSetup {
+  int bits = 8;
+  const internal::KlHistogram* hist = nullptr;
+};
+
 double RowErrorF32(const WeightsSearchOptions& o, const float* x, int64_t n,
                    const float* h, const Grid<float>& g, double kl_min,
-                   double kl_max, RangeKind kl_kind, bool kl_on_quantized) {
+                   double kl_max, RangeKind kl_kind, const KlSetup& kl) {
+  if (o.error_method == ErrorMethod::kKl && kl.hist != nullptr) {
+    return internal::KlTensorErrorFromHistogram(*kl.hist, kl_min, kl_max,
+                                                kl.bits, kl_kind);
+  }
   std::vector<float> q(n);
   internal::QuantizeRow(x, n, g, q.data());
   if (o.error_method == ErrorMethod::kKl) {
-    return internal::KlTensorErrorImpl(kl_on_quantized ? q.data() : x, n,
-                                       kl_min, kl_max, o.n_bits, kl_kind);
+    return internal::KlTensorErrorImpl(q.data(), n, kl_min, kl_max, kl.bits,
+                                       kl_kind);
   }
   std::vector<float> scratch;
   return internal::PointwiseError<float>(o.error_method, x, q.data(), n, o.p, h,
@@ -112,9 +138,13 @@ double RowErrorF32(const WeightsSearchOptions& o, const float* x, int64_t n,
 double RowErrorF64(const WeightsSearchOptions& o, const double* x,
                    const float* x32, int64_t n, const float* h,
                    const Grid<double>& g, double kl_min, double kl_max,
-                   RangeKind kl_kind) {
+                   RangeKind kl_kind, const KlSetup& kl) {
   if (o.error_method == ErrorMethod::kKl) {
-    return internal::KlTensorErrorImpl(x32, n, kl_min, kl_max, o.n_bits,
+    if (kl.hist != nullptr) {
+      return internal::KlTensorErrorFromHistogram(*kl.hist, kl_min, kl_max,
+                                                  kl.bits, kl_kind);
+    }
+    return internal::KlTensorErrorImpl(x32, n, kl_min, kl_max, kl.bits,
                                        kl_kind);
   }
   std::vector<double> q(n);
@@ -196,9 +226,8 @@ absl::StatusOr<ThresholdParams> PowerOfTwoForAxis(const TensorView& tensor,
       const auto g = internal::SymmetricGrid<double, float>(t, n_bits, true);
       // MCT passes (quantized, float) here, so KL histograms the quantized
       // tensor.
-      errors[i] =
-          RowErrorF32<double>(o, tensor.data.data(), n, h, g, -t, t,
-                              RangeKind::kScalar, /*kl_on_quantized=*/true);
+      errors[i] = RowErrorF32(o, tensor.data.data(), n, h, g, -t, t,
+                              RangeKind::kScalar, KlSetup{n_bits, nullptr});
     }
     const int64_t best = internal::ArgMin(errors.data(), n_iter);
     out.threshold = {std::max(t0 / std::pow(2.0, static_cast<double>(best)),
@@ -208,6 +237,9 @@ absl::StatusOr<ThresholdParams> PowerOfTwoForAxis(const TensorView& tensor,
   ASSIGN_OR_RETURN(Channels ch, MakeChannels(tensor, axis, o));
   const int64_t channels = ch.m.channels;
   out.threshold.resize(channels);
+  auto pot_pc_kl = [&](int64_t c) {
+    return KlSetup{n_bits, kPotPerChannelKlOnQuantized ? nullptr : ch.klrow(c)};
+  };
   internal::ForEachChannel(channels, o.pool, [&](int64_t c) {
     const float t0 =
         2.0f * MaxPowerOfTwoF32(static_cast<float>(tmax[c]), o.min_threshold);
@@ -215,8 +247,8 @@ absl::StatusOr<ThresholdParams> PowerOfTwoForAxis(const TensorView& tensor,
     for (int i = 0; i < n_iter; ++i) {
       const float t = t0 / static_cast<float>(std::pow(2.0, i));
       const auto g = internal::SymmetricGrid<float, float>(t, n_bits, true);
-      errors[i] = RowErrorF32<float>(o, ch.row(c), ch.m.cols, ch.hrow(c), g, -t,
-                                     t, RangeKind::kF32Array, false);
+      errors[i] = RowErrorF32(o, ch.row(c), ch.m.cols, ch.hrow(c), g, -t, t,
+                              RangeKind::kF32Array, pot_pc_kl(c));
     }
     const int64_t best = internal::ArgMin(errors.data(), n_iter);
     out.threshold[c] = std::max(
@@ -246,16 +278,20 @@ absl::StatusOr<ThresholdParams> SymmetricForAxis(const TensorView& tensor,
     const float* x = tensor.data.data();
     const float* h =
         o.hessian_scores.empty() ? nullptr : o.hessian_scores.data();
+    internal::KlHistogram kl_hist;
+    if (o.error_method == ErrorMethod::kKl)
+      kl_hist = internal::MakeKlHistogram(x, n);
+    const KlSetup kl{n_bits, &kl_hist};
     auto loss = [&](double t, bool f32) {
       if (f32) {
         const float tf = static_cast<float>(t);
-        return RowErrorF32<float>(
+        return RowErrorF32(
             o, x, n, h, internal::SymmetricGrid<float, float>(tf, n_bits, true),
-            -tf, tf, RangeKind::kF32Array, false);
+            -tf, tf, RangeKind::kF32Array, kl);
       }
-      return RowErrorF32<double>(
+      return RowErrorF32(
           o, x, n, h, internal::SymmetricGrid<double, float>(t, n_bits, true),
-          -t, t, RangeKind::kScalar, false);
+          -t, t, RangeKind::kScalar, kl);
     };
     const double x0 = std::max(o.min_threshold, tmax[0]);
     const double t = internal::SymmetricMinimize(
@@ -274,14 +310,15 @@ absl::StatusOr<ThresholdParams> SymmetricForAxis(const TensorView& tensor,
   auto loss = [&](int64_t c, double t, bool f32) {
     if (f32) {
       const float tf = static_cast<float>(t);
-      return RowErrorF32<float>(
+      return RowErrorF32(
           o, ch.row(c), ch.m.cols, ch.hrow(c),
           internal::SymmetricGrid<float, float>(tf, n_bits, true), -tf, tf,
-          RangeKind::kF32Array, false);
+          RangeKind::kF32Array, KlSetup{n_bits, ch.klrow(c)});
     }
     return RowErrorF64(o, ch.row64(c), ch.row(c), ch.m.cols, ch.hrow(c),
                        internal::SymmetricGrid<double, double>(t, n_bits, true),
-                       -t, t, RangeKind::kF64Array);
+                       -t, t, kSymmetricPerChannelKlKind,
+                       KlSetup{n_bits, ch.klrow(c)});
   };
   std::vector<double> t = internal::SymmetricMinimizePerChannel(
       x0, true, loss, kSymmetricNIntervals, kSymmetricTensorPerChannelNIter,
@@ -317,16 +354,20 @@ absl::StatusOr<RangeParams> UniformForAxis(const TensorView& tensor,
     const float* x = tensor.data.data();
     const float* h =
         o.hessian_scores.empty() ? nullptr : o.hessian_scores.data();
+    internal::KlHistogram kl_hist;
+    if (o.error_method == ErrorMethod::kKl)
+      kl_hist = internal::MakeKlHistogram(x, n);
+    const KlSetup kl{kUniformKlBits, &kl_hist};
     auto loss = [&](double a, double b, bool f32) {
       if (f32) {
         const float af = static_cast<float>(a), bf = static_cast<float>(b);
-        return RowErrorF32<float>(
-            o, x, n, h, internal::UniformGrid<float, float>(af, bf, n_bits), af,
-            bf, RangeKind::kF32Array, false);
+        return RowErrorF32(o, x, n, h,
+                           internal::UniformGrid<float, float>(af, bf, n_bits),
+                           af, bf, RangeKind::kF32Array, kl);
       }
-      return RowErrorF32<double>(
-          o, x, n, h, internal::UniformGrid<double, float>(a, b, n_bits), a, b,
-          RangeKind::kScalar, false);
+      return RowErrorF32(o, x, n, h,
+                         internal::UniformGrid<double, float>(a, b, n_bits), a,
+                         b, RangeKind::kScalar, kl);
     };
     const auto r = internal::UniformMinimize(
         {tmin[0], tmax[0]}, false,
@@ -341,14 +382,15 @@ absl::StatusOr<RangeParams> UniformForAxis(const TensorView& tensor,
     auto loss = [&](int64_t c, double a, double b, bool f32) {
       if (f32) {
         const float af = static_cast<float>(a), bf = static_cast<float>(b);
-        return RowErrorF32<float>(
-            o, ch.row(c), ch.m.cols, ch.hrow(c),
-            internal::UniformGrid<float, float>(af, bf, n_bits), af, bf,
-            RangeKind::kF32Array, false);
+        return RowErrorF32(o, ch.row(c), ch.m.cols, ch.hrow(c),
+                           internal::UniformGrid<float, float>(af, bf, n_bits),
+                           af, bf, RangeKind::kF32Array,
+                           KlSetup{kUniformKlBits, ch.klrow(c)});
       }
       return RowErrorF64(o, ch.row64(c), ch.row(c), ch.m.cols, ch.hrow(c),
                          internal::UniformGrid<double, double>(a, b, n_bits), a,
-                         b, RangeKind::kScalar);
+                         b, RangeKind::kScalar,
+                         KlSetup{kUniformKlBits, ch.klrow(c)});
     };
     const auto r = internal::UniformMinimizePerChannel(
         x0, true, internal::UniformScalers(kUniformTensorNSamples), loss,

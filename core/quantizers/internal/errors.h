@@ -54,9 +54,17 @@ double KlHistogramCore(const double* edges, const double* q_edges,
 // How a KL tensor error sees its range (NumPy dtype of the range).
 enum class RangeKind { kScalar, kF32Array, kF64Array };
 
-// _kl_error_function on float32 data.
+// np.histogram(x, bins=2048) of the float tensor, computed once per search.
+struct KlHistogram {
+  std::vector<double> edges, counts;
+};
+KlHistogram MakeKlHistogram(const float* x, int64_t n);
+
+// _kl_error_function on float32 data (or on its precomputed histogram).
 double KlTensorErrorImpl(const float* x, int64_t n, double range_min,
                          double range_max, int n_bits, RangeKind kind);
+double KlTensorErrorFromHistogram(const KlHistogram& h, double range_min,
+                                  double range_max, int n_bits, RangeKind kind);
 
 // sum(f(q - e)[:-1] * counts) / sum(counts) for MSE/MAE/LP; f32_edges
 // computes the edge differences in float32 (np.histogram edges).

@@ -1,6 +1,9 @@
 #include "core/quantizers/internal/numpy_compat.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
+#include <limits>
 
 namespace quantd::quantizers::internal {
 
@@ -60,6 +63,53 @@ void HistogramF32(const float* x, int64_t n, int n_bins,
     if (v >= e32[idx + 1] && idx != n_bins - 1) ++idx;
     (*counts)[idx] += 1.0;
   }
+}
+
+namespace {
+
+float FromBits(uint32_t b) { return std::bit_cast<float>(b); }
+
+}  // namespace
+
+float NumpyLogF32(float x_in) {
+  // Coefficients (NPY_COEFF_{P,Q}*_LOGf), ln 2 and sqrt(1/2) as float32 bits.
+  static const float kP[6] = {FromBits(0x00000000), FromBits(0x3F800000),
+                              FromBits(0x4007361C), FromBits(0x3FBD70A9),
+                              FromBits(0x3EC30333), FromBits(0x3CD42BCD)};
+  static const float kQ[6] = {FromBits(0x3F800000), FromBits(0x4027361C),
+                              FromBits(0x401CFE0D), FromBits(0x3F7C8AE4),
+                              FromBits(0x3E1E5BF3), FromBits(0x3BC083DF)};
+  const float kLn2 = FromBits(0x3F317218);
+  const float kSqrtHalf = FromBits(0x3F3504F3);
+  const float kFltMin = FromBits(0x00800000);
+  const float kTwo100 = FromBits(0x71800000);
+  if (std::isnan(x_in)) return std::numeric_limits<float>::quiet_NaN();
+  if (x_in < 0) return -std::numeric_limits<float>::quiet_NaN();
+  if (x_in == 0) return -std::numeric_limits<float>::infinity();
+  if (std::isinf(x_in)) return x_in;
+  // Denormals are pre-scaled by 2^100.
+  const bool denormal = x_in < kFltMin;
+  const float xs = denormal ? x_in * kTwo100 : x_in;
+  const uint32_t bits = std::bit_cast<uint32_t>(xs);
+  float exponent = static_cast<float>(static_cast<int32_t>(bits >> 23) - 0x7E);
+  if (denormal) exponent -= 100.0f;
+  float x = FromBits((bits & 0x7FFFFF) | (126u << 23));  // [0.5, 1)
+  if (x <= kSqrtHalf) {
+    x = x + x;
+    exponent = exponent - 1.0f;
+  }
+  x -= 1.0f;
+  float num = std::fma(kP[5], x, kP[4]);
+  num = std::fma(num, x, kP[3]);
+  num = std::fma(num, x, kP[2]);
+  num = std::fma(num, x, kP[1]);
+  num = std::fma(num, x, kP[0]);
+  float den = std::fma(kQ[5], x, kQ[4]);
+  den = std::fma(den, x, kQ[3]);
+  den = std::fma(den, x, kQ[2]);
+  den = std::fma(den, x, kQ[1]);
+  den = std::fma(den, x, kQ[0]);
+  return std::fma(exponent, kLn2, num / den);
 }
 
 std::vector<double> Interp(const std::vector<double>& x,

@@ -53,6 +53,12 @@ std::vector<double> Linspace(double start, double stop, int num);
 void HistogramF32(const float* x, int64_t n, int n_bins,
                   std::vector<double>* edges, std::vector<double>* counts);
 
+// np.log on float32 arrays as NumPy's AVX2/AVX512F kernels compute it (not
+// correctly rounded: a rational minimax polynomial with fused multiply-adds
+// on the mantissa in [sqrt(1/2), sqrt(2)), plus exponent * ln 2). MCT's KL
+// error sums these logs, and its argmin sees their last-bit differences.
+float NumpyLogF32(float x);
+
 // np.interp(x, xp, fp) for increasing xp (default left/right = fp ends).
 std::vector<double> Interp(const std::vector<double>& x,
                            const std::vector<double>& xp,

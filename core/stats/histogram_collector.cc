@@ -1,0 +1,115 @@
+#include "core/stats/histogram_collector.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "core/quantizers/internal/numpy_compat.h"
+
+namespace quantd::stats {
+
+absl::Status CheckFinite(absl::Span<const float> values,
+                         absl::string_view name) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i])) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor '", name, "': ", std::isnan(values[i]) ? "NaN" : "Inf",
+          " at element ", i, "; statistics need finite values"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<float>> TensorValues(const Tensor& tensor,
+                                                absl::string_view name) {
+  if (tensor.dtype() == DType::kFloat) {
+    auto s = tensor.span<float>();
+    return std::vector<float>(s.begin(), s.end());
+  }
+  auto cast = tensor.CastToFloat();
+  if (!cast.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tensor '", name, "': cannot collect statistics of ",
+        DTypeName(tensor.dtype()), " values: ", cast.status().message()));
+  }
+  auto s = cast->span<float>();
+  return std::vector<float>(s.begin(), s.end());
+}
+
+HistogramCollector::HistogramCollector(int n_bins) : n_bins_(n_bins) {}
+
+absl::Status HistogramCollector::Update(absl::Span<const float> values,
+                                        absl::string_view name) {
+  if (values.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor '", name, "' is empty: no histogram"));
+  }
+  absl::Status finite = CheckFinite(values, name);
+  if (!finite.ok()) return finite;
+  quantizers::Histogram h;
+  h.float32_edges = true;
+  quantizers::internal::HistogramF32(values.data(),
+                                     static_cast<int64_t>(values.size()),
+                                     n_bins_, &h.edges, &h.counts);
+  batches_.push_back(std::move(h));
+  return absl::OkStatus();
+}
+
+absl::Status HistogramCollector::Update(const Tensor& tensor,
+                                        absl::string_view name) {
+  auto values = TensorValues(tensor, name);
+  if (!values.ok()) return values.status();
+  return Update(*values, name);
+}
+
+absl::StatusOr<quantizers::Histogram> HistogramCollector::GetHistogram() const {
+  if (batches_.empty()) {
+    return absl::FailedPreconditionError("no batch was collected");
+  }
+  return MergeHistograms(batches_, n_bins_);
+}
+
+quantizers::Histogram MergeHistograms(
+    const std::vector<quantizers::Histogram>& batches, int n_bins) {
+  // Float32 scalars throughout, as NumPy computes them from float32 edges.
+  float mn = static_cast<float>(batches[0].edges.front());
+  float mx = static_cast<float>(batches[0].edges.back());
+  for (const auto& b : batches) {
+    for (double e : b.edges) {
+      mn = std::min(mn, static_cast<float>(e));
+      mx = std::max(mx, static_cast<float>(e));
+    }
+  }
+  const float w = (mx - mn) / static_cast<float>(n_bins);
+  const float stop = mx + w;
+  // np.arange(start, stop, step) with float32 scalars: float64 result,
+  // length ceil((stop - start) / step) evaluated on the float32 scalars, and
+  // values start + i * ((start + step) - start).
+  const float span_steps = (stop - mn) / w;
+  const int64_t length =
+      static_cast<int64_t>(std::ceil(static_cast<double>(span_steps)));
+  quantizers::Histogram out;
+  out.edges.resize(std::max<int64_t>(length, 0));
+  if (length > 0) out.edges[0] = mn;
+  if (length > 1) {
+    const double second = static_cast<double>(mn + w);
+    const double delta = second - static_cast<double>(mn);
+    for (int64_t i = 1; i < length; ++i) {
+      out.edges[i] = static_cast<double>(mn) + static_cast<double>(i) * delta;
+    }
+  }
+  out.counts.assign(out.edges.empty() ? 0 : out.edges.size() - 1, 0.0);
+  for (const auto& b : batches) {
+    std::vector<double> cum(b.counts.size() + 1, 0.0);
+    for (size_t i = 0; i < b.counts.size(); ++i)
+      cum[i + 1] = cum[i] + b.counts[i];
+    const std::vector<double> at =
+        quantizers::internal::Interp(out.edges, b.edges, cum);
+    for (size_t i = 0; i + 1 < at.size(); ++i)
+      out.counts[i] += at[i + 1] - at[i];
+  }
+  out.float32_edges = false;
+  return out;
+}
+
+}  // namespace quantd::stats
