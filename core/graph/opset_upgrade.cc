@@ -1,6 +1,7 @@
 #include "core/graph/opset_upgrade.h"
 
 #include <limits>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/graph/graph_edit.h"
+#include "core/graph/shape_inference.h"
 #include "core/util/status_macros.h"
 
 namespace quantd {
@@ -30,7 +32,10 @@ Attribute IntAttr(int64_t i) {
 
 class Upgrader {
  public:
-  Upgrader(int64_t from, int64_t to) : from_(from), to_(to) {}
+  // `probed` holds types inferred on a copy of the graph (may be null).
+  Upgrader(int64_t from, int64_t to,
+           const std::map<std::string, ValueInfo>* probed)
+      : from_(from), to_(to), probed_(probed) {}
 
   absl::Status Run(Graph* g) {
     graph_ = g;
@@ -40,7 +45,7 @@ class Upgrader {
     for (Node& node : g->nodes) {
       for (auto& [key, attr] : node.attributes) {
         if (!attr.g) continue;
-        Upgrader sub(from_, to_);
+        Upgrader sub(from_, to_, nullptr);
         RETURN_IF_ERROR(sub.Run(MutableSubgraph(&attr)));
       }
       if (!node.domain.empty() && node.domain != "ai.onnx") {
@@ -92,6 +97,12 @@ class Upgrader {
     auto it = graph_->value_info.find(tensor);
     if (it != graph_->value_info.end() && it->second.has_shape) {
       return static_cast<int64_t>(it->second.shape.size());
+    }
+    if (probed_ != nullptr) {
+      auto p = probed_->find(tensor);
+      if (p != probed_->end() && p->second.has_shape) {
+        return static_cast<int64_t>(p->second.shape.size());
+      }
     }
     for (const ValueInfo& in : graph_->inputs) {
       if (in.name == tensor && in.has_shape) {
@@ -159,6 +170,10 @@ class Upgrader {
               &node, 1,
               NewInit(node, "ratio", Tensor::FromVector<float>({ratio}, {})));
         }
+      } else if (op == "Scan" && from_ < 9) {
+        return absl::UnimplementedError(absl::StrCat(
+            node.Label(),
+            ": Scan-8 (batched, with sequence_lens) has no opset 9+ form"));
       } else if (op == "Scatter") {
         node.op_type = "ScatterElements";
       } else if (op == "BatchNormalization") {
@@ -296,6 +311,7 @@ class Upgrader {
   }
 
   int64_t from_, to_;
+  const std::map<std::string, ValueInfo>* probed_;
   Graph* graph_ = nullptr;
   absl::flat_hash_set<std::string> node_names_;
 };
@@ -329,7 +345,13 @@ absl::Status UpgradeOpset(Model* model, int64_t target_opset) {
         "model is at opset ", from, ", newer than the target ", target_opset));
   }
   if (from == target_opset) return absl::OkStatus();
-  Upgrader upgrader(from, target_opset);
+  // Ranks let Softmax-style ops keep one node; a copy is inferred so that
+  // the model itself is left as it was (inference may fail on odd models,
+  // which then get the general rewrite).
+  Model probe = *model;
+  const bool probed = InferShapes(&probe).ok();
+  Upgrader upgrader(from, target_opset,
+                    probed ? &probe.graph.value_info : nullptr);
   RETURN_IF_ERROR(upgrader.Run(&model->graph));
   model->opset_import.erase("ai.onnx");
   model->opset_import[""] = target_opset;

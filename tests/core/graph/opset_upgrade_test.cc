@@ -221,3 +221,26 @@ TEST(UpgradeOpset, NodeTestShapesSurviveUpgrades) {
 
 }  // namespace
 }  // namespace quantd
+
+namespace quantd {
+namespace {
+
+TEST(UpgradeOpset, SoftmaxRankComesFromInferenceWhenNotAnnotated) {
+  // Classifier head: Gemm -> Softmax(axis 1) on [N, C]; no value_info in
+  // the file, yet the rank is known by inference: a single Softmax(-1).
+  OnnxModelBuilder b(11, 6);
+  b.Input("x", DType::kFloat, {-1, 4});
+  b.Initializer("w", Tensor(DType::kFloat, {3, 4}));
+  b.AddNode("Gemm", {"x", "w"}, {"g"}, "fc").Int("transB", 1);
+  b.AddNode("Softmax", {"g"}, {"y"}, "sm");
+  b.Output("y", DType::kFloat);
+  absl::StatusOr<Model> m = ImportOnnxModel(b.Build());
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_TRUE(UpgradeOpset(&*m, 13).ok());
+  ASSERT_EQ(m->graph.nodes.size(), 2u);
+  EXPECT_EQ(m->graph.nodes[1].GetInt("axis", 0), -1);
+  EXPECT_TRUE(m->graph.value_info.empty());  // the model was not annotated
+}
+
+}  // namespace
+}  // namespace quantd
