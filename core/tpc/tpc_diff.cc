@@ -1,8 +1,10 @@
 #include "core/tpc/tpc_diff.h"
 
+#include <cctype>
 #include <map>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/tpc/builder.h"
@@ -56,7 +58,20 @@ std::string ScalarToString(const Message& m, const FieldDescriptor* f,
       const int v =
           rep ? r->GetRepeatedEnumValue(m, f, index) : r->GetEnumValue(m, f);
       const auto* value = f->enum_type()->FindValueByNumber(v);
-      return value ? value->name() : absl::StrCat(v);
+      if (value == nullptr) return absl::StrCat(v);
+      // MCT's spelling: SYMMETRIC, not QUANTIZATION_METHOD_SYMMETRIC.
+      std::string prefix;
+      for (char ch : f->enum_type()->name()) {
+        if (std::isupper(static_cast<unsigned char>(ch)) && !prefix.empty()) {
+          prefix.push_back('_');
+        }
+        prefix.push_back(
+            static_cast<char>(std::toupper(static_cast<unsigned char>(ch))));
+      }
+      prefix.push_back('_');
+      return absl::StartsWith(value->name(), prefix)
+                 ? value->name().substr(prefix.size())
+                 : value->name();
     }
     case FieldDescriptor::CPPTYPE_STRING:
       return absl::StrCat(
@@ -161,6 +176,16 @@ void DiffInto(const Message& a, const Message& b, const std::string& prefix,
   }
 }
 
+int IndexOf(const QuantizationConfigOptions& q) {
+  for (int i = 0; i < q.quantization_configurations_size(); ++i) {
+    if (MessageDifferencer::Equals(q.quantization_configurations(i),
+                                   q.base_config())) {
+      return i;
+    }
+  }
+  return -1;
+}
+
 // Option-level differences: configuration counts, each configuration by
 // index (with its one-line summary when it is new or gone), the base.
 std::vector<std::string> QcoDiff(const QuantizationConfigOptions* a,
@@ -193,7 +218,16 @@ std::vector<std::string> QcoDiff(const QuantizationConfigOptions* a,
     }
   }
   if (qa.has_base_config() && qb.has_base_config()) {
-    DiffInto(qa.base_config(), qb.base_config(), "base_config", out);
+    // A base that is one of the configurations is shown by its index; the
+    // configuration's own changes are listed above.
+    const int ia = IndexOf(qa), ib = IndexOf(qb);
+    if (ia >= 0 && ib >= 0) {
+      if (ia != ib) {
+        out.push_back(absl::StrCat("base_config: [", ia, "] -> [", ib, "]"));
+      }
+    } else {
+      DiffInto(qa.base_config(), qb.base_config(), "base_config", out);
+    }
   } else if (qa.has_base_config() != qb.has_base_config()) {
     out.push_back(
         absl::StrCat("base_config: ", qa.has_base_config() ? "set" : "null",

@@ -77,6 +77,9 @@ TEST_F(Imx500V1ToV4Test, StackIsQuantizedWith16BitOption) {
   ASSERT_NE(stack, nullptr);
   EXPECT_THAT(*stack, Contains("configurations: 1 -> 2"));
   EXPECT_THAT(*stack, Contains("[0].activation_n_bits: 8 -> 16"));
+  EXPECT_THAT(*stack, Contains("[0].signedness: AUTO -> SIGNED"));
+  // v1's single config was the base; v4's base is the 8-bit option [1].
+  EXPECT_THAT(*stack, Contains("base_config: [0] -> [1]"));
 }
 
 TEST_F(Imx500V1ToV4Test, ActivationsGetOwn16BitOptions) {
@@ -125,9 +128,8 @@ TEST(TpcDiffTest, LutVariantDiffersOnlyInLowBitKernelMethod) {
   ASSERT_EQ(d.changed_op_sets.size(), 4u);  // Conv, ConvT, DW, FC
   EXPECT_THAT(d.changed_op_sets[0].second,
               Contains("[1].attr_weights_configs_mapping[kernel_attr]."
-                       "weights_quantization_method: "
-                       "QUANTIZATION_METHOD_SYMMETRIC -> "
-                       "QUANTIZATION_METHOD_LUT_SYM_QUANTIZER"));
+                       "weights_quantization_method: SYMMETRIC -> "
+                       "LUT_SYM_QUANTIZER"));
 }
 
 TEST(TpcDiffTest, Imx500_4_1RestrictsSigmoidTo8Bit) {
