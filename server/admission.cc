@@ -102,7 +102,9 @@ void AdmissionController::Release(bool running, int64_t memory_bytes) {
 }
 
 void AdmissionController::Notify() {
-  if (observer_) observer_(snapshot());
+  // Under the lock, so that observers see the changes in order.
+  absl::MutexLock lock(&mu_);
+  if (observer_) observer_(state_);
 }
 
 }  // namespace quantd::server

@@ -60,7 +60,8 @@ class AdmissionController {
     int running = 0;  // on a worker
     int64_t memory_bytes = 0;
   };
-  // Called (outside the lock) after every change, e.g. to update gauges.
+  // Called after every change, under the controller's lock (so calls come
+  // in order); it must not call back into the controller.
   using Observer = std::function<void(const Snapshot&)>;
 
   explicit AdmissionController(AdmissionLimits limits,

@@ -1,0 +1,490 @@
+#include "server/quantize_reactor.h"
+
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <new>
+#include <string>
+#include <utility>
+
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "core/runtime/cancellation.h"
+#include "core/runtime/progress.h"
+#include "quantd/v1/quantization_service.pb.h"
+#include "server/json_log.h"
+#include "server/result_chunks.h"
+#include "server/sha256.h"
+#include "server/status_util.h"
+
+#ifdef QUANTD_HAVE_PIPELINE
+#include "core/pipeline/quantize_job.h"
+#endif
+
+namespace quantd::server {
+namespace {
+
+constexpr char kMethod[] = "Quantize";
+constexpr size_t kMaxRequestIdLength = 128;
+
+std::string NewJobId() {
+  thread_local absl::BitGen gen;
+  return absl::StrFormat("%016x", absl::Uniform<uint64_t>(gen));
+}
+
+double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
+
+}  // namespace
+
+// Everything about one job that must outlive the reactor: the worker, the
+// heartbeat ticker and the reactor all hold it.
+class JobState final : public ProgressSink {
+ public:
+  JobState(ServiceContext* service, EventCoalescer<v1::JobEvent>::Sink* sink,
+           std::string request_id, std::string peer)
+      : service_(service),
+        coalescer_(sink),
+        job_id_(NewJobId()),
+        request_id_(std::move(request_id)),
+        peer_(std::move(peer)),
+        accepted_at_(absl::Now()) {}
+
+  const std::string& job_id() const { return job_id_; }
+  CancellationToken& token() { return token_; }
+  EventCoalescer<v1::JobEvent>& coalescer() { return coalescer_; }
+
+  LogFields Fields() const {
+    return {{"job_id", job_id_}, {"request_id", request_id_}, {"peer", peer_}};
+  }
+
+  void Admitted(std::unique_ptr<AdmissionTicket> ticket,
+                const std::string& tpc) {
+    v1::JobEvent event = NewEvent();
+    event.mutable_accepted()->set_queue_position(ticket->queue_position());
+    event.mutable_accepted()->set_tpc(tpc);
+    {
+      absl::MutexLock lock(&mu_);
+      ticket_ = std::move(ticket);
+      stage_ = "queued";
+      stage_started_ = accepted_at_;
+    }
+    coalescer_.Post(std::move(event), /*droppable=*/false);
+  }
+
+  void SetHeartbeatId(int64_t id) {
+    absl::MutexLock lock(&mu_);
+    heartbeat_id_ = id;
+  }
+
+  // False if the job was abandoned while queued: the worker must not touch
+  // the request, whose call may be gone.
+  bool TryStart() {
+    absl::MutexLock lock(&mu_);
+    if (ended_) return false;
+    started_ = true;
+    ticket_->MarkRunning();
+    return true;
+  }
+
+  // ProgressSink, called from the job's threads.
+  void Report(const Progress& progress) override {
+    v1::JobEvent event = NewEvent();
+    v1::JobProgress* p = event.mutable_progress();
+    p->set_stage(progress.stage);
+    p->set_fraction(progress.fraction);
+    p->set_message(progress.message);
+    p->set_elapsed_seconds(Seconds(absl::Now() - accepted_at_));
+    // The first report of a stage is kept so clients see every stage.
+    const bool new_stage = EnterStage(progress.stage);
+    coalescer_.Post(std::move(event), /*droppable=*/!new_stage);
+  }
+
+  void Warn(absl::string_view message) override {
+    v1::JobEvent event = NewEvent();
+    event.mutable_warning()->set_message(std::string(message));
+    coalescer_.Post(std::move(event), /*droppable=*/false);
+  }
+
+  void Heartbeat() {
+    v1::JobEvent event = NewEvent();
+    event.mutable_heartbeat()->set_elapsed_seconds(
+        Seconds(absl::Now() - accepted_at_));
+    coalescer_.Post(std::move(event), /*droppable=*/true);
+  }
+
+  // The job produced a result: post it (chunked if needed) and finish OK.
+  void Succeed(const v1::QuantizeResult& result) {
+    const int64_t max_send = service_->max_message_bytes();
+    const int64_t size = static_cast<int64_t>(result.ByteSizeLong());
+    if (size + kEventEnvelopeBytes <= max_send) {
+      v1::JobEvent event = NewEvent();
+      *event.mutable_result() = result;
+      coalescer_.Post(std::move(event), /*droppable=*/false);
+    } else {
+      const std::string serialized = result.SerializeAsString();
+      for (v1::ResultChunk& chunk :
+           SplitResult(serialized, ResultChunkBytes(max_send))) {
+        v1::JobEvent event = NewEvent();
+        *event.mutable_result_chunk() = std::move(chunk);
+        coalescer_.Post(std::move(event), /*droppable=*/false);
+      }
+    }
+    End(absl::OkStatus());
+  }
+
+  // Ends the job and the stream with `status`; later calls do nothing.
+  void End(absl::Status status) {
+    std::unique_ptr<AdmissionTicket> ticket;
+    int64_t heartbeat_id = -1;
+    bool admitted = false;
+    {
+      absl::MutexLock lock(&mu_);
+      if (ended_) return;
+      ended_ = true;
+      admitted = ticket_ != nullptr;
+      ticket = std::move(ticket_);
+      heartbeat_id = heartbeat_id_;
+      if (!stage_.empty()) {
+        service_->metrics->ObserveStage(stage_,
+                                        Seconds(absl::Now() - stage_started_));
+      }
+    }
+    if (heartbeat_id >= 0) service_->heartbeats->Unregister(heartbeat_id);
+    // Free the worker slot and memory budget before the client learns the
+    // outcome, so that its next request is admitted.
+    ticket.reset();
+    if (admitted) {
+      service_->metrics->JobFinished(status.code());
+      LogFields fields = Fields();
+      fields.emplace_back("status", absl::StatusCodeToString(status.code()));
+      fields.emplace_back("seconds",
+                          absl::StrCat(Seconds(absl::Now() - accepted_at_)));
+      if (!status.ok())
+        fields.emplace_back("error", std::string(status.message()));
+      Log(status.ok() ? LogLevel::kInfo : LogLevel::kWarning, "job finished",
+          fields);
+    }
+    coalescer_.Close(std::move(status));
+  }
+
+  // OnCancel: fire the token; a job still in the queue ends at once so its
+  // place is freed without waiting for a worker.
+  void Cancel(absl::Status reason) {
+    token_.Cancel(reason);
+    bool queued = false;
+    {
+      absl::MutexLock lock(&mu_);
+      if (ended_) return;  // rejected or already done: nothing runs
+      queued = !started_;
+    }
+    Log(LogLevel::kInfo,
+        queued ? "job cancelled while queued" : "job cancelling", [&] {
+          LogFields f = Fields();
+          f.emplace_back("reason", std::string(reason.message()));
+          return f;
+        }());
+    if (queued) End(std::move(reason));
+  }
+
+ private:
+  v1::JobEvent NewEvent() const {
+    v1::JobEvent event;
+    event.set_job_id(job_id_);
+    event.set_request_id(request_id_);
+    return event;
+  }
+
+  bool EnterStage(const std::string& stage) {
+    absl::MutexLock lock(&mu_);
+    if (stage == stage_) return false;
+    const absl::Time now = absl::Now();
+    if (!stage_.empty()) {
+      service_->metrics->ObserveStage(stage_, Seconds(now - stage_started_));
+    }
+    stage_ = stage;
+    stage_started_ = now;
+    return true;
+  }
+
+  ServiceContext* const service_;
+  EventCoalescer<v1::JobEvent> coalescer_;
+  CancellationToken token_;
+  const std::string job_id_;
+  const std::string request_id_;
+  const std::string peer_;
+  const absl::Time accepted_at_;
+
+  absl::Mutex mu_;
+  std::unique_ptr<AdmissionTicket> ticket_ ABSL_GUARDED_BY(mu_);
+  int64_t heartbeat_id_ ABSL_GUARDED_BY(mu_) = -1;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool ended_ ABSL_GUARDED_BY(mu_) = false;
+  std::string stage_ ABSL_GUARDED_BY(mu_);
+  absl::Time stage_started_ ABSL_GUARDED_BY(mu_);
+};
+
+namespace {
+
+// Checks that belong to the service rather than the pipeline: which of the
+// alternative fields are set, and that referenced uploads exist.
+absl::Status CheckRequestShape(const v1::QuantizeRequest& request,
+                               const ServerOptions& options,
+                               UploadStore& uploads, int64_t* ref_bytes) {
+  if (request.request_id().size() > kMaxRequestIdLength) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("request_id: ", request.request_id().size(),
+                     " characters, at most ", kMaxRequestIdLength));
+  }
+  const bool has_model = !request.onnx_model().empty();
+  const bool has_model_ref = !request.model_ref().empty();
+  if (has_model && has_model_ref) {
+    return absl::InvalidArgumentError(
+        "onnx_model and model_ref are both set; send exactly one");
+  }
+  if (!has_model && !has_model_ref) {
+    return absl::InvalidArgumentError(
+        "onnx_model: empty; send the model bytes or upload them and set "
+        "model_ref");
+  }
+  const int64_t max_model_bytes = options.max_model_mb << 20;
+  if (static_cast<int64_t>(request.onnx_model().size()) > max_model_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("onnx_model: ", request.onnx_model().size(),
+                     " bytes exceeds the limit of ", max_model_bytes,
+                     " bytes (--max_model_mb)"));
+  }
+  if (request.calibration_samples_size() > options.max_samples) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "calibration_samples: ", request.calibration_samples_size(),
+        " samples exceed the limit of ", options.max_samples,
+        " (--max_samples)"));
+  }
+  if (!request.samples_ref().empty() &&
+      request.calibration_samples_size() > 0) {
+    return absl::InvalidArgumentError(
+        "calibration_samples and samples_ref are both set; send exactly one");
+  }
+  *ref_bytes = 0;
+  const struct {
+    const char* field;
+    const std::string& ref;
+    v1::UploadKind kind;
+  } refs[] = {{"model_ref", request.model_ref(), v1::UPLOAD_KIND_MODEL},
+              {"samples_ref", request.samples_ref(), v1::UPLOAD_KIND_SAMPLES}};
+  for (const auto& r : refs) {
+    if (r.ref.empty()) continue;
+    if (!IsSha256Hex(r.ref)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(r.field, ": \"", r.ref.substr(0, 80),
+                       "\" is not a sha256 (64 lowercase hex digits)"));
+    }
+    auto entry = uploads.Get(r.ref);
+    if (!entry.ok()) {
+      return absl::NotFoundError(
+          absl::StrCat(r.field, ": ", entry.status().message()));
+    }
+    if (entry->kind != r.kind) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          r.field, ": upload ", r.ref, " is a ",
+          v1::UploadKind_Name(static_cast<v1::UploadKind>(entry->kind)),
+          ", expected ", v1::UploadKind_Name(r.kind)));
+    }
+    *ref_bytes += static_cast<int64_t>(entry->data->size());
+  }
+  return absl::OkStatus();
+}
+
+#ifdef QUANTD_HAVE_PIPELINE
+// The request with uploads substituted for model_ref / samples_ref.
+absl::StatusOr<v1::QuantizeRequest> ResolveRefs(
+    const v1::QuantizeRequest& request, UploadStore& uploads) {
+  v1::QuantizeRequest resolved = request;
+  if (!request.model_ref().empty()) {
+    auto entry = uploads.Get(request.model_ref());
+    if (!entry.ok()) {
+      return absl::NotFoundError(
+          absl::StrCat("model_ref: ", entry.status().message()));
+    }
+    resolved.clear_model_ref();
+    resolved.set_onnx_model(*entry->data);
+  }
+  if (!request.samples_ref().empty()) {
+    auto entry = uploads.Get(request.samples_ref());
+    if (!entry.ok()) {
+      return absl::NotFoundError(
+          absl::StrCat("samples_ref: ", entry.status().message()));
+    }
+    v1::SampleSet samples;
+    if (!samples.ParseFromString(*entry->data)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("samples_ref: upload ", request.samples_ref(),
+                       " is not a serialized quantd.v1.SampleSet"));
+    }
+    resolved.clear_samples_ref();
+    resolved.mutable_calibration_samples()->Swap(samples.mutable_samples());
+  }
+  return resolved;
+}
+
+JobLimits LimitsFor(const ServiceContext& service) {
+  JobLimits limits;
+  limits.max_model_bytes = service.options.max_model_mb << 20;
+  limits.max_nodes = service.options.max_nodes;
+  limits.max_samples = service.options.max_samples;
+  limits.max_sample_bytes = service.options.max_sample_mb << 20;
+  return limits;
+}
+
+void RunJob(ServiceContext* service, std::shared_ptr<JobState> job,
+            const v1::QuantizeRequest* request) {
+  if (!job->TryStart()) return;
+  absl::StatusOr<v1::QuantizeResult> result;
+  try {
+    const v1::QuantizeRequest* effective = request;
+    absl::StatusOr<v1::QuantizeRequest> resolved;
+    if (!request->model_ref().empty() || !request->samples_ref().empty()) {
+      resolved = ResolveRefs(*request, *service->uploads);
+      if (!resolved.ok()) {
+        job->End(resolved.status());
+        return;
+      }
+      effective = &*resolved;
+    }
+    JobContext context;
+    context.registry = service->tpcs->registry();
+    context.pool = service->compute_pool;
+    context.cancel = &job->token();
+    context.progress = job.get();
+    context.limits = LimitsFor(*service);
+    result = RunQuantizeJob(*effective, context);
+  } catch (const std::bad_alloc&) {
+    result = absl::ResourceExhaustedError("job ran out of memory");
+  } catch (const std::exception& e) {
+    result = absl::InternalError(absl::StrCat("job failed: ", e.what()));
+  }
+  service->tpcs->UpdateCacheMetrics(*service->metrics);
+  if (result.ok()) {
+    job->Succeed(*result);
+  } else {
+    job->End(result.status());
+  }
+}
+#endif  // QUANTD_HAVE_PIPELINE
+
+}  // namespace
+
+QuantizeReactor::QuantizeReactor(ServiceContext* service,
+                                 grpc::CallbackServerContext* ctx,
+                                 const v1::QuantizeRequest* request)
+    : service_(service), ctx_(ctx), started_(absl::Now()) {
+  service_->metrics->RpcStarted(RpcType::kServerStream, kMethod);
+  service_->metrics->RpcMsgReceived(RpcType::kServerStream, kMethod);
+  job_ = std::make_shared<JobState>(service_, this, request->request_id(),
+                                    ctx_->peer());
+  if (!request->request_id().empty()) {
+    ctx_->AddInitialMetadata(
+        "x-request-id", request->request_id().substr(0, kMaxRequestIdLength));
+  }
+  ctx_->AddInitialMetadata("x-job-id", job_->job_id());
+  Start(request);
+}
+
+void QuantizeReactor::Start(const v1::QuantizeRequest* request) {
+  absl::Status status = service_->Authorize(*ctx_);
+  if (status.ok() && service_->draining.load()) {
+    status = absl::UnavailableError(
+        "server is draining and accepts no new jobs; retry on another "
+        "replica");
+  }
+  int64_t ref_bytes = 0;
+  if (status.ok()) {
+    status = CheckRequestShape(*request, service_->options, *service_->uploads,
+                               &ref_bytes);
+  }
+  absl::StatusOr<std::string> tpc;
+  if (status.ok()) {
+    tpc = service_->tpcs->Resolve(request->tpc());
+    service_->tpcs->UpdateCacheMetrics(*service_->metrics);
+    if (!tpc.ok()) status = tpc.status();
+  }
+#ifndef QUANTD_HAVE_PIPELINE
+  if (status.ok()) status = absl::UnimplementedError("pipeline not built");
+#else
+  // With references the bytes are only known on the worker, which validates
+  // again after substituting them.
+  if (status.ok() && ref_bytes == 0) {
+    status = ValidateQuantizeRequest(*request, LimitsFor(*service_));
+  }
+  absl::StatusOr<std::unique_ptr<AdmissionTicket> > ticket;
+  if (status.ok()) {
+    // A referenced upload is copied into the job's request, hence twice.
+    ticket = service_->admission->TryAdmit(EstimateJobMemoryBytes(*request) +
+                                           2 * ref_bytes);
+    if (!ticket.ok()) status = ticket.status();
+  }
+#endif
+  if (!status.ok()) {
+    LogFields fields = job_->Fields();
+    fields.emplace_back("error", std::string(status.message()));
+    fields.emplace_back("code", absl::StatusCodeToString(status.code()));
+    Log(LogLevel::kInfo, "job rejected", fields);
+    job_->End(std::move(status));
+    return;
+  }
+#ifdef QUANTD_HAVE_PIPELINE
+  if (ctx_->deadline() != std::chrono::system_clock::time_point::max()) {
+    job_->token().SetDeadline(absl::FromChrono(ctx_->deadline()));
+  }
+  {
+    LogFields fields = job_->Fields();
+    fields.emplace_back("tpc", *tpc);
+    fields.emplace_back("queue_position",
+                        absl::StrCat((*ticket)->queue_position()));
+    Log(LogLevel::kInfo, "job accepted", fields);
+  }
+  job_->Admitted(*std::move(ticket), *tpc);
+  std::weak_ptr<JobState> weak = job_;
+  job_->SetHeartbeatId(service_->heartbeats->Register([weak] {
+    if (auto job = weak.lock()) job->Heartbeat();
+  }));
+  ServiceContext* service = service_;
+  std::shared_ptr<JobState> job = job_;
+  service_->job_pool->Schedule(
+      [service, job, request] { RunJob(service, job, request); });
+#endif
+}
+
+void QuantizeReactor::StartWrite(const v1::JobEvent* event) {
+  service_->metrics->RpcMsgSent(RpcType::kServerStream, kMethod);
+  grpc::ServerWriteReactor<v1::JobEvent>::StartWrite(event);
+}
+
+void QuantizeReactor::Finish(const absl::Status& status) {
+  const grpc::Status grpc_status = ToGrpcStatus(status);
+  final_code_ = static_cast<int>(grpc_status.error_code());
+  grpc::ServerWriteReactor<v1::JobEvent>::Finish(grpc_status);
+}
+
+void QuantizeReactor::OnWriteDone(bool ok) {
+  job_->coalescer().OnWriteDone(ok);
+}
+
+void QuantizeReactor::OnCancel() {
+  // Deadline or client cancel / disconnect / server shutdown.
+  const bool deadline_passed =
+      ctx_->deadline() <= std::chrono::system_clock::now();
+  job_->Cancel(deadline_passed
+                   ? absl::DeadlineExceededError("deadline exceeded")
+                   : absl::CancelledError("call cancelled by the client or "
+                                          "by server shutdown"));
+}
+
+void QuantizeReactor::OnDone() {
+  service_->metrics->RpcHandled(RpcType::kServerStream, kMethod, final_code_,
+                                Seconds(absl::Now() - started_));
+  delete this;
+}
+
+}  // namespace quantd::server

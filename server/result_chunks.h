@@ -1,0 +1,26 @@
+// Splits a serialized QuantizeResult that exceeds the max send message size
+// into ResultChunk events (clients/cpp reassembles and verifies them).
+#ifndef QUANTD_SERVER_RESULT_CHUNKS_H_
+#define QUANTD_SERVER_RESULT_CHUNKS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "quantd/v1/job.pb.h"
+
+namespace quantd::server {
+
+// Room left in every message for the JobEvent envelope (ids, tags).
+inline constexpr int64_t kEventEnvelopeBytes = 64 << 10;
+
+// Largest chunk payload for a given max send message size.
+int64_t ResultChunkBytes(int64_t max_send_message_bytes);
+
+// Chunks in order, each with offset, total_size and the sha256 of the whole.
+std::vector<v1::ResultChunk> SplitResult(const std::string& serialized,
+                                         int64_t chunk_bytes);
+
+}  // namespace quantd::server
+
+#endif  // QUANTD_SERVER_RESULT_CHUNKS_H_

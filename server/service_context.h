@@ -1,0 +1,43 @@
+// What the RPC handlers share: options, admission, pools, stores, metrics.
+// Owned by QuantdServer; handlers hold a pointer.
+#ifndef QUANTD_SERVER_SERVICE_CONTEXT_H_
+#define QUANTD_SERVER_SERVICE_CONTEXT_H_
+
+#include <grpcpp/server_context.h>
+#include <grpcpp/support/server_callback.h>
+
+#include <atomic>
+#include <string>
+
+#include "absl/status/status.h"
+#include "core/runtime/thread_pool.h"
+#include "server/admission.h"
+#include "server/heartbeat.h"
+#include "server/metrics.h"
+#include "server/server_options.h"
+#include "server/tpc_catalog.h"
+#include "server/upload_store.h"
+
+namespace quantd::server {
+
+struct ServiceContext {
+  ServerOptions options;
+  std::string auth_token;  // empty: no authentication
+  TpcCatalog* tpcs = nullptr;
+  AdmissionController* admission = nullptr;
+  UploadStore* uploads = nullptr;
+  Metrics* metrics = nullptr;
+  ThreadPool* job_pool = nullptr;      // one thread per worker
+  ThreadPool* compute_pool = nullptr;  // data-parallel work inside jobs
+  HeartbeatTicker* heartbeats = nullptr;
+  std::atomic<bool> draining{false};
+
+  int64_t max_message_bytes() const { return options.max_message_mb << 20; }
+
+  // OK if the call may proceed: authenticated (when a token is configured).
+  absl::Status Authorize(const grpc::CallbackServerContext& ctx) const;
+};
+
+}  // namespace quantd::server
+
+#endif  // QUANTD_SERVER_SERVICE_CONTEXT_H_

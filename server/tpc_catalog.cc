@@ -1,0 +1,126 @@
+#include "server/tpc_catalog.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/tpc/json_io.h"
+#include "core/tpc/validation.h"
+
+namespace quantd::server {
+namespace {
+
+v1::TpcSummary Summary(const tpc::RegistryEntry& entry) {
+  v1::TpcSummary s;
+  s.set_name(entry.name);
+  s.set_version(entry.version);
+  s.set_id(absl::StrCat(entry.name, "@", entry.version));
+  s.set_digest(entry.digest);
+  s.set_source(entry.source);
+  return s;
+}
+
+absl::Status Prefixed(absl::string_view field, const absl::Status& status) {
+  return absl::Status(status.code(),
+                      absl::StrCat(field, ": ", status.message()));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TpcCatalog>> TpcCatalog::Create(
+    const std::string& tpc_dir) {
+  std::unique_ptr<TpcCatalog> catalog(new TpcCatalog());
+  if (absl::Status s = catalog->registry_.AddBuiltins(); !s.ok()) return s;
+  if (!tpc_dir.empty()) {
+    if (absl::Status s = catalog->registry_.LoadDirectory(tpc_dir); !s.ok()) {
+      return Prefixed("--tpc_dir", s);
+    }
+  }
+  return catalog;
+}
+
+std::vector<v1::TpcSummary> TpcCatalog::List() const {
+  std::vector<v1::TpcSummary> out;
+  for (const tpc::RegistryEntry& entry : registry_.List()) {
+    out.push_back(Summary(entry));
+  }
+  return out;
+}
+
+absl::StatusOr<v1::GetTpcResponse> TpcCatalog::Get(
+    const std::string& name) const {
+  auto entry = registry_.ResolveEntry(name);
+  if (!entry.ok()) return Prefixed("name", entry.status());
+  v1::GetTpcResponse response;
+  *response.mutable_summary() = Summary(*entry);
+  *response.mutable_tpc() = *entry->tpc;
+  response.set_mct_json(tpc::TpcToJson(*entry->tpc));
+  return response;
+}
+
+v1::ValidateTpcResponse TpcCatalog::Validate(
+    const v1::ValidateTpcRequest& request) const {
+  v1::ValidateTpcResponse response;
+  v1::TargetPlatformCapabilities tpc;
+  switch (request.source_case()) {
+    case v1::ValidateTpcRequest::kTpc:
+      tpc = request.tpc();
+      break;
+    case v1::ValidateTpcRequest::kMctJson: {
+      auto parsed = tpc::TpcFromJson(request.mct_json());
+      if (!parsed.ok()) {
+        response.add_errors(std::string(parsed.status().message()));
+        return response;
+      }
+      tpc = *std::move(parsed);
+      break;
+    }
+    case v1::ValidateTpcRequest::SOURCE_NOT_SET:
+      response.add_errors("source: set tpc or mct_json");
+      return response;
+  }
+  for (std::string& error : tpc::TpcErrors(tpc)) {
+    response.add_errors(std::move(error));
+  }
+  for (std::string& warning : tpc::TpcWarnings(tpc)) {
+    response.add_warnings(std::move(warning));
+  }
+  response.set_valid(response.errors_size() == 0);
+  return response;
+}
+
+absl::StatusOr<std::string> TpcCatalog::Resolve(const v1::TpcRef& ref) {
+  v1::TargetPlatformCapabilities inline_tpc;
+  const char* field = "tpc.inline_tpc";
+  switch (ref.source_case()) {
+    case v1::TpcRef::kName: {
+      auto entry = registry_.ResolveEntry(ref.name());
+      if (!entry.ok()) return Prefixed("tpc.name", entry.status());
+      return absl::StrCat(entry->name, "@", entry->version);
+    }
+    case v1::TpcRef::kInlineTpc:
+      inline_tpc = ref.inline_tpc();
+      break;
+    case v1::TpcRef::kInlineJson: {
+      field = "tpc.inline_json";
+      auto parsed = tpc::TpcFromJson(ref.inline_json());
+      if (!parsed.ok()) return Prefixed(field, parsed.status());
+      inline_tpc = *std::move(parsed);
+      break;
+    }
+    case v1::TpcRef::SOURCE_NOT_SET:
+      return absl::InvalidArgumentError(
+          "tpc: no TPC given (set tpc.name, tpc.inline_tpc or "
+          "tpc.inline_json)");
+  }
+  auto resolved = registry_.ResolveInline(inline_tpc);
+  if (!resolved.ok()) return Prefixed(field, resolved.status());
+  return absl::StrCat(
+      (*resolved)->name().empty() ? "inline" : (*resolved)->name(), "@",
+      (*resolved)->version().empty() ? "inline" : (*resolved)->version());
+}
+
+void TpcCatalog::UpdateCacheMetrics(Metrics& metrics) const {
+  const tpc::InlineCacheStats stats = registry_.inline_stats();
+  metrics.SetTpcCacheCounters(static_cast<int64_t>(stats.hits),
+                              static_cast<int64_t>(stats.misses));
+}
+
+}  // namespace quantd::server

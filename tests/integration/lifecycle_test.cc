@@ -1,0 +1,109 @@
+// SIGTERM handling of the real quantd binary: readiness turns NOT_SERVING
+// while draining (liveness stays SERVING), new jobs are refused with
+// UNAVAILABLE, and the process exits 0.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "clients/cpp/client.h"
+#include "gmock/gmock.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "gtest/gtest.h"
+#include "tests/integration/server_process.h"
+
+namespace quantd::testing {
+namespace {
+
+using ::grpc::health::v1::HealthCheckRequest;
+using ::grpc::health::v1::HealthCheckResponse;
+using ::testing::HasSubstr;
+
+// Exit code of `quantctl health --server TARGET --service SERVICE`.
+int QuantctlHealth(const std::string& target, const std::string& service) {
+  const std::string command = BuildDir() +
+                              "/clients/quantctl/quantctl health --server " +
+                              target + " --service " + service + " >/dev/null";
+  const int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+constexpr char kReadiness[] = "quantd.v1.QuantizationService";
+
+TEST(LifecycleTest, SigtermWithoutJobsExitsZero) {
+  auto server = ServerProcess::Start({"--drain_seconds=5"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  (*server)->Signal(SIGTERM);
+  auto code = (*server)->WaitExit();
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(*code, 0);
+  EXPECT_TRUE((*server)->WaitForLog("stopped").ok());
+}
+
+TEST(LifecycleTest, SigintAlsoDrainsAndExitsZero) {
+  auto server = ServerProcess::Start({});
+  ASSERT_TRUE(server.ok()) << server.status();
+  (*server)->Signal(SIGINT);
+  auto code = (*server)->WaitExit();
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(*code, 0);
+}
+
+TEST(LifecycleTest, ReadinessIsNotServingWhileDraining) {
+  // A long drain delay keeps the server in the draining phase until the
+  // second signal.
+  auto server = ServerProcess::Start({"--drain_delay_seconds=120"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto client = client::Client::Create({.target = (*server)->target()});
+  ASSERT_TRUE(client.ok());
+
+  auto health = grpc::health::v1::Health::NewStub((*client)->channel());
+  grpc::ClientContext watch_ctx;
+  HealthCheckRequest request;
+  request.set_service(kReadiness);
+  auto watch = health->Watch(&watch_ctx, request);
+  HealthCheckResponse response;
+  ASSERT_TRUE(watch->Read(&response));
+  EXPECT_EQ(response.status(), HealthCheckResponse::SERVING);
+  EXPECT_EQ(QuantctlHealth((*server)->target(), kReadiness), 0);
+
+  (*server)->Signal(SIGTERM);
+  ASSERT_TRUE(watch->Read(&response));
+  EXPECT_EQ(response.status(), HealthCheckResponse::NOT_SERVING);
+  ASSERT_TRUE((*server)->WaitForLog("draining").ok());
+
+  // Still answering: liveness stays SERVING, readiness NOT_SERVING, and new
+  // jobs are turned away so clients retry elsewhere.
+  EXPECT_EQ((*client)->Health("").value(), "SERVING");
+  EXPECT_EQ((*client)->Health(kReadiness).value(), "NOT_SERVING");
+  // The exec-probe form fails too (exit 1), liveness still passes.
+  EXPECT_EQ(QuantctlHealth((*server)->target(), kReadiness), 1);
+  EXPECT_EQ(QuantctlHealth((*server)->target(), "''"), 0);
+  v1::QuantizeRequest job;
+  job.set_onnx_model("m");
+  const absl::Status refused = (*client)->Quantize(job).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("draining"));
+
+  watch_ctx.TryCancel();
+  watch->Finish();
+  (*server)->Signal(SIGTERM);  // ends the drain delay early
+  auto code = (*server)->WaitExit();
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(*code, 0);
+}
+
+TEST(LifecycleTest, PortInUseFailsStartupWithNonZeroExit) {
+  auto first = ServerProcess::Start({});
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second =
+      ServerProcess::Start({"--port=" + std::to_string((*first)->port())});
+  ASSERT_FALSE(second.ok());
+  EXPECT_THAT(std::string(second.status().message()),
+              HasSubstr("cannot listen"));
+}
+
+}  // namespace
+}  // namespace quantd::testing

@@ -1,0 +1,56 @@
+#include "tests/integration/test_jobs.h"
+
+#include <vector>
+
+#include "core/graph/tensor.h"
+#include "tests/data/onnx/model_builder.h"
+
+namespace quantd::testing {
+namespace {
+
+// Deterministic floats in [-1, 1) from an LCG, independent of the standard
+// library's distributions.
+std::vector<float> Pattern(size_t n, uint32_t seed) {
+  std::vector<float> v(n);
+  uint32_t s = seed * 2654435761u + 1;
+  for (auto& x : v) {
+    s = s * 1664525u + 1013904223u;
+    x = static_cast<float>(s >> 8) / static_cast<float>(1 << 23) - 1.0f;
+  }
+  return v;
+}
+
+}  // namespace
+
+v1::QuantizeRequest ConvJob(int64_t c, int64_t hw, int64_t m, int samples,
+                            const std::string& request_id) {
+  ConvSpec spec;
+  spec.input_shape = {1, c, hw, hw};
+  spec.weight = Tensor::FromVector<float>(Pattern(m * c * 9, 1), {m, c, 3, 3});
+  spec.bias = Tensor::FromVector<float>(Pattern(m, 2), {m});
+  spec.pads = {1, 1, 1, 1};
+  v1::QuantizeRequest request;
+  request.set_request_id(request_id);
+  request.set_onnx_model(MakeConvModel(spec).SerializeAsString());
+  request.mutable_tpc()->set_name("imx500@4.0");
+  for (int i = 0; i < samples; ++i) {
+    const std::vector<float> x = Pattern(c * hw * hw, 100 + i);
+    v1::Tensor* t = request.add_calibration_samples()->add_inputs();
+    t->set_name("x");
+    t->set_data_type(v1::DATA_TYPE_FLOAT);
+    for (int64_t d : {int64_t{1}, c, hw, hw}) t->add_dims(d);
+    t->set_raw_data(std::string(reinterpret_cast<const char*>(x.data()),
+                                x.size() * sizeof(float)));
+  }
+  return request;
+}
+
+v1::QuantizeRequest SmallJob(const std::string& request_id) {
+  return ConvJob(3, 8, 4, 4, request_id);
+}
+
+v1::QuantizeRequest LongJob(const std::string& request_id) {
+  return ConvJob(4, 96, 64, 300, request_id);
+}
+
+}  // namespace quantd::testing

@@ -1,0 +1,26 @@
+// Quantization requests for integration tests, built from small ONNX models
+// (tests/data/onnx/model_builder.h) and deterministic sample data.
+#ifndef QUANTD_TESTS_INTEGRATION_TEST_JOBS_H_
+#define QUANTD_TESTS_INTEGRATION_TEST_JOBS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "quantd/v1/job.pb.h"
+
+namespace quantd::testing {
+
+// x[1,C,H,W] -> Conv(M filters, 3x3, pad 1) -> y on TPC imx500@4.0 with
+// `samples` calibration samples.
+v1::QuantizeRequest ConvJob(int64_t c, int64_t hw, int64_t m, int samples,
+                            const std::string& request_id);
+// Finishes in well under a second.
+v1::QuantizeRequest SmallJob(const std::string& request_id);
+// Runs for many seconds (300 calibration passes over a 96x96 conv); tests
+// cancel it, never wait for it.
+v1::QuantizeRequest LongJob(const std::string& request_id);
+
+}  // namespace quantd::testing
+
+#endif  // QUANTD_TESTS_INTEGRATION_TEST_JOBS_H_
