@@ -2,5 +2,5 @@
 namespace quantd::exec {
 #define P(name) \
   void Register##name(KernelRegistry&) {}
-P(Resize) P(If) P(Rnn) P(Quantize) P(Einsum)
+P(Rnn) P(Einsum)
 }  // namespace quantd::exec

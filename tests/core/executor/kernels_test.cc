@@ -1,0 +1,324 @@
+// Table-style kernel tests with hand-derived expected values.
+#include <cmath>
+#include <limits>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/core/executor/test_util.h"
+
+namespace quantd {
+namespace {
+
+using ::quantd::testing::F;
+using ::quantd::testing::Float;
+using ::quantd::testing::I64;
+using ::quantd::testing::Int;
+using ::quantd::testing::Ints;
+using ::quantd::testing::RunOp;
+using ::quantd::testing::String;
+using ::quantd::testing::Values;
+using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
+using ::testing::FloatNear;
+using ::testing::Pointwise;
+
+struct PadCase {
+  std::string mode;
+  std::vector<float> expected;
+};
+
+TEST(PadKernelTest, ModesOnOneDimension) {
+  // x = [1, 2, 3], pads = [2, 2]:
+  //   constant: 0 0 | 1 2 3 | 0 0
+  //   reflect (mirror without the edge): 3 2 | 1 2 3 | 2 1
+  //   edge: 1 1 | 1 2 3 | 3 3
+  //   wrap (periodic): 2 3 | 1 2 3 | 1 2
+  const PadCase cases[] = {
+      {"constant", {0, 0, 1, 2, 3, 0, 0}},
+      {"reflect", {3, 2, 1, 2, 3, 2, 1}},
+      {"edge", {1, 1, 1, 2, 3, 3, 3}},
+      {"wrap", {2, 3, 1, 2, 3, 1, 2}},
+  };
+  for (const PadCase& c : cases) {
+    absl::StatusOr<Tensor> y = RunOp("Pad", {F({1, 2, 3}, {3}), I64({2, 2}, {2})},
+                                     {{"mode", String(c.mode)}}, 19);
+    ASSERT_TRUE(y.ok()) << c.mode << ": " << y.status();
+    EXPECT_THAT(Values(*y), ElementsAreArray(c.expected)) << c.mode;
+  }
+}
+
+TEST(PadKernelTest, NegativePadsCropAndConstantValueInput) {
+  // x = [1, 2, 3, 4], pads = [-1, 2], value 9 -> [2, 3, 4, 9, 9].
+  absl::StatusOr<Tensor> y = RunOp(
+      "Pad", {F({1, 2, 3, 4}, {4}), I64({-1, 2}, {2}), F({9}, {})}, {}, 13);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(Values(*y), ElementsAre(2, 3, 4, 9, 9));
+}
+
+TEST(PadKernelTest, AttributeFormBeforeOpset11) {
+  absl::StatusOr<Tensor> y =
+      RunOp("Pad", {F({1, 2}, {2})},
+            {{"pads", Ints({1, 0})}, {"value", Float(5)}}, 2);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(Values(*y), ElementsAre(5, 1, 2));
+}
+
+TEST(PoolKernelTest, MaxPoolCeilModeKeepsPartialWindows) {
+  // x = 1..16 as 4x4, kernel 3, stride 2. floor: (4-3)/2+1 = 1 output (max
+  // of rows/cols 0..2 = 11). ceil: 2x2, windows rows {0..2, 2..3} x cols
+  // {0..2, 2..3}: 11, 12, 15, 16.
+  std::vector<float> v(16);
+  for (int i = 0; i < 16; ++i) v[i] = i + 1;
+  absl::StatusOr<Tensor> floor_y =
+      RunOp("MaxPool", {F(v, {1, 1, 4, 4})},
+            {{"kernel_shape", Ints({3, 3})}, {"strides", Ints({2, 2})}});
+  ASSERT_TRUE(floor_y.ok()) << floor_y.status();
+  EXPECT_THAT(floor_y->shape(), ElementsAre(1, 1, 1, 1));
+  EXPECT_THAT(Values(*floor_y), ElementsAre(11));
+  absl::StatusOr<Tensor> ceil_y = RunOp("MaxPool", {F(v, {1, 1, 4, 4})},
+                                        {{"kernel_shape", Ints({3, 3})},
+                                         {"strides", Ints({2, 2})},
+                                         {"ceil_mode", Int(1)}});
+  ASSERT_TRUE(ceil_y.ok()) << ceil_y.status();
+  EXPECT_THAT(ceil_y->shape(), ElementsAre(1, 1, 2, 2));
+  EXPECT_THAT(Values(*ceil_y), ElementsAre(11, 12, 15, 16));
+}
+
+TEST(PoolKernelTest, AveragePoolCountIncludePad) {
+  // x = [[1, 2], [3, 4]], kernel 2, pads 1 all round, stride 1 -> 3x3.
+  // Corner (0,0) sees only x[0][0] = 1: exclude pads 1/1 = 1, include 1/4.
+  // Centre sees all four: 10/4 = 2.5 either way. Edge (0,1) sees 1,2:
+  // 3/2 = 1.5 or 3/4 = 0.75.
+  const Tensor x = F({1, 2, 3, 4}, {1, 1, 2, 2});
+  std::map<std::string, Attribute> attrs = {{"kernel_shape", Ints({2, 2})},
+                                            {"pads", Ints({1, 1, 1, 1})}};
+  absl::StatusOr<Tensor> excl = RunOp("AveragePool", {x}, attrs);
+  ASSERT_TRUE(excl.ok()) << excl.status();
+  EXPECT_THAT(Values(*excl), ElementsAre(1, 1.5, 2, 2, 2.5, 3, 3, 3.5, 4));
+  attrs["count_include_pad"] = Int(1);
+  absl::StatusOr<Tensor> incl = RunOp("AveragePool", {x}, attrs);
+  ASSERT_TRUE(incl.ok()) << incl.status();
+  EXPECT_THAT(Values(*incl),
+              ElementsAre(0.25, 0.75, 0.5, 1, 2.5, 1.5, 0.75, 1.75, 1));
+}
+
+struct ResizeCase {
+  std::string coord;
+  std::string mode;
+  std::string nearest;
+  std::vector<float> expected;
+};
+
+TEST(ResizeKernelTest, CoordinateModesUpsampleByTwo) {
+  // x = [0, 1, 2, 3] (value = index, so linear results are the mapped
+  // coordinates clamped to [0, 3]); out[o] maps back to:
+  //   asymmetric: o/2 -> 0, .5, 1, 1.5, 2, 2.5, 3, 3.5 (clamped 3)
+  //   half_pixel: (o+.5)/2-.5 -> -.25 (clamped 0), .25, .75, ..., 3.25 (3)
+  //   align_corners: o*3/7
+  //   nearest, asymmetric+floor: 0 0 1 1 2 2 3 3
+  //   nearest, half_pixel+round_prefer_ceil: -.25->0, .25->0, .75->1,
+  //     1.25->1, 1.75->2, 2.25->2, 2.75->3, 3.25->3
+  //   nearest, asymmetric+ceil: 0, .5->1, 1, 1.5->2, 2, 2.5->3, 3, 3.5->3
+  const ResizeCase cases[] = {
+      {"asymmetric", "linear", "", {0, .5, 1, 1.5, 2, 2.5, 3, 3}},
+      {"half_pixel", "linear", "", {0, .25, .75, 1.25, 1.75, 2.25, 2.75, 3}},
+      {"align_corners",
+       "linear",
+       "",
+       {0, 3 / 7.f, 6 / 7.f, 9 / 7.f, 12 / 7.f, 15 / 7.f, 18 / 7.f, 3}},
+      {"asymmetric", "nearest", "floor", {0, 0, 1, 1, 2, 2, 3, 3}},
+      {"half_pixel", "nearest", "round_prefer_ceil", {0, 0, 1, 1, 2, 2, 3, 3}},
+      {"asymmetric", "nearest", "ceil", {0, 1, 1, 2, 2, 3, 3, 3}},
+  };
+  for (const ResizeCase& c : cases) {
+    std::map<std::string, Attribute> attrs = {
+        {"coordinate_transformation_mode", String(c.coord)},
+        {"mode", String(c.mode)}};
+    if (!c.nearest.empty()) attrs["nearest_mode"] = String(c.nearest);
+    absl::StatusOr<Tensor> y =
+        RunOp("Resize", {F({0, 1, 2, 3}, {4}), Tensor(), F({2}, {1})}, attrs, 13);
+    ASSERT_TRUE(y.ok()) << c.coord << "/" << c.mode << ": " << y.status();
+    EXPECT_THAT(Values(*y), Pointwise(FloatNear(1e-6), c.expected))
+        << c.coord << "/" << c.mode << "/" << c.nearest;
+  }
+}
+
+TEST(ResizeKernelTest, TfCropAndResizeExtrapolates) {
+  // roi [0.5, 1.5] of x = [0, 1, 2, 3] to 3 outputs: x_orig = 0.5*3 + o *
+  // 1.0*3/2 = 1.5, 3, 4.5; the last is outside [0, 3] -> extrapolation 7.
+  absl::StatusOr<Tensor> y = RunOp(
+      "Resize", {F({0, 1, 2, 3}, {4}), F({0.5, 1.5}, {2}), Tensor(), I64({3}, {1})},
+      {{"coordinate_transformation_mode", String("tf_crop_and_resize")},
+       {"mode", String("linear")},
+       {"extrapolation_value", Float(7)}},
+      13);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(Values(*y), ElementsAre(1.5, 3, 7));
+}
+
+TEST(ConvKernelTest, GroupedConvolution) {
+  // Two groups of one channel: c0 = [1, 2, 3] with w0 = [1, 1] -> [3, 5];
+  // c1 = [4, 5, 6] with w1 = [1, -1] -> [-1, -1]; bias [10, 20].
+  absl::StatusOr<Tensor> y = RunOp(
+      "Conv",
+      {F({1, 2, 3, 4, 5, 6}, {1, 2, 1, 3}), F({1, 1, 1, -1}, {2, 1, 1, 2}),
+       F({10, 20}, {2})},
+      {{"group", Int(2)}});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(y->shape(), ElementsAre(1, 2, 1, 2));
+  EXPECT_THAT(Values(*y), ElementsAre(13, 15, 19, 19));
+}
+
+TEST(ConvKernelTest, GroupedConvolutionTwoChannelsPerGroup) {
+  // 4 input channels, 2 groups, 1x1 kernel: y0 = x0 + 2*x1, y1 = 3*x2 - x3.
+  absl::StatusOr<Tensor> y =
+      RunOp("Conv", {F({1, 2, 3, 4}, {1, 4, 1, 1}), F({1, 2, 3, -1}, {2, 2, 1, 1})},
+            {{"group", Int(2)}});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(Values(*y), ElementsAre(5, 5));
+}
+
+TEST(ConvKernelTest, DilatedConvolution) {
+  // x = [1..5], w = [1, 10], dilation 2: y[i] = x[i] + 10*x[i+2] -> 31 42 53.
+  absl::StatusOr<Tensor> y =
+      RunOp("Conv", {F({1, 2, 3, 4, 5}, {1, 1, 1, 5}), F({1, 10}, {1, 1, 1, 2})},
+            {{"dilations", Ints({1, 2})}});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(Values(*y), ElementsAre(31, 42, 53));
+}
+
+TEST(ConvKernelTest, DepthwiseMatchesHandComputedWithPadding) {
+  // Depthwise 3x3 all-ones kernel over a 3x3 all-ones plane, pad 1: each
+  // output counts the in-image taps: corners 4, edges 6, centre 9. Channel 1
+  // has weights 2 -> doubled, plus bias 1.
+  std::vector<float> x(18, 1.0f);
+  std::vector<float> w(18, 1.0f);
+  for (int i = 9; i < 18; ++i) w[i] = 2.0f;
+  absl::StatusOr<Tensor> y = RunOp(
+      "Conv", {F(x, {1, 2, 3, 3}), F(w, {2, 1, 3, 3}), F({0, 1}, {2})},
+      {{"group", Int(2)}, {"pads", Ints({1, 1, 1, 1})}});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(Values(*y), ElementsAre(4, 6, 4, 6, 9, 6, 4, 6, 4,  //
+                                      9, 13, 9, 13, 19, 13, 9, 13, 9));
+}
+
+TEST(ConvKernelTest, SameUpperAndSameLowerPutOddPaddingAtOppositeEnds) {
+  // x = [1, 2, 3, 4], w = [1, 1], stride 1, SAME: total pad 1. UPPER pads
+  // the end: [1+2, 2+3, 3+4, 4+0]; LOWER pads the start: [0+1, 1+2, 2+3, 3+4].
+  const Tensor x = F({1, 2, 3, 4}, {1, 1, 1, 4});
+  const Tensor w = F({1, 1}, {1, 1, 1, 2});
+  absl::StatusOr<Tensor> upper =
+      RunOp("Conv", {x, w}, {{"auto_pad", String("SAME_UPPER")}});
+  ASSERT_TRUE(upper.ok()) << upper.status();
+  EXPECT_THAT(Values(*upper), ElementsAre(3, 5, 7, 4));
+  absl::StatusOr<Tensor> lower =
+      RunOp("Conv", {x, w}, {{"auto_pad", String("SAME_LOWER")}});
+  ASSERT_TRUE(lower.ok()) << lower.status();
+  EXPECT_THAT(Values(*lower), ElementsAre(1, 3, 5, 7));
+}
+
+TEST(ConvTransposeKernelTest, OutputShapeAndOutputPadding) {
+  // x = [1, 2], w = [1, 1], stride 2: full output = [1, 1, 2, 2].
+  // output_shape 5 -> total pad 4 - 5 = -1, begin = -1 - floor(-1/2) = 0:
+  // [1, 1, 2, 2, 0]. output_padding 1 gives the same 5 values.
+  const Tensor x = F({1, 2}, {1, 1, 1, 2});
+  const Tensor w = F({1, 1}, {1, 1, 1, 2});
+  absl::StatusOr<Tensor> y = RunOp(
+      "ConvTranspose", {x, w},
+      {{"strides", Ints({1, 2})}, {"output_shape", Ints({1, 5})}});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(y->shape(), ElementsAre(1, 1, 1, 5));
+  EXPECT_THAT(Values(*y), ElementsAre(1, 1, 2, 2, 0));
+  absl::StatusOr<Tensor> p = RunOp(
+      "ConvTranspose", {x, w},
+      {{"strides", Ints({1, 2})}, {"output_padding", Ints({0, 1})}});
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_THAT(Values(*p), ElementsAre(1, 1, 2, 2, 0));
+}
+
+TEST(ConvTransposeKernelTest, GroupsUseTheirOwnWeights) {
+  // 2 groups, 1 channel each, 1x1 kernels 2 and 3: y = [2*x0, 3*x1].
+  absl::StatusOr<Tensor> y =
+      RunOp("ConvTranspose", {F({1, 5}, {1, 2, 1, 1}), F({2, 3}, {2, 1, 1, 1})},
+            {{"group", Int(2)}});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(Values(*y), ElementsAre(2, 15));
+}
+
+TEST(SliceKernelTest, NegativeStepsWithSentinels) {
+  // x = 0..9, start -1 (= 9), end INT64_MIN (clamped to -1), step -3:
+  // 9, 6, 3, 0.
+  std::vector<float> v(10);
+  for (int i = 0; i < 10; ++i) v[i] = i;
+  absl::StatusOr<Tensor> y = RunOp(
+      "Slice",
+      {F(v, {10}), I64({-1}, {1}),
+       I64({std::numeric_limits<int64_t>::min()}, {1}), I64({0}, {1}),
+       I64({-3}, {1})},
+      {});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(Values(*y), ElementsAre(9, 6, 3, 0));
+}
+
+TEST(SoftmaxKernelTest, Opset11CoercesTo2DOpset13UsesOneAxis) {
+  // x = [[0, ln 3], [0, ln 3]]: opset 13, axis 0 normalises each column:
+  // 0.5 everywhere. opset 11, axis 0 flattens all four: e^x / (2 + 6) ->
+  // 1/8, 3/8, 1/8, 3/8.
+  const float l3 = std::log(3.0f);
+  const Tensor x = F({0, l3, 0, l3}, {2, 2});
+  absl::StatusOr<Tensor> y13 = RunOp("Softmax", {x}, {{"axis", Int(0)}}, 13);
+  ASSERT_TRUE(y13.ok()) << y13.status();
+  EXPECT_THAT(Values(*y13), Pointwise(FloatNear(1e-6), {0.5, 0.5, 0.5, 0.5}));
+  absl::StatusOr<Tensor> y11 = RunOp("Softmax", {x}, {{"axis", Int(0)}}, 11);
+  ASSERT_TRUE(y11.ok()) << y11.status();
+  EXPECT_THAT(Values(*y11),
+              Pointwise(FloatNear(1e-6), {0.125, 0.375, 0.125, 0.375}));
+}
+
+TEST(ClipKernelTest, AttributeAndInputForms) {
+  const Tensor x = F({-2, 0.5, 9}, {3});
+  absl::StatusOr<Tensor> attr =
+      RunOp("Clip", {x}, {{"min", Float(0)}, {"max", Float(6)}}, 6);
+  ASSERT_TRUE(attr.ok()) << attr.status();
+  EXPECT_THAT(Values(*attr), ElementsAre(0, 0.5, 6));
+  // Only max given as input: no lower bound.
+  absl::StatusOr<Tensor> in = RunOp("Clip", {x, Tensor(), F({1}, {})}, {}, 13);
+  ASSERT_TRUE(in.ok()) << in.status();
+  EXPECT_THAT(Values(*in), ElementsAre(-2, 0.5, 1));
+}
+
+TEST(QuantizeKernelTest, RoundsHalfToEvenAndSaturates) {
+  // scale 0.5, zero point 10 (uint8): x/scale = 0.5 -> 0 (even), 1.5 -> 2,
+  // 2.5 -> 2 (even), -40 + 10 saturates at 0, 200 + 10 = 210, 400 + 10
+  // saturates at 255.
+  Tensor zp(DType::kUint8, {});
+  zp.mutable_data<uint8_t>()[0] = 10;
+  absl::StatusOr<Tensor> y =
+      RunOp("QuantizeLinear",
+            {F({0.25, 0.75, 1.25, -20, 100, 200}, {6}), F({0.5}, {}), zp}, {});
+  ASSERT_TRUE(y.ok()) << y.status();
+  ASSERT_EQ(y->dtype(), DType::kUint8);
+  EXPECT_THAT(y->span<uint8_t>(), ElementsAre(10, 12, 12, 0, 210, 255));
+}
+
+TEST(GemmKernelTest, TransposesAlphaBetaAndBroadcastC) {
+  // A^T with A = [[1, 2], [3, 4]] (so op(A) = [[1, 3], [2, 4]]), B = I,
+  // alpha 2, C = [1, 1] (row broadcast), beta 3: 2*op(A) + 3.
+  absl::StatusOr<Tensor> y = RunOp(
+      "Gemm", {F({1, 2, 3, 4}, {2, 2}), F({1, 0, 0, 1}, {2, 2}), F({1, 1}, {2})},
+      {{"transA", Int(1)}, {"alpha", Float(2)}, {"beta", Float(3)}});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(Values(*y), ElementsAre(5, 9, 7, 11));
+}
+
+TEST(MatMulKernelTest, BroadcastsBatchAndPromotesVectors) {
+  // A [2, 1, 2] x B [2]: per batch a row vector . [1, 10].
+  absl::StatusOr<Tensor> y =
+      RunOp("MatMul", {F({1, 2, 3, 4}, {2, 1, 2}), F({1, 10}, {2})}, {});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(y->shape(), ElementsAre(2, 1));
+  EXPECT_THAT(Values(*y), ElementsAre(21, 43));
+}
+
+}  // namespace
+}  // namespace quantd
