@@ -60,7 +60,7 @@ absl::Status TpcRegistry::Add(const std::string& name,
   RegistryEntry entry{
       name, version, TpcDigest(tpc), source,
       std::make_shared<const TargetPlatformCapabilities>(std::move(tpc))};
-  absl::MutexLock lock(&mu_);
+  std::unique_lock lock(mu_);
   named_[name][version] = std::move(entry);
   return absl::OkStatus();
 }
@@ -133,7 +133,7 @@ absl::StatusOr<RegistryEntry> TpcRegistry::ResolveEntry(
     std::string_view ref_text) const {
   auto ref = ParseTpcRef(ref_text);
   if (!ref.ok()) return ref.status();
-  absl::ReaderMutexLock lock(&mu_);
+  std::shared_lock lock(mu_);
   auto it = named_.find(ref->name);
   if (it != named_.end()) {
     std::vector<std::string> versions;
@@ -158,7 +158,7 @@ absl::StatusOr<TpcPtr> TpcRegistry::ResolveInline(
   const std::string key =
       absl::StrCat(tpc.name(), "@", tpc.version(), "#", TpcDigest(tpc));
   {
-    absl::MutexLock lock(&mu_);
+    std::unique_lock lock(mu_);
     if (auto it = index_.find(key); it != index_.end()) {
       ++stats_.hits;
       lru_.splice(lru_.begin(), lru_, it->second);
@@ -170,7 +170,7 @@ absl::StatusOr<TpcPtr> TpcRegistry::ResolveInline(
   absl::Status valid = ValidateTpc(tpc);
   if (!valid.ok()) return valid;
   auto shared = std::make_shared<const TargetPlatformCapabilities>(tpc);
-  absl::MutexLock lock(&mu_);
+  std::unique_lock lock(mu_);
   if (auto it = index_.find(key); it != index_.end()) {
     // Another thread inserted it meanwhile.
     lru_.splice(lru_.begin(), lru_, it->second);
@@ -187,7 +187,7 @@ absl::StatusOr<TpcPtr> TpcRegistry::ResolveInline(
 }
 
 std::vector<RegistryEntry> TpcRegistry::List() const {
-  absl::ReaderMutexLock lock(&mu_);
+  std::shared_lock lock(mu_);
   std::vector<RegistryEntry> out;
   for (const auto& [name, versions] : named_) {
     for (const auto& [version, entry] : versions) out.push_back(entry);
@@ -196,7 +196,7 @@ std::vector<RegistryEntry> TpcRegistry::List() const {
 }
 
 InlineCacheStats TpcRegistry::inline_stats() const {
-  absl::ReaderMutexLock lock(&mu_);
+  std::shared_lock lock(mu_);
   InlineCacheStats s = stats_;
   s.size = lru_.size();
   return s;

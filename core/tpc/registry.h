@@ -13,15 +13,15 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "quantd/v1/tpc.pb.h"
 
 namespace quantd::tpc {
@@ -87,18 +87,20 @@ class TpcRegistry {
     TpcPtr tpc;
   };
 
-  std::string AvailableList() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Callers hold mu_.
+  std::string AvailableList() const;
 
-  mutable absl::Mutex mu_;
-  // name -> version -> entry
-  std::map<std::string, std::map<std::string, RegistryEntry>> named_
-      ABSL_GUARDED_BY(mu_);
+  // std::shared_mutex rather than absl::Mutex: Debian's Abseil is not
+  // TSan-instrumented, libstdc++'s pthread locks are.
+  mutable std::shared_mutex mu_;
+  // Guarded by mu_. name -> version -> entry.
+  std::map<std::string, std::map<std::string, RegistryEntry>> named_;
   // Most recently used first.
-  std::list<InlineSlot> lru_ ABSL_GUARDED_BY(mu_);
-  std::unordered_map<std::string, std::list<InlineSlot>::iterator> index_
-      ABSL_GUARDED_BY(mu_);
+  std::list<InlineSlot> lru_;  // guarded by mu_
+  std::unordered_map<std::string, std::list<InlineSlot>::iterator>
+      index_;  // guarded by mu_
   const size_t inline_capacity_;
-  InlineCacheStats stats_ ABSL_GUARDED_BY(mu_);
+  InlineCacheStats stats_;  // guarded by mu_
 };
 
 }  // namespace quantd::tpc
