@@ -2,6 +2,8 @@
 // to the in-process pipeline, event order, cancellation by disconnect and by
 // deadline, queue-full rejection and chunked results. Skipped (with a
 // message) while the server is built without the pipeline.
+#include <signal.h>
+
 #include <cmath>
 #include <memory>
 #include <string>
@@ -173,6 +175,34 @@ TEST_F(JobsTest, DeadlineCancelsTheJob) {
       "job finished", {{"job_id", job_id}, {"status", "DEADLINE_EXCEEDED"}});
   ASSERT_TRUE(finished.ok()) << finished.status();
   EXPECT_EQ(Metric("quantd_workers_busy"), 0);
+}
+
+TEST_F(JobsTest, SigtermCancelsJobsThatOutliveTheDrainAndExitsZero) {
+  StartServer({"--workers=1", "--drain_seconds=1"});
+  if (HasFatalFailure() || IsSkipped()) return;
+  absl::Notification running;
+  std::string job_id;
+  absl::Status status;
+  std::thread job([&] {
+    status = client_
+                 ->Quantize(LongJob("draining"),
+                            [&](const v1::JobEvent& e) {
+                              if (e.has_accepted()) {
+                                job_id = e.job_id();
+                                running.Notify();
+                              }
+                            })
+                 .status();
+  });
+  running.WaitForNotification();
+  server_->Signal(SIGTERM);
+  auto code = server_->WaitExit(absl::Seconds(60));
+  job.join();
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(*code, 0);
+  // The running job got --drain_seconds, then was cancelled by shutdown.
+  EXPECT_FALSE(status.ok());
+  EXPECT_TRUE(server_->WaitForLog("job finished", {{"job_id", job_id}}).ok());
 }
 
 TEST_F(JobsTest, FullQueueIsRejectedAtOnce) {
