@@ -1,5 +1,6 @@
 #include "core/graph/onnx_import.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -422,9 +423,20 @@ absl::StatusOr<Graph> ImportGraph(const onnx::GraphProto& proto,
       return absl::InvalidArgumentError(absl::StrCat(where, ": defined twice"));
     }
     DType sub_byte = DType::kUndefined;
-    ASSIGN_OR_RETURN(Tensor t,
-                     TensorFromProtoImpl(init, ctx->options.max_tensor_bytes,
-                                         &sub_byte, where));
+    // The total budget left bounds this tensor too, before it is allocated.
+    const int64_t left = std::max<int64_t>(
+        ctx->options.max_total_initializer_bytes - ctx->initializer_bytes, 0);
+    absl::StatusOr<Tensor> parsed = TensorFromProtoImpl(
+        init, std::min(ctx->options.max_tensor_bytes, left), &sub_byte, where);
+    if (!parsed.ok() &&
+        parsed.status().code() == absl::StatusCode::kResourceExhausted &&
+        left < ctx->options.max_tensor_bytes) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(where, ": initializers exceed the total limit of ",
+                       ctx->options.max_total_initializer_bytes, " bytes"));
+    }
+    if (!parsed.ok()) return parsed.status();
+    Tensor t = *std::move(parsed);
     ctx->initializer_bytes += static_cast<int64_t>(t.byte_size());
     if (ctx->initializer_bytes > ctx->options.max_total_initializer_bytes) {
       return absl::ResourceExhaustedError(

@@ -287,6 +287,18 @@ TEST(OnnxImportMalformed, UnsupportedDomainAndOpset) {
               HasSubstr("default-domain opset 6 is not supported"));
 }
 
+TEST(OnnxImportMalformed, TotalInitializerBytesAreLimited) {
+  // w = 3*2*3*3 floats = 216 bytes, b = 12 bytes: 228 in total.
+  ImportOptions options;
+  options.max_total_initializer_bytes = 220;
+  absl::Status s =
+      ImportOnnx(Serialize(MakeConvModel(SmallConv())), options).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(s.message(), HasSubstr("exceed the total limit of 220 bytes"));
+  options.max_total_initializer_bytes = 228;
+  EXPECT_TRUE(ImportOnnx(Serialize(MakeConvModel(SmallConv())), options).ok());
+}
+
 TEST(OnnxImportMalformed, TooManyNodes) {
   ImportOptions options;
   options.max_nodes = 0;
