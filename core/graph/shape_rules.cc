@@ -1528,6 +1528,207 @@ absl::Status LoopRule(RuleContext* c) {
   return absl::OkStatus();
 }
 
+// ---- less common ops -------------------------------------------------------
+
+absl::Status NonMaxSuppressionRule(RuleContext* c) {
+  Set(c, 0, DType::kInt64, {-1, 3});  // data-dependent count
+  return absl::OkStatus();
+}
+
+absl::Status CompressRule(RuleContext* c) {
+  const DType dtype = TypeOf(*c, 0);
+  if (!c->node->HasAttribute("axis") || !HasRank(*c, 0)) {
+    Set(c, 0, dtype, {-1});
+    return absl::OkStatus();
+  }
+  Shape s = In(*c, 0)->shape;
+  ASSIGN_OR_RETURN(int64_t axis, Axis(*c, c->node->GetInt("axis", 0),
+                                      static_cast<int64_t>(s.size())));
+  s[axis] = -1;
+  Set(c, 0, dtype, s);
+  return absl::OkStatus();
+}
+
+absl::Status UniqueRule(RuleContext* c) {
+  const DType dtype = TypeOf(*c, 0);
+  if (c->node->HasAttribute("axis") && HasRank(*c, 0)) {
+    Shape s = In(*c, 0)->shape;
+    ASSIGN_OR_RETURN(int64_t axis, Axis(*c, c->node->GetInt("axis", 0),
+                                        static_cast<int64_t>(s.size())));
+    s[axis] = -1;
+    Set(c, 0, dtype, s);
+  } else {
+    Set(c, 0, dtype, {-1});
+  }
+  Set(c, 1, DType::kInt64, {-1});
+  if (HasRank(*c, 0)) {
+    const Shape& s = In(*c, 0)->shape;
+    int64_t n = -1;
+    if (c->node->HasAttribute("axis")) {
+      auto axis =
+          Axis(*c, c->node->GetInt("axis", 0), static_cast<int64_t>(s.size()));
+      if (axis.ok()) n = s[*axis];
+    } else {
+      n = NumElements(s);
+    }
+    Set(c, 2, DType::kInt64, {n});
+  } else {
+    Set(c, 2, DType::kInt64, {-1});
+  }
+  Set(c, 3, DType::kInt64, {-1});
+  return absl::OkStatus();
+}
+
+absl::Status OneHotRule(RuleContext* c) {
+  const DType dtype = TypeOf(*c, 2);
+  if (!HasRank(*c, 0)) {
+    SetType(c, 0, dtype);
+    return absl::OkStatus();
+  }
+  Shape s = In(*c, 0)->shape;
+  int64_t depth = -1;
+  if (const Tensor* d = Const(*c, 1); d != nullptr && d->num_elements() == 1) {
+    auto f = d->CastToFloat();
+    if (f.ok()) {
+      const double v = f->data<float>()[0];
+      if (!(v >= 0 && v <= static_cast<double>(kMaxDim))) {
+        return Error(*c, "depth out of range");
+      }
+      depth = static_cast<int64_t>(v);
+    }
+  }
+  const int64_t r = static_cast<int64_t>(s.size()) + 1;
+  ASSIGN_OR_RETURN(int64_t axis, Axis(*c, c->node->GetInt("axis", -1), r));
+  s.insert(s.begin() + axis, depth);
+  Set(c, 0, dtype, s);
+  return absl::OkStatus();
+}
+
+absl::Status GridSampleRule(RuleContext* c) {
+  const DType dtype = TypeOf(*c, 0);
+  if (!HasRank(*c, 0) || !HasRank(*c, 1)) {
+    SetType(c, 0, dtype);
+    return absl::OkStatus();
+  }
+  const Shape& x = In(*c, 0)->shape;
+  const Shape& grid = In(*c, 1)->shape;  // [N, H_out, W_out, 2]
+  if (x.size() < 3 || grid.size() != x.size()) {
+    return Error(*c, "X and grid ranks do not match");
+  }
+  Shape out = {x[0], x[1]};
+  out.insert(out.end(), grid.begin() + 1, grid.end() - 1);
+  Set(c, 0, dtype, out);
+  return absl::OkStatus();
+}
+
+absl::Status RoiAlignRule(RuleContext* c) {
+  const DType dtype = TypeOf(*c, 0);
+  const int64_t rois =
+      HasRank(*c, 1) && !In(*c, 1)->shape.empty() ? In(*c, 1)->shape[0] : -1;
+  const int64_t channels =
+      HasRank(*c, 0) && In(*c, 0)->shape.size() > 1 ? In(*c, 0)->shape[1] : -1;
+  Set(c, 0, dtype,
+      {rois, channels, c->node->GetInt("output_height", 1),
+       c->node->GetInt("output_width", 1)});
+  return absl::OkStatus();
+}
+
+absl::Status DetRule(RuleContext* c) {
+  if (!HasRank(*c, 0) || In(*c, 0)->shape.size() < 2) {
+    SetType(c, 0, TypeOf(*c, 0));
+    return absl::OkStatus();
+  }
+  const Shape& s = In(*c, 0)->shape;
+  Set(c, 0, TypeOf(*c, 0), Shape(s.begin(), s.end() - 2));
+  return absl::OkStatus();
+}
+
+absl::Status WindowRule(RuleContext* c) {
+  const DType dtype = static_cast<DType>(c->node->GetInt("output_datatype", 1));
+  auto size = ConstInts(*c, 0);
+  if (size.ok() && size->size() == 1) {
+    ASSIGN_OR_RETURN(int64_t n, Dim(*c, (*size)[0]));
+    Set(c, 0, dtype, {n});
+  } else {
+    Set(c, 0, dtype, {-1});
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RandomLikeRule(RuleContext* c) {
+  const int64_t t = c->node->GetInt("dtype", 0);
+  Same(c, 0, 0, t != 0 ? static_cast<DType>(t) : TypeOf(*c, 0));
+  return absl::OkStatus();
+}
+
+absl::Status RandomRule(RuleContext* c) {
+  const DType dtype = static_cast<DType>(c->node->GetInt("dtype", 1));
+  Shape s = c->node->GetInts("shape");
+  for (int64_t& d : s) {
+    ASSIGN_OR_RETURN(d, Dim(*c, d));
+  }
+  Set(c, 0, dtype, s);
+  return absl::OkStatus();
+}
+
+// NegativeLogLikelihoodLoss / SoftmaxCrossEntropyLoss: [N, d1, ...] per
+// element with reduction "none", else a scalar; SCE's optional second output
+// (log-probabilities) has the scores' shape.
+absl::Status LossRule(RuleContext* c) {
+  const DType dtype = TypeOf(*c, 0);
+  const std::string reduction = c->node->GetString("reduction", "mean");
+  if (reduction != "none") {
+    Set(c, 0, dtype, {});
+  } else if (HasRank(*c, 0) && In(*c, 0)->shape.size() >= 2) {
+    Shape s = In(*c, 0)->shape;
+    s.erase(s.begin() + 1);  // drop the class axis
+    Set(c, 0, dtype, s);
+  } else {
+    SetType(c, 0, dtype);
+  }
+  Same(c, 1, 0, dtype);
+  return absl::OkStatus();
+}
+
+absl::Status MaxUnpoolRule(RuleContext* c) {
+  const DType dtype = TypeOf(*c, 0);
+  if (Present(*c, 2)) {
+    auto shape = ConstInts(*c, 2);
+    if (shape.ok()) {
+      Shape out;
+      for (int64_t d : *shape) {
+        ASSIGN_OR_RETURN(int64_t v, Dim(*c, d));
+        out.push_back(v);
+      }
+      Set(c, 0, dtype, out);
+    } else {
+      SetType(c, 0, dtype);
+    }
+    return absl::OkStatus();
+  }
+  if (!HasRank(*c, 0) || In(*c, 0)->shape.size() < 3) {
+    SetType(c, 0, dtype);
+    return absl::OkStatus();
+  }
+  const Shape& x = In(*c, 0)->shape;
+  const size_t spatial = x.size() - 2;
+  ASSIGN_OR_RETURN(WindowSpec win, Window(*c, spatial, {}));
+  Shape out = {x[0], x[1]};
+  for (size_t i = 0; i < spatial; ++i) {
+    if (x[2 + i] < 0) {
+      out.push_back(-1);
+      continue;
+    }
+    // Inverse of pooling: (in - 1) * stride + kernel - pads.
+    ASSIGN_OR_RETURN(int64_t o, Dim(*c, (i128{x[2 + i]} - 1) * win.strides[i] +
+                                            win.kernel[i] - win.pads[i] -
+                                            win.pads[i + spatial]));
+    out.push_back(o);
+  }
+  Set(c, 0, dtype, out);
+  return absl::OkStatus();
+}
+
 const std::map<std::string, ShapeRule>& Rules() {
   static const auto* rules = [] {
     auto* m = new std::map<std::string, ShapeRule>();
@@ -1660,6 +1861,27 @@ const std::map<std::string, ShapeRule>& Rules() {
     (*m)["EyeLike"] = EyeLikeRule;
     (*m)["Bernoulli"] = BernoulliRule;
     (*m)["If"] = IfRule;
+    (*m)["NonMaxSuppression"] = NonMaxSuppressionRule;
+    (*m)["Compress"] = CompressRule;
+    (*m)["Unique"] = UniqueRule;
+    (*m)["OneHot"] = OneHotRule;
+    (*m)["GridSample"] = GridSampleRule;
+    (*m)["RoiAlign"] = RoiAlignRule;
+    (*m)["Det"] = DetRule;
+    for (const char* op : {"HannWindow", "HammingWindow", "BlackmanWindow"}) {
+      (*m)[op] = WindowRule;
+    }
+    for (const char* op : {"RandomUniformLike", "RandomNormalLike"}) {
+      (*m)[op] = RandomLikeRule;
+    }
+    for (const char* op : {"RandomUniform", "RandomNormal"}) {
+      (*m)[op] = RandomRule;
+    }
+    for (const char* op :
+         {"NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"}) {
+      (*m)[op] = LossRule;
+    }
+    (*m)["MaxUnpool"] = MaxUnpoolRule;
     (*m)["Loop"] = LoopRule;
     return m;
   }();
