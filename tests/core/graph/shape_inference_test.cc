@@ -198,12 +198,12 @@ TEST(InferShapes, LstmOutputsFollowLayoutAndDirection) {
 TEST(InferShapes, UnknownOpIsListedOrStrictlyRejected) {
   OnnxModelBuilder b;
   b.Input("x", DType::kFloat, {2});
-  b.AddNode("NonMaxSuppression", {"x"}, {"y"}, "nms");
+  b.AddNode("TfIdfVectorizer", {"x"}, {"y"}, "tfidf");
   b.Output("y", DType::kInt64);
   Model m = Import(b.Build());
   absl::StatusOr<ShapeInferenceResult> r = InferShapes(&m);
   ASSERT_TRUE(r.ok());
-  EXPECT_THAT(r->unsupported, ElementsAre("node 'nms' (NonMaxSuppression)"));
+  EXPECT_THAT(r->unsupported, ElementsAre("node 'tfidf' (TfIdfVectorizer)"));
   ShapeInferenceOptions strict;
   strict.strict = true;
   EXPECT_EQ(InferShapes(&m, strict).status().code(),
