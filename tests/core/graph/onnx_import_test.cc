@@ -299,6 +299,19 @@ TEST(OnnxImportMalformed, TotalInitializerBytesAreLimited) {
   EXPECT_TRUE(ImportOnnx(Serialize(MakeConvModel(SmallConv())), options).ok());
 }
 
+TEST(OnnxImportMalformed, NewerIrVersionsAndOpsetsAreRejected) {
+  onnx::ModelProto proto = MakeUnaryModel("Relu", {2}, /*opset=*/21);
+  proto.set_ir_version(10);
+  EXPECT_TRUE(ImportOnnx(Serialize(proto)).ok());
+  proto.set_ir_version(11);
+  EXPECT_THAT(ImportOnnx(Serialize(proto)).status().message(),
+              HasSubstr("ir_version 11 is not supported (accepted: 3..10)"));
+  proto = MakeUnaryModel("Relu", {2}, /*opset=*/22);
+  proto.set_ir_version(10);
+  EXPECT_THAT(ImportOnnx(Serialize(proto)).status().message(),
+              HasSubstr("default-domain opset 22 is not supported"));
+}
+
 TEST(OnnxImportMalformed, TooManyNodes) {
   ImportOptions options;
   options.max_nodes = 0;
