@@ -5,6 +5,7 @@
 
 #include "core/quantizers/internal/errors.h"
 #include "core/quantizers/internal/kernels.h"
+#include "core/quantizers/internal/sparse_sum.h"
 
 namespace quantd::quantizers {
 namespace internal {
@@ -113,43 +114,178 @@ double KlHistogramCore(const double* edges, const double* q_edges,
 KlHistogram MakeKlHistogram(const float* x, int64_t n) {
   KlHistogram h;
   HistogramF32(x, n, kHistogramBins, &h.edges, &h.counts);
+  for (size_t i = 0; i < h.counts.size(); ++i) {
+    if (h.counts[i] != 0) h.nonzero.push_back(static_cast<int64_t>(i));
+  }
   return h;
 }
+
+namespace {
+
+// Smoothing constants of _smooth_distribution for a distribution of `size`
+// entries with `nonzero` non-zero ones, the smallest being `min_nonzero`.
+struct SmoothParams {
+  float corr_zero, corr_nonzero;
+};
+
+SmoothParams SmoothFor(double min_nonzero, int64_t nonzero, int64_t size) {
+  const double smoothing = min_nonzero / (2.0 * static_cast<double>(size));
+  const double zeros = static_cast<double>(size - nonzero);
+  const double reduce = smoothing * zeros / static_cast<double>(nonzero);
+  const float s32 = static_cast<float>(smoothing);
+  const float r32 = static_cast<float>(-reduce);
+  return {s32 * 1.0f + r32 * 0.0f, s32 * 0.0f + r32 * 1.0f};
+}
+
+// _kl_error_histogram for a histogram with integer counts, touching only the
+// non-empty bins (a weight row fills few of the 2048 bins). `quantize(i)`
+// is the quantized value of edge i. Same result as KlHistogramCore.
+template <typename Quantize>
+double KlSparse(const KlHistogram& h, const Quantize& quantize,
+                double range_min, double range_max, double cmp_min,
+                double cmp_max) {
+  const std::vector<double>& edges = h.edges;
+  const int64_t first_ge =
+      std::lower_bound(edges.begin(), edges.end(), cmp_min) - edges.begin();
+  const int64_t last_lt =
+      (std::lower_bound(edges.begin(), edges.end(), cmp_max) - edges.begin()) -
+      1;
+  if (first_ge >= static_cast<int64_t>(edges.size()) || last_lt < 0)
+    return kInf;
+  if (!(range_min < range_max)) return kInf;
+  const int64_t first = std::max<int64_t>(first_ge - 1, 0);
+  const int64_t last = last_lt;
+  if (first > last) return kInf;
+  if (first == last) return 0.0;
+  const int64_t len = last - first;
+  const auto nz_begin =
+      std::lower_bound(h.nonzero.begin(), h.nonzero.end(), first);
+  const auto nz_end = std::lower_bound(nz_begin, h.nonzero.end(), last);
+  if (nz_begin == nz_end) return kInf;
+  // Integer counts: sums are exact in any order.
+  double left = 0, right = 0;
+  for (auto it = h.nonzero.begin(); it != nz_begin; ++it) left += h.counts[*it];
+  for (auto it = nz_end; it != h.nonzero.end(); ++it) right += h.counts[*it];
+  // acc (clipped counts) and qbc (spread quantized counts), sparse.
+  std::vector<std::pair<int64_t, double>> acc, qbc;
+  for (auto it = nz_begin; it != nz_end;) {
+    const double q = quantize(*it);
+    auto end = it;
+    double sum = 0;
+    float positive = 0;
+    while (end != nz_end && quantize(*end) == q) {
+      sum += h.counts[*end];
+      positive += 1.0f;
+      ++end;
+    }
+    const float rel32 =
+        static_cast<float>(sum / (static_cast<double>(positive) + 1e-6));
+    for (; it != end; ++it) {
+      acc.push_back({*it - first, h.counts[*it]});
+      qbc.push_back({*it - first, static_cast<double>(rel32)});
+    }
+  }
+  if (left != 0) {
+    if (!acc.empty() && acc.front().first == 0) {
+      acc.front().second += left;
+    } else {
+      acc.insert(acc.begin(), {0, left});
+    }
+  }
+  if (right != 0) {
+    if (!acc.empty() && acc.back().first == len - 1) {
+      acc.back().second += right;
+    } else {
+      acc.push_back({len - 1, right});
+    }
+  }
+  const double qsum = SparsePairwiseSummer<double>(qbc, 0.0).Sum(len);
+  const double asum = SparsePairwiseSummer<double>(acc, 0.0).Sum(len);
+  // Non-zero probabilities, then the smoothing of each distribution.
+  double min_q = kInf, min_f = kInf;
+  int64_t nz_q = 0, nz_f = 0;
+  for (auto& [k, v] : qbc) {
+    v /= qsum;
+    if (v != 0) {
+      min_q = std::min(min_q, v);
+      ++nz_q;
+    }
+  }
+  for (auto& [k, v] : acc) {
+    v /= asum;
+    if (v != 0) {
+      min_f = std::min(min_f, v);
+      ++nz_f;
+    }
+  }
+  const SmoothParams sq = SmoothFor(min_q, nz_q, len);
+  const SmoothParams sf = SmoothFor(min_f, nz_f, len);
+  auto smooth = [](double p, const SmoothParams& s) {
+    return static_cast<float>(p) + (p == 0 ? s.corr_zero : s.corr_nonzero);
+  };
+  const float f0 = smooth(0.0, sf), q0 = smooth(0.0, sq);
+  const float t00 = f0 * NumpyLogF32(f0 / q0);
+  // Merge the two sparse supports into the exceptional terms.
+  std::vector<std::pair<int64_t, float>> terms;
+  size_t a = 0, b = 0;
+  while (a < acc.size() || b < qbc.size()) {
+    int64_t k;
+    double pf = 0, pq = 0;
+    if (b >= qbc.size() || (a < acc.size() && acc[a].first < qbc[b].first)) {
+      k = acc[a].first;
+      pf = acc[a++].second;
+    } else if (a >= acc.size() || qbc[b].first < acc[a].first) {
+      k = qbc[b].first;
+      pq = qbc[b++].second;
+    } else {
+      k = acc[a].first;
+      pf = acc[a++].second;
+      pq = qbc[b++].second;
+    }
+    const float vf = smooth(pf, sf), vq = smooth(pq, sq);
+    terms.push_back({k, vf * NumpyLogF32(vf / vq)});
+  }
+  return SparsePairwiseSummer<float>(terms, t00).Sum(len);
+}
+
+}  // namespace
 
 double KlTensorErrorFromHistogram(const KlHistogram& h, double range_min,
                                   double range_max, int n_bits,
                                   RangeKind kind) {
   if (range_max <= range_min) return kInf;
   const std::vector<double>& edges = h.edges;
-  std::vector<double> q(edges.size());
-  double cmp_min = range_min, cmp_max = range_max;
   switch (kind) {
     case RangeKind::kScalar: {
-      cmp_min = static_cast<float>(range_min);
-      cmp_max = static_cast<float>(range_max);
       const auto g = UniformGrid<double, float>(range_min, range_max, n_bits);
-      for (size_t i = 0; i < edges.size(); ++i) {
-        q[i] = QuantizeOne(static_cast<float>(edges[i]), g);
-      }
-      break;
+      return KlSparse(
+          h,
+          [&](int64_t i) {
+            return static_cast<double>(
+                QuantizeOne(static_cast<float>(edges[i]), g));
+          },
+          range_min, range_max, static_cast<float>(range_min),
+          static_cast<float>(range_max));
     }
     case RangeKind::kF32Array: {
       const auto g = UniformGrid<float, float>(
           static_cast<float>(range_min), static_cast<float>(range_max), n_bits);
-      for (size_t i = 0; i < edges.size(); ++i) {
-        q[i] = QuantizeOne(static_cast<float>(edges[i]), g);
-      }
-      break;
+      return KlSparse(
+          h,
+          [&](int64_t i) {
+            return static_cast<double>(
+                QuantizeOne(static_cast<float>(edges[i]), g));
+          },
+          range_min, range_max, range_min, range_max);
     }
     case RangeKind::kF64Array: {
       const auto g = UniformGrid<double, double>(range_min, range_max, n_bits);
-      for (size_t i = 0; i < edges.size(); ++i) q[i] = QuantizeOne(edges[i], g);
-      break;
+      return KlSparse(
+          h, [&](int64_t i) { return QuantizeOne(edges[i], g); }, range_min,
+          range_max, range_min, range_max);
     }
   }
-  return KlHistogramCore(edges.data(), q.data(), h.counts.data(),
-                         static_cast<int64_t>(h.counts.size()), range_min,
-                         range_max, cmp_min, cmp_max);
+  return kInf;
 }
 
 double KlTensorErrorImpl(const float* x, int64_t n, double range_min,

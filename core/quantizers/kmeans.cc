@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <random>
@@ -98,9 +99,85 @@ std::vector<double> PlusPlusInit(const Points& p, int k, std::mt19937_64& rng) {
   return centers;
 }
 
+// Exact weighted 1-D k-means by dynamic programming with divide-and-conquer
+// (the optimal split points are monotone): O(k n log n).
+std::vector<double> OptimalCenters(const Points& p, int k) {
+  const int64_t n = static_cast<int64_t>(p.x.size());
+  if (k >= n) {
+    std::vector<double> c = p.x;
+    while (static_cast<int64_t>(c.size()) < k) c.push_back(p.x.back());
+    return c;
+  }
+  std::vector<double> w(n + 1, 0), wx(n + 1, 0), wxx(n + 1, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    w[i + 1] = w[i] + p.w[i];
+    wx[i + 1] = wx[i] + p.w[i] * p.x[i];
+    wxx[i + 1] = wxx[i] + p.w[i] * p.x[i] * p.x[i];
+  }
+  auto cost = [&](int64_t l, int64_t r) {  // points [l, r)
+    const double sw = w[r] - w[l];
+    if (sw <= 0) return 0.0;
+    const double sx = wx[r] - wx[l];
+    return std::max(0.0, (wxx[r] - wxx[l]) - sx * sx / sw);
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> d(k + 1, std::vector<double>(n + 1, inf));
+  std::vector<std::vector<int64_t>> arg(k + 1, std::vector<int64_t>(n + 1, 0));
+  d[0][0] = 0;
+  for (int m = 1; m <= k; ++m) {
+    // d[m][r] = min_{l < r} d[m-1][l] + cost(l, r).
+    std::function<void(int64_t, int64_t, int64_t, int64_t)> solve =
+        [&](int64_t lo, int64_t hi, int64_t opt_lo, int64_t opt_hi) {
+          if (lo > hi) return;
+          const int64_t mid = (lo + hi) / 2;
+          double best = inf;
+          int64_t best_l = opt_lo;
+          for (int64_t l = opt_lo; l <= std::min(mid - 1, opt_hi); ++l) {
+            const double v = d[m - 1][l] + cost(l, mid);
+            if (v < best) {
+              best = v;
+              best_l = l;
+            }
+          }
+          d[m][mid] = best;
+          arg[m][mid] = best_l;
+          solve(lo, mid - 1, opt_lo, best_l);
+          solve(mid + 1, hi, best_l, opt_hi);
+        };
+    solve(m, n, m - 1, n - 1);
+  }
+  std::vector<double> centers;
+  int64_t r = n;
+  for (int m = k; m >= 1; --m) {
+    const int64_t l = arg[m][r];
+    const double sw = w[r] - w[l];
+    centers.push_back(sw > 0 ? (wx[r] - wx[l]) / sw : p.x[l]);
+    r = l;
+  }
+  std::sort(centers.begin(), centers.end());
+  return centers;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<double>> WeightedKMeans1D(
+    absl::Span<const double> points, absl::Span<const double> weights, int k,
+    const KMeansOptions& options) {
+  auto candidates = KMeansCandidates1D(points, weights, k, options);
+  if (!candidates.ok()) return candidates.status();
+  std::vector<double> best;
+  double best_inertia = std::numeric_limits<double>::infinity();
+  for (const auto& c : *candidates) {
+    const double inertia = KMeansObjective(points, weights, c);
+    if (inertia < best_inertia) {
+      best_inertia = inertia;
+      best = c;
+    }
+  }
+  return best;
+}
+
+absl::StatusOr<std::vector<std::vector<double>>> KMeansCandidates1D(
     absl::Span<const double> points, absl::Span<const double> weights, int k,
     const KMeansOptions& options) {
   if (k < 1) return absl::InvalidArgumentError("k-means needs k >= 1");
@@ -110,7 +187,7 @@ absl::StatusOr<std::vector<double>> WeightedKMeans1D(
                      weights.size(), " weights"));
   }
   std::map<double, double> merged;
-  double total_w = 0, mean = 0;
+
   for (size_t i = 0; i < points.size(); ++i) {
     if (!std::isfinite(points[i]) || !(weights[i] >= 0) ||
         !std::isfinite(weights[i])) {
@@ -119,8 +196,6 @@ absl::StatusOr<std::vector<double>> WeightedKMeans1D(
     }
     if (weights[i] > 0) {
       merged[points[i]] += weights[i];
-      total_w += weights[i];
-      mean += weights[i] * points[i];
     }
   }
   if (merged.empty()) {
@@ -142,8 +217,7 @@ absl::StatusOr<std::vector<double>> WeightedKMeans1D(
   const double tol = options.tol * var;
 
   std::mt19937_64 rng(options.seed);
-  std::vector<double> best_centers;
-  double best_inertia = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> out;
   std::vector<double> wsum, wxsum;
   std::vector<int> labels, prev_labels;
   for (int run = 0; run < std::max(options.n_init, 1); ++run) {
@@ -164,12 +238,11 @@ absl::StatusOr<std::vector<double>> WeightedKMeans1D(
       inertia = Assign(p, centers, &wsum, &wxsum, &labels);
       if (labels == prev_labels || shift <= tol) break;
     }
-    if (inertia < best_inertia) {
-      best_inertia = inertia;
-      best_centers = centers;
-    }
+    (void)inertia;
+    out.push_back(std::move(centers));
   }
-  return best_centers;
+  out.push_back(OptimalCenters(p, k));
+  return out;
 }
 
 double KMeansObjective(absl::Span<const double> points,

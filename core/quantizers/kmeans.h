@@ -27,6 +27,14 @@ absl::StatusOr<std::vector<double>> WeightedKMeans1D(
     absl::Span<const double> points, absl::Span<const double> weights, int k,
     const KMeansOptions& options = {});
 
+// Every candidate solution: the n_init k-means++/Lloyd runs in seed order,
+// then the exact optimum of the 1-D problem (dynamic programming over the
+// sorted points). Callers that post-process centers (rounding, forcing a
+// zero) pick the candidate that is best after post-processing.
+absl::StatusOr<std::vector<std::vector<double>>> KMeansCandidates1D(
+    absl::Span<const double> points, absl::Span<const double> weights, int k,
+    const KMeansOptions& options = {});
+
 // sum_i w_i * min_c (x_i - c)^2.
 double KMeansObjective(absl::Span<const double> points,
                        absl::Span<const double> weights,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -19,6 +20,87 @@ absl::Status CheckBits(int n_bits) {
                      kLutValuesBitwidth, ", got ", n_bits));
   }
   return absl::OkStatus();
+}
+
+// Lloyd steps on the final LUT: centers move to the rounded weighted mean of
+// their points, a center at exactly 0 stays there (the zero MCT forces).
+std::vector<double> RefineRounded(std::vector<double> centers,
+                                  const std::vector<double>& points,
+                                  const std::vector<double>& weights) {
+  const size_t k = centers.size();
+  std::vector<double> sw(k), sx(k);
+  for (int it = 0; it < 50; ++it) {
+    std::fill(sw.begin(), sw.end(), 0.0);
+    std::fill(sx.begin(), sx.end(), 0.0);
+    for (size_t i = 0; i < points.size(); ++i) {
+      size_t best = 0;
+      for (size_t c = 1; c < k; ++c) {
+        if (std::abs(points[i] - centers[c]) <
+            std::abs(points[i] - centers[best])) {
+          best = c;
+        }
+      }
+      sw[best] += weights[i];
+      sx[best] += weights[i] * points[i];
+    }
+    bool changed = false;
+    for (size_t c = 0; c < k; ++c) {
+      if (centers[c] == 0.0 || sw[c] <= 0) continue;
+      const double next = std::nearbyint(sx[c] / sw[c]);
+      if (next != centers[c] && next != 0.0) {
+        centers[c] = next;
+        changed = true;
+      }
+    }
+    if (!changed) break;
+  }
+  // Integer coordinate descent: rounding the means is not the best integer
+  // LUT; try moving each non-zero center by one step while the SSE drops.
+  double sse = KMeansObjective(points, weights, centers);
+  for (int pass = 0; pass < 64; ++pass) {
+    bool improved = false;
+    for (size_t c = 0; c < k; ++c) {
+      if (centers[c] == 0.0) continue;
+      for (double step : {-1.0, 1.0}) {
+        const double old = centers[c];
+        if (old + step == 0.0) continue;
+        centers[c] = old + step;
+        const double trial = KMeansObjective(points, weights, centers);
+        if (trial < sse) {
+          sse = trial;
+          improved = true;
+        } else {
+          centers[c] = old;
+        }
+      }
+    }
+    if (!improved) break;
+  }
+  return centers;
+}
+
+// The candidate whose post-processed centers (rounded, zero forced) cluster
+// the points best; the first on ties.
+template <typename Finish>
+std::vector<double> PickBest(const std::vector<std::vector<double>>& candidates,
+                             const Finish& finish,
+                             const std::vector<double>& points,
+                             const std::vector<double>& weights) {
+  std::vector<double> best;
+  double best_sse = std::numeric_limits<double>::infinity();
+  auto consider = [&](std::vector<double> f) {
+    const double sse = KMeansObjective(points, weights, f);
+    if (sse < best_sse) {
+      best_sse = sse;
+      best = std::move(f);
+    }
+  };
+  for (const auto& c : candidates) {
+    std::vector<double> f = finish(c);
+    consider(f);
+    consider(RefineRounded(f, points, weights));
+  }
+  return best;
 }
 
 }  // namespace
@@ -49,18 +131,22 @@ absl::StatusOr<LutTensorParams> LutKmeansTensor(
   const int max_clusters = 1 << options.n_bits;
   const int k = std::min<int>(max_clusters, static_cast<int>(unique.size()));
   const std::vector<double> weights(out.clustering_input.size(), 1.0);
-  ASSIGN_OR_RETURN(std::vector<double> centers,
-                   WeightedKMeans1D(out.clustering_input, weights, k, kmeans));
-  for (double& c : centers) c = std::nearbyint(c);
-  const bool has_zero =
-      std::find(centers.begin(), centers.end(), 0.0) != centers.end();
-  if (k < max_clusters && !has_zero) centers.insert(centers.begin(), 0.0);
-  size_t nearest = 0;
-  for (size_t i = 1; i < centers.size(); ++i) {
-    if (std::abs(centers[i]) < std::abs(centers[nearest])) nearest = i;
-  }
-  centers[nearest] = 0.0;
-  out.lut_values = std::move(centers);
+  ASSIGN_OR_RETURN(
+      std::vector<std::vector<double>> candidates,
+      KMeansCandidates1D(out.clustering_input, weights, k, kmeans));
+  auto finish = [&](std::vector<double> centers) {
+    for (double& c : centers) c = std::nearbyint(c);
+    const bool has_zero =
+        std::find(centers.begin(), centers.end(), 0.0) != centers.end();
+    if (k < max_clusters && !has_zero) centers.insert(centers.begin(), 0.0);
+    size_t nearest = 0;
+    for (size_t i = 1; i < centers.size(); ++i) {
+      if (std::abs(centers[i]) < std::abs(centers[nearest])) nearest = i;
+    }
+    centers[nearest] = 0.0;
+    return centers;
+  };
+  out.lut_values = PickBest(candidates, finish, out.clustering_input, weights);
   return out;
 }
 
@@ -89,11 +175,16 @@ absl::StatusOr<LutHistogramParams> LutKmeansHistogram(
                                 h.counts.end());
   const int k =
       std::min<int>(1 << options.n_bits, static_cast<int>(unique.size()));
-  ASSIGN_OR_RETURN(std::vector<double> centers,
-                   WeightedKMeans1D(out.clustering_input,
-                                    out.clustering_weights, k, kmeans));
-  for (double& c : centers) c = static_cast<float>(std::nearbyint(c));
-  out.lut_values = std::move(centers);
+  ASSIGN_OR_RETURN(std::vector<std::vector<double>> candidates,
+                   KMeansCandidates1D(out.clustering_input,
+                                      out.clustering_weights, k, kmeans));
+  out.lut_values = PickBest(
+      candidates,
+      [](std::vector<double> centers) {
+        for (double& c : centers) c = static_cast<float>(std::nearbyint(c));
+        return centers;
+      },
+      out.clustering_input, out.clustering_weights);
   return out;
 }
 

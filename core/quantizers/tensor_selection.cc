@@ -199,7 +199,8 @@ std::vector<float> QuantizeChannelsUniform(const Channels& ch,
 
 absl::StatusOr<ThresholdParams> PowerOfTwoForAxis(const TensorView& tensor,
                                                   const WeightsSearchOptions& o,
-                                                  int axis) {
+                                                  int axis,
+                                                  double* search_error) {
   const int n_bits = o.n_bits;
   ASSIGN_OR_RETURN(std::vector<double> tmax,
                    GetTensorMax(tensor, o.per_channel, axis, n_bits));
@@ -237,6 +238,7 @@ absl::StatusOr<ThresholdParams> PowerOfTwoForAxis(const TensorView& tensor,
   ASSIGN_OR_RETURN(Channels ch, MakeChannels(tensor, axis, o));
   const int64_t channels = ch.m.channels;
   out.threshold.resize(channels);
+  std::vector<double> best_errors(channels);
   auto pot_pc_kl = [&](int64_t c) {
     return KlSetup{n_bits, kPotPerChannelKlOnQuantized ? nullptr : ch.klrow(c)};
   };
@@ -251,10 +253,14 @@ absl::StatusOr<ThresholdParams> PowerOfTwoForAxis(const TensorView& tensor,
                               RangeKind::kF32Array, pot_pc_kl(c));
     }
     const int64_t best = internal::ArgMin(errors.data(), n_iter);
+    best_errors[c] = errors[best];
     out.threshold[c] = std::max(
         static_cast<double>(t0) / std::pow(2.0, static_cast<double>(best)),
         o.min_threshold);
   });
+  // MCT's axis search compares the normalised MSE of the quantized tensor
+  // (see WithAxisSearch); the per-channel search error is not used for it.
+  (void)search_error;
   return out;
 }
 
@@ -262,7 +268,7 @@ absl::StatusOr<ThresholdParams> PowerOfTwoForAxis(const TensorView& tensor,
 
 absl::StatusOr<ThresholdParams> SymmetricForAxis(const TensorView& tensor,
                                                  const WeightsSearchOptions& o,
-                                                 int axis) {
+                                                 int axis, double*) {
   const int n_bits = o.n_bits;
   ASSIGN_OR_RETURN(std::vector<double> tmax,
                    GetTensorMax(tensor, o.per_channel, axis, n_bits));
@@ -332,7 +338,7 @@ absl::StatusOr<ThresholdParams> SymmetricForAxis(const TensorView& tensor,
 
 absl::StatusOr<RangeParams> UniformForAxis(const TensorView& tensor,
                                            const WeightsSearchOptions& o,
-                                           int axis) {
+                                           int axis, double*) {
   const int n_bits = o.n_bits;
   ASSIGN_OR_RETURN(std::vector<double> tmin,
                    GetTensorMin(tensor, o.per_channel, axis));
@@ -419,14 +425,17 @@ absl::StatusOr<Params> WithAxisSearch(const TensorView& tensor,
   if (!options.per_channel || options.channel_axis.has_value()) {
     return for_axis(
         tensor, options,
-        options.channel_axis.has_value() ? *options.channel_axis : 0);
+        options.channel_axis.has_value() ? *options.channel_axis : 0, nullptr);
   }
   double best_error = std::numeric_limits<double>::infinity();
   std::optional<Params> best;
   for (int axis = 0; axis < static_cast<int>(tensor.shape.size()); ++axis) {
-    ASSIGN_OR_RETURN(Params p, for_axis(tensor, options, axis));
-    ASSIGN_OR_RETURN(Channels ch, MakeChannels(tensor, axis, options));
-    const double e = NormalizedMse(ch, quantize(ch, p, options.n_bits));
+    double e = std::numeric_limits<double>::quiet_NaN();
+    ASSIGN_OR_RETURN(Params p, for_axis(tensor, options, axis, &e));
+    if (std::isnan(e)) {
+      ASSIGN_OR_RETURN(Channels ch, MakeChannels(tensor, axis, options));
+      e = NormalizedMse(ch, quantize(ch, p, options.n_bits));
+    }
     if (!best.has_value() || e < best_error) {
       best_error = e;
       best = std::move(p);

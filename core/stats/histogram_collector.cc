@@ -80,23 +80,18 @@ quantizers::Histogram MergeHistograms(
       mx = std::max(mx, static_cast<float>(e));
     }
   }
-  const float w = (mx - mn) / static_cast<float>(n_bins);
-  const float stop = mx + w;
-  // np.arange(start, stop, step) with float32 scalars: float64 result,
-  // length ceil((stop - start) / step) evaluated on the float32 scalars, and
-  // values start + i * ((start + step) - start).
-  const float span_steps = (stop - mn) / w;
-  const int64_t length =
-      static_cast<int64_t>(std::ceil(static_cast<double>(span_steps)));
+  // w and the grid in float64 (np.arange of float64 scalars): start + i *
+  // ((start + w) - start), length ceil((stop - start) / w).
+  const double start = mn;
+  const double w = (static_cast<double>(mx) - start) / n_bins;
+  const double stop = static_cast<double>(mx) + w;
+  const int64_t length = static_cast<int64_t>(std::ceil((stop - start) / w));
   quantizers::Histogram out;
   out.edges.resize(std::max<int64_t>(length, 0));
-  if (length > 0) out.edges[0] = mn;
-  if (length > 1) {
-    const double second = static_cast<double>(mn + w);
-    const double delta = second - static_cast<double>(mn);
-    for (int64_t i = 1; i < length; ++i) {
-      out.edges[i] = static_cast<double>(mn) + static_cast<double>(i) * delta;
-    }
+  if (length > 0) out.edges[0] = start;
+  const double delta = (start + w) - start;
+  for (int64_t i = 1; i < length; ++i) {
+    out.edges[i] = start + static_cast<double>(i) * delta;
   }
   out.counts.assign(out.edges.empty() ? 0 : out.edges.size() - 1, 0.0);
   for (const auto& b : batches) {

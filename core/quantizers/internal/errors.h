@@ -57,6 +57,7 @@ enum class RangeKind { kScalar, kF32Array, kF64Array };
 // np.histogram(x, bins=2048) of the float tensor, computed once per search.
 struct KlHistogram {
   std::vector<double> edges, counts;
+  std::vector<int64_t> nonzero;  // bins with a count, ascending
 };
 KlHistogram MakeKlHistogram(const float* x, int64_t n);
 
