@@ -1,0 +1,301 @@
+// Hand-derived checks of the quantizers, error functions, selections and
+// corrections (TFLite style: the derivation is in the comment).
+#include <cmath>
+#include <vector>
+
+#include "core/quantizers/corrections.h"
+#include "core/quantizers/error_functions.h"
+#include "core/quantizers/kmeans.h"
+#include "core/quantizers/lut_kmeans.h"
+#include "core/quantizers/outlier_filter.h"
+#include "core/quantizers/primitives.h"
+#include "core/quantizers/quantizer.h"
+#include "core/quantizers/selection.h"
+#include "core/quantizers/signedness.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace quantd::quantizers {
+namespace {
+
+using ::testing::DoubleNear;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+TEST(QuantizeTensorTest, SignedEightBitGridAndClamping) {
+  // T=2, 8 bit signed -> delta=1/64, grid [-2, 2-1/64]. 1/128 is half a step
+  // and rounds to even (0); 1.5/64 rounds to 2/64; beyond the ends clamps.
+  const std::vector<float> x = {-3, -2, 1.0f / 128, 1.5f / 64, 1.99f, 5};
+  EXPECT_THAT(QuantizeTensor(x, 2.0, 8, true),
+              ElementsAre(-2, -2, 0, 2.0f / 64, 2 - 1.0f / 64, 2 - 1.0f / 64));
+}
+
+TEST(QuantizeTensorTest, UnsignedTwoBitGrid) {
+  // T=1, 2 bit unsigned -> delta=1/4, grid [0, 3/4]; 0.125 = half step -> 0,
+  // 0.375 = 1.5 steps -> 2 steps.
+  const std::vector<float> x = {-1, 0.125f, 0.375f, 0.9f};
+  EXPECT_THAT(QuantizeTensor(x, 1.0, 2, false), ElementsAre(0, 0, 0.5f, 0.75f));
+}
+
+TEST(UniformQuantizeTensorTest, TwoBitRangeWithZeroOnGrid) {
+  // [-1, 2], 2 bits -> scale 1, grid {-1, 0, 1, 2}; -0.5 is half a step
+  // above -1 and rounds to even (level 0 -> -1); 0.5 -> level 2 -> 1.
+  const std::vector<float> x = {-5, -0.5f, 0.5f, 3};
+  EXPECT_THAT(UniformQuantizeTensor(x, -1, 2, 2), ElementsAre(-1, -1, 1, 2));
+}
+
+TEST(FixRangeToIncludeZeroTest, PositiveMinBecomesZero) {
+  EXPECT_EQ(FixRangeToIncludeZero(0.3, 1.7, 8), std::make_pair(0.0, 1.7));
+}
+
+TEST(FixRangeToIncludeZeroTest, NegativeMaxBecomesZero) {
+  EXPECT_EQ(FixRangeToIncludeZero(-1.7, -0.2, 8), std::make_pair(-1.7, 0.0));
+}
+
+TEST(FixRangeToIncludeZeroTest, StraddlingRangeShiftsToGrid) {
+  // [-0.25, 1], 2 bits: s = 1.25/3; round(-0.25/s = -0.6) = -1 -> a = -s,
+  // b = 1 + 0.25 - s.
+  const double s = 1.25 / 3;
+  auto [a, b] = FixRangeToIncludeZero(-0.25, 1.0, 2);
+  EXPECT_DOUBLE_EQ(a, -s);
+  EXPECT_DOUBLE_EQ(b, 1.25 - s);
+}
+
+TEST(MaxPowerOfTwoTest, RoundsUpAndRespectsMinimum) {
+  EXPECT_EQ(MaxPowerOfTwo(3.0), 4.0);
+  EXPECT_EQ(MaxPowerOfTwo(4.0), 4.0);
+  EXPECT_EQ(MaxPowerOfTwo(1e-9), 1.0 / 65536);
+}
+
+TEST(GetTensorMaxTest, ExpansionFactorKeepsMaxRepresentable) {
+  // max(-min, max * 128/127) for 8 bits: max(1, 3 * 128/127).
+  const std::vector<float> x = {-1, 3};
+  auto m = GetTensorMax(TensorView{x, {2}}, false, 0, 8);
+  ASSERT_TRUE(m.ok());
+  EXPECT_DOUBLE_EQ((*m)[0], 3.0 * 128 / 127);
+}
+
+TEST(GetTensorMaxTest, RejectsBadAxisWithMessage) {
+  const std::vector<float> x = {-1, 3};
+  auto m = GetTensorMax(TensorView{x, {2}}, true, 3, 8);
+  ASSERT_FALSE(m.ok());
+  EXPECT_THAT(std::string(m.status().message()), HasSubstr("channel axis 3"));
+}
+
+TEST(TensorErrorTest, MseMaeLp) {
+  // x - q = {0, -2}: MSE (0 + 4)/2 = 2, MAE (0 + 2)/2 = 1, L3 (0 + 8)/2 = 4.
+  const std::vector<float> x = {1, 2}, q = {1, 4};
+  EXPECT_EQ(TensorError(ErrorMethod::kMse, x, q), 2);
+  EXPECT_EQ(TensorError(ErrorMethod::kMae, x, q), 1);
+  EXPECT_EQ(TensorError(ErrorMethod::kLp, x, q, 3), 4);
+}
+
+TEST(TensorErrorTest, HmseWeighsByHessian) {
+  // h = {1, 0.5}: ((1*0)^2 + (0.5*2)^2) / 2 = 0.5.
+  const std::vector<float> x = {1, 2}, q = {1, 4}, h = {1, 0.5f};
+  EXPECT_EQ(TensorError(ErrorMethod::kHmse, x, q, 2, h), 0.5);
+}
+
+TEST(HistogramErrorTest, MseUsesLeftEdges) {
+  // edges {0,1,2} counts {1,3}, q edges {0,2,2}: left-edge errors {0,1},
+  // (0*1 + 1*3)/4 = 0.75.
+  Histogram h{{0, 1, 2}, {1, 3}, false};
+  EXPECT_EQ(HistogramError(ErrorMethod::kMse, h, std::vector<double>{0, 2, 2}),
+            0.75);
+}
+
+TEST(HistogramErrorTest, KlClipsOutOfRangeMassIntoLastBin) {
+  // edges {0,1,2,3}, counts {1,2,3}, identity quantization, range [0,3):
+  // bins 0..1 in range, the last bin's 3 join bin 1: p = {1/6, 5/6};
+  // quantized mass stays per bin: q = {1/3, 2/3}.
+  // KL = 1/6 ln(1/2) + 5/6 ln(5/4) = 0.0704287.
+  Histogram h{{0, 1, 2, 3}, {1, 2, 3}, false};
+  EXPECT_THAT(KlHistogramError(h, std::vector<double>{0, 1, 2, 3}, 0, 3),
+              DoubleNear(std::log(0.5) / 6 + 5 * std::log(1.25) / 6, 1e-6));
+}
+
+TEST(ZScoreFilterTest, ZeroesFarBins) {
+  // left edges {0,1,2,3}, counts {1,1,1,97}: mu = 2.94, sigma = 0.36932;
+  // z = {7.96, 5.25, 2.55, 0.16} -> z > 3 zeroes bins 0 and 1.
+  Histogram h{{0, 1, 2, 3, 4}, {1, 1, 1, 97}, false};
+  auto f = ZScoreFilter(3.0, h);
+  ASSERT_TRUE(f.ok());
+  EXPECT_THAT(f->counts, ElementsAre(0, 0, 1, 97));
+}
+
+TEST(SelectionTest, SymmetricNoClippingPerChannel) {
+  // ch0 {-1, 0.5}: max(1, 0.5*128/127) = 1; ch1 {0.25, 0.5}:
+  // max(-0.25, 0.5*128/127) = 0.503937 (float32).
+  const std::vector<float> w = {-1, 0.5f, 0.25f, 0.5f};
+  WeightsSearchOptions o;
+  o.error_method = ErrorMethod::kNoClipping;
+  o.channel_axis = 0;
+  auto t = SymmetricSelectionTensor(TensorView{w, {2, 2}}, o);
+  ASSERT_TRUE(t.ok());
+  EXPECT_THAT(t->threshold,
+              ElementsAre(1.0, static_cast<double>(0.5f * (128.0f / 127))));
+}
+
+TEST(SelectionTest, PowerOfTwoNoClipping) {
+  // max |w| with expansion = 3*128/127 -> PoT 4.
+  const std::vector<float> w = {-1, 3};
+  WeightsSearchOptions o;
+  o.error_method = ErrorMethod::kNoClipping;
+  o.per_channel = false;
+  auto t = PowerOfTwoSelectionTensor(TensorView{w, {2}}, o);
+  ASSERT_TRUE(t.ok());
+  EXPECT_THAT(t->threshold, ElementsAre(4.0));
+}
+
+TEST(SelectionTest, UniformConstantPositiveChannelIncludesZero) {
+  // Channel 1 is constant 0.5: min == max > 0 -> min becomes 0.
+  const std::vector<float> w = {-1, 1, 0.5f, 0.5f};
+  WeightsSearchOptions o;
+  o.error_method = ErrorMethod::kNoClipping;
+  auto r = UniformSelectionTensor(TensorView{w, {2, 2}}, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_THAT(r->range_min, ElementsAre(-1, 0));
+  EXPECT_THAT(r->range_max, ElementsAre(1, 0.5));
+}
+
+TEST(SelectionTest, MinMaxVariantsUseKnownRange) {
+  // Sigmoid [0, 1]: PoT threshold 1, unsigned.
+  HistogramSearchOptions o;
+  auto t = PowerOfTwoNoClippingSelectionMinMax(0, 1, o);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->threshold, 1.0);
+}
+
+TEST(SelectionTest, RejectsNaNWeights) {
+  const std::vector<float> w = {NAN, 1};
+  auto t = SymmetricSelectionTensor(TensorView{w, {2}}, WeightsSearchOptions{});
+  ASSERT_FALSE(t.ok());
+  EXPECT_THAT(std::string(t.status().message()), HasSubstr("NaN"));
+}
+
+TEST(SelectionTest, RejectsMalformedHistogram) {
+  Histogram h{{0, 1}, {1, 2}, false};
+  auto t = SymmetricSelectionHistogram(h, HistogramSearchOptions{});
+  ASSERT_FALSE(t.ok());
+  EXPECT_THAT(std::string(t.status().message()), HasSubstr("edges"));
+}
+
+TEST(QuantizerTest, SymmetricIntsAreSigned) {
+  // T=1, 8 bit signed: 0.5 -> 64 steps of 1/128; -1 -> -128; 1 clamps to 127.
+  const std::vector<float> x = {0.5f, -1, 1};
+  auto q = QuantizeSymmetric(TensorView{x, {3}}, std::vector<double>{1.0}, 0, 8,
+                             true);
+  ASSERT_TRUE(q.ok());
+  EXPECT_THAT(q->ints, ElementsAre(64, -128, 127));
+  EXPECT_THAT(q->values, ElementsAre(0.5f, -1, 127.0f / 128));
+  EXPECT_THAT(q->scales, ElementsAre(1.0 / 128));
+}
+
+TEST(QuantizerTest, UniformZeroPoint) {
+  // [-1, 2], 2 bits: scale 1, zero point 1; 0 -> level 1, 2 -> level 3.
+  const std::vector<float> x = {0, 2};
+  auto q = QuantizeUniform(TensorView{x, {2}}, std::vector<double>{-1},
+                           std::vector<double>{2}, 0, 2);
+  ASSERT_TRUE(q.ok());
+  EXPECT_THAT(q->ints, ElementsAre(1, 3));
+  EXPECT_THAT(q->zero_points, ElementsAre(1));
+}
+
+TEST(QuantizerTest, LutPicksNearestCenter) {
+  // T=1: x_int = x * 128 (clipped): 0.5 -> 64 (nearest 60), -0.1 -> -12.8
+  // (nearest 0); value = center / 128.
+  const std::vector<float> x = {0.5f, -0.1f};
+  auto q = QuantizeLut(TensorView{x, {2}}, std::vector<double>{-100, 0, 60},
+                       std::vector<double>{1.0}, 0);
+  ASSERT_TRUE(q.ok());
+  EXPECT_THAT(q->ints, ElementsAre(2, 1));
+  EXPECT_THAT(q->values, ElementsAre(60.0f / 128, 0));
+}
+
+TEST(KMeansTest, SeparatesTwoClusters) {
+  auto c = WeightedKMeans1D(std::vector<double>{0, 0, 10, 10},
+                            std::vector<double>{1, 1, 1, 1}, 2);
+  ASSERT_TRUE(c.ok());
+  EXPECT_THAT(*c, ElementsAre(0, 10));
+}
+
+TEST(KMeansTest, WeightsPullCenters) {
+  // One cluster: weighted mean (0*1 + 10*3)/4 = 7.5.
+  auto c = WeightedKMeans1D(std::vector<double>{0, 10},
+                            std::vector<double>{1, 3}, 1);
+  ASSERT_TRUE(c.ok());
+  EXPECT_THAT(*c, ElementsAre(7.5));
+}
+
+TEST(LutKmeansTest, TensorLutHasZeroAndFewerValuesForFewUniques) {
+  // Two distinct weights -> k = 2 < 4 centers; 0 is prepended if missing and
+  // the nearest center becomes 0.
+  const std::vector<float> w = {-1, -1, 1, 1};
+  WeightsSearchOptions o;
+  o.n_bits = 2;
+  o.per_channel = false;
+  auto p = LutKmeansTensor(TensorView{w, {4}}, o, /*is_symmetric=*/false);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(std::count(p->lut_values.begin(), p->lut_values.end(), 0.0), 1);
+  EXPECT_EQ(p->lut_values.size(), 3u);
+}
+
+TEST(BiasCorrectionTest, LinearTermIsErrorTimesInputMean) {
+  // eps = Wq - W = {{0.5, 0}, {0, -1}}, mean {2, 3} -> c = {1, -3}.
+  const std::vector<float> w = {1, 2, 3, 4}, wq = {1.5f, 2, 3, 3};
+  auto c = WeightsBiasCorrection(TensorView{w, {2, 2}}, wq, 0, 1,
+                                 std::vector<double>{2, 3});
+  ASSERT_TRUE(c.ok());
+  EXPECT_THAT(*c, ElementsAre(1, -3));
+}
+
+TEST(BiasCorrectionTest, GroupedConvUsesItsGroupsInputs) {
+  // Depthwise [2, 1, 1, 1], 2 groups: out o sees input o only.
+  // eps = {1, 0.5}, mean {2, 3} -> c = {2, 1.5}.
+  const std::vector<float> w = {1, 2}, wq = {2, 2.5f};
+  auto c = WeightsBiasCorrection(TensorView{w, {2, 1, 1, 1}}, wq, 0, 1,
+                                 std::vector<double>{2, 3}, 2);
+  ASSERT_TRUE(c.ok());
+  EXPECT_THAT(*c, ElementsAre(2, 1.5));
+}
+
+TEST(ShiftNegativeTest, ShiftIsSmallestGridPointAboveMin) {
+  // T=4, 8 bits: grid step 1/64; |min| = 0.1 -> 7/64 = 0.109375.
+  auto s = ShiftNegativeCorrection(-0.1, 4.0, 8);
+  ASSERT_TRUE(s.ok());
+  EXPECT_TRUE(s->apply);
+  EXPECT_EQ(s->shift, 7.0 / 64);
+}
+
+TEST(ShiftNegativeTest, SkippedWhenNegativePartIsLarge) {
+  // |min|/T = 0.125 > 0.05.
+  auto s = ShiftNegativeCorrection(-0.5, 4.0, 8);
+  ASSERT_TRUE(s.ok());
+  EXPECT_FALSE(s->apply);
+}
+
+TEST(ActivationBiasCorrectionTest, MeanShiftTimesKernelSum) {
+  // centers {0.5, 1.5}; PoT T=2, 1 bit unsigned: grid {0, 1}: 0.5 -> 0 (half
+  // to even), 1.5 -> 1 (clamped). dmu = (-0.5 - 0.5)/2 = -0.5; kernel sum 3
+  // -> term -1.5.
+  Histogram h{{0, 1, 2}, {1, 1}, false};
+  ActivationQuantParams p;
+  p.n_bits = 1;
+  p.threshold = 2;
+  const std::vector<float> w = {1, 2};
+  auto t = ActivationBiasCorrectionTerm(h, p, TensorView{w, {1, 2}}, 0);
+  ASSERT_TRUE(t.ok());
+  ASSERT_TRUE(t->has_value());
+  EXPECT_THAT(**t, ElementsAre(-1.5));
+}
+
+TEST(SignednessTest, TpcForcedThenBoundedThenHistogram) {
+  Histogram h{{-1, 0, 1}, {1, 1}, false};
+  EXPECT_FALSE(DetermineActivationSignedness(Signedness::kUnsigned, -1.0, &h));
+  EXPECT_FALSE(DetermineActivationSignedness(Signedness::kAuto, 0.0, &h));
+  EXPECT_TRUE(
+      DetermineActivationSignedness(Signedness::kAuto, std::nullopt, &h));
+}
+
+}  // namespace
+}  // namespace quantd::quantizers
