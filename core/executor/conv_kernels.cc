@@ -226,19 +226,32 @@ void ConvForward(const ConvShape& s, const float* x, const float* w,
   const bool pointwise = IsPointwise(s.geo);
   const int64_t T = TileWidth(CK, OS);
   const int64_t tiles = (OS + T - 1) / T;
-  const int64_t items = s.batch * G * tiles;
-  ParallelFor(pool, items, 1, [&](int64_t b, int64_t e) {
+  // Few (image, group, tile) items (late layers at batch 1): also split the
+  // output channels, so both threads have work. The split depends on the
+  // shape only, never on the pool size.
+  const int64_t base_items = s.batch * G * tiles;
+  constexpr int64_t kRowBlock = 64;
+  const int64_t m_blocks = base_items < 4 && Mg >= 2 * kRowBlock
+                               ? (Mg + kRowBlock - 1) / kRowBlock
+                               : 1;
+  const int64_t m_step = m_blocks == 1 ? Mg : kRowBlock;
+  ParallelFor(pool, base_items * m_blocks, 1, [&](int64_t b, int64_t e) {
     thread_local std::vector<float> col;
-    for (int64_t item = b; item < e; ++item) {
+    for (int64_t it = b; it < e; ++it) {
+      const int64_t mb = it % m_blocks;
+      const int64_t item = it / m_blocks;
       const int64_t tile = item % tiles;
       const int64_t g = (item / tiles) % G;
       const int64_t n = item / (tiles * G);
       const int64_t p0 = tile * T;
       const int64_t width = std::min(T, OS - p0);
+      const int64_t m0 = mb * m_step;
+      const int64_t rows = std::min(m_step, Mg - m0);
       const float* xg = x + (n * s.in_channels + g * Cg) * IS;
-      float* yg = y + (n * s.out_channels + g * Mg) * OS + p0;
-      ConstMapRow wm(w + g * Mg * CK, Mg, CK, Eigen::OuterStride<>(CK));
-      MapRow ym(yg, Mg, width, Eigen::OuterStride<>(OS));
+      float* yg = y + (n * s.out_channels + g * Mg + m0) * OS + p0;
+      ConstMapRow wm(w + (g * Mg + m0) * CK, rows, CK,
+                     Eigen::OuterStride<>(CK));
+      MapRow ym(yg, rows, width, Eigen::OuterStride<>(OS));
       const float* cp;
       int64_t col_stride;
       if (pointwise) {
@@ -252,8 +265,8 @@ void ConvForward(const ConvShape& s, const float* x, const float* w,
       }
       ConstMapRow cm(cp, CK, width, Eigen::OuterStride<>(col_stride));
       if (bias != nullptr) {
-        for (int64_t m = 0; m < Mg; ++m) {
-          ym.row(m).setConstant(bias[g * Mg + m]);
+        for (int64_t m = 0; m < rows; ++m) {
+          ym.row(m).setConstant(bias[g * Mg + m0 + m]);
         }
         ym.noalias() += wm * cm;
       } else {

@@ -2,5 +2,5 @@
 namespace quantd::exec {
 #define P(name) \
   void Register##name(KernelRegistry&) {}
-P(Rnn) P(Einsum)
+P(Einsum)
 }  // namespace quantd::exec

@@ -40,8 +40,9 @@ TEST(PadKernelTest, ModesOnOneDimension) {
       {"wrap", {2, 3, 1, 2, 3, 1, 2}},
   };
   for (const PadCase& c : cases) {
-    absl::StatusOr<Tensor> y = RunOp("Pad", {F({1, 2, 3}, {3}), I64({2, 2}, {2})},
-                                     {{"mode", String(c.mode)}}, 19);
+    absl::StatusOr<Tensor> y =
+        RunOp("Pad", {F({1, 2, 3}, {3}), I64({2, 2}, {2})},
+              {{"mode", String(c.mode)}}, 19);
     ASSERT_TRUE(y.ok()) << c.mode << ": " << y.status();
     EXPECT_THAT(Values(*y), ElementsAreArray(c.expected)) << c.mode;
   }
@@ -135,8 +136,8 @@ TEST(ResizeKernelTest, CoordinateModesUpsampleByTwo) {
         {"coordinate_transformation_mode", String(c.coord)},
         {"mode", String(c.mode)}};
     if (!c.nearest.empty()) attrs["nearest_mode"] = String(c.nearest);
-    absl::StatusOr<Tensor> y =
-        RunOp("Resize", {F({0, 1, 2, 3}, {4}), Tensor(), F({2}, {1})}, attrs, 13);
+    absl::StatusOr<Tensor> y = RunOp(
+        "Resize", {F({0, 1, 2, 3}, {4}), Tensor(), F({2}, {1})}, attrs, 13);
     ASSERT_TRUE(y.ok()) << c.coord << "/" << c.mode << ": " << y.status();
     EXPECT_THAT(Values(*y), Pointwise(FloatNear(1e-6), c.expected))
         << c.coord << "/" << c.mode << "/" << c.nearest;
@@ -146,12 +147,13 @@ TEST(ResizeKernelTest, CoordinateModesUpsampleByTwo) {
 TEST(ResizeKernelTest, TfCropAndResizeExtrapolates) {
   // roi [0.5, 1.5] of x = [0, 1, 2, 3] to 3 outputs: x_orig = 0.5*3 + o *
   // 1.0*3/2 = 1.5, 3, 4.5; the last is outside [0, 3] -> extrapolation 7.
-  absl::StatusOr<Tensor> y = RunOp(
-      "Resize", {F({0, 1, 2, 3}, {4}), F({0.5, 1.5}, {2}), Tensor(), I64({3}, {1})},
-      {{"coordinate_transformation_mode", String("tf_crop_and_resize")},
-       {"mode", String("linear")},
-       {"extrapolation_value", Float(7)}},
-      13);
+  absl::StatusOr<Tensor> y =
+      RunOp("Resize",
+            {F({0, 1, 2, 3}, {4}), F({0.5, 1.5}, {2}), Tensor(), I64({3}, {1})},
+            {{"coordinate_transformation_mode", String("tf_crop_and_resize")},
+             {"mode", String("linear")},
+             {"extrapolation_value", Float(7)}},
+            13);
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_THAT(Values(*y), ElementsAre(1.5, 3, 7));
 }
@@ -159,11 +161,11 @@ TEST(ResizeKernelTest, TfCropAndResizeExtrapolates) {
 TEST(ConvKernelTest, GroupedConvolution) {
   // Two groups of one channel: c0 = [1, 2, 3] with w0 = [1, 1] -> [3, 5];
   // c1 = [4, 5, 6] with w1 = [1, -1] -> [-1, -1]; bias [10, 20].
-  absl::StatusOr<Tensor> y = RunOp(
-      "Conv",
-      {F({1, 2, 3, 4, 5, 6}, {1, 2, 1, 3}), F({1, 1, 1, -1}, {2, 1, 1, 2}),
-       F({10, 20}, {2})},
-      {{"group", Int(2)}});
+  absl::StatusOr<Tensor> y =
+      RunOp("Conv",
+            {F({1, 2, 3, 4, 5, 6}, {1, 2, 1, 3}),
+             F({1, 1, 1, -1}, {2, 1, 1, 2}), F({10, 20}, {2})},
+            {{"group", Int(2)}});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_THAT(y->shape(), ElementsAre(1, 2, 1, 2));
   EXPECT_THAT(Values(*y), ElementsAre(13, 15, 19, 19));
@@ -171,18 +173,18 @@ TEST(ConvKernelTest, GroupedConvolution) {
 
 TEST(ConvKernelTest, GroupedConvolutionTwoChannelsPerGroup) {
   // 4 input channels, 2 groups, 1x1 kernel: y0 = x0 + 2*x1, y1 = 3*x2 - x3.
-  absl::StatusOr<Tensor> y =
-      RunOp("Conv", {F({1, 2, 3, 4}, {1, 4, 1, 1}), F({1, 2, 3, -1}, {2, 2, 1, 1})},
-            {{"group", Int(2)}});
+  absl::StatusOr<Tensor> y = RunOp(
+      "Conv", {F({1, 2, 3, 4}, {1, 4, 1, 1}), F({1, 2, 3, -1}, {2, 2, 1, 1})},
+      {{"group", Int(2)}});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_THAT(Values(*y), ElementsAre(5, 5));
 }
 
 TEST(ConvKernelTest, DilatedConvolution) {
   // x = [1..5], w = [1, 10], dilation 2: y[i] = x[i] + 10*x[i+2] -> 31 42 53.
-  absl::StatusOr<Tensor> y =
-      RunOp("Conv", {F({1, 2, 3, 4, 5}, {1, 1, 1, 5}), F({1, 10}, {1, 1, 1, 2})},
-            {{"dilations", Ints({1, 2})}});
+  absl::StatusOr<Tensor> y = RunOp(
+      "Conv", {F({1, 2, 3, 4, 5}, {1, 1, 1, 5}), F({1, 10}, {1, 1, 1, 2})},
+      {{"dilations", Ints({1, 2})}});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_THAT(Values(*y), ElementsAre(31, 42, 53));
 }
@@ -194,9 +196,9 @@ TEST(ConvKernelTest, DepthwiseMatchesHandComputedWithPadding) {
   std::vector<float> x(18, 1.0f);
   std::vector<float> w(18, 1.0f);
   for (int i = 9; i < 18; ++i) w[i] = 2.0f;
-  absl::StatusOr<Tensor> y = RunOp(
-      "Conv", {F(x, {1, 2, 3, 3}), F(w, {2, 1, 3, 3}), F({0, 1}, {2})},
-      {{"group", Int(2)}, {"pads", Ints({1, 1, 1, 1})}});
+  absl::StatusOr<Tensor> y =
+      RunOp("Conv", {F(x, {1, 2, 3, 3}), F(w, {2, 1, 3, 3}), F({0, 1}, {2})},
+            {{"group", Int(2)}, {"pads", Ints({1, 1, 1, 1})}});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_THAT(Values(*y), ElementsAre(4, 6, 4, 6, 9, 6, 4, 6, 4,  //
                                       9, 13, 9, 13, 19, 13, 9, 13, 9));
@@ -223,15 +225,15 @@ TEST(ConvTransposeKernelTest, OutputShapeAndOutputPadding) {
   // [1, 1, 2, 2, 0]. output_padding 1 gives the same 5 values.
   const Tensor x = F({1, 2}, {1, 1, 1, 2});
   const Tensor w = F({1, 1}, {1, 1, 1, 2});
-  absl::StatusOr<Tensor> y = RunOp(
-      "ConvTranspose", {x, w},
-      {{"strides", Ints({1, 2})}, {"output_shape", Ints({1, 5})}});
+  absl::StatusOr<Tensor> y =
+      RunOp("ConvTranspose", {x, w},
+            {{"strides", Ints({1, 2})}, {"output_shape", Ints({1, 5})}});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_THAT(y->shape(), ElementsAre(1, 1, 1, 5));
   EXPECT_THAT(Values(*y), ElementsAre(1, 1, 2, 2, 0));
-  absl::StatusOr<Tensor> p = RunOp(
-      "ConvTranspose", {x, w},
-      {{"strides", Ints({1, 2})}, {"output_padding", Ints({0, 1})}});
+  absl::StatusOr<Tensor> p =
+      RunOp("ConvTranspose", {x, w},
+            {{"strides", Ints({1, 2})}, {"output_padding", Ints({0, 1})}});
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_THAT(Values(*p), ElementsAre(1, 1, 2, 2, 0));
 }
@@ -250,12 +252,12 @@ TEST(SliceKernelTest, NegativeStepsWithSentinels) {
   // 9, 6, 3, 0.
   std::vector<float> v(10);
   for (int i = 0; i < 10; ++i) v[i] = i;
-  absl::StatusOr<Tensor> y = RunOp(
-      "Slice",
-      {F(v, {10}), I64({-1}, {1}),
-       I64({std::numeric_limits<int64_t>::min()}, {1}), I64({0}, {1}),
-       I64({-3}, {1})},
-      {});
+  absl::StatusOr<Tensor> y =
+      RunOp("Slice",
+            {F(v, {10}), I64({-1}, {1}),
+             I64({std::numeric_limits<int64_t>::min()}, {1}), I64({0}, {1}),
+             I64({-3}, {1})},
+            {});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_THAT(Values(*y), ElementsAre(9, 6, 3, 0));
 }
@@ -304,9 +306,10 @@ TEST(QuantizeKernelTest, RoundsHalfToEvenAndSaturates) {
 TEST(GemmKernelTest, TransposesAlphaBetaAndBroadcastC) {
   // A^T with A = [[1, 2], [3, 4]] (so op(A) = [[1, 3], [2, 4]]), B = I,
   // alpha 2, C = [1, 1] (row broadcast), beta 3: 2*op(A) + 3.
-  absl::StatusOr<Tensor> y = RunOp(
-      "Gemm", {F({1, 2, 3, 4}, {2, 2}), F({1, 0, 0, 1}, {2, 2}), F({1, 1}, {2})},
-      {{"transA", Int(1)}, {"alpha", Float(2)}, {"beta", Float(3)}});
+  absl::StatusOr<Tensor> y =
+      RunOp("Gemm",
+            {F({1, 2, 3, 4}, {2, 2}), F({1, 0, 0, 1}, {2, 2}), F({1, 1}, {2})},
+            {{"transA", Int(1)}, {"alpha", Float(2)}, {"beta", Float(3)}});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_THAT(Values(*y), ElementsAre(5, 9, 7, 11));
 }

@@ -113,7 +113,8 @@ inline absl::StatusOr<Tensor> RunOp(const std::string& op,
 }
 
 inline std::vector<float> Values(const Tensor& t) {
-  return std::vector<float>(t.data<float>(), t.data<float>() + t.num_elements());
+  return std::vector<float>(t.data<float>(),
+                            t.data<float>() + t.num_elements());
 }
 
 }  // namespace quantd::testing
