@@ -28,14 +28,17 @@ namespace quantd::quantctl {
 namespace {
 
 constexpr char kUsage[] =
-    "infer MODEL.onnx --inputs DIR --out DIR [--threads N] [--repeat N]";
+    "infer MODEL.onnx --inputs DIR --out DIR [--threads N] [--warmup N] "
+    "[--repeat N]";
 
 struct InferArgs {
   std::string model;
   std::string inputs;
   std::string out;
   int threads = 1;
-  int repeat = 1;  // timed runs per sample; outputs come from the first
+  int warmup = 0;  // untimed runs per sample before the timed ones
+  int repeat = 1;  // timed runs per sample (median reported); outputs come
+                   // from the first
 };
 
 int UsageError(const std::string& message) {
@@ -58,12 +61,16 @@ int ParseArgs(const std::vector<std::string>& args, InferArgs* out) {
       if (!value(&out->inputs)) return UsageError("--inputs needs a folder");
     } else if (a == "--out") {
       if (!value(&out->out)) return UsageError("--out needs a folder");
-    } else if (a == "--threads" || a == "--repeat") {
+    } else if (a == "--threads" || a == "--repeat" || a == "--warmup") {
+      const int min = a == "--warmup" ? 0 : 1;
       int n = 0;
-      if (!value(&v) || !absl::SimpleAtoi(v, &n) || n < 1 || n > 1024) {
-        return UsageError(absl::StrCat(a, " needs an integer in [1, 1024]"));
+      if (!value(&v) || !absl::SimpleAtoi(v, &n) || n < min || n > 1024) {
+        return UsageError(
+            absl::StrCat(a, " needs an integer in [", min, ", 1024]"));
       }
-      (a == "--threads" ? out->threads : out->repeat) = n;
+      (a == "--threads"  ? out->threads
+       : a == "--repeat" ? out->repeat
+                         : out->warmup) = n;
     } else if (a == "--quantized") {
       return UsageError(
           "--quantized (fake-quant inference) is not available in this build");
@@ -110,6 +117,14 @@ absl::Status Infer(const InferArgs& args) {
     const std::string& name = samples.names[i];
     std::map<std::string, Tensor> outputs;
     std::vector<double> runs;
+    for (int w = 0; w < args.warmup; ++w) {
+      auto result = executor->Run(samples.samples[i]);
+      if (!result.ok()) {
+        return absl::Status(
+            result.status().code(),
+            absl::StrCat("sample '", name, "': ", result.status().message()));
+      }
+    }
     for (int r = 0; r < args.repeat; ++r) {
       RunStats stats;
       const auto start = std::chrono::steady_clock::now();

@@ -1,0 +1,90 @@
+// Times quantd's executor over a sample set the way tools/ort/run_model.js
+// times ONNX Runtime, so run.sh can divide one by the other:
+//
+//   quantd_timing MODEL.onnx --inputs DIR [--threads N] [--warmup N]
+//                 [--repeat N]
+//
+// Per sample: `warmup` untimed runs, then `repeat` timed runs, median kept.
+// Prints one JSON object: {"threads":N,"samples":S,"mean_of_median_ms":X}.
+// --threads N means N threads in all (caller + N-1 pool workers), as ORT's
+// intra_op_num_threads does.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/executor/executor.h"
+#include "core/graph/onnx_import.h"
+#include "core/io/sample_set.h"
+#include "core/runtime/thread_pool.h"
+
+namespace quantd {
+namespace {
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "quantd_timing: %s\n", message.c_str());
+  return 1;
+}
+
+int Main(int argc, char** argv) {
+  std::string model_path, inputs;
+  int threads = 1, warmup = 1, repeat = 5;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (a == "--inputs" && has_value) {
+      inputs = argv[++i];
+    } else if (a == "--threads" && has_value) {
+      threads = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--warmup" && has_value) {
+      warmup = std::max(0, std::atoi(argv[++i]));
+    } else if (a == "--repeat" && has_value) {
+      repeat = std::max(1, std::atoi(argv[++i]));
+    } else if (a[0] != '-' && model_path.empty()) {
+      model_path = a;
+    } else {
+      return Fail(
+          "usage: quantd_timing MODEL.onnx --inputs DIR [--threads N] "
+          "[--warmup N] [--repeat N]");
+    }
+  }
+  auto model = ImportOnnxFile(model_path);
+  if (!model.ok()) return Fail(model.status().ToString());
+  std::vector<std::string> names;
+  for (const ValueInfo& v : model->graph.inputs) names.push_back(v.name);
+  auto samples = ReadSampleSet(inputs, names);
+  if (!samples.ok()) return Fail(samples.status().ToString());
+  ThreadPool pool(threads - 1);
+  auto executor = Executor::Create(*std::move(model), {&pool});
+  if (!executor.ok()) return Fail(executor.status().ToString());
+
+  double sum = 0;
+  for (const auto& feeds : samples->samples) {
+    std::vector<double> runs;
+    for (int r = 0; r < warmup + repeat; ++r) {
+      const auto start = std::chrono::steady_clock::now();
+      auto out = (*executor)->Run(feeds);
+      const auto end = std::chrono::steady_clock::now();
+      if (!out.ok()) return Fail(out.status().ToString());
+      if (r >= warmup) {
+        runs.push_back(
+            std::chrono::duration<double, std::milli>(end - start).count());
+      }
+    }
+    std::sort(runs.begin(), runs.end());
+    const size_t m = runs.size() / 2;
+    sum += runs.size() % 2 ? runs[m] : (runs[m - 1] + runs[m]) / 2;
+  }
+  std::printf(
+      "{\"threads\": %d, \"samples\": %zu, \"mean_of_median_ms\": %.6f}\n",
+      threads, samples->size(), sum / samples->size());
+  return 0;
+}
+
+}  // namespace
+}  // namespace quantd
+
+int main(int argc, char** argv) { return quantd::Main(argc, argv); }
