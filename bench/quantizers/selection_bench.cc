@@ -1,0 +1,87 @@
+// Threshold-search benchmarks: per-channel symmetric MSE on a 256x256x3x3
+// kernel (serial, and on a 2-thread pool as the peer it is compared with),
+// and histogram power-of-two / symmetric / uniform MSE searches on a merged
+// 2048-bin histogram.
+#include <random>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "core/quantizers/selection.h"
+#include "core/runtime/thread_pool.h"
+#include "core/stats/histogram_collector.h"
+
+namespace quantd::quantizers {
+namespace {
+
+std::vector<float> Kernel() {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> n(0.0f, 0.05f);
+  std::vector<float> w(256 * 256 * 3 * 3);
+  for (float& v : w) v = n(rng);
+  return w;
+}
+
+Histogram MergedHistogram() {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> n(0.5f, 1.0f);
+  stats::HistogramCollector hc;
+  for (int b = 0; b < 4; ++b) {
+    std::vector<float> x(8192);
+    for (float& v : x) v = std::max(0.0f, n(rng));
+    (void)hc.Update(x, "bench");
+  }
+  return *hc.GetHistogram();
+}
+
+void RunSymmetricPerChannel(benchmark::State& state, ThreadPool* pool) {
+  const std::vector<float> w = Kernel();
+  const TensorView t{w, {256, 256, 3, 3}};
+  WeightsSearchOptions o;
+  o.error_method = ErrorMethod::kMse;
+  o.channel_axis = 0;
+  o.pool = pool;
+  for (auto _ : state) {
+    auto r = SymmetricSelectionTensor(t, o);
+    benchmark::DoNotOptimize(r);
+  }
+}
+
+void BM_SymmetricPerChannelMse(benchmark::State& state) {
+  RunSymmetricPerChannel(state, nullptr);
+}
+BENCHMARK(BM_SymmetricPerChannelMse)->Unit(benchmark::kMillisecond);
+
+void BM_SymmetricPerChannelMsePool2(benchmark::State& state) {
+  ThreadPool pool(2);
+  RunSymmetricPerChannel(state, &pool);
+}
+BENCHMARK(BM_SymmetricPerChannelMsePool2)->Unit(benchmark::kMillisecond);
+
+template <typename Fn>
+void RunHistogram(benchmark::State& state, Fn fn) {
+  const Histogram h = MergedHistogram();
+  HistogramSearchOptions o;
+  o.error_method = ErrorMethod::kMse;
+  for (auto _ : state) {
+    auto r = fn(h, o);
+    benchmark::DoNotOptimize(r);
+  }
+}
+
+void BM_HistogramPowerOfTwoMse(benchmark::State& state) {
+  RunHistogram(state, PowerOfTwoSelectionHistogram);
+}
+BENCHMARK(BM_HistogramPowerOfTwoMse)->Unit(benchmark::kMillisecond);
+
+void BM_HistogramSymmetricMse(benchmark::State& state) {
+  RunHistogram(state, SymmetricSelectionHistogram);
+}
+BENCHMARK(BM_HistogramSymmetricMse)->Unit(benchmark::kMillisecond);
+
+void BM_HistogramUniformMse(benchmark::State& state) {
+  RunHistogram(state, UniformSelectionHistogram);
+}
+BENCHMARK(BM_HistogramUniformMse)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace quantd::quantizers
