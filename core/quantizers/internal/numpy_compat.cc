@@ -71,10 +71,9 @@ float FromBits(uint32_t b) { return std::bit_cast<float>(b); }
 
 }  // namespace
 
-namespace {
-
-template <typename Fma>
-inline float LogF32Impl(float x_in, Fma fma) {
+// target_clones: the "fma" clone turns std::fma into the instruction (a
+// library call otherwise); both clones compute the same fused results.
+__attribute__((target_clones("fma", "default"))) float NumpyLogF32(float x_in) {
   // Coefficients (NPY_COEFF_{P,Q}*_LOGf), ln 2 and sqrt(1/2) as float32 bits.
   static const float kP[6] = {FromBits(0x00000000), FromBits(0x3F800000),
                               FromBits(0x4007361C), FromBits(0x3FBD70A9),
@@ -102,38 +101,17 @@ inline float LogF32Impl(float x_in, Fma fma) {
     exponent = exponent - 1.0f;
   }
   x -= 1.0f;
-  float num = fma(kP[5], x, kP[4]);
-  num = fma(num, x, kP[3]);
-  num = fma(num, x, kP[2]);
-  num = fma(num, x, kP[1]);
-  num = fma(num, x, kP[0]);
-  float den = fma(kQ[5], x, kQ[4]);
-  den = fma(den, x, kQ[3]);
-  den = fma(den, x, kQ[2]);
-  den = fma(den, x, kQ[1]);
-  den = fma(den, x, kQ[0]);
-  return fma(exponent, kLn2, num / den);
-}
-
-float LogF32Portable(float x) {
-  return LogF32Impl(
-      x, [](float a, float b, float c) { return std::fma(a, b, c); });
-}
-
-// The same with the FMA instruction inlined (std::fma is a library call
-// unless the whole build targets FMA).
-__attribute__((target("fma"))) float LogF32Fma(float x) {
-  return LogF32Impl(
-      x, [](float a, float b, float c) __attribute__((target("fma"))) {
-        return __builtin_fmaf(a, b, c);
-      });
-}
-
-}  // namespace
-
-float NumpyLogF32(float x) {
-  static const bool has_fma = __builtin_cpu_supports("fma");
-  return has_fma ? LogF32Fma(x) : LogF32Portable(x);
+  float num = std::fma(kP[5], x, kP[4]);
+  num = std::fma(num, x, kP[3]);
+  num = std::fma(num, x, kP[2]);
+  num = std::fma(num, x, kP[1]);
+  num = std::fma(num, x, kP[0]);
+  float den = std::fma(kQ[5], x, kQ[4]);
+  den = std::fma(den, x, kQ[3]);
+  den = std::fma(den, x, kQ[2]);
+  den = std::fma(den, x, kQ[1]);
+  den = std::fma(den, x, kQ[0]);
+  return std::fma(exponent, kLn2, num / den);
 }
 
 std::vector<double> Interp(const std::vector<double>& x,
