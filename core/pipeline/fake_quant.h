@@ -30,6 +30,9 @@ absl::StatusOr<Model> WithFakeQuantWeights(const Model& model,
 class ActivationFakeQuantizer {
  public:
   explicit ActivationFakeQuantizer(const QdqPlan& plan);
+  // The rewriter refers to this object.
+  ActivationFakeQuantizer(const ActivationFakeQuantizer&) = delete;
+  ActivationFakeQuantizer& operator=(const ActivationFakeQuantizer&) = delete;
   const TensorRewriter& rewriter() const { return rewriter_; }
   std::map<std::string, Tensor> FakeQuantizeFeeds(
       const std::map<std::string, Tensor>& feeds) const;

@@ -21,6 +21,8 @@
 
 namespace quantd {
 
+using TpcRegistry = tpc::TpcRegistry;
+
 // Limits on untrusted input; the server exposes them as flags and in
 // GetServerInfo.
 struct JobLimits {

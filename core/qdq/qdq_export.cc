@@ -9,8 +9,11 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/graph/graph_edit.h"
+#include "core/graph/graph_index.h"
 #include "core/qdq/qdq_math.h"
 #include "core/util/status_macros.h"
 
@@ -300,9 +303,21 @@ absl::StatusOr<Model> BuildQdqModel(const Model& float_model,
 
   // Consumers of each quantized activation, by node index.
   std::map<std::string, std::vector<int>> consumers;
+  // Outer-scope names each node's subgraphs (If/Loop bodies) read.
+  std::vector<absl::flat_hash_set<std::string>> outer_reads(g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    for (const auto& [key, a] : g.nodes[i].attributes) {
+      if (a.g) CollectOuterReads(*a.g, &outer_reads[i]);
+    }
+  }
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     std::set<std::string> seen;
     for (const auto& in : g.nodes[i].inputs) {
+      if (act_by_tensor.count(in) && seen.insert(in).second) {
+        consumers[in].push_back(static_cast<int>(i));
+      }
+    }
+    for (const auto& in : outer_reads[i]) {
       if (act_by_tensor.count(in) && seen.insert(in).second) {
         consumers[in].push_back(static_cast<int>(i));
       }
@@ -470,6 +485,18 @@ absl::StatusOr<Model> BuildQdqModel(const Model& float_model,
     for (auto& in : n.inputs) {
       auto d = dq_for_consumer.find({in, static_cast<int>(i)});
       if (d != dq_for_consumer.end()) in = d->second;
+    }
+    // Subgraphs read the dequantized value too (as in fake-quant runs).
+    for (auto& [key, attr] : n.attributes) {
+      if (!attr.g) continue;
+      auto copy = std::make_shared<Graph>(*attr.g);
+      for (const auto& name : outer_reads[i]) {
+        auto d = dq_for_consumer.find({name, static_cast<int>(i)});
+        if (d != dq_for_consumer.end()) {
+          RenameTensorUses(copy.get(), name, d->second);
+        }
+      }
+      attr.g = std::move(copy);
     }
     // A quantized graph output keeps its name on the final DQ; the node's
     // own float output is renamed.

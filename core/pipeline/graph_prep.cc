@@ -1,0 +1,48 @@
+// Graph preparation (MCT's prepare-graph and pre-statistics substitutions).
+#include "absl/strings/str_cat.h"
+#include "core/graph/opset_upgrade.h"
+#include "core/graph/shape_inference.h"
+#include "core/graph/transforms.h"
+#include "core/pipeline/stages.h"
+#include "core/util/status_macros.h"
+
+namespace quantd {
+
+absl::Status UpgradeForQdq(int64_t opset, Model* model) {
+  return UpgradeOpset(model, opset);
+}
+
+absl::Status PrepareGraph(
+    const PtqOptions& options,
+    const std::map<std::string, std::vector<int64_t>>& input_shapes,
+    Model* model, std::vector<std::string>* warnings) {
+  if (model->DefaultOpset() < 13) {
+    const int64_t from = model->DefaultOpset();
+    RETURN_IF_ERROR(UpgradeOpset(model, 13));
+    warnings->push_back(
+        absl::StrCat("model upgraded from opset ", from, " to 13"));
+  }
+  ShapeInferenceOptions shape_options;
+  shape_options.input_shapes = input_shapes;
+  ASSIGN_OR_RETURN(ShapeInferenceResult shapes,
+                   InferShapes(model, shape_options));
+  RETURN_IF_ERROR(FoldConstants(model));
+  RETURN_IF_ERROR(RemoveIdentities(model));
+  RETURN_IF_ERROR(FoldBatchNorms(model));
+  RETURN_IF_ERROR(FoldBatchNormsForward(model));
+  if (options.linear_collapsing) {
+    ASSIGN_OR_RETURN(int n, CollapseLinear(model));
+    (void)n;
+  }
+  if (options.residual_collapsing) {
+    ASSIGN_OR_RETURN(int n, CollapseResidual(model));
+    (void)n;
+  }
+  ASSIGN_OR_RETURN(shapes, InferShapes(model, shape_options));
+  for (const std::string& label : shapes.unsupported) {
+    warnings->push_back(absl::StrCat(label, ": no shape rule"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace quantd

@@ -1,0 +1,200 @@
+// TPC attachment and the plan rules (MCT §1.3 / §3.3), on hand-built models
+// with the built-in IMX500 TPCs (mct-reference §4 gives the expectations).
+#include <map>
+#include <memory>
+#include <string>
+
+#include "core/graph/onnx_import.h"
+#include "core/pipeline/job_state.h"
+#include "core/pipeline/stages.h"
+#include "core/tpc/builtins.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/data/onnx/model_builder.h"
+
+namespace quantd {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// x -> Conv -> Relu -> MaxPool -> Reshape -> Gemm -> Sigmoid -> y
+Model ChainModel() {
+  OnnxModelBuilder b(13);
+  b.Input("x", DType::kFloat, {1, 2, 4, 4});
+  b.FloatInitializer("w", std::vector<float>(4 * 2 * 3 * 3, 0.1f),
+                     {4, 2, 3, 3});
+  b.FloatInitializer("b", {0.1f, 0.2f, 0.3f, 0.4f}, {4});
+  b.Int64Initializer("shape", {1, 16}, {2});
+  b.FloatInitializer("fc_w", std::vector<float>(3 * 16, 0.05f), {3, 16});
+  b.FloatInitializer("fc_b", {0, 0, 0}, {3});
+  b.AddNode("Conv", {"x", "w", "b"}, {"c"}, "conv").Ints("pads", {1, 1, 1, 1});
+  b.AddNode("Relu", {"c"}, {"r"}, "relu");
+  b.AddNode("MaxPool", {"r"}, {"p"}, "pool")
+      .Ints("kernel_shape", {2, 2})
+      .Ints("strides", {2, 2});
+  b.AddNode("Reshape", {"p", "shape"}, {"f"}, "reshape");
+  b.AddNode("Gemm", {"f", "fc_w", "fc_b"}, {"g"}, "fc").Int("transB", 1);
+  b.AddNode("Sigmoid", {"g"}, {"y"}, "sigmoid");
+  b.Output("y", DType::kFloat);
+  auto m = ImportOnnxModel(b.Build());
+  EXPECT_TRUE(m.ok()) << m.status();
+  return *m;
+}
+
+JobState Attach(Model model, const v1::TargetPlatformCapabilities& tpc,
+                int kernel_bits = 0) {
+  JobState state;
+  state.model = std::move(model);
+  std::vector<std::string> warnings;
+  absl::Status st = PrepareGraph(state.options, {}, &state.model, &warnings);
+  EXPECT_TRUE(st.ok()) << st;
+  st = AttachTpc(std::make_shared<v1::TargetPlatformCapabilities>(tpc), {},
+                 kernel_bits, &state);
+  EXPECT_TRUE(st.ok()) << st;
+  return state;
+}
+
+const NodePlan& Plan(const JobState& s, const std::string& name) {
+  for (size_t i = 0; i < s.model.graph.nodes.size(); ++i) {
+    if (s.model.graph.nodes[i].name == name) return s.plans[i];
+  }
+  ADD_FAILURE() << "no node " << name;
+  static NodePlan none;
+  return none;
+}
+
+TEST(AttachTpc, ConvGetsSymmetricPerChannelKernelAndNoBiasQuantization) {
+  JobState s = Attach(ChainModel(), tpc::Imx500Tpc("1.0"));
+  const NodePlan& conv = Plan(s, "conv");
+  EXPECT_EQ(conv.op_set, "Conv");
+  // IMX500 kernel_base_config: SYMMETRIC 8 bit per channel; bias 32 bit off.
+  ASSERT_EQ(conv.weights.size(), 1u);
+  EXPECT_EQ(conv.weights[0].attr, "kernel_attr");
+  EXPECT_EQ(conv.weights[0].input_index, 1);
+  EXPECT_EQ(conv.weights[0].channel_axis, 0);
+  EXPECT_EQ(conv.weights[0].config.weights_quantization_method(),
+            v1::QUANTIZATION_METHOD_SYMMETRIC);
+  EXPECT_EQ(conv.weights[0].config.weights_n_bits(), 8);
+  EXPECT_TRUE(conv.weights[0].config.weights_per_channel_threshold());
+}
+
+TEST(AttachTpc, ConvReluIsFusedAndOnlyTheReluIsQuantized) {
+  JobState s = Attach(ChainModel(), tpc::Imx500Tpc("1.0"));
+  const NodePlan& conv = Plan(s, "conv");
+  const NodePlan& relu = Plan(s, "relu");
+  EXPECT_FALSE(conv.fused_group.empty());
+  EXPECT_EQ(conv.fused_group, relu.fused_group);
+  EXPECT_TRUE(conv.fused_inner);
+  EXPECT_FALSE(conv.quantize_activation);
+  EXPECT_THAT(conv.float_reason, HasSubstr("inside fused group"));
+  EXPECT_TRUE(relu.quantize_activation);
+  EXPECT_EQ(relu.config.activation_quantization_method(),
+            v1::QUANTIZATION_METHOD_POWER_OF_TWO);
+  EXPECT_EQ(relu.config.activation_n_bits(), 8);
+}
+
+TEST(AttachTpc, FullyConnectedSigmoidFusesAndSigmoidIsBounded) {
+  JobState s = Attach(ChainModel(), tpc::Imx500Tpc("1.0"));
+  const NodePlan& fc = Plan(s, "fc");
+  const NodePlan& sig = Plan(s, "sigmoid");
+  EXPECT_EQ(fc.op_set, "FullyConnected");
+  EXPECT_TRUE(fc.fused_inner);
+  EXPECT_TRUE(sig.quantize_activation);
+  // FrameworkInfo: sigmoid in (0, 1) -> no-clipping selection.
+  ASSERT_TRUE(sig.known_min.has_value());
+  ASSERT_TRUE(sig.known_max.has_value());
+  EXPECT_EQ(*sig.known_min, 0.0);
+  EXPECT_EQ(*sig.known_max, 1.0);
+}
+
+TEST(AttachTpc, V1NoQuantizationOpSetsStayFloat) {
+  // imx500 v1: MaxPool and Reshape are in the no-quantization op set.
+  JobState s = Attach(ChainModel(), tpc::Imx500Tpc("1.0"));
+  EXPECT_FALSE(Plan(s, "pool").quantize_activation);
+  EXPECT_FALSE(Plan(s, "pool").preserving);
+  EXPECT_FALSE(Plan(s, "reshape").quantize_activation);
+}
+
+TEST(AttachTpc, V4MaxPoolAndReshapePreserveTheirInputQuantization) {
+  // imx500 v4: MaxPool and Reshape are quantization preserving.
+  JobState s = Attach(ChainModel(), tpc::Imx500Tpc("4.0"));
+  const NodePlan& pool = Plan(s, "pool");
+  EXPECT_TRUE(pool.preserving);
+  EXPECT_EQ(pool.preserved_from, "r");
+  const NodePlan& reshape = Plan(s, "reshape");
+  EXPECT_TRUE(reshape.preserving);
+  EXPECT_EQ(reshape.preserved_from, "p");  // the shape input is constant
+}
+
+TEST(AttachTpc, GraphInputsTakeTheDefaultConfig) {
+  JobState s = Attach(ChainModel(), tpc::Imx500Tpc("1.0"));
+  ASSERT_TRUE(s.input_config.has_value());
+  EXPECT_EQ(s.input_config->activation_n_bits(), 8);
+  EXPECT_EQ(s.input_config->activation_quantization_method(),
+            v1::QUANTIZATION_METHOD_POWER_OF_TWO);
+}
+
+TEST(AttachTpc, KernelWeightsBitsPicksTheMatchingCandidate) {
+  // imx500 v1 Conv candidates: 8, 4 and 2-bit kernels (base 8).
+  JobState s = Attach(ChainModel(), tpc::Imx500Tpc("1.0"), 4);
+  const NodePlan& conv = Plan(s, "conv");
+  ASSERT_EQ(conv.weights.size(), 1u);
+  EXPECT_EQ(conv.weights[0].config.weights_n_bits(), 4);
+  EXPECT_EQ(conv.qco.quantization_configurations(conv.candidate_index)
+                .attr_weights_configs_mapping()
+                .at("kernel_attr")
+                .weights_n_bits(),
+            4);
+}
+
+TEST(AttachTpc, KernelWeightsBitsWithoutCandidateNamesTheNode) {
+  JobState state;
+  state.model = ChainModel();
+  absl::Status st = AttachTpc(
+      std::make_shared<v1::TargetPlatformCapabilities>(tpc::Imx500Tpc("1.0")),
+      {}, 3, &state);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(st.message()), HasSubstr("node 'conv' (Conv)"));
+  EXPECT_THAT(std::string(st.message()), HasSubstr("3-bit kernel"));
+}
+
+TEST(AttachTpc, TpcSignednessIsForced) {
+  v1::TargetPlatformCapabilities tpc = tpc::Imx500Tpc("1.0");
+  // ReLU op set with the default config forced SIGNED.
+  for (auto& set : *tpc.mutable_operator_set()) {
+    if (set.name() == "ReLU") {
+      *set.mutable_qc_options() = tpc.default_qco();
+      for (auto& c :
+           *set.mutable_qc_options()->mutable_quantization_configurations()) {
+        c.set_signedness(v1::SIGNEDNESS_SIGNED);
+      }
+      set.mutable_qc_options()->mutable_base_config()->set_signedness(
+          v1::SIGNEDNESS_SIGNED);
+    }
+  }
+  JobState s = Attach(ChainModel(), tpc);
+  const NodePlan& relu = Plan(s, "relu");
+  ASSERT_TRUE(relu.forced_signed.has_value());
+  EXPECT_TRUE(*relu.forced_signed);
+}
+
+TEST(AttachTpc, FuseOpQuantizationConfigQuantizesInnerNodes) {
+  v1::TargetPlatformCapabilities tpc = tpc::Imx500Tpc("1.0");
+  for (auto& f : *tpc.mutable_fusing_patterns()) {
+    v1::OpQuantizationConfig c =
+        tpc.default_qco().quantization_configurations(0);
+    c.set_enable_activation_quantization(true);
+    c.set_activation_quantization_method(v1::QUANTIZATION_METHOD_SYMMETRIC);
+    *f.mutable_fuse_op_quantization_config() = c;
+  }
+  JobState s = Attach(ChainModel(), tpc);
+  const NodePlan& conv = Plan(s, "conv");
+  EXPECT_TRUE(conv.fused_inner);
+  EXPECT_TRUE(conv.quantize_activation);
+  EXPECT_EQ(conv.config.activation_quantization_method(),
+            v1::QUANTIZATION_METHOD_SYMMETRIC);
+}
+
+}  // namespace
+}  // namespace quantd

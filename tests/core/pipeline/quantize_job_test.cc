@@ -1,0 +1,255 @@
+// The whole job on the example CNN: results, QDQ agreement with quantd's
+// fake-quant execution, determinism, and the errors a client sees.
+#include "core/pipeline/quantize_job.h"
+
+#include <cmath>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/executor/executor.h"
+#include "core/graph/onnx_export.h"
+#include "core/graph/onnx_import.h"
+#include "core/pipeline/example_model.h"
+#include "core/pipeline/fake_quant.h"
+#include "core/pipeline/job_artifacts.h"
+#include "core/pipeline/proto_output.h"
+#include "core/pipeline/qdq_lowering.h"
+#include "core/pipeline/samples.h"
+#include "core/tpc/registry.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace quantd {
+namespace {
+
+using ::testing::HasSubstr;
+
+v1::QuantizeRequest ExampleRequest(const std::string& tpc = "imx500@4.0") {
+  v1::QuantizeRequest r;
+  r.set_onnx_model(*ExportOnnx(MakeExampleCnn()));
+  for (const auto& s : MakeExampleImages(16, 1)) {
+    v1::Sample* p = r.add_calibration_samples();
+    for (const auto& [name, t] : s)
+      *p->add_inputs() = TensorToSampleProto(t, name);
+  }
+  for (const auto& s : MakeExampleImages(8, 2)) {
+    v1::Sample* p = r.add_evaluation_samples();
+    for (const auto& [name, t] : s)
+      *p->add_inputs() = TensorToSampleProto(t, name);
+  }
+  r.mutable_tpc()->set_name(tpc);
+  return r;
+}
+
+class RecordingSink : public ProgressSink {
+ public:
+  void Report(const Progress& p) override {
+    absl::MutexLock l(&mu_);
+    stages_.insert(p.stage);
+  }
+  std::set<std::string> stages() {
+    absl::MutexLock l(&mu_);
+    return stages_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::set<std::string> stages_;
+};
+
+class QuantizeJobTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(registry_.AddBuiltins().ok()); }
+
+  absl::StatusOr<v1::QuantizeResult> Run(
+      const v1::QuantizeRequest& r, ThreadPool* pool = nullptr,
+      ProgressSink* sink = nullptr, const CancellationToken* cancel = nullptr) {
+    JobContext ctx;
+    ctx.registry = &registry_;
+    ctx.pool = pool;
+    ctx.progress = sink;
+    ctx.cancel = cancel;
+    return RunQuantizeJob(r, ctx);
+  }
+
+  tpc::TpcRegistry registry_;
+};
+
+std::string WithoutTimings(const std::string& report_json) {
+  auto j = nlohmann::json::parse(report_json);
+  j.erase("timings_seconds");
+  return j.dump();
+}
+
+TEST_F(QuantizeJobTest, ExampleCnnQuantizesAndKeepsTheClassifierOutput) {
+  auto result = Run(ExampleRequest());
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_FALSE(result->qdq_onnx().empty());
+  EXPECT_EQ(result->tpc(), "imx500@4.0");
+  EXPECT_GT(result->quantized_graph().nodes_size(), 0);
+  // 8-bit weights and activations on a small CNN: the softmax output keeps
+  // well above 20 dB of SQNR.
+  EXPECT_GT(result->output_sqnr_db(), 20.0);
+  auto report = nlohmann::json::parse(result->report_json());
+  ASSERT_EQ(report["outputs"].size(), 1u);
+  EXPECT_GE(report["outputs"][0]["top1_agreement"].get<double>(), 0.75);
+}
+
+TEST_F(QuantizeJobTest, EveryConvKernelIsQuantizedPerChannel) {
+  auto result = Run(ExampleRequest());
+  ASSERT_TRUE(result.ok()) << result.status();
+  int convs = 0;
+  for (const auto& n : result->quantized_graph().nodes()) {
+    if (n.op_type() != "Conv") continue;
+    ++convs;
+    ASSERT_GE(n.weights_size(), 1) << n.name();
+    EXPECT_EQ(n.weights(0).attr(), "kernel_attr");
+    EXPECT_TRUE(n.weights(0).per_channel());
+    EXPECT_EQ(n.weights_bits(), 8);
+  }
+  // BN folded into conv1, linear collapsing cannot merge through Relu.
+  EXPECT_EQ(convs, 3);
+}
+
+TEST_F(QuantizeJobTest, QdqModelEqualsFakeQuantExecutionWithinOneStep) {
+  JobContext ctx;
+  ctx.registry = &registry_;
+  JobArtifacts artifacts;
+  auto result = RunQuantizeJobWithArtifacts(ExampleRequest(), ctx, &artifacts);
+  ASSERT_TRUE(result.ok()) << result.status();
+  // quantd's fake-quant execution of the plan ...
+  auto fq_model =
+      WithFakeQuantWeights(artifacts.prepared_model, artifacts.plan);
+  ASSERT_TRUE(fq_model.ok()) << fq_model.status();
+  auto fq_exec = Executor::Create(*std::move(fq_model));
+  ASSERT_TRUE(fq_exec.ok()) << fq_exec.status();
+  ActivationFakeQuantizer quantizer(artifacts.plan);
+  RunOptions fq_options;
+  fq_options.rewriter = &quantizer.rewriter();
+  // ... against the exported QDQ model run by quantd's Q/DQ kernels (ONNX
+  // Runtime runs the same comparison in tests/e2e_ptq).
+  auto qdq = ImportOnnx(result->qdq_onnx());
+  ASSERT_TRUE(qdq.ok()) << qdq.status();
+  auto qdq_exec = Executor::Create(*std::move(qdq));
+  ASSERT_TRUE(qdq_exec.ok()) << qdq_exec.status();
+  float step = 0;
+  for (const auto& a : artifacts.plan.activations) {
+    if (a.tensor == "probs") step = a.scale;
+  }
+  ASSERT_GT(step, 0);
+  for (const auto& s : MakeExampleImages(4, 3)) {
+    auto expected = (*fq_exec)->Run(quantizer.FakeQuantizeFeeds(s), fq_options);
+    ASSERT_TRUE(expected.ok()) << expected.status();
+    auto actual = (*qdq_exec)->Run(s);
+    ASSERT_TRUE(actual.ok()) << actual.status();
+    auto e = expected->at("probs").span<float>();
+    auto a = actual->at("probs").span<float>();
+    ASSERT_EQ(e.size(), a.size());
+    for (size_t i = 0; i < e.size(); ++i) {
+      EXPECT_LE(std::fabs(e[i] - a[i]), step * 1.0001f) << "element " << i;
+    }
+  }
+}
+
+TEST_F(QuantizeJobTest, SameRequestGivesIdenticalBytes) {
+  auto a = Run(ExampleRequest());
+  auto b = Run(ExampleRequest());
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(a->qdq_onnx(), b->qdq_onnx());
+  EXPECT_EQ(SerializeDeterministic(a->quantized_graph()),
+            SerializeDeterministic(b->quantized_graph()));
+  EXPECT_EQ(*ToDeterministicJson(a->quantized_graph()),
+            *ToDeterministicJson(b->quantized_graph()));
+  EXPECT_EQ(WithoutTimings(a->report_json()), WithoutTimings(b->report_json()));
+}
+
+TEST_F(QuantizeJobTest, ThreadCountDoesNotChangeTheResult) {
+  ThreadPool pool(2);
+  auto serial = Run(ExampleRequest());
+  auto parallel = Run(ExampleRequest(), &pool);
+  ASSERT_TRUE(serial.ok()) << serial.status();
+  ASSERT_TRUE(parallel.ok()) << parallel.status();
+  EXPECT_EQ(serial->qdq_onnx(), parallel->qdq_onnx());
+  EXPECT_EQ(SerializeDeterministic(serial->quantized_graph()),
+            SerializeDeterministic(parallel->quantized_graph()));
+  EXPECT_EQ(WithoutTimings(serial->report_json()),
+            WithoutTimings(parallel->report_json()));
+}
+
+TEST_F(QuantizeJobTest, ProgressCoversEveryStage) {
+  RecordingSink sink;
+  auto result = Run(ExampleRequest(), nullptr, &sink);
+  ASSERT_TRUE(result.ok()) << result.status();
+  for (const char* stage :
+       {"import", "prepare", "calibrate", "select", "export", "report"}) {
+    EXPECT_TRUE(sink.stages().count(stage)) << stage;
+  }
+}
+
+TEST_F(QuantizeJobTest, WrongSampleShapeNamesSampleAndInput) {
+  v1::QuantizeRequest r = ExampleRequest();
+  *r.mutable_calibration_samples(3)->mutable_inputs(0) =
+      TensorToSampleProto(Tensor(DType::kFloat, {1, 3, 8, 8}), "image");
+  auto result = Run(r);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(result.status().message()),
+              HasSubstr("calibration_samples[3] input 'image': dim 2 is 8"));
+}
+
+TEST_F(QuantizeJobTest, ZeroSamplesIsInvalid) {
+  v1::QuantizeRequest r = ExampleRequest();
+  r.clear_calibration_samples();
+  auto result = Run(r);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(result.status().message()),
+              HasSubstr("calibration_samples"));
+}
+
+TEST_F(QuantizeJobTest, UnknownTpcIsNotFound) {
+  auto result = Run(ExampleRequest("nosuchchip@1.0"));
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(QuantizeJobTest, MixedPrecisionIsRejectedAsUnimplemented) {
+  v1::QuantizeRequest r = ExampleRequest();
+  r.mutable_mixed_precision()
+      ->mutable_target_fraction()
+      ->set_weights_memory_bytes(0.5);
+  auto result = Run(r);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(result.status().message()),
+              HasSubstr("mixed precision"));
+}
+
+TEST_F(QuantizeJobTest, GptqIsRejectedAsUnimplemented) {
+  v1::QuantizeRequest r = ExampleRequest();
+  r.mutable_gptq()->set_enabled(true);
+  auto result = Run(r);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(result.status().message()), HasSubstr("GPTQ"));
+}
+
+TEST_F(QuantizeJobTest, CancelledTokenStopsTheJob) {
+  CancellationToken cancel;
+  cancel.Cancel();
+  auto result = Run(ExampleRequest(), nullptr, nullptr, &cancel);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled);
+}
+
+TEST_F(QuantizeJobTest, FourBitWeightsExportAtOpset21) {
+  v1::QuantizeRequest r = ExampleRequest("imx500@1.0");
+  r.mutable_mixed_precision()->set_kernel_weights_bits(4);
+  auto result = Run(r);
+  ASSERT_TRUE(result.ok()) << result.status();
+  auto qdq = ImportOnnx(result->qdq_onnx());
+  ASSERT_TRUE(qdq.ok()) << qdq.status();
+  EXPECT_EQ(qdq->DefaultOpset(), 21);
+  EXPECT_FALSE(qdq->graph.sub_byte_types.empty());
+}
+
+}  // namespace
+}  // namespace quantd
