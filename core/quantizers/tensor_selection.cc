@@ -71,6 +71,8 @@ absl::Status ValidateTensor(const TensorView& tensor,
 constexpr int kUniformKlBits = 8;
 constexpr bool kPotPerChannelKlOnQuantized = false;
 constexpr RangeKind kSymmetricPerChannelKlKind = RangeKind::kF64Array;
+// MCT hands each channel its range row, whose elements are float64 scalars.
+constexpr RangeKind kUniformPerChannelKlKind = RangeKind::kScalar;
 
 // The float tensor reshaped for one axis, with the float64 copy and the
 // matching Hessian rows.
@@ -395,7 +397,7 @@ absl::StatusOr<RangeParams> UniformForAxis(const TensorView& tensor,
       }
       return RowErrorF64(o, ch.row64(c), ch.row(c), ch.m.cols, ch.hrow(c),
                          internal::UniformGrid<double, double>(a, b, n_bits), a,
-                         b, RangeKind::kScalar,
+                         b, kUniformPerChannelKlKind,
                          KlSetup{kUniformKlBits, ch.klrow(c)});
     };
     const auto r = internal::UniformMinimizePerChannel(
