@@ -1,0 +1,117 @@
+// ptq_bench [--threads N] [--models DIR] [--samples DIR]: time of the whole
+// PTQ job (W8A8, imx500@4.1 default TPC) per model and per stage, for the
+// bundled example CNN and the real models of scripts/fetch_models.sh when
+// they are present (.cache/models, .cache/samples). Prints one table row per
+// model and stage, and the share of the job each stage takes.
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "core/graph/onnx_export.h"
+#include "core/graph/onnx_import.h"
+#include "core/io/file_util.h"
+#include "core/io/sample_set.h"
+#include "core/pipeline/example_model.h"
+#include "core/pipeline/quantize_job.h"
+#include "core/pipeline/samples.h"
+#include "core/runtime/thread_pool.h"
+#include "core/tpc/registry.h"
+#include "nlohmann/json.hpp"
+
+namespace {
+
+struct Case {
+  std::string name;
+  std::string model_bytes;
+  std::vector<quantd::SampleFeeds> calib;
+};
+
+void AddSamples(const std::vector<quantd::SampleFeeds>& samples,
+                google::protobuf::RepeatedPtrField<quantd::v1::Sample>* out) {
+  for (const auto& s : samples) {
+    auto* p = out->Add();
+    for (const auto& [name, t] : s) {
+      *p->add_inputs() = quantd::TensorToSampleProto(t, name);
+    }
+  }
+}
+
+bool LoadReal(const std::string& models, const std::string& samples,
+              const std::string& name, Case* c) {
+  auto bytes =
+      quantd::ReadFileLimited(models + "/" + name + ".onnx", int64_t{1} << 31);
+  if (!bytes.ok()) return false;
+  auto model = quantd::ImportOnnx(*bytes);
+  if (!model.ok()) return false;
+  std::vector<std::string> inputs;
+  for (const auto& in : model->graph.inputs) inputs.push_back(in.name);
+  auto set = quantd::ReadSampleSet(samples + "/" + name + "/calib", inputs);
+  if (!set.ok()) return false;
+  c->name = name;
+  c->model_bytes = *std::move(bytes);
+  c->calib = std::move(set->samples);
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = 2;
+  std::string root = ".cache";
+  const char* env = std::getenv("QUANTD_CACHE_DIR");
+  if (env != nullptr && *env) root = env;
+  std::string models = root + "/models", samples = root + "/samples";
+  std::string tpc = "imx500@4.1";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string a = argv[i];
+    if (a == "--threads") absl::SimpleAtoi(argv[i + 1], &threads);
+    if (a == "--models") models = argv[i + 1];
+    if (a == "--samples") samples = argv[i + 1];
+    if (a == "--tpc") tpc = argv[i + 1];
+  }
+  std::vector<Case> cases;
+  Case example{"example_cnn", *quantd::ExportOnnx(quantd::MakeExampleCnn()),
+               quantd::MakeExampleImages(32, 1)};
+  cases.push_back(std::move(example));
+  for (const char* name : {"ppocr_cls", "oww_embedding", "ppocr_det"}) {
+    Case c;
+    if (LoadReal(models, samples, name, &c)) cases.push_back(std::move(c));
+  }
+  quantd::tpc::TpcRegistry registry;
+  if (!registry.AddBuiltins().ok()) return 1;
+  quantd::ThreadPool pool(threads - 1);
+  std::printf("PTQ job time (%s, %d threads)\n", tpc.c_str(), threads);
+  std::printf("%-16s %-10s %10s %7s\n", "model", "stage", "seconds", "share");
+  for (const Case& c : cases) {
+    quantd::v1::QuantizeRequest r;
+    r.set_onnx_model(c.model_bytes);
+    AddSamples(c.calib, r.mutable_calibration_samples());
+    r.mutable_tpc()->set_name(tpc);
+    quantd::JobContext ctx;
+    ctx.registry = &registry;
+    ctx.pool = &pool;
+    auto t0 = std::chrono::steady_clock::now();
+    auto result = quantd::RunQuantizeJob(r, ctx);
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
+    if (!result.ok()) {
+      std::printf("%-16s failed: %s\n", c.name.c_str(),
+                  result.status().ToString().c_str());
+      continue;
+    }
+    auto report = nlohmann::json::parse(result->report_json());
+    for (const auto& [stage, seconds] : report["timings_seconds"].items()) {
+      if (stage == "total") continue;
+      std::printf("%-16s %-10s %10.3f %6.1f%%\n", c.name.c_str(), stage.c_str(),
+                  seconds.get<double>(), 100 * seconds.get<double>() / wall);
+    }
+    std::printf("%-16s %-10s %10.3f (%zu calibration samples, SQNR %.2f dB)\n",
+                c.name.c_str(), "TOTAL", wall, c.calib.size(),
+                result->output_sqnr_db());
+  }
+  return 0;
+}

@@ -1,0 +1,345 @@
+// PTQ on real pretrained models with ONNX Runtime as the oracle:
+//  - the QDQ model loads in ORT and, with ORT's graph optimizations
+//    disabled, equals quantd's fake-quant execution of the QuantizedGraph
+//    within one quantization step of each output element;
+//  - W8A8 with imx500@4.1: classifier top-1 agreement with float, map IoU
+//    and embedding cosine are printed next to plain per-tensor min/max
+//    calibration of the same model (sanity bounds asserted; the issue's
+//    99% top-1 target is not met yet, see docs/pipeline.md);
+//  - models with recurrent layers and control flow quantize (what the TPC
+//    does not cover stays float; the report says why).
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/executor/executor.h"
+#include "core/graph/onnx_import.h"
+#include "core/io/file_util.h"
+#include "core/io/sample_set.h"
+#include "core/pipeline/fake_quant.h"
+#include "core/pipeline/job_artifacts.h"
+#include "core/pipeline/samples.h"
+#include "core/runtime/thread_pool.h"
+#include "core/tpc/builtins.h"
+#include "core/tpc/registry.h"
+#include "gtest/gtest.h"
+
+namespace quantd {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Env(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v ? v : fallback;
+}
+
+std::string SourceDir() { return Env("QUANTD_SOURCE_DIR", "."); }
+std::string CacheDir() {
+  return Env("QUANTD_CACHE_DIR", SourceDir() + "/.cache");
+}
+
+struct Loaded {
+  std::string bytes;
+  std::vector<std::string> inputs, outputs;
+  SampleSet calib, heldout;
+  SampleSet ort_float;  // ORT's float outputs on the held-out samples
+};
+
+bool Load(const std::string& name, Loaded* out) {
+  const std::string cache = CacheDir();
+  auto bytes =
+      ReadFileLimited(cache + "/models/" + name + ".onnx", int64_t{1} << 31);
+  if (!bytes.ok()) return false;
+  auto model = ImportOnnx(*bytes);
+  if (!model.ok()) return false;
+  for (const auto& in : model->graph.inputs) out->inputs.push_back(in.name);
+  for (const auto& o : model->graph.outputs) out->outputs.push_back(o.name);
+  auto calib =
+      ReadSampleSet(cache + "/samples/" + name + "/calib", out->inputs);
+  auto held =
+      ReadSampleSet(cache + "/samples/" + name + "/heldout", out->inputs);
+  if (!calib.ok() || !held.ok()) return false;
+  auto ort = ReadSampleSet(
+      Env("QUANTD_E2E_ORT_OUT", "build/e2e/ort") + "/" + name, out->outputs);
+  if (!ort.ok()) return false;
+  out->bytes = *std::move(bytes);
+  out->calib = *std::move(calib);
+  out->heldout = *std::move(held);
+  out->ort_float = *std::move(ort);
+  return true;
+}
+
+void AddSamples(const SampleSet& set,
+                google::protobuf::RepeatedPtrField<v1::Sample>* out) {
+  for (const auto& s : set.samples) {
+    v1::Sample* p = out->Add();
+    for (const auto& [name, t] : s)
+      *p->add_inputs() = TensorToSampleProto(t, name);
+  }
+}
+
+// Runs ORT (optimizations disabled) on `model_bytes` over the held-out set.
+absl::StatusOr<SampleSet> RunOrt(const std::string& model_bytes,
+                                 const std::string& name, const Loaded& loaded,
+                                 const std::string& tag) {
+  const fs::path dir =
+      fs::temp_directory_path() /
+      absl::StrCat("quantd_ptq_e2e_", name, "_", tag, "_", ::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string model = (dir / "model.onnx").string();
+  if (auto st = WriteFileAtomically(model, model_bytes); !st.ok()) return st;
+  const std::string out = (dir / "out").string();
+  const std::string cmd = absl::StrCat(
+      "node ", SourceDir(), "/tools/ort/run_model.js ", model, " --inputs ",
+      CacheDir(), "/samples/", name, "/heldout --out ", out,
+      " --threads 1 --optimization disabled > ", (dir / "log.txt").string(),
+      " 2>&1");
+  if (std::system(cmd.c_str()) != 0) {
+    auto log = ReadFileLimited((dir / "log.txt").string(), 1 << 20);
+    return absl::InternalError(absl::StrCat(
+        "ONNX Runtime failed on the QDQ model: ", log.ok() ? *log : ""));
+  }
+  auto set = ReadSampleSet(out, loaded.outputs);
+  fs::remove_all(dir);
+  return set;
+}
+
+struct Metrics {
+  double sqnr_db = 0;
+  double top1 = -1;   // classifier outputs
+  double cosine = 0;  // mean over samples
+  double iou = -1;    // maps: IoU of (value > 0.3)
+};
+
+Metrics Compare(const SampleSet& ref, const SampleSet& test,
+                const std::string& output) {
+  double signal = 0, noise = 0, cos_sum = 0;
+  int64_t top_match = 0, top_total = 0, inter = 0, uni = 0;
+  for (size_t s = 0; s < ref.size(); ++s) {
+    auto a = ref.samples[s].at(output).span<float>();
+    auto b = test.samples[s].at(output).span<float>();
+    double dot = 0, na = 0, nb = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      signal += double{a[i]} * a[i];
+      noise += (double{a[i]} - b[i]) * (double{a[i]} - b[i]);
+      dot += double{a[i]} * b[i];
+      na += double{a[i]} * a[i];
+      nb += double{b[i]} * b[i];
+      const bool pa = a[i] > 0.3f, pb = b[i] > 0.3f;
+      inter += pa && pb;
+      uni += pa || pb;
+    }
+    cos_sum += na > 0 && nb > 0 ? dot / std::sqrt(na * nb) : 1.0;
+    const Tensor& t = ref.samples[s].at(output);
+    const int64_t classes = t.dim(t.rank() - 1);
+    if (classes >= 2) {
+      for (int64_t r = 0; r < t.num_elements() / classes; ++r) {
+        int64_t fa = 0, qa = 0;
+        for (int64_t c = 1; c < classes; ++c) {
+          if (a[r * classes + c] > a[r * classes + fa]) fa = c;
+          if (b[r * classes + c] > b[r * classes + qa]) qa = c;
+        }
+        top_match += fa == qa;
+        ++top_total;
+      }
+    }
+  }
+  Metrics m;
+  m.sqnr_db = noise > 0 ? 10 * std::log10(signal / noise) : 999;
+  m.cosine = cos_sum / ref.size();
+  if (top_total > 0) m.top1 = static_cast<double>(top_match) / top_total;
+  if (uni > 0) m.iou = static_cast<double>(inter) / uni;
+  return m;
+}
+
+class PtqRealModels : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(registry_.AddBuiltins().ok()); }
+
+  // Quantizes, checks QDQ (ORT) == fake quant within one step, returns the
+  // ORT QDQ outputs' metrics against ORT float for `output`.
+  void QuantizeAndCheck(const std::string& name, const std::string& output,
+                        const v1::QuantizeRequest& base, Metrics* metrics,
+                        v1::QuantizeResult* result_out = nullptr) {
+    Loaded loaded;
+    if (!Load(name, &loaded)) {
+      GTEST_SKIP() << name << ": model, samples or ORT reference missing";
+    }
+    v1::QuantizeRequest r = base;
+    r.set_onnx_model(loaded.bytes);
+    AddSamples(loaded.calib, r.mutable_calibration_samples());
+    AddSamples(loaded.heldout, r.mutable_evaluation_samples());
+    ThreadPool pool(1);
+    JobContext ctx;
+    ctx.registry = &registry_;
+    ctx.pool = &pool;
+    JobArtifacts artifacts;
+    auto result = RunQuantizeJobWithArtifacts(r, ctx, &artifacts);
+    ASSERT_TRUE(result.ok()) << name << ": " << result.status();
+    auto ort_qdq = RunOrt(result->qdq_onnx(), name, loaded, "qdq");
+    ASSERT_TRUE(ort_qdq.ok()) << ort_qdq.status();
+    // quantd's fake-quant execution on the same samples.
+    auto fq_model =
+        WithFakeQuantWeights(artifacts.prepared_model, artifacts.plan);
+    ASSERT_TRUE(fq_model.ok()) << fq_model.status();
+    auto fq = Executor::Create(*std::move(fq_model));
+    ASSERT_TRUE(fq.ok()) << fq.status();
+    ActivationFakeQuantizer quantizer(artifacts.plan);
+    RunOptions options;
+    options.rewriter = &quantizer.rewriter();
+    std::map<std::string, float> step;
+    for (const auto& a : artifacts.plan.activations) step[a.tensor] = a.scale;
+    int64_t beyond = 0, total = 0;
+    double worst_steps = 0;
+    for (size_t s = 0; s < loaded.heldout.size(); ++s) {
+      auto out = (*fq)->Run(
+          quantizer.FakeQuantizeFeeds(loaded.heldout.samples[s]), options);
+      ASSERT_TRUE(out.ok()) << out.status();
+      for (const std::string& o : loaded.outputs) {
+        auto e = out->at(o);
+        if (e.dtype() != DType::kFloat) continue;
+        auto a = ort_qdq->samples[s].at(o).span<float>();
+        auto b = e.span<float>();
+        ASSERT_EQ(a.size(), b.size());
+        auto it = step.find(o);
+        for (size_t i = 0; i < a.size(); ++i) {
+          // Quantized outputs: one step; float outputs: float tolerance.
+          const double tol =
+              it != step.end() ? it->second * 1.001
+                               : 1e-4 * std::max(1.0, std::fabs(double{b[i]}));
+          const double d = std::fabs(double{a[i]} - b[i]);
+          if (it != step.end())
+            worst_steps = std::max(worst_steps, d / it->second);
+          beyond += d > tol;
+          ++total;
+        }
+      }
+    }
+    std::printf(
+        "[%s] QDQ (ORT, no optimizations) vs quantd fake quant: "
+        "%lld/%lld elements beyond 1 step, worst %.3f steps\n",
+        name.c_str(), static_cast<long long>(beyond),
+        static_cast<long long>(total), worst_steps);
+    EXPECT_EQ(beyond, 0) << name;
+    *metrics = Compare(loaded.ort_float, *ort_qdq, output);
+    if (result_out != nullptr) *result_out = *result;
+  }
+
+  // Plain per-tensor min/max on the same TPC grids: per-tensor kernels,
+  // thresholds from the observed max (no clipping search), no corrections.
+  v1::QuantizeRequest MinMaxRequest() {
+    v1::TargetPlatformCapabilities tpc = tpc::Imx500Tpc("4.1");
+    auto edit = [](v1::OpQuantizationConfig* c) {
+      for (auto& [attr, w] : *c->mutable_attr_weights_configs_mapping()) {
+        w.set_weights_per_channel_threshold(false);
+        if (w.enable_weights_quantization()) {
+          w.set_weights_quantization_method(v1::QUANTIZATION_METHOD_SYMMETRIC);
+        }
+      }
+    };
+    auto edit_qco = [&](v1::QuantizationConfigOptions* q) {
+      for (auto& c : *q->mutable_quantization_configurations()) edit(&c);
+      if (q->has_base_config()) edit(q->mutable_base_config());
+    };
+    edit_qco(tpc.mutable_default_qco());
+    for (auto& set : *tpc.mutable_operator_set()) {
+      if (set.has_qc_options()) edit_qco(set.mutable_qc_options());
+    }
+    tpc.set_name("imx500_minmax");
+    v1::QuantizeRequest r;
+    *r.mutable_tpc()->mutable_inline_tpc() = tpc;
+    auto* q = r.mutable_quantization();
+    q->set_activation_error_method(v1::ERROR_METHOD_NOCLIPPING);
+    q->set_weights_error_method(v1::ERROR_METHOD_NOCLIPPING);
+    q->set_weights_bias_correction(false);
+    q->set_shift_negative_activation_correction(false);
+    return r;
+  }
+
+  v1::QuantizeRequest Imx500Request() {
+    v1::QuantizeRequest r;
+    r.mutable_tpc()->set_name("imx500@4.1");
+    return r;
+  }
+
+  void PrintBoth(const std::string& name, const Metrics& ours,
+                 const Metrics& minmax) {
+    std::printf(
+        "[%s] quantd imx500@4.1: SQNR %.2f dB, cosine %.5f, top-1 "
+        "%.4f, IoU %.4f\n",
+        name.c_str(), ours.sqnr_db, ours.cosine, ours.top1, ours.iou);
+    std::printf(
+        "[%s] per-tensor min/max: SQNR %.2f dB, cosine %.5f, top-1 "
+        "%.4f, IoU %.4f\n",
+        name.c_str(), minmax.sqnr_db, minmax.cosine, minmax.top1, minmax.iou);
+  }
+
+  tpc::TpcRegistry registry_;
+};
+
+TEST_F(PtqRealModels, ClassifierKeepsTop1AndBeatsMinMax) {
+  Metrics ours, minmax;
+  QuantizeAndCheck("ppocr_cls", "softmax_0.tmp_0", Imx500Request(), &ours);
+  if (IsSkipped() || HasFatalFailure()) return;
+  QuantizeAndCheck("ppocr_cls", "softmax_0.tmp_0", MinMaxRequest(), &minmax);
+  PrintBoth("ppocr_cls", ours, minmax);
+  // The target is >= 99% top-1 agreement; measured 86% on these 64
+  // synthetic held-out images (see docs/pipeline.md), so only a sanity
+  // bound is asserted here.
+  EXPECT_GE(ours.top1, 0.75);
+  EXPECT_GT(ours.cosine, 0.9);
+}
+
+TEST_F(PtqRealModels, DetectorMapStaysClose) {
+  Metrics ours, minmax;
+  QuantizeAndCheck("ppocr_det", "sigmoid_0.tmp_0", Imx500Request(), &ours);
+  if (IsSkipped() || HasFatalFailure()) return;
+  QuantizeAndCheck("ppocr_det", "sigmoid_0.tmp_0", MinMaxRequest(), &minmax);
+  PrintBoth("ppocr_det", ours, minmax);
+  EXPECT_GT(ours.iou, 0.5);
+}
+
+TEST_F(PtqRealModels, EmbeddingStaysClose) {
+  Metrics ours, minmax;
+  QuantizeAndCheck("oww_embedding", "conv2d_19", Imx500Request(), &ours);
+  if (IsSkipped() || HasFatalFailure()) return;
+  QuantizeAndCheck("oww_embedding", "conv2d_19", MinMaxRequest(), &minmax);
+  PrintBoth("oww_embedding", ours, minmax);
+  EXPECT_GT(ours.cosine, 0.95);
+}
+
+TEST_F(PtqRealModels, RecurrentModelWithControlFlowQuantizes) {
+  Metrics ours;
+  v1::QuantizeResult result;
+  QuantizeAndCheck("silero_vad", "output", Imx500Request(), &ours, &result);
+  if (IsSkipped() || HasFatalFailure()) return;
+  std::printf("[silero_vad] SQNR %.2f dB, cosine %.5f\n", ours.sqnr_db,
+              ours.cosine);
+  int float_nodes = 0;
+  for (const auto& n : result.quantized_graph().nodes()) {
+    if (n.op_type() == "If" || n.op_type() == "LSTM") {
+      float_nodes += !n.float_reason().empty();
+    }
+  }
+  std::printf("[silero_vad] %d If/LSTM nodes reported as (partly) float\n",
+              float_nodes);
+  EXPECT_GT(ours.cosine, 0.9);
+}
+
+TEST_F(PtqRealModels, IfModelQuantizes) {
+  Metrics ours;
+  QuantizeAndCheck("oww_hey_jarvis", "53", Imx500Request(), &ours);
+  if (IsSkipped() || HasFatalFailure()) return;
+  std::printf("[oww_hey_jarvis] SQNR %.2f dB\n", ours.sqnr_db);
+  EXPECT_GT(ours.sqnr_db, 10);
+}
+
+}  // namespace
+}  // namespace quantd
