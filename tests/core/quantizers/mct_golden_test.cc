@@ -4,6 +4,7 @@
 // HistogramCollector merges, quantized tensors, and LUT parameters (exact
 // parts plus k-means quality against MCT's own objective).
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -12,9 +13,11 @@
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/quantizers/error_functions.h"
 #include "core/quantizers/kmeans.h"
 #include "core/quantizers/lut_kmeans.h"
@@ -544,6 +547,60 @@ const std::map<std::string, std::string>& KnownDeviations() {
   return *known;
 }
 
+// Checks every case of one file; appends its report to *out and returns the
+// number of unexpected failures.
+int RunFile(const std::string& n, const std::map<std::string, json>& files,
+            std::string* out) {
+  const json& f = files.at(n);
+  const std::string kind = f.at("kind").get<std::string>();
+  const json empty = json::object();
+  const json& inputs = f.contains("inputs") ? f.at("inputs") : empty;
+  Report report;
+  const auto start = std::chrono::steady_clock::now();
+  for (const auto& c : f.at("cases")) {
+    const std::string id = c.at("id").get<std::string>();
+    // QUANTD_GOLDEN_FILTER=substring runs the matching cases only.
+    if (const char* filter = std::getenv("QUANTD_GOLDEN_FILTER");
+        filter && *filter && id.find(filter) == std::string::npos) {
+      continue;
+    }
+    std::string err;
+    try {
+      if (kind == "weights") {
+        err = RunWeightsCase(c, inputs);
+      } else if (kind == "activations") {
+        err = RunActivationCase(c, inputs);
+      } else if (kind == "primitives") {
+        err = RunPrimitiveCase(c, inputs);
+      } else if (kind == "lut") {
+        err = RunLutCase(c, files);
+      } else {
+        err = "unknown kind " + kind;
+      }
+    } catch (const std::exception& e) {
+      err = std::string("bad case JSON: ") + e.what();
+    }
+    report.Add(id, err);
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  absl::StrAppendFormat(out, "%s: %d/%d cases match (%.2f s)\n", n,
+                        report.passed, report.total, seconds);
+  int failures = 0;
+  for (const auto& fl : report.failures) {
+    const std::string id = fl.substr(0, fl.find(": "));
+    auto it = KnownDeviations().find(n + "/" + id);
+    if (it != KnownDeviations().end()) {
+      absl::StrAppend(out, "  KNOWN ", fl, " (", it->second, ")\n");
+    } else {
+      absl::StrAppend(out, "  FAIL ", fl, "\n");
+      ++failures;
+    }
+  }
+  return failures;
+}
+
 TEST(MctGoldenTest, EveryCaseMatches) {
   const std::string dir = GoldenDir();
   ASSERT_TRUE(std::filesystem::is_directory(dir)) << "no golden folder " << dir;
@@ -556,55 +613,28 @@ TEST(MctGoldenTest, EveryCaseMatches) {
   ASSERT_FALSE(names.empty());
   std::map<std::string, json> files;
   for (const auto& n : names) files[n] = LoadJson(dir + "/" + n);
-  int failures = 0;
   for (const auto& n : names) {
-    const json& f = files.at(n);
-    ASSERT_EQ(f.value("schema", ""), "mct-golden/1") << n;
-    const std::string kind = f.at("kind").get<std::string>();
-    const json empty = json::object();
-    const json& inputs = f.contains("inputs") ? f.at("inputs") : empty;
-    Report report;
-    const auto start = std::chrono::steady_clock::now();
-    for (const auto& c : f.at("cases")) {
-      const std::string id = c.at("id").get<std::string>();
-      // QUANTD_GOLDEN_FILTER=substring runs the matching cases only.
-      if (const char* filter = std::getenv("QUANTD_GOLDEN_FILTER");
-          filter && *filter && id.find(filter) == std::string::npos) {
-        continue;
-      }
-      std::string err;
-      try {
-        if (kind == "weights") {
-          err = RunWeightsCase(c, inputs);
-        } else if (kind == "activations") {
-          err = RunActivationCase(c, inputs);
-        } else if (kind == "primitives") {
-          err = RunPrimitiveCase(c, inputs);
-        } else if (kind == "lut") {
-          err = RunLutCase(c, files);
-        } else {
-          err = "unknown kind " + kind;
-        }
-      } catch (const std::exception& e) {
-        err = std::string("bad case JSON: ") + e.what();
-      }
-      report.Add(id, err);
+    ASSERT_EQ(files.at(n).value("schema", ""), "mct-golden/1") << n;
+  }
+  // Files are independent: check them on all cores, report in name order.
+  std::vector<std::string> outputs(names.size());
+  std::vector<int> file_failures(names.size(), 0);
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < names.size(); i = next++) {
+      file_failures[i] = RunFile(names[i], files, &outputs[i]);
     }
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-            .count();
-    std::printf("%s: %d/%d cases match (%.2f s)\n", n.c_str(), report.passed,
-                report.total, seconds);
-    for (const auto& fl : report.failures) {
-      const std::string id = fl.substr(0, fl.find(": "));
-      auto it = KnownDeviations().find(n + "/" + id);
-      if (it != KnownDeviations().end()) {
-        std::printf("  KNOWN %s (%s)\n", fl.c_str(), it->second.c_str());
-      } else {
-        std::printf("  FAIL %s\n", fl.c_str());
-        ++failures;
-      }
-    }
+  };
+  const unsigned n_threads =
+      std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(),
+                                      static_cast<unsigned>(names.size())));
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < n_threads; ++t) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+  int failures = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    std::fputs(outputs[i].c_str(), stdout);
+    failures += file_failures[i];
   }
   EXPECT_EQ(failures, 0);
 }
