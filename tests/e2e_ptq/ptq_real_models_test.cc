@@ -120,7 +120,7 @@ struct Metrics {
 
 Metrics Compare(const SampleSet& ref, const SampleSet& test,
                 const std::string& output) {
-  double signal = 0, noise = 0, cos_sum = 0;
+  double signal = 0, noise = 0, cos_sum = 0, max_abs = 0;
   int64_t top_match = 0, top_total = 0, inter = 0, uni = 0;
   for (size_t s = 0; s < ref.size(); ++s) {
     auto a = ref.samples[s].at(output).span<float>();
@@ -132,6 +132,7 @@ Metrics Compare(const SampleSet& ref, const SampleSet& test,
       dot += double{a[i]} * b[i];
       na += double{a[i]} * a[i];
       nb += double{b[i]} * b[i];
+      max_abs = std::max(max_abs, std::fabs(double{a[i]} - b[i]));
       const bool pa = a[i] > 0.3f, pb = b[i] > 0.3f;
       inter += pa && pb;
       uni += pa || pb;
@@ -154,6 +155,7 @@ Metrics Compare(const SampleSet& ref, const SampleSet& test,
   Metrics m;
   m.sqnr_db = noise > 0 ? 10 * std::log10(signal / noise) : 999;
   m.cosine = cos_sum / ref.size();
+  m.max_abs = max_abs;
   if (top_total > 0) m.top1 = static_cast<double>(top_match) / top_total;
   if (uni > 0) m.iou = static_cast<double>(inter) / uni;
   return m;
@@ -337,8 +339,12 @@ TEST_F(PtqRealModels, IfModelQuantizes) {
   Metrics ours;
   QuantizeAndCheck("oww_hey_jarvis", "53", Imx500Request(), &ours);
   if (IsSkipped() || HasFatalFailure()) return;
-  std::printf("[oww_hey_jarvis] SQNR %.2f dB\n", ours.sqnr_db);
-  EXPECT_GT(ours.sqnr_db, 10);
+  std::printf("[oww_hey_jarvis] SQNR %.2f dB, max |error| %.5f\n", ours.sqnr_db,
+              ours.max_abs);
+  // The wake-word score of non-speech-like samples is near 0, below one
+  // 8-bit step of the [0, 1] output grid (SQNR is meaningless there): the
+  // score may move by at most two steps.
+  EXPECT_LE(ours.max_abs, 2.0 / 256);
 }
 
 }  // namespace
