@@ -260,9 +260,11 @@ absl::StatusOr<ThresholdParams> PowerOfTwoForAxis(const TensorView& tensor,
         static_cast<double>(t0) / std::pow(2.0, static_cast<double>(best)),
         o.min_threshold);
   });
-  // MCT's axis search compares the normalised MSE of the quantized tensor
-  // (see WithAxisSearch); the per-channel search error is not used for it.
-  (void)search_error;
+  if (search_error != nullptr) {
+    // np.mean over the float32 per-channel errors of the chosen thresholds.
+    std::vector<float> e32(best_errors.begin(), best_errors.end());
+    *search_error = internal::Mean(e32.data(), channels);
+  }
   return out;
 }
 
@@ -417,8 +419,11 @@ absl::StatusOr<RangeParams> UniformForAxis(const TensorView& tensor,
   return out;
 }
 
-// Tries every axis when per_channel has no axis; keeps the one whose
-// quantized tensor has the smallest normalised MSE.
+// Tries every axis when per_channel has no axis, as MCT does: power of two
+// keeps the axis with the smallest mean (float32) of its per-channel search
+// errors, symmetric and uniform the one whose quantized tensor has the
+// smallest normalised MSE. Exact ties (common: the quantized tensors are often
+// identical) are decided by those sums' last bits, first axis on equality.
 template <typename Params, typename ForAxis, typename Quantize>
 absl::StatusOr<Params> WithAxisSearch(const TensorView& tensor,
                                       const WeightsSearchOptions& options,
