@@ -113,9 +113,10 @@ absl::StatusOr<SampleSet> RunOrt(const std::string& model_bytes,
 
 struct Metrics {
   double sqnr_db = 0;
-  double top1 = -1;   // classifier outputs
-  double cosine = 0;  // mean over samples
-  double iou = -1;    // maps: IoU of (value > 0.3)
+  double top1 = -1;    // classifier outputs
+  double cosine = 0;   // mean over samples
+  double iou = -1;     // maps: IoU of (value > 0.3)
+  double max_abs = 0;  // largest |float - quantized|
 };
 
 Metrics Compare(const SampleSet& ref, const SampleSet& test,
