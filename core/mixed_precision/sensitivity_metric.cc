@@ -1,0 +1,91 @@
+#include "core/mixed_precision/sensitivity_metric.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace quantd::mixed_precision {
+namespace {
+
+absl::Status CheckPair(absl::Span<const float> f, absl::Span<const float> q,
+                       const char* what) {
+  if (f.size() != q.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": float output has ", f.size(),
+                     " elements, quantized output ", q.size()));
+  }
+  if (f.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": empty outputs"));
+  }
+  for (size_t n = 0; n < f.size(); ++n) {
+    if (!std::isfinite(f[n]) || !std::isfinite(q[n])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": non-finite value at element ", n));
+    }
+  }
+  return absl::OkStatus();
+}
+
+constexpr double kEps = 1e-8;
+
+}  // namespace
+
+absl::StatusOr<double> NormalizedMse(absl::Span<const float> f,
+                                     absl::Span<const float> q) {
+  if (absl::Status s = CheckPair(f, q, "normalized MSE"); !s.ok()) return s;
+  double squared_error = 0, squared_norm = 0;
+  for (size_t n = 0; n < f.size(); ++n) {
+    const double diff = static_cast<double>(f[n]) - q[n];
+    squared_error += diff * diff;
+    squared_norm += static_cast<double>(f[n]) * f[n];
+  }
+  const double count = static_cast<double>(f.size());
+  return (squared_error / count) / (squared_norm / count + kEps);
+}
+
+absl::StatusOr<double> KlDivergence(absl::Span<const float> f,
+                                    absl::Span<const float> q) {
+  if (absl::Status s = CheckPair(f, q, "KL divergence"); !s.ok()) return s;
+  double sum = 0;
+  for (size_t n = 0; n < f.size(); ++n) {
+    const double p = std::max<double>(f[n], kEps);
+    const double r = std::max<double>(q[n], kEps);
+    sum += p * std::log(p / r);
+  }
+  return sum;
+}
+
+absl::StatusOr<double> CosineDistance(absl::Span<const float> f,
+                                      absl::Span<const float> q) {
+  if (absl::Status s = CheckPair(f, q, "cosine distance"); !s.ok()) return s;
+  double dot = 0, norm_f = 0, norm_q = 0;
+  for (size_t n = 0; n < f.size(); ++n) {
+    dot += static_cast<double>(f[n]) * q[n];
+    norm_f += static_cast<double>(f[n]) * f[n];
+    norm_q += static_cast<double>(q[n]) * q[n];
+  }
+  if (norm_f == 0 && norm_q == 0) return 0.0;
+  if (norm_f == 0 || norm_q == 0) return 0.5;
+  const double cs =
+      std::clamp(dot / (std::sqrt(norm_f) * std::sqrt(norm_q)), -1.0, 1.0);
+  return (1.0 - cs) / 2.0;
+}
+
+std::vector<double> ApplyMetricEpsilon(absl::Span<const double> metric,
+                                       int max_bit_candidate, double epsilon) {
+  std::vector<double> out(metric.begin(), metric.end());
+  if (max_bit_candidate < 0 ||
+      static_cast<size_t>(max_bit_candidate) >= out.size()) {
+    return out;
+  }
+  const double floor = metric[max_bit_candidate] + epsilon;
+  for (size_t j = 0; j < out.size(); ++j) {
+    if (static_cast<int>(j) != max_bit_candidate) {
+      out[j] = std::max(out[j], floor);
+    }
+  }
+  return out;
+}
+
+}  // namespace quantd::mixed_precision
