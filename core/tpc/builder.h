@@ -7,6 +7,7 @@
 #ifndef QUANTD_CORE_TPC_BUILDER_H_
 #define QUANTD_CORE_TPC_BUILDER_H_
 
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <optional>
