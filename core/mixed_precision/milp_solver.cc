@@ -7,16 +7,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "coin/Cbc_C_Interface.h"
+#include "coin/CbcModel.hpp"
+#include "coin/CoinPackedMatrix.hpp"
+#include "coin/OsiClpSolverInterface.hpp"
 #include "core/util/status_macros.h"
 
 namespace quantd::mixed_precision {
 namespace {
-
-struct CbcModelDeleter {
-  void operator()(Cbc_Model* model) const { Cbc_deleteModel(model); }
-};
-using CbcModelPtr = std::unique_ptr<Cbc_Model, CbcModelDeleter>;
 
 // FAILED_PRECONDITION listing every restricted target whose minimum figure
 // exceeds the budget, or OK.
@@ -58,37 +55,24 @@ absl::StatusOr<BitAllocation> SolveBitAllocation(
         first_column[i] + static_cast<int>(problem.nodes[i].candidates.size());
   }
 
-  CbcModelPtr model(Cbc_newModel());
-  if (model == nullptr) return absl::InternalError("CBC: cannot create model");
-  Cbc_setLogLevel(model.get(), 0);
-  Cbc_setParameter(model.get(), "log", "0");
-  Cbc_setParameter(model.get(), "slog", "0");
-  Cbc_setParameter(model.get(), "threads", "0");
-  Cbc_setParameter(model.get(), "randomCbcSeed",
-                   std::to_string(options.random_seed).c_str());
-  Cbc_setMaximumSeconds(model.get(), options.time_limit_seconds);
-  Cbc_setAllowableGap(model.get(), 0.0);
-  Cbc_setAllowableFractionGap(model.get(), 0.0);
-  Cbc_setObjSense(model.get(), 1.0);
-  // CBC 2.10.8's preprocessing (CglPreProcess) returns non-optimal solutions
-  // it reports as proven optimal on small instances of this model (found by
-  // the brute-force test); the instances are small enough to solve without.
-  Cbc_setParameter(model.get(), "preprocess", "off");
-
+  const int num_columns = first_column[num_nodes];
+  std::vector<double> column_lower(num_columns, 0.0);
+  std::vector<double> column_upper(num_columns, 1.0);
+  std::vector<double> cost(num_columns, 0.0);
   for (size_t i = 0; i < num_nodes; ++i) {
     const ConfigurableNode& node = problem.nodes[i];
     for (size_t j = 0; j < node.candidates.size(); ++j) {
-      double upper = 1.0, lower = 0.0;
+      const int c = first_column[i] + static_cast<int>(j);
+      cost[c] = node.sensitivity[j];
       if (node.fixed_candidate.has_value()) {
         const bool chosen = static_cast<int>(j) == *node.fixed_candidate;
-        lower = chosen ? 1.0 : 0.0;
-        upper = lower;
+        column_lower[c] = column_upper[c] = chosen ? 1.0 : 0.0;
       }
-      const std::string name = absl::StrCat("x_", i, "_", j);
-      Cbc_addCol(model.get(), name.c_str(), lower, upper, node.sensitivity[j],
-                 /*isInteger=*/1, 0, nullptr, nullptr);
     }
   }
+  CoinPackedMatrix matrix(/*colordered=*/false, 0, 0);
+  matrix.setDimensions(0, num_columns);
+  std::vector<double> row_lower, row_upper;
   std::vector<int> columns;
   std::vector<double> coefficients;
   for (size_t i = 0; i < num_nodes; ++i) {
@@ -98,9 +82,10 @@ absl::StatusOr<BitAllocation> SolveBitAllocation(
       columns.push_back(c);
       coefficients.push_back(1.0);
     }
-    const std::string name = absl::StrCat("one_of_", i);
-    Cbc_addRow(model.get(), name.c_str(), static_cast<int>(columns.size()),
-               columns.data(), coefficients.data(), 'E', 1.0);
+    matrix.appendRow(static_cast<int>(columns.size()), columns.data(),
+                     coefficients.data());
+    row_lower.push_back(1.0);
+    row_upper.push_back(1.0);
   }
   for (const ResourceModel& resource : problem.resources) {
     if (!resource.budget.has_value()) continue;
@@ -116,35 +101,47 @@ absl::StatusOr<BitAllocation> SolveBitAllocation(
         }
       }
       if (columns.empty()) continue;  // Constant row, satisfied by pre-check.
-      const std::string name =
-          absl::StrCat(ResourceTargetName(resource.target), "_", k);
-      Cbc_addRow(model.get(), name.c_str(), static_cast<int>(columns.size()),
-                 columns.data(), coefficients.data(), 'L',
-                 *resource.budget - resource.base[k]);
+      matrix.appendRow(static_cast<int>(columns.size()), columns.data(),
+                       coefficients.data());
+      row_lower.push_back(-COIN_DBL_MAX);
+      row_upper.push_back(*resource.budget - resource.base[k]);
     }
   }
 
-  // The minimum configuration is feasible (pre-checked): a MIP start
-  // guarantees an answer even when the time limit cuts the search short.
-  std::vector<int> start_columns(num_nodes);
-  std::vector<double> start_values(num_nodes, 1.0);
-  for (size_t i = 0; i < num_nodes; ++i) {
-    start_columns[i] = first_column[i] + min_config[i];
-  }
-  Cbc_setMIPStartI(model.get(), static_cast<int>(num_nodes),
-                   start_columns.data(), start_values.data());
+  OsiClpSolverInterface solver;
+  solver.messageHandler()->setLogLevel(0);
+  solver.loadProblem(matrix, column_lower.data(), column_upper.data(),
+                     cost.data(), row_lower.data(), row_upper.data());
+  for (int c = 0; c < num_columns; ++c) solver.setInteger(c);
 
-  Cbc_solve(model.get());
-  if (Cbc_isProvenInfeasible(model.get())) {
-    return absl::InternalError(
-        "CBC reports the bit allocation infeasible although the minimum "
-        "configuration satisfies every budget");
+  // Plain branch and bound on CbcModel: CBC 2.10.8's CbcMain1 path (the C
+  // interface) returned non-optimal answers flagged optimal and hit Clp
+  // assertions on small instances found by the brute-force tests.
+  CbcModel cbc(solver);
+  cbc.setLogLevel(0);
+  cbc.messageHandler()->setLogLevel(0);
+  cbc.solver()->messageHandler()->setLogLevel(0);
+  cbc.setMaximumSeconds(options.time_limit_seconds);
+  cbc.setAllowableGap(0.0);
+  cbc.setAllowableFractionGap(0.0);
+  cbc.setAllowablePercentageGap(0.0);
+  cbc.setRandomSeed(options.random_seed);
+
+  // The minimum configuration is feasible (pre-checked): starting from it
+  // guarantees an answer even when the time limit cuts the search short.
+  std::vector<double> start(num_columns, 0.0);
+  for (size_t i = 0; i < num_nodes; ++i) {
+    start[first_column[i] + min_config[i]] = 1.0;
   }
-  const double* solution = Cbc_bestSolution(model.get());
+  cbc.setBestSolution(start.data(), num_columns, Objective(problem, min_config),
+                      /*check=*/false);
+
+  cbc.branchAndBound();
+  const double* solution = cbc.bestSolution();
   if (solution == nullptr) {
-    return absl::InternalError(
-        absl::StrCat("CBC found no solution (status ", Cbc_status(model.get()),
-                     ", secondary ", Cbc_secondaryStatus(model.get()), ")"));
+    return absl::InternalError(absl::StrCat("CBC found no solution (status ",
+                                            cbc.status(), ", secondary ",
+                                            cbc.secondaryStatus(), ")"));
   }
 
   BitAllocation allocation;
@@ -170,7 +167,7 @@ absl::StatusOr<BitAllocation> SolveBitAllocation(
         "CBC returned an allocation that exceeds a budget");
   }
   allocation.objective = Objective(problem, allocation.candidate);
-  allocation.proven_optimal = Cbc_isProvenOptimal(model.get()) != 0;
+  allocation.proven_optimal = cbc.isProvenOptimal();
   return allocation;
 }
 

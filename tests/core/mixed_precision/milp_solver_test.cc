@@ -48,7 +48,8 @@ TEST(MilpSolver, HandDerivedTwoNodeOptimum) {
 
 TEST(MilpSolver, MatchesBruteForceOnRandomInstances) {
   std::mt19937 rng(20261122);
-  for (int trial = 0; trial < 300; ++trial) {
+  // 1000 instances: CBC's CbcMain1 path failed on about 1 in 100 of these.
+  for (int trial = 0; trial < 1000; ++trial) {
     BitAllocationProblem problem = RandomProblem(rng);
     // Overrides on some instances.
     if (trial % 4 == 0) problem.nodes[0].fixed_candidate = 1;
