@@ -392,9 +392,11 @@ absl::StatusOr<RangeParams> UniformForAxis(const TensorView& tensor,
     auto loss = [&](int64_t c, double a, double b, bool f32) {
       if (f32) {
         const float af = static_cast<float>(a), bf = static_cast<float>(b);
+        // The KL error gets each channel's range as np.float32 scalars, and
+        // NumPy 1.24 computes np.float32 scalar / python int in float64.
         return RowErrorF32(o, ch.row(c), ch.m.cols, ch.hrow(c),
                            internal::UniformGrid<float, float>(af, bf, n_bits),
-                           af, bf, RangeKind::kF32Array,
+                           af, bf, RangeKind::kScalar,
                            KlSetup{kUniformKlBits, ch.klrow(c)});
       }
       return RowErrorF64(o, ch.row64(c), ch.row(c), ch.m.cols, ch.hrow(c),
