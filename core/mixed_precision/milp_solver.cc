@@ -121,6 +121,8 @@ absl::StatusOr<BitAllocation> SolveBitAllocation(
   cbc.setLogLevel(0);
   cbc.messageHandler()->setLogLevel(0);
   cbc.solver()->messageHandler()->setLogLevel(0);
+  // A service deadline is wall-clock time, not CPU time (CBC's default).
+  cbc.setUseElapsedTime(true);
   cbc.setMaximumSeconds(options.time_limit_seconds);
   cbc.setAllowableGap(0.0);
   cbc.setAllowableFractionGap(0.0);

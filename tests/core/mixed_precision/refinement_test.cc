@@ -1,5 +1,7 @@
 #include "core/mixed_precision/refinement.h"
 
+#include <array>
+#include <optional>
 #include <random>
 
 #include "core/mixed_precision/milp_solver.h"
@@ -82,6 +84,82 @@ TEST(Refinement, NeverViolatesBudgetsNorLowersBits) {
     if (problem.nodes[1].fixed_candidate.has_value()) {
       EXPECT_EQ(refined[1], 0) << "trial " << trial;
     }
+  }
+}
+
+// Direct transcription of MCT's greedy_solution_refinement_procedure with a
+// full recomputation of every figure per move: the oracle for the
+// incremental implementation.
+std::vector<int> ReferenceRefinement(const BitAllocationProblem& problem,
+                                     std::vector<int> solution) {
+  auto restricted = [&](ResourceTarget t) {
+    const ResourceModel* m = FindResource(problem, t);
+    return m != nullptr && m->budget.has_value();
+  };
+  if (restricted(ResourceTarget::kBops)) return solution;
+  const bool w = restricted(ResourceTarget::kWeights);
+  const bool a = restricted(ResourceTarget::kActivation);
+  auto figure = [&](ResourceTarget t, const std::vector<int>& config) {
+    const ResourceModel* m = FindResource(problem, t);
+    return m == nullptr ? 0.0 : ResourceValue(*m, config);
+  };
+  auto key = [&](const std::vector<int>& config) {
+    return std::array<double, 3>{figure(ResourceTarget::kTotal, config),
+                                 figure(ResourceTarget::kWeights, config),
+                                 figure(ResourceTarget::kActivation, config)};
+  };
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    std::optional<std::array<double, 3>> best;
+    int best_i = -1, best_j = -1;
+    for (size_t i = 0; i < solution.size(); ++i) {
+      const ConfigurableNode& node = problem.nodes[i];
+      if (node.fixed_candidate.has_value()) continue;
+      const BitCandidate cur = node.candidates[solution[i]];
+      for (size_t j = 0; j < node.candidates.size(); ++j) {
+        const BitCandidate c = node.candidates[j];
+        bool valid;
+        if (w && !a) {
+          valid = c.activation_bits == cur.activation_bits &&
+                  c.weights_bits > cur.weights_bits;
+        } else if (a && !w) {
+          valid = c.weights_bits == cur.weights_bits &&
+                  c.activation_bits > cur.activation_bits;
+        } else {
+          valid = c.weights_bits >= cur.weights_bits &&
+                  c.activation_bits >= cur.activation_bits &&
+                  (c.weights_bits != cur.weights_bits ||
+                   c.activation_bits != cur.activation_bits);
+        }
+        if (!valid) continue;
+        std::vector<int> next = solution;
+        next[i] = static_cast<int>(j);
+        if (!SatisfiesBudgets(problem, next)) continue;
+        if (!best.has_value() || key(next) < *best) {
+          best = key(next);
+          best_i = static_cast<int>(i);
+          best_j = static_cast<int>(j);
+        }
+      }
+    }
+    if (best_i >= 0) {
+      solution[best_i] = best_j;
+      changed = true;
+    }
+  }
+  return solution;
+}
+
+TEST(Refinement, MatchesReferenceProcedureOnRandomInstances) {
+  std::mt19937 rng(4242);
+  for (int trial = 0; trial < 300; ++trial) {
+    BitAllocationProblem problem = testing::RandomProblem(rng);
+    auto solved = SolveBitAllocation(problem);
+    if (!solved.ok()) continue;
+    EXPECT_EQ(RefineBitAllocation(problem, solved->candidate),
+              ReferenceRefinement(problem, solved->candidate))
+        << "trial " << trial;
   }
 }
 
