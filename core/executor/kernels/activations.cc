@@ -254,6 +254,35 @@ void RegisterActivations(KernelRegistry& r) {
                  return absl::OkStatus();
                });
              });
+  // y = x < -lambd ? x + bias : (x > lambd ? x - bias : 0)
+  RegisterFloatUnary(r, "Shrink", [](const KernelInfo& info) {
+    const float lambd = info.node.GetFloat("lambd", 0.5f);
+    const float bias = info.node.GetFloat("bias", 0.0f);
+    return [lambd, bias]<typename T>(T v) {
+      const T l = static_cast<T>(lambd), b = static_cast<T>(bias);
+      return v < -l ? v + b : (v > l ? v - b : T(0));
+    };
+  });
+  r.Register(
+      "IsInf",
+      [](const KernelInfo& info) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+        const bool neg = info.node.GetInt("detect_negative", 1) != 0;
+        const bool pos = info.node.GetInt("detect_positive", 1) != 0;
+        return MakeKernel([neg, pos](KernelContext& ctx) -> absl::Status {
+          const Tensor& x = *ctx.input(0);
+          return DispatchFloat(
+              x.dtype(), [&]<typename T>(Tag<T>) -> absl::Status {
+                ASSIGN_OR_RETURN(Tensor * y,
+                                 ctx.Allocate(0, DType::kBool, x.shape()));
+                UnaryLoop(ctx.pool(), x.data<T>(), y->mutable_data<bool>(),
+                          x.num_elements(), [neg, pos](T v) {
+                            return std::isinf(v) &&
+                                   ((v > 0 && pos) || (v < 0 && neg));
+                          });
+                return absl::OkStatus();
+              });
+        });
+      });
   // IsNaN / IsInf: bool masks.
   r.Register(
       "IsNaN",

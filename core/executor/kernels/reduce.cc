@@ -1,6 +1,7 @@
 // Reduce{Sum,Mean,Max,Min,Prod,L1,L2,LogSum,LogSumExp,SumSquare} over axes
 // (attribute, or input since opset 13 for ReduceSum and 18 for the others);
 // keepdims, noop_with_empty_axes. ArgMax/ArgMin along one axis.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -240,6 +241,114 @@ void RegisterReduce(KernelRegistry& r) {
 void RegisterArgMinMax(KernelRegistry& r) {
   RegisterArg(r, "ArgMax", true);
   RegisterArg(r, "ArgMin", false);
+  // CumSum: y[i] = sum of x[j] for j <= i along axis (j < i when exclusive;
+  // from the end when reverse).
+  r.Register(
+      "CumSum",
+      [](const KernelInfo& info) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+        const bool exclusive = info.node.GetInt("exclusive", 0) != 0;
+        const bool reverse = info.node.GetInt("reverse", 0) != 0;
+        return MakeKernel([=](KernelContext& ctx) -> absl::Status {
+          const Tensor& x = *ctx.input(0);
+          if (ctx.input(1) == nullptr)
+            return ctx.Error("axis input is required");
+          ASSIGN_OR_RETURN(double axis_v, ReadScalar(*ctx.input(1), "axis"));
+          ASSIGN_OR_RETURN(
+              int64_t axis,
+              NormalizeAxis(static_cast<int64_t>(axis_v), x.rank()));
+          int64_t outer = 1, inner = 1;
+          const int64_t n = x.dim(axis);
+          for (int64_t d = 0; d < axis; ++d) outer *= x.dim(d);
+          for (int64_t d = axis + 1; d < x.rank(); ++d) inner *= x.dim(d);
+          return DispatchNumeric(
+              x.dtype(), [&]<typename T>(Tag<T>) -> absl::Status {
+                ASSIGN_OR_RETURN(Tensor * y,
+                                 ctx.Allocate(0, x.dtype(), x.shape()));
+                const T* in = x.data<T>();
+                T* out = y->mutable_data<T>();
+                for (int64_t o = 0; o < outer; ++o) {
+                  for (int64_t i = 0; i < inner; ++i) {
+                    T acc = 0;
+                    for (int64_t s = 0; s < n; ++s) {
+                      const int64_t k = reverse ? n - 1 - s : s;
+                      const int64_t off = (o * n + k) * inner + i;
+                      if (exclusive) {
+                        out[off] = acc;
+                        acc += in[off];
+                      } else {
+                        acc += in[off];
+                        out[off] = acc;
+                      }
+                    }
+                  }
+                }
+                return absl::OkStatus();
+              });
+        });
+      });
+  // TopK: the k largest (or smallest) values along axis and their indices;
+  // ties keep the lower index first.
+  r.Register(
+      "TopK",
+      [](const KernelInfo& info) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+        const int64_t axis_attr = info.node.GetInt("axis", -1);
+        const bool largest = info.node.GetInt("largest", 1) != 0;
+        const bool k_attr = info.opset < 10;
+        const int64_t k_value = info.node.GetInt("k", 0);
+        return MakeKernel([=](KernelContext& ctx) -> absl::Status {
+          const Tensor& x = *ctx.input(0);
+          ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(axis_attr, x.rank()));
+          int64_t k = k_value;
+          if (!k_attr) {
+            if (ctx.input(1) == nullptr)
+              return ctx.Error("K input is required");
+            ASSIGN_OR_RETURN(auto kv, ReadInts(*ctx.input(1), "K"));
+            if (kv.size() != 1) return ctx.Error("K must have one value");
+            k = kv[0];
+          }
+          const int64_t n = x.dim(axis);
+          if (k < 0 || k > n)
+            return ctx.Error(absl::StrCat("K ", k, " out of range"));
+          int64_t outer = 1, inner = 1;
+          for (int64_t d = 0; d < axis; ++d) outer *= x.dim(d);
+          for (int64_t d = axis + 1; d < x.rank(); ++d) inner *= x.dim(d);
+          std::vector<int64_t> shape = x.shape();
+          shape[axis] = k;
+          return DispatchNumeric(
+              x.dtype(), [&]<typename T>(Tag<T>) -> absl::Status {
+                ASSIGN_OR_RETURN(Tensor * v, ctx.Allocate(0, x.dtype(), shape));
+                ASSIGN_OR_RETURN(Tensor * ix,
+                                 ctx.Allocate(1, DType::kInt64, shape));
+                const T* in = x.data<T>();
+                std::vector<int64_t> order(n);
+                for (int64_t o = 0; o < outer; ++o) {
+                  for (int64_t i = 0; i < inner; ++i) {
+                    const T* p = in + o * n * inner + i;
+                    for (int64_t j = 0; j < n; ++j) order[j] = j;
+                    // NaN ranks above every number, so the order stays
+                    // strict-weak.
+                    auto key = [](T v) -> double {
+                      const double d = static_cast<double>(v);
+                      return d != d ? std::numeric_limits<double>::infinity()
+                                    : d;
+                    };
+                    std::stable_sort(order.begin(), order.end(),
+                                     [&](int64_t a, int64_t b) {
+                                       const double ka = key(p[a * inner]),
+                                                    kb = key(p[b * inner]);
+                                       return largest ? ka > kb : ka < kb;
+                                     });
+                    for (int64_t j = 0; j < k; ++j) {
+                      const int64_t off = (o * k + j) * inner + i;
+                      v->mutable_data<T>()[off] = p[order[j] * inner];
+                      ix->mutable_data<int64_t>()[off] = order[j];
+                    }
+                  }
+                }
+                return absl::OkStatus();
+              });
+        });
+      });
 }
 
 }  // namespace quantd::exec
