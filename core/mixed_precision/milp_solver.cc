@@ -1,19 +1,30 @@
 #include "core/mixed_precision/milp_solver.h"
 
 #include <cmath>
+#include <exception>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "coin/CbcModel.hpp"
+#include "coin/CoinError.hpp"
 #include "coin/CoinPackedMatrix.hpp"
 #include "coin/OsiClpSolverInterface.hpp"
 #include "core/util/status_macros.h"
 
 namespace quantd::mixed_precision {
 namespace {
+
+// Byte and bit-op counts are integers: print them whole, not as 1.23457e+06.
+std::string FormatFigure(double value) {
+  if (std::abs(value) < 1e15 && value == std::floor(value)) {
+    return absl::StrFormat("%.0f", value);
+  }
+  return absl::StrFormat("%.6g", value);
+}
 
 // FAILED_PRECONDITION listing every restricted target whose minimum figure
 // exceeds the budget, or OK.
@@ -25,8 +36,9 @@ absl::Status CheckFeasible(const BitAllocationProblem& problem,
     const double smallest = ResourceValue(model, min_config);
     if (!WithinBudget(smallest, *model.budget)) {
       violations.push_back(absl::StrCat(ResourceTargetName(model.target),
-                                        ": smallest achievable ", smallest,
-                                        " > requested ", *model.budget));
+                                        ": smallest achievable ",
+                                        FormatFigure(smallest), " > requested ",
+                                        FormatFigure(*model.budget)));
     }
   }
   if (violations.empty()) return absl::OkStatus();
@@ -36,10 +48,8 @@ absl::Status CheckFeasible(const BitAllocationProblem& problem,
       absl::StrJoin(violations, "; "), ")"));
 }
 
-}  // namespace
-
-absl::StatusOr<BitAllocation> SolveBitAllocation(
-    const BitAllocationProblem& problem, const MilpOptions& options) {
+absl::StatusOr<BitAllocation> SolveWithCbc(const BitAllocationProblem& problem,
+                                           const MilpOptions& options) {
   RETURN_IF_ERROR(ValidateProblem(problem));
   if (!(options.time_limit_seconds > 0)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -171,6 +181,21 @@ absl::StatusOr<BitAllocation> SolveBitAllocation(
   allocation.objective = Objective(problem, allocation.candidate);
   allocation.proven_optimal = cbc.isProvenOptimal();
   return allocation;
+}
+
+}  // namespace
+
+absl::StatusOr<BitAllocation> SolveBitAllocation(
+    const BitAllocationProblem& problem, const MilpOptions& options) {
+  // COIN-OR reports failures with C++ exceptions; they stop here.
+  try {
+    return SolveWithCbc(problem, options);
+  } catch (const CoinError& e) {
+    return absl::InternalError(absl::StrCat(
+        "CBC: ", e.className(), "::", e.methodName(), ": ", e.message()));
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("CBC: ", e.what()));
+  }
 }
 
 }  // namespace quantd::mixed_precision

@@ -115,6 +115,16 @@ TEST(MilpSolver, OverrideIsRespectedEvenWhenCostly) {
   EXPECT_DOUBLE_EQ(result->objective, 10.0);
 }
 
+TEST(MilpSolver, InfeasibleMessagePrintsLargeByteCountsWhole) {
+  // Base 1234567 bytes against a budget one byte smaller.
+  BitAllocationProblem problem = TwoNodeWeightsProblem(1234566);
+  problem.resources[0].base = {1234567};
+  auto result = SolveBitAllocation(problem);
+  EXPECT_THAT(
+      result.status().message(),
+      HasSubstr("weights: smallest achievable 1234567 > requested 1234566"));
+}
+
 TEST(MilpSolver, RejectsMalformedProblem) {
   BitAllocationProblem problem = TwoNodeWeightsProblem(150);
   problem.resources[0].delta[0][1].pop_back();
