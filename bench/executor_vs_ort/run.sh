@@ -20,7 +20,11 @@ ORT_OPT="${ORT_OPT:-all}"
 MODELS=("$@")
 ((${#MODELS[@]})) || MODELS=(ppocr_det ppocr_cls oww_embedding)
 
-cmake --build "$BUILD_DIR" --target quantd_timing -j 2 >/dev/null
+if ! cmake --build "$BUILD_DIR" --target quantd_timing -j 2 >"${TMPDIR:-/tmp}/executor_vs_ort_build.log" 2>&1; then
+  grep -E "error|FAILED" "${TMPDIR:-/tmp}/executor_vs_ort_build.log" | head -n 20 >&2
+  echo "run.sh: building quantd_timing in $BUILD_DIR failed" >&2
+  exit 1
+fi
 CACHE="$("$ROOT/scripts/fetch_models.sh" | tail -n 1)"
 "$ROOT/scripts/install_ort.sh" >/dev/null
 TIMING="$BUILD_DIR/bench/executor_vs_ort/quantd_timing"
