@@ -120,13 +120,16 @@ function readNpy(file) {
   return {type: t.type, dims: h.shape, data};
 }
 
-// Writes a v1 (or v2 when the header is long) little-endian C-order .npy.
+// Writes a v1 (or v2 when the header is long) little-endian C-order .npy,
+// byte-for-byte what numpy.save writes.
 function writeNpy(file, type, dims, data) {
   const kind = ORT_TO_DESCR[type];
   if (!kind) throw new Error(`${file}: cannot write tensor type '${type}' as .npy`);
   const descr = (kind[1] === '1' ? '|' : '<') + kind;
   const shapeText = dims.length === 1 ? `(${dims[0]},)` : `(${dims.join(', ')})`;
   let header = `{'descr': '${descr}', 'fortran_order': False, 'shape': ${shapeText}, }`;
+  // numpy.save leaves room for the first dimension to grow in place.
+  if (dims.length) header += ' '.repeat(Math.max(0, 21 - String(dims[0]).length));
   let major = 1;
   let prefix = 10;
   if (header.length + 1 + prefix > 65535) {
