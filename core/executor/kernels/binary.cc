@@ -11,6 +11,22 @@ namespace {
 
 enum class Out { kSame, kBool };
 
+// Integer arithmetic wraps (two's complement) as in ONNX Runtime instead of
+// being undefined on overflow; INT_MIN / -1 (a hardware trap) wraps too.
+template <typename T>
+constexpr bool kWideSigned = std::is_integral_v<T>&& std::is_signed_v<T> &&
+                             sizeof(T) >= 4;
+
+template <typename T, typename Op>
+T Wrapped(T x, T y, Op op) {
+  if constexpr (kWideSigned<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(op(static_cast<U>(x), static_cast<U>(y)));
+  } else {
+    return static_cast<T>(op(x, y));
+  }
+}
+
 // Before opset 7 broadcasting was opt-in (broadcast=1) and B aligned at
 // `axis` of A (suffix when axis is absent).
 struct LegacyBroadcast {
@@ -113,15 +129,21 @@ absl::Status CheckIntDivisor(const KernelContext& ctx) {
 void RegisterBinary(KernelRegistry& r) {
   // C = A + B
   RegisterBinary(r, "Add", Out::kSame, false, true, [](const KernelInfo&) {
-    return []<typename T>(T x, T y) { return static_cast<T>(x + y); };
+    return []<typename T>(T x, T y) {
+      return Wrapped(x, y, [](auto a, auto b) { return a + b; });
+    };
   });
   // C = A - B
   RegisterBinary(r, "Sub", Out::kSame, false, true, [](const KernelInfo&) {
-    return []<typename T>(T x, T y) { return static_cast<T>(x - y); };
+    return []<typename T>(T x, T y) {
+      return Wrapped(x, y, [](auto a, auto b) { return a - b; });
+    };
   });
   // C = A * B
   RegisterBinary(r, "Mul", Out::kSame, false, true, [](const KernelInfo&) {
-    return []<typename T>(T x, T y) { return static_cast<T>(x * y); };
+    return []<typename T>(T x, T y) {
+      return Wrapped(x, y, [](auto a, auto b) { return a * b; });
+    };
   });
   // C = A / B (integers truncate toward zero)
   r.Register(
@@ -131,8 +153,15 @@ void RegisterBinary(KernelRegistry& r) {
         return MakeKernel([lb](KernelContext& ctx) -> absl::Status {
           RETURN_IF_ERROR(CheckIntDivisor(ctx));
           return RunBinary(
-              ctx, lb, Out::kSame, false, true,
-              []<typename T>(T x, T y) { return static_cast<T>(x / y); });
+              ctx, lb, Out::kSame, false, true, []<typename T>(T x, T y) {
+                if constexpr (kWideSigned<T>) {
+                  if (y == T(-1)) {
+                    return Wrapped(T(0), x,
+                                   [](auto a, auto b) { return a - b; });
+                  }
+                }
+                return static_cast<T>(x / y);
+              });
         });
       });
   // fmod=0: result takes the divisor's sign (integers); fmod=1: C fmod.
@@ -150,6 +179,9 @@ void RegisterBinary(KernelRegistry& r) {
                                if (m != T(0) && ((m < 0) != (y < 0))) m += y;
                                return m;
                              } else {
+                               if constexpr (kWideSigned<T>) {
+                                 if (y == T(-1)) return T(0);
+                               }
                                T m = static_cast<T>(x % y);
                                if (!fmod && m != 0 && ((m < 0) != (y < 0))) {
                                  m = static_cast<T>(m + y);

@@ -325,3 +325,27 @@ TEST(MatMulKernelTest, BroadcastsBatchAndPromotesVectors) {
 
 }  // namespace
 }  // namespace quantd
+
+namespace quantd {
+namespace {
+
+TEST(BinaryKernelTest, IntegerOverflowWrapsInsteadOfTrapping) {
+  // INT64_MIN / -1 traps on x86 if computed directly; ONNX Runtime wraps
+  // it to INT64_MIN. INT64_MAX + 1 wraps to INT64_MIN as well.
+  const int64_t min = std::numeric_limits<int64_t>::min();
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  absl::StatusOr<Tensor> d = testing::RunOp(
+      "Div", {testing::I64({min, 7}, {2}), testing::I64({-1, -2}, {2})}, {});
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_THAT(d->span<int64_t>(), ::testing::ElementsAre(min, -3));
+  absl::StatusOr<Tensor> a = testing::RunOp(
+      "Add", {testing::I64({max}, {1}), testing::I64({1}, {1})}, {});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_THAT(a->span<int64_t>(), ::testing::ElementsAre(min));
+  absl::StatusOr<Tensor> z = testing::RunOp(
+      "Div", {testing::I64({1}, {1}), testing::I64({0}, {1})}, {});
+  EXPECT_TRUE(absl::IsInvalidArgument(z.status())) << z.status();
+}
+
+}  // namespace
+}  // namespace quantd
