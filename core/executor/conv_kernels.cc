@@ -173,6 +173,26 @@ void Im2Col(const ConvShape& s, const float* x, int64_t channels, int64_t p0,
 void Col2Im(const ConvShape& s, const float* col, int64_t channels, float* x) {
   const WindowGeometry& g = s.geo;
   const int r = g.rank();
+  if (r == 2 && g.pad_begin[0] == 0 && g.pad_begin[1] == 0) {
+    // Every tap lands inside the un-padded image: a strided scatter-add.
+    const int64_t KH = g.kernel[0], KW = g.kernel[1];
+    const int64_t OH = g.out[0], OW = g.out[1], W = g.in[1];
+    const float* src = col;
+    for (int64_t c = 0; c < channels; ++c) {
+      float* xc = x + c * s.in_size;
+      for (int64_t kh = 0; kh < KH; ++kh) {
+        for (int64_t kw = 0; kw < KW; ++kw, src += s.out_size) {
+          for (int64_t oh = 0; oh < OH; ++oh) {
+            float* row = xc + (oh * g.stride[0] + kh * g.dilation[0]) * W +
+                         kw * g.dilation[1];
+            const float* sr = src + oh * OW;
+            for (int64_t ow = 0; ow < OW; ++ow) row[ow * g.stride[1]] += sr[ow];
+          }
+        }
+      }
+    }
+    return;
+  }
   std::vector<int64_t> k(r), o(r);
   int64_t row = 0;
   for (int64_t c = 0; c < channels; ++c) {
