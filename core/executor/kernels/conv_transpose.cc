@@ -139,6 +139,23 @@ absl::Status ComputeConvTranspose(KernelContext& ctx,
         float* yc = yp + (n * M + oc) * out_size;
         const float* fc = full.data() + m * s.in_size;
         const float bv = b ? b->data<float>()[oc] : 0.0f;
+        if (r == 2) {
+          const int64_t FH = s.geo.in[0], FW = s.geo.in[1];
+          for (int64_t oh = 0; oh < out[0]; ++oh) {
+            float* yr = yc + oh * out[1];
+            const int64_t fh = oh + begin[0];
+            if (fh < 0 || fh >= FH) {
+              std::fill_n(yr, out[1], bv);
+              continue;
+            }
+            const float* fr = fc + fh * FW;
+            for (int64_t ow = 0; ow < out[1]; ++ow) {
+              const int64_t fw = ow + begin[1];
+              yr[ow] = (fw >= 0 && fw < FW ? fr[fw] : 0.0f) + bv;
+            }
+          }
+          continue;
+        }
         for (int64_t p = 0; p < out_size; ++p) {
           int64_t rem = p, off = 0;
           bool inside = true;
