@@ -121,17 +121,16 @@ class KernelRegistry {
 void ParallelFor(ThreadPool* pool, int64_t n, int64_t grain,
                  const std::function<void(int64_t, int64_t)>& fn);
 
-// Registration hooks, one per kernel file (called by kernel_registry.cc).
-#define QUANTD_KERNEL_FILES(X)                                               \
-  X(Activations)                                                             \
-  X(Binary)                                                                  \
-  X(Variadic)                                                                \
-  X(Where)                                                                   \
-  X(Clip) X(Conv) X(ConvTranspose) X(Gemm) X(MatMul) X(BatchNorm) X(Softmax) \
-      X(Pool) X(GlobalPool) X(Resize) X(Concat) X(Split) X(Slice) X(Pad)     \
-          X(ShapeOps) X(Transpose) X(Expand) X(Tile) X(Gather) X(Cast)       \
-              X(Constant) X(Range) X(Reduce) X(ArgMinMax) X(Normalization)   \
-                  X(DepthSpace) X(If) X(Rnn) X(Quantize) X(Einsum)
+// Registration hooks, one per kernel file (called by kernel.cc).
+// clang-format off
+#define QUANTD_KERNEL_FILES(X)                                       \
+  X(Activations) X(Binary) X(Variadic) X(Where) X(Clip) X(Conv)     \
+  X(ConvTranspose) X(Gemm) X(MatMul) X(BatchNorm) X(Softmax)        \
+  X(Pool) X(GlobalPool) X(Resize) X(Concat) X(Split) X(Slice)       \
+  X(Pad) X(ShapeOps) X(Transpose) X(Expand) X(Tile) X(Gather)       \
+  X(Cast) X(Constant) X(Range) X(Reduce) X(ArgMinMax)               \
+  X(Normalization) X(DepthSpace) X(If) X(Rnn) X(Quantize) X(Einsum)
+// clang-format on
 #define QUANTD_DECLARE_REGISTER(name) void Register##name(KernelRegistry& r);
 QUANTD_KERNEL_FILES(QUANTD_DECLARE_REGISTER)
 #undef QUANTD_DECLARE_REGISTER
