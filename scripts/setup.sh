@@ -11,8 +11,13 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libonnx-dev libonnx-testdata coinor-libcbc-dev
   python3 python3-grpcio python3-protobuf python3-numpy python3-onnx
-  nlohmann-json3-dev nodejs npm yamllint python3-yaml shellcheck openssl
+  nlohmann-json3-dev yamllint python3-yaml shellcheck openssl
 )
+# Node.js + npm run ONNX Runtime (npm's onnxruntime-node) for the oracle tests.
+# Some images ship a Node.js whose package already contains npm (and conflicts
+# with Debian's npm): only ask apt for them when they are absent.
+command -v node >/dev/null 2>&1 || PACKAGES+=(nodejs)
+command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
