@@ -1,6 +1,6 @@
 # Small house macros in the spirit of absl_cc_library / absl_cc_test.
 
-set(QUANTD_SOURCE_ROOT ${CMAKE_CURRENT_LIST_DIR}/..)
+get_filename_component(QUANTD_SOURCE_ROOT ${CMAKE_CURRENT_LIST_DIR}/.. ABSOLUTE)
 
 function(quantd_warnings target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter
@@ -34,9 +34,11 @@ function(quantd_cc_test)
   if(NOT Q_TIMEOUT)
     set(Q_TIMEOUT 300)
   endif()
+  # gtest_discover_tests splits list-valued properties, so the environment
+  # carries one variable; tests find the build tree from their own path.
   gtest_discover_tests(${Q_NAME}
     PROPERTIES TIMEOUT ${Q_TIMEOUT} LABELS "${Q_LABELS}"
-               ENVIRONMENT "QUANTD_SOURCE_DIR=${QUANTD_SOURCE_ROOT};QUANTD_BINARY_DIR=${CMAKE_BINARY_DIR}"
+               ENVIRONMENT "QUANTD_SOURCE_DIR=${QUANTD_SOURCE_ROOT}"
     DISCOVERY_TIMEOUT 60)
 endfunction()
 
