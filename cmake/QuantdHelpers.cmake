@@ -25,19 +25,26 @@ function(quantd_cc_library)
   endif()
 endfunction()
 
-# quantd_cc_test(NAME tpc_validation_test SRCS t.cc DEPS lib [LABELS core] [TIMEOUT 120])
+# quantd_cc_test(NAME tpc_validation_test SRCS t.cc DEPS lib [LABELS core]
+#                [TIMEOUT 120] [FIXTURE e2e_models])
 function(quantd_cc_test)
-  cmake_parse_arguments(Q "" "NAME;TIMEOUT" "SRCS;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(Q "" "NAME;TIMEOUT;FIXTURE" "SRCS;DEPS;LABELS" ${ARGN})
   add_executable(${Q_NAME} ${Q_SRCS})
   target_link_libraries(${Q_NAME} PRIVATE ${Q_DEPS} GTest::gmock GTest::gtest_main)
   quantd_warnings(${Q_NAME})
   if(NOT Q_TIMEOUT)
     set(Q_TIMEOUT 300)
   endif()
-  # gtest_discover_tests splits list-valued properties, so the environment
-  # carries one variable; tests find the build tree from their own path.
+  # FIXTURE: one ctest fixture the test needs (e.g. e2e_models: real models
+  # and ONNX Runtime installed by scripts/fetch_models.sh).
+  set(fixture_props)
+  if(Q_FIXTURE)
+    set(fixture_props FIXTURES_REQUIRED ${Q_FIXTURE})
+  endif()
+  # gtest_discover_tests splits list-valued properties: one value each, so
+  # the environment carries one variable.
   gtest_discover_tests(${Q_NAME}
-    PROPERTIES TIMEOUT ${Q_TIMEOUT} LABELS "${Q_LABELS}"
+    PROPERTIES TIMEOUT ${Q_TIMEOUT} LABELS "${Q_LABELS}" ${fixture_props}
                ENVIRONMENT "QUANTD_SOURCE_DIR=${QUANTD_SOURCE_ROOT}"
     DISCOVERY_TIMEOUT 60)
 endfunction()

@@ -39,10 +39,10 @@ std::string Env(const char* name, const std::string& fallback) {
   return v != nullptr && *v ? v : fallback;
 }
 
-std::string SourceDir() { return Env("QUANTD_SOURCE_DIR", "."); }
-std::string CacheDir() {
-  return Env("QUANTD_CACHE_DIR", SourceDir() + "/.cache");
+std::string SourceDir() {
+  return Env("QUANTD_SOURCE_DIR", QUANTD_PTQ_SOURCE_DIR);
 }
+std::string CacheDir() { return Env("QUANTD_CACHE_DIR", QUANTD_PTQ_CACHE_DIR); }
 
 struct Loaded {
   std::string bytes;
@@ -66,7 +66,7 @@ bool Load(const std::string& name, Loaded* out) {
       ReadSampleSet(cache + "/samples/" + name + "/heldout", out->inputs);
   if (!calib.ok() || !held.ok()) return false;
   auto ort = ReadSampleSet(
-      Env("QUANTD_E2E_ORT_OUT", "build/e2e/ort") + "/" + name, out->outputs);
+      Env("QUANTD_E2E_ORT_OUT", QUANTD_PTQ_ORT_DIR) + "/" + name, out->outputs);
   if (!ort.ok()) return false;
   out->bytes = *std::move(bytes);
   out->calib = *std::move(calib);
