@@ -194,11 +194,14 @@ TEST_F(JobsTest, DeadlineCancelsTheJob) {
   StartServer({"--workers=1"});
   if (HasFatalFailure() || IsSkipped()) return;
   std::string job_id;
-  auto result = client_->Quantize(LongJob("hurry"),
-                                  [&](const v1::JobEvent& e) {
-                                    if (e.has_accepted()) job_id = e.job_id();
-                                  },
-                                  {.deadline = absl::Now() + absl::Seconds(2)});
+  auto result =
+      client_->Quantize(LongJob("hurry"),
+                        [&](const v1::JobEvent& e) {
+                          if (e.has_accepted()) job_id = e.job_id();
+                        },
+                        // LongJob runs ~2 s on an idle machine (longer
+                        // under load): the deadline fires mid-job.
+                        {.deadline = absl::Now() + absl::Milliseconds(400)});
   EXPECT_EQ(result.status().code(), absl::StatusCode::kDeadlineExceeded);
   ASSERT_FALSE(job_id.empty());
   auto finished = server_->WaitForLog(
