@@ -1,6 +1,7 @@
 #include "clients/quantctl/command.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace quantd::quantctl {
 namespace {
@@ -21,5 +22,19 @@ bool RegisterCommand(Command command) {
 }
 
 const std::vector<Command>& Commands() { return Registry(); }
+
+int UsageError(const std::string& command, const std::string& usage,
+               const std::string& message) {
+  std::fprintf(stderr, "quantctl %s: %s\nusage: quantctl %s\n", command.c_str(),
+               message.c_str(), usage.c_str());
+  return 2;
+}
+
+bool TakeFlagValue(const std::vector<std::string>& args, size_t* i,
+                   std::string* value) {
+  if (*i + 1 >= args.size()) return false;
+  *value = args[++*i];
+  return true;
+}
 
 }  // namespace quantd::quantctl

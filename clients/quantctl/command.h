@@ -21,6 +21,16 @@ struct Command {
   CommandFn run;
 };
 
+// Prints "quantctl <command>: <message>" and the usage line to stderr and
+// returns 2, the exit code for a usage error.
+int UsageError(const std::string& command, const std::string& usage,
+               const std::string& message);
+
+// For "--flag VALUE" at args[*i]: stores the value, advances *i past it and
+// returns true; false when the flag is the last argument.
+bool TakeFlagValue(const std::vector<std::string>& args, size_t* i,
+                   std::string* value);
+
 // Returns true so it can initialise a namespace-scope constant.
 bool RegisterCommand(Command command);
 const std::vector<Command>& Commands();

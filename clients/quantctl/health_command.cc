@@ -27,9 +27,7 @@ int RunHealth(const std::vector<std::string>& args) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     const auto value = [&](std::string* out) {
-      if (i + 1 >= args.size()) return false;
-      *out = args[++i];
-      return true;
+      return TakeFlagValue(args, &i, out);
     };
     std::string text;
     bool ok = true;

@@ -42,20 +42,14 @@ struct InferArgs {
 };
 
 int UsageError(const std::string& message) {
-  std::fprintf(stderr, "quantctl infer: %s\nusage: quantctl %s\n",
-               message.c_str(), kUsage);
-  return 2;
+  return quantctl::UsageError("infer", kUsage, message);
 }
 
 // Returns 0 when parsed, else the exit code.
 int ParseArgs(const std::vector<std::string>& args, InferArgs* out) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    auto value = [&](std::string* dst) {
-      if (i + 1 >= args.size()) return false;
-      *dst = args[++i];
-      return true;
-    };
+    auto value = [&](std::string* dst) { return TakeFlagValue(args, &i, dst); };
     std::string v;
     if (a == "--inputs") {
       if (!value(&out->inputs)) return UsageError("--inputs needs a folder");

@@ -53,19 +53,13 @@ struct Args {
 };
 
 int UsageError(const std::string& message) {
-  std::fprintf(stderr, "quantctl quantize: %s\nusage: quantctl %s\n",
-               message.c_str(), kUsage);
-  return 2;
+  return quantctl::UsageError("quantize", kUsage, message);
 }
 
 int ParseArgs(const std::vector<std::string>& args, Args* out) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    auto value = [&](std::string* dst) {
-      if (i + 1 >= args.size()) return false;
-      *dst = args[++i];
-      return true;
-    };
+    auto value = [&](std::string* dst) { return TakeFlagValue(args, &i, dst); };
     std::string v;
     if (a == "--tpc") {
       if (!value(&out->tpc)) return UsageError("--tpc needs a value");
