@@ -2,7 +2,11 @@
 // times ONNX Runtime, so run.sh can divide one by the other:
 //
 //   quantd_timing MODEL.onnx --inputs DIR [--threads N] [--warmup N]
-//                 [--repeat N]
+//                 [--repeat N] [--profile]
+//
+// --profile: one more untimed pass over the samples with an observer that
+// charges the time between consecutive node outputs to the node's op type;
+// the table (op type, ms per sample, share, node count) goes to stderr.
 //
 // Per sample: `warmup` untimed runs, then `repeat` timed runs, median kept.
 // Prints one JSON object: {"threads":N,"samples":S,"mean_of_median_ms":X}.
@@ -12,8 +16,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/executor/executor.h"
@@ -29,9 +36,49 @@ int Fail(const std::string& message) {
   return 1;
 }
 
+// Per-op-type time: the gap between one node's outputs and the previous
+// node's is that node's run time (the observer is the only work in between).
+void Profile(const Executor& executor,
+             const std::vector<std::map<std::string, Tensor>>& samples) {
+  using Clock = std::chrono::steady_clock;
+  std::map<std::string, double> ms;
+  std::map<std::string, std::set<std::string>> nodes;
+  Clock::time_point last;
+  const TensorObserver observer = [&](const Node& node, int output,
+                                      const Tensor&) {
+    const Clock::time_point now = Clock::now();
+    if (output == 0) {
+      ms[node.op_type] +=
+          std::chrono::duration<double, std::milli>(now - last).count();
+      nodes[node.op_type].insert(node.name);
+    }
+    last = Clock::now();
+  };
+  RunOptions options;
+  options.observer = &observer;
+  for (const auto& feeds : samples) {
+    last = Clock::now();
+    if (!executor.Run(feeds, options).ok()) return;
+  }
+  std::vector<std::pair<double, std::string>> rows;
+  double total = 0;
+  for (const auto& [op, t] : ms) {
+    rows.emplace_back(t, op);
+    total += t;
+  }
+  std::sort(rows.rbegin(), rows.rend());
+  std::fprintf(stderr, "%-24s %12s %7s %6s\n", "op type", "ms/sample", "share",
+               "nodes");
+  for (const auto& [t, op] : rows) {
+    std::fprintf(stderr, "%-24s %12.3f %6.1f%% %6zu\n", op.c_str(),
+                 t / samples.size(), 100.0 * t / total, nodes[op].size());
+  }
+}
+
 int Main(int argc, char** argv) {
   std::string model_path, inputs;
   int threads = 1, warmup = 1, repeat = 5;
+  bool profile = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool has_value = i + 1 < argc;
@@ -43,12 +90,14 @@ int Main(int argc, char** argv) {
       warmup = std::max(0, std::atoi(argv[++i]));
     } else if (a == "--repeat" && has_value) {
       repeat = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--profile") {
+      profile = true;
     } else if (a[0] != '-' && model_path.empty()) {
       model_path = a;
     } else {
       return Fail(
           "usage: quantd_timing MODEL.onnx --inputs DIR [--threads N] "
-          "[--warmup N] [--repeat N]");
+          "[--warmup N] [--repeat N] [--profile]");
     }
   }
   auto model = ImportOnnxFile(model_path);
@@ -78,6 +127,7 @@ int Main(int argc, char** argv) {
     const size_t m = runs.size() / 2;
     sum += runs.size() % 2 ? runs[m] : (runs[m - 1] + runs[m]) / 2;
   }
+  if (profile) Profile(**executor, samples->samples);
   std::printf(
       "{\"threads\": %d, \"samples\": %zu, \"mean_of_median_ms\": %.6f}\n",
       threads, samples->size(), sum / samples->size());

@@ -118,6 +118,53 @@ void Im2ColGeneric(const ConvShape& s, const float* x, int64_t channels,
   }
 }
 
+// yr[ow] += sum_k w[k] * xr[ow * SW - PW + k * DW] over the taps inside
+// [0, W), for a compile-time kernel width: interior columns (every tap
+// inside) accumulate all taps in registers and vectorise over ow; the few
+// edge columns check each tap. Per element, taps are added in k order, as in
+// the generic loop, so the result does not depend on which path ran.
+template <int KW>
+void DepthwiseRow(const float* xr, const float* w, int64_t W, int64_t OW,
+                  int64_t SW, int64_t DW, int64_t PW, float* yr) {
+  int64_t lo = (PW + SW - 1) / SW;
+  const int64_t last = W - 1 + PW - (KW - 1) * DW;
+  int64_t hi = last < 0 ? 0 : last / SW + 1;
+  lo = std::min(lo, OW);
+  hi = std::clamp(hi, lo, OW);
+  auto edge = [&](int64_t ow) {
+    float acc = yr[ow];
+    for (int k = 0; k < KW; ++k) {
+      const int64_t iw = ow * SW - PW + k * DW;
+      if (iw >= 0 && iw < W) acc += w[k] * xr[iw];
+    }
+    yr[ow] = acc;
+  };
+  for (int64_t ow = 0; ow < lo; ++ow) edge(ow);
+  float wk[KW];
+  for (int k = 0; k < KW; ++k) wk[k] = w[k];
+  const float* xs = xr - PW;
+  if (SW == 1 && DW == 1) {
+    for (int64_t ow = lo; ow < hi; ++ow) {
+      float acc = yr[ow];
+      for (int k = 0; k < KW; ++k) acc += wk[k] * xs[ow + k];
+      yr[ow] = acc;
+    }
+  } else if (SW == 2 && DW == 1) {
+    for (int64_t ow = lo; ow < hi; ++ow) {
+      float acc = yr[ow];
+      for (int k = 0; k < KW; ++k) acc += wk[k] * xs[2 * ow + k];
+      yr[ow] = acc;
+    }
+  } else {
+    for (int64_t ow = lo; ow < hi; ++ow) {
+      float acc = yr[ow];
+      for (int k = 0; k < KW; ++k) acc += wk[k] * xs[ow * SW + k * DW];
+      yr[ow] = acc;
+    }
+  }
+  for (int64_t ow = hi; ow < OW; ++ow) edge(ow);
+}
+
 // Direct depthwise 2-D convolution of one channel plane.
 void DepthwisePlane(const ConvShape& s, const float* x, const float* w,
                     float bias, float* y) {
@@ -134,8 +181,17 @@ void DepthwisePlane(const ConvShape& s, const float* x, const float* w,
       const int64_t ih = oh * SH - PH + kh * DH;
       if (ih < 0 || ih >= H) continue;
       const float* xr = x + ih * W;
+      const float* wr = w + kh * KW;
+      if (KW == 3) {
+        DepthwiseRow<3>(xr, wr, W, OW, SW, DW, PW, yr);
+        continue;
+      }
+      if (KW == 5) {
+        DepthwiseRow<5>(xr, wr, W, OW, SW, DW, PW, yr);
+        continue;
+      }
       for (int64_t kw = 0; kw < KW; ++kw) {
-        const float wv = w[kh * KW + kw];
+        const float wv = wr[kw];
         const int64_t off = kw * DW - PW;
         // iw = ow * SW + off in [0, W).
         int64_t lo = off >= 0 ? 0 : (-off + SW - 1) / SW;

@@ -24,6 +24,19 @@ absl::StatusOr<Tensor*> KernelContext::Allocate(int k, DType dtype,
   return &(*outputs_)[k];
 }
 
+absl::StatusOr<Tensor*> KernelContext::AllocateUninitialized(
+    int k, DType dtype, std::vector<int64_t> shape) {
+  // Tensor::Create validates dtype, dims and the size limit; the checked
+  // shape then gets an unzeroed buffer.
+  const int64_t elem = static_cast<int64_t>(DTypeSize(dtype));
+  const int64_t n = NumElements(shape);
+  if (elem == 0 || n < 0 || n > max_tensor_bytes_ / elem) {
+    return Allocate(k, dtype, std::move(shape));  // reports the error
+  }
+  (*outputs_)[k] = Tensor::Uninitialized(dtype, std::move(shape));
+  return &(*outputs_)[k];
+}
+
 namespace {
 
 class LambdaKernel final : public Kernel {

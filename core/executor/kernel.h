@@ -70,6 +70,9 @@ class KernelContext {
   // Allocates output k (zero-filled) after checking the size limit.
   absl::StatusOr<Tensor*> Allocate(int k, DType dtype,
                                    std::vector<int64_t> shape);
+  // Same, contents unspecified: only for outputs the kernel writes entirely.
+  absl::StatusOr<Tensor*> AllocateUninitialized(int k, DType dtype,
+                                                std::vector<int64_t> shape);
   // Sets output k to an existing tensor (shares its buffer, e.g. Reshape).
   void SetOutput(int k, Tensor value) { (*outputs_)[k] = std::move(value); }
 
@@ -129,7 +132,8 @@ void ParallelFor(ThreadPool* pool, int64_t n, int64_t grain,
   X(Pool) X(GlobalPool) X(Resize) X(Concat) X(Split) X(Slice)       \
   X(Pad) X(ShapeOps) X(Transpose) X(Expand) X(Tile) X(Gather)       \
   X(Cast) X(Constant) X(Range) X(Reduce) X(ArgMinMax)               \
-  X(Normalization) X(DepthSpace) X(If) X(Rnn) X(Quantize) X(Einsum)
+  X(Normalization) X(DepthSpace) X(If) X(Rnn) X(Quantize) X(Einsum) \
+  X(IndexOps)
 // clang-format on
 #define QUANTD_DECLARE_REGISTER(name) void Register##name(KernelRegistry& r);
 QUANTD_KERNEL_FILES(QUANTD_DECLARE_REGISTER)

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <mutex>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -86,20 +88,102 @@ int64_t NumElements(absl::Span<const int64_t> shape) {
   return n;
 }
 
-Tensor::Buffer::Buffer(size_t bytes) : size(bytes) {
-  const size_t rounded = ((bytes + 63) / 64) * 64;
-  data = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
-  if (data == nullptr) std::abort();  // OOM is fatal, as in Envoy
-  std::memset(data, 0, rounded == 0 ? 64 : rounded);
+namespace {
+
+// Recently freed large buffers, reused by exact (64-byte rounded) size. An
+// executor run allocates the same activation sizes sample after sample; glibc
+// serves such blocks with fresh mmap()/brk pages whose page faults and kernel
+// zeroing cost as much as a cheap kernel. Bounded, so an idle process keeps at
+// most kBufferCacheBytes.
+constexpr size_t kCachedMinBytes = size_t{64} << 10;
+constexpr size_t kBufferCacheBytes = size_t{32} << 20;
+
+class BufferCache {
+ public:
+#if defined(__SANITIZE_ADDRESS__)
+  // ASan must see every free to catch use-after-free.
+  static constexpr bool kEnabled = false;
+#else
+  static constexpr bool kEnabled = true;
+#endif
+
+  void* Take(size_t rounded) {
+    if (!kEnabled || rounded < kCachedMinBytes) return nullptr;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = free_.find(rounded);
+    if (it == free_.end()) return nullptr;
+    void* p = it->second;
+    free_.erase(it);
+    bytes_ -= rounded;
+    return p;
+  }
+  // False when the block is not kept (the caller frees it).
+  bool Put(void* p, size_t rounded) {
+    if (!kEnabled || rounded < kCachedMinBytes || rounded > kBufferCacheBytes)
+      return false;
+    std::lock_guard<std::mutex> lock(mu_);
+    // Make room, smallest blocks first (the cheapest to allocate afresh).
+    while (bytes_ + rounded > kBufferCacheBytes && !free_.empty()) {
+      auto victim = free_.begin();
+      bytes_ -= victim->first;
+      std::free(victim->second);
+      free_.erase(victim);
+    }
+    free_.emplace(rounded, p);
+    bytes_ += rounded;
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::multimap<size_t, void*> free_;
+  size_t bytes_ = 0;
+};
+
+BufferCache& Cache() {
+  static BufferCache* cache = new BufferCache;  // never destroyed
+  return *cache;
 }
 
-Tensor::Buffer::~Buffer() { std::free(data); }
+size_t RoundedBytes(size_t bytes) {
+  return bytes == 0 ? 64 : ((bytes + 63) / 64) * 64;
+}
+
+}  // namespace
+
+Tensor::Buffer::Buffer(size_t bytes, bool zero) : size(bytes) {
+  const size_t rounded = RoundedBytes(bytes);
+  data = Cache().Take(rounded);
+  if (data == nullptr) data = std::aligned_alloc(64, rounded);
+  if (data == nullptr) std::abort();  // OOM is fatal, as in Envoy
+  // The padding is always zeroed, so no uninitialised byte is ever read by
+  // code that works on whole 64-byte blocks.
+  if (zero) {
+    std::memset(data, 0, rounded);
+  } else if (rounded > bytes) {
+    std::memset(static_cast<char*>(data) + bytes, 0, rounded - bytes);
+  }
+}
+
+Tensor::Buffer::~Buffer() {
+  if (!Cache().Put(data, RoundedBytes(size))) std::free(data);
+}
 
 Tensor::Tensor(DType dtype, std::vector<int64_t> shape)
     : dtype_(dtype), shape_(std::move(shape)) {
   num_elements_ = NumElements(shape_);
   if (num_elements_ < 0 || !IsStorableDType(dtype_)) std::abort();
-  buffer_ = std::make_shared<Buffer>(byte_size());
+  buffer_ = std::make_shared<Buffer>(byte_size(), /*zero=*/true);
+}
+
+Tensor Tensor::Uninitialized(DType dtype, std::vector<int64_t> shape) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.num_elements_ = NumElements(t.shape_);
+  if (t.num_elements_ < 0 || !IsStorableDType(dtype)) std::abort();
+  t.buffer_ = std::make_shared<Buffer>(t.byte_size(), /*zero=*/false);
+  return t;
 }
 
 absl::StatusOr<Tensor> Tensor::Create(DType dtype, std::vector<int64_t> shape,
@@ -125,7 +209,7 @@ absl::StatusOr<Tensor> Tensor::Create(DType dtype, std::vector<int64_t> shape,
 void* Tensor::mutable_raw() {
   if (!buffer_) return nullptr;
   if (buffer_.use_count() > 1) {
-    auto copy = std::make_shared<Buffer>(buffer_->size);
+    auto copy = std::make_shared<Buffer>(buffer_->size, /*zero=*/false);
     std::memcpy(copy->data, buffer_->data, buffer_->size);
     buffer_ = std::move(copy);
   }
@@ -146,7 +230,7 @@ absl::StatusOr<Tensor> Tensor::Reshaped(std::vector<int64_t> shape) const {
 Tensor Tensor::Clone() const {
   Tensor t = *this;
   if (buffer_) {
-    t.buffer_ = std::make_shared<Buffer>(buffer_->size);
+    t.buffer_ = std::make_shared<Buffer>(buffer_->size, /*zero=*/false);
     std::memcpy(t.buffer_->data, buffer_->data, buffer_->size);
   }
   return t;

@@ -111,6 +111,11 @@ class Tensor {
   static absl::StatusOr<Tensor> Create(DType dtype, std::vector<int64_t> shape,
                                        int64_t max_bytes = int64_t{1} << 34);
 
+  // Like the constructor, but the contents are unspecified: for outputs the
+  // caller overwrites entirely (zero-filling large buffers costs as much as a
+  // cheap kernel). Same preconditions as the constructor.
+  static Tensor Uninitialized(DType dtype, std::vector<int64_t> shape);
+
   // A scalar or 1-D convenience: Tensor::FromVector<float>({1,2,3}, {3}).
   template <typename T>
   static Tensor FromVector(const std::vector<T>& values,
@@ -164,7 +169,7 @@ class Tensor {
 
  private:
   struct Buffer {
-    explicit Buffer(size_t bytes);
+    Buffer(size_t bytes, bool zero);
     ~Buffer();
     Buffer(const Buffer&) = delete;
     Buffer& operator=(const Buffer&) = delete;

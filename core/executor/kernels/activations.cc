@@ -12,44 +12,46 @@ namespace {
 // (a generic lambda) after reading attributes.
 template <typename MakeOp>
 void RegisterFloatUnary(KernelRegistry& r, const char* name, MakeOp make_op) {
-  r.Register(name,
-             [make_op](const KernelInfo& info)
-                 -> absl::StatusOr<std::unique_ptr<Kernel>> {
-               auto op = make_op(info);
-               return MakeKernel([op](KernelContext& ctx) -> absl::Status {
-                 const Tensor& x = *ctx.input(0);
-                 return DispatchFloat(
-                     x.dtype(), [&]<typename T>(Tag<T>) -> absl::Status {
-                       ASSIGN_OR_RETURN(Tensor * y,
-                                        ctx.Allocate(0, x.dtype(), x.shape()));
-                       UnaryLoop(ctx.pool(), x.data<T>(), y->mutable_data<T>(),
-                                 x.num_elements(),
-                                 [&](T v) { return static_cast<T>(op(v)); });
-                       return absl::OkStatus();
-                     });
-               });
-             });
+  r.Register(
+      name,
+      [make_op](
+          const KernelInfo& info) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+        auto op = make_op(info);
+        return MakeKernel([op](KernelContext& ctx) -> absl::Status {
+          const Tensor& x = *ctx.input(0);
+          return DispatchFloat(
+              x.dtype(), [&]<typename T>(Tag<T>) -> absl::Status {
+                ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateUninitialized(
+                                                 0, x.dtype(), x.shape()));
+                UnaryLoop(ctx.pool(), x.data<T>(), y->mutable_data<T>(),
+                          x.num_elements(),
+                          [op](T v) { return static_cast<T>(op(v)); });
+                return absl::OkStatus();
+              });
+        });
+      });
 }
 
 // Same for ops defined on every numeric type (Abs, Neg, Relu, Sign).
 template <typename MakeOp>
 void RegisterNumericUnary(KernelRegistry& r, const char* name, MakeOp make_op) {
-  r.Register(name,
-             [make_op](const KernelInfo& info)
-                 -> absl::StatusOr<std::unique_ptr<Kernel>> {
-               auto op = make_op(info);
-               return MakeKernel([op](KernelContext& ctx) -> absl::Status {
-                 const Tensor& x = *ctx.input(0);
-                 return DispatchNumeric(
-                     x.dtype(), [&]<typename T>(Tag<T>) -> absl::Status {
-                       ASSIGN_OR_RETURN(Tensor * y,
-                                        ctx.Allocate(0, x.dtype(), x.shape()));
-                       UnaryLoop(ctx.pool(), x.data<T>(), y->mutable_data<T>(),
-                                 x.num_elements(), [&](T v) { return op(v); });
-                       return absl::OkStatus();
-                     });
-               });
-             });
+  r.Register(
+      name,
+      [make_op](
+          const KernelInfo& info) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+        auto op = make_op(info);
+        return MakeKernel([op](KernelContext& ctx) -> absl::Status {
+          const Tensor& x = *ctx.input(0);
+          return DispatchNumeric(
+              x.dtype(), [&]<typename T>(Tag<T>) -> absl::Status {
+                ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateUninitialized(
+                                                 0, x.dtype(), x.shape()));
+                UnaryLoop(ctx.pool(), x.data<T>(), y->mutable_data<T>(),
+                          x.num_elements(), [op](T v) { return op(v); });
+                return absl::OkStatus();
+              });
+        });
+      });
 }
 
 template <typename T>
@@ -247,8 +249,8 @@ void RegisterActivations(KernelRegistry& r) {
                    return ctx.Error(
                        absl::StrCat("expects bool, got ", x.DebugString()));
                  }
-                 ASSIGN_OR_RETURN(Tensor * y,
-                                  ctx.Allocate(0, DType::kBool, x.shape()));
+                 ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateUninitialized(
+                                                  0, DType::kBool, x.shape()));
                  UnaryLoop(ctx.pool(), x.data<bool>(), y->mutable_data<bool>(),
                            x.num_elements(), [](bool v) { return !v; });
                  return absl::OkStatus();
@@ -272,8 +274,8 @@ void RegisterActivations(KernelRegistry& r) {
           const Tensor& x = *ctx.input(0);
           return DispatchFloat(
               x.dtype(), [&]<typename T>(Tag<T>) -> absl::Status {
-                ASSIGN_OR_RETURN(Tensor * y,
-                                 ctx.Allocate(0, DType::kBool, x.shape()));
+                ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateUninitialized(
+                                                 0, DType::kBool, x.shape()));
                 UnaryLoop(ctx.pool(), x.data<T>(), y->mutable_data<bool>(),
                           x.num_elements(), [neg, pos](T v) {
                             return std::isinf(v) &&
@@ -291,8 +293,8 @@ void RegisterActivations(KernelRegistry& r) {
           const Tensor& x = *ctx.input(0);
           return DispatchFloat(
               x.dtype(), [&]<typename T>(Tag<T>) -> absl::Status {
-                ASSIGN_OR_RETURN(Tensor * y,
-                                 ctx.Allocate(0, DType::kBool, x.shape()));
+                ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateUninitialized(
+                                                 0, DType::kBool, x.shape()));
                 UnaryLoop(ctx.pool(), x.data<T>(), y->mutable_data<bool>(),
                           x.num_elements(), [](T v) { return std::isnan(v); });
                 return absl::OkStatus();

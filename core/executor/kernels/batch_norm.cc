@@ -49,8 +49,8 @@ void RegisterBatchNorm(KernelRegistry& r) {
                   b[c] = static_cast<T>(static_cast<double>(bias[c]) -
                                         s * static_cast<double>(mean[c]));
                 }
-                ASSIGN_OR_RETURN(Tensor * y,
-                                 ctx.Allocate(0, x.dtype(), x.shape()));
+                ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateUninitialized(
+                                                 0, x.dtype(), x.shape()));
                 int64_t inner = 1;
                 for (int64_t d = 2; d < x.rank(); ++d) inner *= x.dim(d);
                 const T* in = x.data<T>();

@@ -88,7 +88,7 @@ absl::Status RunBinary(KernelContext& ctx, const LegacyBroadcast& lb,
     using R = std::conditional_t<std::is_same_v<decltype(op(T(), T())), bool>,
                                  bool, T>;
     const DType rd = out_kind == Out::kBool ? DType::kBool : a.dtype();
-    ASSIGN_OR_RETURN(Tensor * y, ctx.Allocate(0, rd, shape));
+    ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateUninitialized(0, rd, shape));
     BinaryLoop(ctx.pool(), plan, a.data<T>(), b.data<T>(), y->mutable_data<R>(),
                [&](T x, T z) { return static_cast<R>(op(x, z)); });
     return absl::OkStatus();
@@ -244,8 +244,8 @@ void RegisterBinary(KernelRegistry& r) {
           const BroadcastPlan plan(x.shape(), {x.shape(), s_shape});
           return DispatchNumeric(
               x.dtype(), [&]<typename T>(Tag<T>) -> absl::Status {
-                ASSIGN_OR_RETURN(Tensor * y,
-                                 ctx.Allocate(0, x.dtype(), x.shape()));
+                ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateUninitialized(
+                                                 0, x.dtype(), x.shape()));
                 BinaryLoop(ctx.pool(), plan, x.data<T>(), slope.data<T>(),
                            y->mutable_data<T>(), [](T v, T s) {
                              return v < T(0) ? static_cast<T>(s * v) : v;
@@ -268,7 +268,8 @@ void RegisterBinary(KernelRegistry& r) {
           const BroadcastPlan plan(shape, {a.shape(), b_shape});
           return DispatchNumeric(
               a.dtype(), [&]<typename T>(Tag<T>) -> absl::Status {
-                ASSIGN_OR_RETURN(Tensor * y, ctx.Allocate(0, a.dtype(), shape));
+                ASSIGN_OR_RETURN(
+                    Tensor * y, ctx.AllocateUninitialized(0, a.dtype(), shape));
                 return DispatchNumeric(b.dtype(), [&]<typename U>(Tag<U>) {
                   BinaryLoop(
                       ctx.pool(), plan, a.data<T>(), b.data<U>(),

@@ -88,7 +88,8 @@ void RegisterCast(KernelRegistry& r) {
             ctx.SetOutput(0, x);
             return absl::OkStatus();
           }
-          ASSIGN_OR_RETURN(Tensor * y, ctx.Allocate(0, to, x.shape()));
+          ASSIGN_OR_RETURN(Tensor * y,
+                           ctx.AllocateUninitialized(0, to, x.shape()));
           return CastTensor(x, to, y);
         });
       });
@@ -102,7 +103,8 @@ void RegisterCast(KernelRegistry& r) {
                    ctx.SetOutput(0, x);
                    return absl::OkStatus();
                  }
-                 ASSIGN_OR_RETURN(Tensor * y, ctx.Allocate(0, to, x.shape()));
+                 ASSIGN_OR_RETURN(Tensor * y,
+                                  ctx.AllocateUninitialized(0, to, x.shape()));
                  return CastTensor(x, to, y);
                });
              });

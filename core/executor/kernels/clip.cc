@@ -40,8 +40,8 @@ void RegisterClip(KernelRegistry& r) {
                     (k == 1 ? lo : hi) = b->data<T>()[0];
                   }
                 }
-                ASSIGN_OR_RETURN(Tensor * y,
-                                 ctx.Allocate(0, x.dtype(), x.shape()));
+                ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateUninitialized(
+                                                 0, x.dtype(), x.shape()));
                 UnaryLoop(ctx.pool(), x.data<T>(), y->mutable_data<T>(),
                           x.num_elements(), [lo, hi](T v) {
                             return lo > hi ? hi : std::min(std::max(v, lo), hi);

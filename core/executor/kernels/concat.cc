@@ -42,7 +42,8 @@ void RegisterConcat(KernelRegistry& r) {
             }
             shape[axis] += t->dim(axis);
           }
-          ASSIGN_OR_RETURN(Tensor * y, ctx.Allocate(0, first.dtype(), shape));
+          ASSIGN_OR_RETURN(Tensor * y,
+                           ctx.AllocateUninitialized(0, first.dtype(), shape));
           int64_t outer = 1;
           for (int64_t d = 0; d < axis; ++d) outer *= shape[d];
           int64_t inner = DTypeSize(first.dtype());

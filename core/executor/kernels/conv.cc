@@ -53,7 +53,8 @@ absl::Status ComputeConv(KernelContext& ctx, const WindowAttrs& attrs,
   for (int64_t d : s.geo.out) s.out_size *= d;
   std::vector<int64_t> out_shape = {s.batch, s.out_channels};
   out_shape.insert(out_shape.end(), s.geo.out.begin(), s.geo.out.end());
-  ASSIGN_OR_RETURN(Tensor * y, ctx.Allocate(0, DType::kFloat, out_shape));
+  ASSIGN_OR_RETURN(Tensor * y,
+                   ctx.AllocateUninitialized(0, DType::kFloat, out_shape));
   ConvForward(s, x.data<float>(), w.data<float>(),
               b ? b->data<float>() : nullptr, y->mutable_data<float>(),
               ctx.pool());

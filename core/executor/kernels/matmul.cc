@@ -1,4 +1,8 @@
-// MatMul: numpy matmul (1-D operands promoted, batch dims broadcast).
+// MatMul: numpy matmul (1-D operands promoted, batch dims broadcast), and
+// MatMulInteger.
+#include <algorithm>
+#include <vector>
+
 #include "core/executor/gemm.h"
 #include "core/executor/kernel.h"
 #include "core/executor/kernel_util.h"
@@ -7,31 +11,52 @@
 namespace quantd::exec {
 namespace {
 
-absl::Status ComputeMatMul(KernelContext& ctx) {
-  const Tensor& a = *ctx.input(0);
-  const Tensor& b = *ctx.input(1);
-  if (a.dtype() != b.dtype()) return ctx.Error("input types differ");
+// numpy matmul geometry: 1-D operands promoted, batch dims broadcast.
+struct MatMulGeometry {
+  int64_t M = 0, K = 0, N = 0;
+  int64_t nb = 0;              // broadcast batch items
+  std::vector<int64_t> shape;  // output shape
+  std::vector<int64_t> a_batch, b_batch, batch;
+};
+
+absl::StatusOr<MatMulGeometry> PlanMatMul(const KernelContext& ctx,
+                                          const Tensor& a, const Tensor& b) {
   if (a.rank() == 0 || b.rank() == 0) return ctx.Error("scalar operand");
   std::vector<int64_t> as = a.shape(), bs = b.shape();
   const bool a_vec = as.size() == 1, b_vec = bs.size() == 1;
   if (a_vec) as.insert(as.begin(), 1);
   if (b_vec) bs.push_back(1);
-  const int64_t M = as[as.size() - 2], K = as.back();
-  const int64_t KB = bs[bs.size() - 2], N = bs.back();
-  if (K != KB) {
+  MatMulGeometry g;
+  g.M = as[as.size() - 2];
+  g.K = as.back();
+  const int64_t KB = bs[bs.size() - 2];
+  g.N = bs.back();
+  if (g.K != KB) {
     return ctx.Error(absl::StrCat("inner dims differ: ", a.DebugString(), " x ",
                                   b.DebugString()));
   }
-  const std::vector<int64_t> a_batch(as.begin(), as.end() - 2);
-  const std::vector<int64_t> b_batch(bs.begin(), bs.end() - 2);
-  absl::StatusOr<std::vector<int64_t>> batch = BroadcastShape(a_batch, b_batch);
+  g.a_batch.assign(as.begin(), as.end() - 2);
+  g.b_batch.assign(bs.begin(), bs.end() - 2);
+  absl::StatusOr<std::vector<int64_t>> batch =
+      BroadcastShape(g.a_batch, g.b_batch);
   if (!batch.ok()) return ctx.Error(batch.status().message());
-  std::vector<int64_t> shape = *batch;
-  if (!a_vec) shape.push_back(M);
-  if (!b_vec) shape.push_back(N);
-  const int64_t nb = NumElements(*batch);
+  g.batch = *batch;
+  g.shape = *batch;
+  if (!a_vec) g.shape.push_back(g.M);
+  if (!b_vec) g.shape.push_back(g.N);
+  g.nb = NumElements(*batch);
+  return g;
+}
+
+absl::Status ComputeMatMul(KernelContext& ctx) {
+  const Tensor& a = *ctx.input(0);
+  const Tensor& b = *ctx.input(1);
+  if (a.dtype() != b.dtype()) return ctx.Error("input types differ");
+  ASSIGN_OR_RETURN(const MatMulGeometry geo, PlanMatMul(ctx, a, b));
+  const int64_t M = geo.M, K = geo.K, N = geo.N, nb = geo.nb;
+  const std::vector<int64_t>& shape = geo.shape;
   // Offsets of each batch item in A and B.
-  const BroadcastPlan plan(*batch, {a_batch, b_batch});
+  const BroadcastPlan plan(geo.batch, {geo.a_batch, geo.b_batch});
   return DispatchNumeric(a.dtype(), [&]<typename T>(Tag<T>) -> absl::Status {
     ASSIGN_OR_RETURN(Tensor * y, ctx.Allocate(0, a.dtype(), shape));
     const T* pa = a.data<T>();
@@ -81,9 +106,88 @@ absl::Status ComputeMatMul(KernelContext& ctx) {
   });
 }
 
+// MatMulInteger: int32 y = (A - a_zero_point) x (B - b_zero_point); A and B
+// are uint8 or int8, a_zero_point is a scalar or per row of A ([M]),
+// b_zero_point a scalar or per column of B ([N]). Exact integer sums.
+absl::Status ComputeMatMulInteger(KernelContext& ctx) {
+  const Tensor& a = *ctx.input(0);
+  const Tensor& b = *ctx.input(1);
+  auto is_8bit = [](const Tensor& t) {
+    return t.dtype() == DType::kUint8 || t.dtype() == DType::kInt8;
+  };
+  if (!is_8bit(a) || !is_8bit(b)) {
+    return ctx.Error(absl::StrCat("A and B must be uint8 or int8, got ",
+                                  a.DebugString(), " and ", b.DebugString()));
+  }
+  ASSIGN_OR_RETURN(const MatMulGeometry geo, PlanMatMul(ctx, a, b));
+  const int64_t M = geo.M, K = geo.K, N = geo.N;
+  // Zero points widened to int32, one per row (A) or column (B).
+  auto zero_points =
+      [&](int k, const Tensor& x,
+          int64_t count) -> absl::StatusOr<std::vector<int32_t>> {
+    std::vector<int32_t> z(count, 0);
+    const Tensor* t = ctx.input(k);
+    if (t == nullptr) return z;
+    if (t->dtype() != x.dtype() ||
+        (t->num_elements() != 1 && t->num_elements() != count)) {
+      return ctx.Error(absl::StrCat("zero point ", k - 1, " ", t->DebugString(),
+                                    " must be a scalar or hold ", count,
+                                    " values of the input's type"));
+    }
+    RETURN_IF_ERROR(DispatchNumeric(t->dtype(), [&]<typename Z>(Tag<Z>) {
+      const Z* p = t->data<Z>();
+      for (int64_t i = 0; i < count; ++i) {
+        z[i] = static_cast<int32_t>(p[t->num_elements() == 1 ? 0 : i]);
+      }
+    }));
+    return z;
+  };
+  ASSIGN_OR_RETURN(const std::vector<int32_t> za, zero_points(2, a, M));
+  ASSIGN_OR_RETURN(const std::vector<int32_t> zb, zero_points(3, b, N));
+  auto widen = [](const Tensor& t) {
+    std::vector<int32_t> v(t.num_elements());
+    if (t.dtype() == DType::kUint8) {
+      const uint8_t* p = t.data<uint8_t>();
+      for (size_t i = 0; i < v.size(); ++i) v[i] = p[i];
+    } else {
+      const int8_t* p = t.data<int8_t>();
+      for (size_t i = 0; i < v.size(); ++i) v[i] = p[i];
+    }
+    return v;
+  };
+  const std::vector<int32_t> av = widen(a), bv = widen(b);
+  ASSIGN_OR_RETURN(Tensor * y,
+                   ctx.AllocateUninitialized(0, DType::kInt32, geo.shape));
+  int32_t* out = y->mutable_data<int32_t>();
+  const BroadcastPlan plan(geo.batch, {geo.a_batch, geo.b_batch});
+  std::vector<int32_t> row(N);
+  for (int64_t i = 0; i < geo.nb; ++i) {
+    int64_t off[3];
+    plan.RowOffsets(i / plan.inner(), off);
+    const int64_t j = i % plan.inner();
+    const int32_t* ai = av.data() + (off[0] + j * plan.inner_step(0)) * M * K;
+    const int32_t* bi = bv.data() + (off[1] + j * plan.inner_step(1)) * K * N;
+    int32_t* yi = out + i * M * N;
+    for (int64_t m = 0; m < M; ++m) {
+      std::fill(row.begin(), row.end(), 0);
+      for (int64_t k = 0; k < K; ++k) {
+        const int32_t x = ai[m * K + k] - za[m];
+        const int32_t* br = bi + k * N;
+        for (int64_t n = 0; n < N; ++n) row[n] += x * (br[n] - zb[n]);
+      }
+      std::copy(row.begin(), row.end(), yi + m * N);
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void RegisterMatMul(KernelRegistry& r) {
+  r.Register("MatMulInteger",
+             [](const KernelInfo&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+               return MakeKernel(ComputeMatMulInteger);
+             });
   r.Register("MatMul",
              [](const KernelInfo&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
                return MakeKernel(ComputeMatMul);

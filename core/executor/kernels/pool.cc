@@ -1,7 +1,9 @@
 // MaxPool (optional Indices), AveragePool (count_include_pad), LpPool over
 // 1-3 spatial dims, and the Global* variants over all spatial dims.
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "core/executor/kernel.h"
 #include "core/executor/kernel_util.h"
@@ -112,6 +114,93 @@ void PoolPlane(const PoolAttrs& a, const Geo3& g, const T* x, T* y,
   (void)plane_in;
 }
 
+// Fast path for float max/average pooling over at most 2 spatial dims
+// (g.in[0] == 1): whole output rows at a time, the kernel taps outermost, so
+// the inner loops run over contiguous (stride 1) or evenly strided inputs and
+// vectorise. Same window semantics as PoolPlane: padding never wins a max,
+// average divisors count the taps inside the image (or inside image + pads
+// with count_include_pad, windows clipped at the end padding by ceil_mode).
+// Averages accumulate in float in tap order (ONNX Runtime does the same).
+struct RowPlan {
+  int64_t H, W, OH, OW, KH, KW, SH, SW, DH, DW, PH, PW;
+  std::vector<float> inv_count;  // [OH * OW], average only
+};
+
+RowPlan MakeRowPlan(const PoolAttrs& a, const Geo3& g) {
+  RowPlan p{g.in[1], g.in[2], g.out[1], g.out[2], g.k[1],  g.k[2], g.s[1],
+            g.s[2],  g.d[1],  g.d[2],   g.pb[1],  g.pb[2], {}};
+  if (a.kind != PoolKind::kAverage) return p;
+  // Taps counted per output row/column; the window is their product.
+  auto counts = [&](int64_t in, int64_t out, int64_t k, int64_t s, int64_t d,
+                    int64_t pb, int64_t pe) {
+    std::vector<int64_t> c(out, 0);
+    for (int64_t o = 0; o < out; ++o) {
+      for (int64_t t = 0; t < k; ++t) {
+        const int64_t i = o * s - pb + t * d;
+        if (a.count_include_pad ? (i >= -pb && i < in + pe)
+                                : (i >= 0 && i < in)) {
+          ++c[o];
+        }
+      }
+    }
+    return c;
+  };
+  const std::vector<int64_t> ch =
+      counts(p.H, p.OH, p.KH, p.SH, p.DH, p.PH, g.pe[1]);
+  const std::vector<int64_t> cw =
+      counts(p.W, p.OW, p.KW, p.SW, p.DW, p.PW, g.pe[2]);
+  p.inv_count.resize(p.OH * p.OW);
+  for (int64_t oh = 0; oh < p.OH; ++oh) {
+    for (int64_t ow = 0; ow < p.OW; ++ow) {
+      const int64_t n = ch[oh] * cw[ow];
+      p.inv_count[oh * p.OW + ow] = n > 0 ? 1.0f / static_cast<float>(n) : 0;
+    }
+  }
+  return p;
+}
+
+template <bool kMax>
+void PoolPlaneRows(const RowPlan& p, const float* x, float* y) {
+  for (int64_t oh = 0; oh < p.OH; ++oh) {
+    float* __restrict yr = y + oh * p.OW;
+    const float init = kMax ? std::numeric_limits<float>::lowest() : 0.0f;
+    for (int64_t ow = 0; ow < p.OW; ++ow) yr[ow] = init;
+    for (int64_t kh = 0; kh < p.KH; ++kh) {
+      const int64_t ih = oh * p.SH - p.PH + kh * p.DH;
+      if (ih < 0 || ih >= p.H) continue;
+      const float* __restrict xr = x + ih * p.W;
+      for (int64_t kw = 0; kw < p.KW; ++kw) {
+        const int64_t off = kw * p.DW - p.PW;
+        // iw = ow * SW + off in [0, W) for ow in [lo, hi).
+        const int64_t lo =
+            std::min(off >= 0 ? 0 : (-off + p.SW - 1) / p.SW, p.OW);
+        const int64_t hi =
+            std::min(p.W - 1 - off < 0 ? 0 : (p.W - 1 - off) / p.SW + 1, p.OW);
+        if (p.SW == 1) {
+          const float* xs = xr + off;
+          for (int64_t ow = lo; ow < hi; ++ow) {
+            yr[ow] = kMax ? std::max(yr[ow], xs[ow]) : yr[ow] + xs[ow];
+          }
+        } else if (p.SW == 2) {
+          const float* xs = xr + off;
+          for (int64_t ow = lo; ow < hi; ++ow) {
+            yr[ow] = kMax ? std::max(yr[ow], xs[2 * ow]) : yr[ow] + xs[2 * ow];
+          }
+        } else {
+          for (int64_t ow = lo; ow < hi; ++ow) {
+            const float v = xr[ow * p.SW + off];
+            yr[ow] = kMax ? std::max(yr[ow], v) : yr[ow] + v;
+          }
+        }
+      }
+    }
+    if (!kMax) {
+      const float* inv = p.inv_count.data() + oh * p.OW;
+      for (int64_t ow = 0; ow < p.OW; ++ow) yr[ow] *= inv[ow];
+    }
+  }
+}
+
 absl::Status ComputePool(KernelContext& ctx, const PoolAttrs& a) {
   const Tensor& x = *ctx.input(0);
   if (x.rank() < 3 || x.rank() > 5) {
@@ -135,11 +224,35 @@ absl::Status ComputePool(KernelContext& ctx, const PoolAttrs& a) {
   const int64_t plane_out = g.out[0] * g.out[1] * g.out[2];
   int64_t* indices = nullptr;
   if (a.kind == PoolKind::kMax && ctx.OutputWanted(1)) {
-    ASSIGN_OR_RETURN(Tensor * t, ctx.Allocate(1, DType::kInt64, shape));
+    ASSIGN_OR_RETURN(Tensor * t,
+                     ctx.AllocateUninitialized(1, DType::kInt64, shape));
     indices = t->mutable_data<int64_t>();
   }
+  if (x.dtype() == DType::kFloat && indices == nullptr && g.in[0] == 1 &&
+      g.k[0] == 1 && g.out[0] == 1 && g.pb[0] == 0 &&
+      (a.kind == PoolKind::kMax || a.kind == PoolKind::kAverage)) {
+    const RowPlan plan = MakeRowPlan(a, g);
+    ASSIGN_OR_RETURN(Tensor * y,
+                     ctx.AllocateUninitialized(0, x.dtype(), shape));
+    const float* in_p = x.data<float>();
+    float* out_p = y->mutable_data<float>();
+    const int64_t grain = std::max<int64_t>(
+        1, (int64_t{1} << 14) / std::max<int64_t>(plane_out, 1));
+    ParallelFor(ctx.pool(), planes, grain, [&](int64_t b, int64_t e) {
+      for (int64_t p = b; p < e; ++p) {
+        if (a.kind == PoolKind::kMax) {
+          PoolPlaneRows<true>(plan, in_p + p * plane_in, out_p + p * plane_out);
+        } else {
+          PoolPlaneRows<false>(plan, in_p + p * plane_in,
+                               out_p + p * plane_out);
+        }
+      }
+    });
+    return absl::OkStatus();
+  }
   auto run = [&]<typename T>(Tag<T>) -> absl::Status {
-    ASSIGN_OR_RETURN(Tensor * y, ctx.Allocate(0, x.dtype(), shape));
+    ASSIGN_OR_RETURN(Tensor * y,
+                     ctx.AllocateUninitialized(0, x.dtype(), shape));
     const T* in_p = x.data<T>();
     T* out_p = y->mutable_data<T>();
     ParallelFor(ctx.pool(), planes, 1, [&](int64_t b, int64_t e) {
@@ -177,6 +290,21 @@ void RegisterPoolKind(KernelRegistry& r, const char* name, PoolKind kind) {
       });
 }
 
+// Sum of n values in 8 interleaved partial sums (vectorisable; a fixed
+// order, so the result does not depend on threads).
+template <typename T>
+T SumLanes(const T* v, int64_t n) {
+  T lane[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) lane[j] += v[i + j];
+  }
+  T s = ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
+        ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+  for (; i < n; ++i) s += v[i];
+  return s;
+}
+
 void RegisterGlobal(KernelRegistry& r, const char* name, PoolKind kind) {
   r.Register(
       name,
@@ -193,7 +321,8 @@ void RegisterGlobal(KernelRegistry& r, const char* name, PoolKind kind) {
             inner *= x.dim(d);
           }
           auto run = [&]<typename T>(Tag<T>) -> absl::Status {
-            ASSIGN_OR_RETURN(Tensor * y, ctx.Allocate(0, x.dtype(), shape));
+            ASSIGN_OR_RETURN(Tensor * y,
+                             ctx.AllocateUninitialized(0, x.dtype(), shape));
             const T* in = x.data<T>();
             T* out = y->mutable_data<T>();
             ParallelFor(
@@ -205,9 +334,9 @@ void RegisterGlobal(KernelRegistry& r, const char* name, PoolKind kind) {
                       for (int64_t i = 0; i < inner; ++i) m = std::max(m, v[i]);
                       out[c] = m;
                     } else if (kind == PoolKind::kAverage) {
-                      T s = 0;
-                      for (int64_t i = 0; i < inner; ++i) s += v[i];
-                      out[c] = inner > 0 ? s / static_cast<T>(inner) : T(0);
+                      out[c] = inner > 0
+                                   ? SumLanes(v, inner) / static_cast<T>(inner)
+                                   : T(0);
                     } else {
                       double s = 0;
                       for (int64_t i = 0; i < inner; ++i) {

@@ -249,7 +249,7 @@ absl::Status ComputeResize(KernelContext& ctx, const ResizeAttrs& a) {
   }
   const std::vector<int64_t> strides = StridesOf(x.shape());
   return DispatchNumeric(x.dtype(), [&]<typename T>(Tag<T>) -> absl::Status {
-    ASSIGN_OR_RETURN(Tensor * y, ctx.Allocate(0, x.dtype(), out));
+    ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateUninitialized(0, x.dtype(), out));
     const T* in = x.data<T>();
     T* po = y->mutable_data<T>();
     const int64_t n = y->num_elements();

@@ -57,7 +57,8 @@ absl::Status ComputeSlice(KernelContext& ctx, std::vector<int64_t> starts,
     if (shape[d] > 0) base += begin[d] * in_strides[d];
   }
   return DispatchBySize(x.dtype(), [&]<typename T>(Tag<T>) -> absl::Status {
-    ASSIGN_OR_RETURN(Tensor * y, ctx.Allocate(0, x.dtype(), shape));
+    ASSIGN_OR_RETURN(Tensor * y,
+                     ctx.AllocateUninitialized(0, x.dtype(), shape));
     if (y->num_elements() > 0) {
       StridedCopy<T>(ctx.pool(), shape, strides, base, RawAs<T>(x),
                      MutableRawAs<T>(*y));

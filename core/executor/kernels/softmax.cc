@@ -62,8 +62,8 @@ void RegisterKind(KernelRegistry& r, const char* name, Kind kind) {
           }
           return DispatchFloat(
               x.dtype(), [&]<typename T>(Tag<T>) -> absl::Status {
-                ASSIGN_OR_RETURN(Tensor * y,
-                                 ctx.Allocate(0, x.dtype(), x.shape()));
+                ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateUninitialized(
+                                                 0, x.dtype(), x.shape()));
                 if (n == 0) return absl::OkStatus();
                 const T* in = x.data<T>();
                 T* out = y->mutable_data<T>();

@@ -36,7 +36,8 @@ void RegisterTranspose(KernelRegistry& r) {
           }
           return DispatchBySize(
               x.dtype(), [&]<typename T>(Tag<T>) -> absl::Status {
-                ASSIGN_OR_RETURN(Tensor * y, ctx.Allocate(0, x.dtype(), shape));
+                ASSIGN_OR_RETURN(
+                    Tensor * y, ctx.AllocateUninitialized(0, x.dtype(), shape));
                 StridedCopy<T>(ctx.pool(), shape, strides, 0, RawAs<T>(x),
                                MutableRawAs<T>(*y));
                 return absl::OkStatus();

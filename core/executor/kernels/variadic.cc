@@ -30,7 +30,8 @@ absl::Status RunVariadic(KernelContext& ctx, Fold fold) {
         if (fold == Fold::kMean && !std::is_floating_point_v<T>) {
           return UnsupportedDType("floating-point", ins[0]->dtype());
         }
-        ASSIGN_OR_RETURN(Tensor * y, ctx.Allocate(0, ins[0]->dtype(), shape));
+        ASSIGN_OR_RETURN(Tensor * y,
+                         ctx.AllocateUninitialized(0, ins[0]->dtype(), shape));
         T* out = y->mutable_data<T>();
         // Broadcast the first input, then fold the others in place (the order
         // of operands is fixed, so results do not depend on threads).

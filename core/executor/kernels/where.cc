@@ -23,8 +23,8 @@ void RegisterWhere(KernelRegistry& r) {
           const BroadcastPlan plan(shape, {c.shape(), x.shape(), y.shape()});
           return DispatchBySize(
               x.dtype(), [&]<typename T>(Tag<T>) -> absl::Status {
-                ASSIGN_OR_RETURN(Tensor * out,
-                                 ctx.Allocate(0, x.dtype(), shape));
+                ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateUninitialized(
+                                                   0, x.dtype(), shape));
                 const bool* pc = c.data<bool>();
                 const T* px = RawAs<T>(x);
                 const T* py = RawAs<T>(y);

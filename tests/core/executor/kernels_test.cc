@@ -1,7 +1,10 @@
 // Table-style kernel tests with hand-derived expected values.
 #include <cmath>
 #include <limits>
+#include <random>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/core/executor/test_util.h"
@@ -345,6 +348,122 @@ TEST(BinaryKernelTest, IntegerOverflowWrapsInsteadOfTrapping) {
   absl::StatusOr<Tensor> z = testing::RunOp(
       "Div", {testing::I64({1}, {1}), testing::I64({0}, {1})}, {});
   EXPECT_TRUE(absl::IsInvalidArgument(z.status())) << z.status();
+}
+
+std::vector<float> RandomValues(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+struct PoolGeometry {
+  std::vector<int64_t> input, kernel, strides, pads, dilations;
+  int64_t ceil_mode, count_include_pad;
+};
+
+// The float kernels take a row-wise fast path; double takes the generic
+// per-window reference loop. Both must agree on every geometry (float sums
+// in tap order vs double sums: within 1e-5 for |x| <= 2 and <= 25 taps).
+TEST(PoolKernelTest, FloatFastPathMatchesGenericDoublePath) {
+  const std::vector<PoolGeometry> cases = {
+      {{1, 3, 9, 11}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0, 0},
+      {{1, 2, 8, 8}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 0, 0},
+      {{2, 2, 7, 10}, {3, 2}, {1, 3}, {1, 0, 2, 1}, {1, 1}, 1, 0},
+      {{1, 2, 7, 10}, {3, 2}, {1, 3}, {1, 0, 2, 1}, {1, 1}, 1, 1},
+      {{1, 1, 12, 12}, {3, 3}, {2, 2}, {2, 2, 2, 2}, {2, 2}, 0, 1},
+      {{1, 4, 6, 5}, {5, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 0, 0},
+      {{1, 3, 20}, {4}, {2}, {1, 2}, {1}, 1, 1},
+  };
+  int seed = 0;
+  for (const PoolGeometry& g : cases) {
+    for (const char* op : {"MaxPool", "AveragePool"}) {
+      const std::string label =
+          absl::StrCat(op, " input ", absl::StrJoin(g.input, "x"), " kernel ",
+                       absl::StrJoin(g.kernel, "x"), " ceil ", g.ceil_mode,
+                       " include_pad ", g.count_include_pad);
+      std::map<std::string, Attribute> attrs = {
+          {"kernel_shape", Ints(g.kernel)},
+          {"strides", Ints(g.strides)},
+          {"pads", Ints(g.pads)},
+          {"ceil_mode", Int(g.ceil_mode)}};
+      if (std::string(op) == "MaxPool") {
+        attrs["dilations"] = Ints(g.dilations);
+      } else {
+        attrs["count_include_pad"] = Int(g.count_include_pad);
+        if (g.dilations[0] != 1) continue;  // AveragePool dilations: opset 19
+      }
+      const std::vector<float> v = RandomValues(NumElements(g.input), ++seed);
+      const Tensor xf = F(v, g.input);
+      const Tensor xd = Tensor::FromVector<double>(
+          std::vector<double>(v.begin(), v.end()), g.input);
+      absl::StatusOr<Tensor> yf = RunOp(op, {xf}, attrs);
+      absl::StatusOr<Tensor> yd = RunOp(op, {xd}, attrs);
+      ASSERT_TRUE(yf.ok()) << label << ": " << yf.status();
+      ASSERT_TRUE(yd.ok()) << label << ": " << yd.status();
+      ASSERT_EQ(yf->shape(), yd->shape()) << label;
+      for (int64_t i = 0; i < yf->num_elements(); ++i) {
+        EXPECT_NEAR(yf->data<float>()[i], yd->data<double>()[i], 1e-5)
+            << label << " element " << i;
+      }
+    }
+  }
+}
+
+// Depthwise convolutions (one channel per group) take a direct row kernel;
+// the same weights with a depth multiplier of 2 (two outputs per group) take
+// im2col + GEMM. Output 2c of the latter must equal output c of the former.
+TEST(ConvKernelTest, DepthwiseRowKernelMatchesIm2ColPath) {
+  struct Case {
+    int64_t c, h, w, k, stride, pad, dilation;
+  };
+  const std::vector<Case> cases = {
+      {3, 9, 13, 3, 1, 1, 1},  {2, 10, 11, 3, 2, 1, 1}, {2, 8, 9, 5, 1, 2, 1},
+      {2, 12, 12, 5, 2, 2, 1}, {2, 9, 10, 3, 1, 2, 2},  {1, 6, 4, 3, 3, 0, 1},
+      {2, 7, 7, 7, 1, 3, 1}};
+  int seed = 100;
+  for (const Case& c : cases) {
+    const std::string label =
+        absl::StrCat("c", c.c, " ", c.h, "x", c.w, " k", c.k, " s", c.stride,
+                     " p", c.pad, " d", c.dilation);
+    const std::vector<float> x = RandomValues(c.c * c.h * c.w, ++seed);
+    const std::vector<float> w = RandomValues(c.c * c.k * c.k, ++seed);
+    const std::vector<float> b = RandomValues(c.c, ++seed);
+    std::vector<float> w2, b2;
+    for (int64_t ch = 0; ch < c.c; ++ch) {
+      for (int rep = 0; rep < 2; ++rep) {
+        w2.insert(w2.end(), w.begin() + ch * c.k * c.k,
+                  w.begin() + (ch + 1) * c.k * c.k);
+        b2.push_back(b[ch]);
+      }
+    }
+    const std::map<std::string, Attribute> attrs = {
+        {"group", Int(c.c)},
+        {"strides", Ints({c.stride, c.stride})},
+        {"pads", Ints({c.pad, c.pad, c.pad, c.pad})},
+        {"dilations", Ints({c.dilation, c.dilation})}};
+    absl::StatusOr<Tensor> direct =
+        RunOp("Conv",
+              {F(x, {1, c.c, c.h, c.w}), F(w, {c.c, 1, c.k, c.k}), F(b, {c.c})},
+              attrs);
+    absl::StatusOr<Tensor> gemm =
+        RunOp("Conv",
+              {F(x, {1, c.c, c.h, c.w}), F(w2, {2 * c.c, 1, c.k, c.k}),
+               F(b2, {2 * c.c})},
+              attrs);
+    ASSERT_TRUE(direct.ok()) << label << ": " << direct.status();
+    ASSERT_TRUE(gemm.ok()) << label << ": " << gemm.status();
+    const int64_t plane = direct->dim(2) * direct->dim(3);
+    ASSERT_EQ(gemm->dim(2) * gemm->dim(3), plane) << label;
+    for (int64_t ch = 0; ch < c.c; ++ch) {
+      for (int64_t i = 0; i < plane; ++i) {
+        EXPECT_NEAR(direct->data<float>()[ch * plane + i],
+                    gemm->data<float>()[2 * ch * plane + i], 1e-5)
+            << label << " channel " << ch << " element " << i;
+      }
+    }
+  }
 }
 
 }  // namespace
