@@ -1,0 +1,36 @@
+// The linear map inside every kernel layer: Y[r, m] = sum_j W[m, j] *
+// P[r, g(m) * J + j] + b[m], with G groups, g(m) = m / (M / G). G = 1 is
+// Gemm / MatMul (P the input rows, W [M, K]); a Conv is this on im2col
+// patches (conv2d.h), depthwise when J = kernel area. Row-major buffers.
+#ifndef QUANTD_CORE_TRAIN_GROUPED_LINEAR_H_
+#define QUANTD_CORE_TRAIN_GROUPED_LINEAR_H_
+
+#include <cstdint>
+#include <vector>
+
+namespace quantd::train {
+
+struct LinearShape {
+  int64_t rows = 0;    // R
+  int64_t out = 0;     // M
+  int64_t in = 0;      // J (per group)
+  int64_t groups = 1;  // G; P has G * J columns
+};
+
+// y: [R, M]. bias may be empty.
+void GroupedLinearForward(const LinearShape& s, const std::vector<double>& p,
+                          const std::vector<double>& w,
+                          const std::vector<double>& bias,
+                          std::vector<double>* y);
+
+// Gradients from dy [R, M]; each output may be null (not needed). dw and db
+// are accumulated into (sized by the caller), dp is overwritten.
+void GroupedLinearBackward(const LinearShape& s, const std::vector<double>& p,
+                           const std::vector<double>& w,
+                           const std::vector<double>& dy,
+                           std::vector<double>* dp, std::vector<double>* dw,
+                           std::vector<double>* db);
+
+}  // namespace quantd::train
+
+#endif  // QUANTD_CORE_TRAIN_GROUPED_LINEAR_H_

@@ -1,0 +1,245 @@
+#include "core/train/quantizer_config.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "core/graph/tensor.h"
+
+namespace quantd::train {
+namespace {
+
+constexpr double kMinThreshold = 1.0 / 65536;  // MCT MIN_THRESHOLD
+
+absl::StatusOr<WeightGridSpec::Kind> KindOf(v1::QuantizationMethod m) {
+  switch (m) {
+    case v1::QUANTIZATION_METHOD_POWER_OF_TWO:
+      return WeightGridSpec::Kind::kPowerOfTwo;
+    case v1::QUANTIZATION_METHOD_SYMMETRIC:
+      return WeightGridSpec::Kind::kSymmetric;
+    case v1::QUANTIZATION_METHOD_UNIFORM:
+      return WeightGridSpec::Kind::kUniform;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("quantization method ", v1::QuantizationMethod_Name(m),
+                       " has no trainable quantizer"));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<v1::TrainableQuantizerWeightsConfig> WeightsConfigFromPtq(
+    const v1::WeightQuantization& w, v1::TrainingMethod method) {
+  auto kind = KindOf(w.method());
+  if (!kind.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("weight '", w.tensor(), "': ", kind.status().message()));
+  }
+  v1::TrainableQuantizerWeightsConfig c;
+  c.set_weights_quantization_method(w.method());
+  c.set_weights_n_bits(w.n_bits());
+  *c.mutable_thresholds() = w.thresholds();
+  *c.mutable_range_min() = w.range_min();
+  *c.mutable_range_max() = w.range_max();
+  c.set_enable_weights_quantization(true);
+  c.set_weights_channels_axis(w.per_channel() ? w.channel_axis() : -1);
+  c.set_weights_per_channel_threshold(w.per_channel());
+  c.set_min_threshold(kMinThreshold);
+  c.set_training_method(method);
+  return c;
+}
+
+absl::StatusOr<v1::TrainableQuantizerActivationConfig> ActivationConfigFromPtq(
+    const v1::ActivationQuantization& a, v1::TrainingMethod method) {
+  auto kind = KindOf(a.method());
+  if (!kind.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "activation '", a.tensor(), "': ", kind.status().message()));
+  }
+  v1::TrainableQuantizerActivationConfig c;
+  c.set_activation_quantization_method(a.method());
+  c.set_activation_n_bits(a.n_bits());
+  c.set_threshold(a.threshold());
+  c.set_range_min(a.range_min());
+  c.set_range_max(a.range_max());
+  c.set_is_signed(a.is_signed());
+  c.set_enable_activation_quantization(true);
+  c.set_min_threshold(kMinThreshold);
+  c.set_training_method(method);
+  c.set_freeze_quant_params(method != v1::TRAINING_METHOD_LSQ);
+  return c;
+}
+
+absl::StatusOr<WeightGridSpec> WeightSpecOf(
+    const v1::TrainableQuantizerWeightsConfig& c) {
+  WeightGridSpec s;
+  auto kind = KindOf(c.weights_quantization_method());
+  if (!kind.ok()) return kind.status();
+  s.kind = *kind;
+  s.n_bits = c.weights_n_bits();
+  if (s.n_bits < 2 || s.n_bits > 16) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("weights_n_bits: ", s.n_bits, " (2..16)"));
+  }
+  s.thresholds.assign(c.thresholds().begin(), c.thresholds().end());
+  s.range_min.assign(c.range_min().begin(), c.range_min().end());
+  s.range_max.assign(c.range_max().begin(), c.range_max().end());
+  s.min_threshold = c.min_threshold() > 0 ? c.min_threshold() : kMinThreshold;
+  const size_t n = s.kind == WeightGridSpec::Kind::kUniform
+                       ? s.range_min.size()
+                       : s.thresholds.size();
+  if (n == 0 ||
+      (s.kind == WeightGridSpec::Kind::kUniform && s.range_max.size() != n)) {
+    return absl::InvalidArgumentError(
+        "weights config: no thresholds / ranges (or min and max counts "
+        "differ)");
+  }
+  for (double t : s.thresholds) {
+    if (!(t > 0) || !std::isfinite(t)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("weights config: threshold ", t, " not positive"));
+    }
+  }
+  return s;
+}
+
+absl::StatusOr<ActivationGridSpec> ActivationSpecOf(
+    const v1::TrainableQuantizerActivationConfig& c) {
+  auto kind = KindOf(c.activation_quantization_method());
+  if (!kind.ok()) return kind.status();
+  ActivationGridSpec s;
+  s.kind = *kind;
+  s.n_bits = c.activation_n_bits();
+  if (s.n_bits < 2 || s.n_bits > 16) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("activation_n_bits: ", s.n_bits, " (2..16)"));
+  }
+  s.is_signed = c.is_signed();
+  s.threshold = c.threshold();
+  s.range_min = c.range_min();
+  s.range_max = c.range_max();
+  s.min_threshold = c.min_threshold() > 0 ? c.min_threshold() : kMinThreshold;
+  if (s.kind != WeightGridSpec::Kind::kUniform &&
+      (!(s.threshold > 0) || !std::isfinite(s.threshold))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "activation config: threshold ", s.threshold, " not positive"));
+  }
+  return s;
+}
+
+absl::StatusOr<std::unique_ptr<TrainableWeightQuantizer>> MakeWeightQuantizer(
+    const v1::TrainableQuantizerWeightsConfig& config,
+    const std::vector<int64_t>& shape, std::vector<double> w) {
+  auto spec = WeightSpecOf(config);
+  if (!spec.ok()) return spec.status();
+  if (static_cast<int64_t>(w.size()) != NumElements(shape)) {
+    return absl::InvalidArgumentError("weights do not match their shape");
+  }
+  QuantGrid grid = GridOf(*spec);
+  if (auto st = SetChannelLayout(shape,
+                                 config.weights_per_channel_threshold()
+                                     ? config.weights_channels_axis()
+                                     : -1,
+                                 &grid);
+      !st.ok()) {
+    return st;
+  }
+  switch (config.training_method()) {
+    case v1::TRAINING_METHOD_UNSPECIFIED:
+    case v1::TRAINING_METHOD_STE:
+      return MakeSteWeightQuantizer(*spec, std::move(grid), std::move(w));
+    case v1::TRAINING_METHOD_LSQ:
+      return MakeLsqWeightQuantizer(*spec, std::move(grid), std::move(w));
+    case v1::TRAINING_METHOD_SOFT_ROUNDING:
+      return MakeSoftRoundingQuantizer(*spec, std::move(grid), std::move(w));
+    case v1::TRAINING_METHOD_GPTQ_STE:
+      return MakeGptqSteQuantizer(*spec, std::move(grid), std::move(w));
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "training_method ", config.training_method(), " unknown"));
+  }
+}
+
+absl::StatusOr<std::unique_ptr<TrainableActivationQuantizer>>
+MakeActivationQuantizer(const v1::TrainableQuantizerActivationConfig& config,
+                        int64_t channels) {
+  auto spec = ActivationSpecOf(config);
+  if (!spec.ok()) return spec.status();
+  switch (config.training_method()) {
+    case v1::TRAINING_METHOD_UNSPECIFIED:
+    case v1::TRAINING_METHOD_STE:
+      return MakeSteActivationQuantizer(*spec);
+    case v1::TRAINING_METHOD_LSQ:
+      if (config.freeze_quant_params())
+        return MakeSteActivationQuantizer(*spec);
+      return MakeLsqActivationQuantizer(*spec, channels);
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("activation training_method ",
+                       v1::TrainingMethod_Name(config.training_method()),
+                       " is for weights only"));
+  }
+}
+
+absl::Status WriteFixedWeights(const FixedWeights& fixed,
+                               v1::WeightQuantization* w) {
+  v1::Tensor* t = w->mutable_int_values();
+  const DType dtype = static_cast<DType>(t->data_type());
+  const size_t esize = DTypeSize(dtype);
+  if (esize == 0 || t->raw_data().size() != fixed.ints.size() * esize) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("weight '", w->tensor(),
+                     "': trained integers do not match the "
+                     "stored values"));
+  }
+  std::string raw(fixed.ints.size() * esize, '\0');
+  for (size_t i = 0; i < fixed.ints.size(); ++i) {
+    const int32_t v = fixed.ints[i];
+    char* p = raw.data() + i * esize;
+    switch (dtype) {
+      case DType::kInt8: {
+        const int8_t x = static_cast<int8_t>(v);
+        std::memcpy(p, &x, 1);
+        break;
+      }
+      case DType::kUint8: {
+        const uint8_t x = static_cast<uint8_t>(v);
+        std::memcpy(p, &x, 1);
+        break;
+      }
+      case DType::kInt16: {
+        const int16_t x = static_cast<int16_t>(v);
+        std::memcpy(p, &x, 2);
+        break;
+      }
+      case DType::kUint16: {
+        const uint16_t x = static_cast<uint16_t>(v);
+        std::memcpy(p, &x, 2);
+        break;
+      }
+      case DType::kInt32:
+        std::memcpy(p, &v, 4);
+        break;
+      default:
+        return absl::InvalidArgumentError(
+            absl::StrCat("weight '", w->tensor(), "': integer storage ",
+                         DTypeName(dtype), " not writable"));
+    }
+  }
+  t->set_raw_data(std::move(raw));
+  w->clear_thresholds();
+  w->clear_range_min();
+  w->clear_range_max();
+  w->clear_scales();
+  w->clear_zero_points();
+  for (double v : fixed.thresholds) w->add_thresholds(v);
+  for (double v : fixed.range_min) w->add_range_min(v);
+  for (double v : fixed.range_max) w->add_range_max(v);
+  for (double s : fixed.grid.scale) w->add_scales(s);
+  for (double z : fixed.grid.zero_point) {
+    w->add_zero_points(static_cast<int64_t>(z));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace quantd::train
