@@ -43,14 +43,16 @@ void Profile(const Executor& executor,
   using Clock = std::chrono::steady_clock;
   std::map<std::string, double> ms;
   std::map<std::string, std::set<std::string>> nodes;
+  std::map<std::string, double> elements;
   Clock::time_point last;
   const TensorObserver observer = [&](const Node& node, int output,
-                                      const Tensor&) {
+                                      const Tensor& value) {
     const Clock::time_point now = Clock::now();
     if (output == 0) {
       ms[node.op_type] +=
           std::chrono::duration<double, std::milli>(now - last).count();
       nodes[node.op_type].insert(node.name);
+      elements[node.op_type] += static_cast<double>(value.num_elements());
     }
     last = Clock::now();
   };
@@ -67,11 +69,12 @@ void Profile(const Executor& executor,
     total += t;
   }
   std::sort(rows.rbegin(), rows.rend());
-  std::fprintf(stderr, "%-24s %12s %7s %6s\n", "op type", "ms/sample", "share",
-               "nodes");
+  std::fprintf(stderr, "%-24s %12s %7s %6s %14s\n", "op type", "ms/sample",
+               "share", "nodes", "out elems");
   for (const auto& [t, op] : rows) {
-    std::fprintf(stderr, "%-24s %12.3f %6.1f%% %6zu\n", op.c_str(),
-                 t / samples.size(), 100.0 * t / total, nodes[op].size());
+    std::fprintf(stderr, "%-24s %12.3f %6.1f%% %6zu %14.0f\n", op.c_str(),
+                 t / samples.size(), 100.0 * t / total, nodes[op].size(),
+                 elements[op] / samples.size());
   }
 }
 

@@ -88,9 +88,12 @@ void RegisterActivations(KernelRegistry& r) {
   });
   // y = x >= 0 ? x : alpha * x
   RegisterFloatUnary(r, "LeakyRelu", [](const KernelInfo& info) {
-    const double alpha = info.node.GetFloat("alpha", 0.01f);
+    const float alpha = info.node.GetFloat("alpha", 0.01f);
+    // max(v, 0) + alpha * min(v, 0) equals the select exactly (incl. -0 and
+    // NaN) but has no branch: GCC will not speculate the multiply of the
+    // select form (it may trap), which then stays scalar and mispredicts.
     return [alpha]<typename T>(T v) {
-      return v >= T(0) ? v : static_cast<T>(alpha) * v;
+      return std::max(v, T(0)) + static_cast<T>(alpha) * std::min(v, T(0));
     };
   });
   // y = 1 / (1 + exp(-x))

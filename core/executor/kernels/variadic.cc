@@ -33,37 +33,46 @@ absl::Status RunVariadic(KernelContext& ctx, Fold fold) {
         ASSIGN_OR_RETURN(Tensor * y,
                          ctx.AllocateUninitialized(0, ins[0]->dtype(), shape));
         T* out = y->mutable_data<T>();
-        // Broadcast the first input, then fold the others in place (the order
-        // of operands is fixed, so results do not depend on threads).
-        const BroadcastPlan first(shape, {shape, ins[0]->shape()});
-        BinaryLoop(ctx.pool(), first, out, ins[0]->data<T>(), out,
-                   [](T, T v) { return v; });
-        for (size_t k = 1; k < ins.size(); ++k) {
-          const BroadcastPlan plan(shape, {shape, ins[k]->shape()});
-          const T* b = ins[k]->data<T>();
-          switch (fold) {
-            case Fold::kSum:
-            case Fold::kMean:
-              BinaryLoop(ctx.pool(), plan, out, b, out,
-                         [](T x, T v) { return static_cast<T>(x + v); });
-              break;
-            case Fold::kMin:
-              BinaryLoop(ctx.pool(), plan, out, b, out, [](T x, T v) {
-                if constexpr (std::is_floating_point_v<T>) {
-                  if (std::isnan(x) || std::isnan(v)) return x + v;
-                }
-                return std::min(x, v);
-              });
-              break;
-            case Fold::kMax:
-              BinaryLoop(ctx.pool(), plan, out, b, out, [](T x, T v) {
-                if constexpr (std::is_floating_point_v<T>) {
-                  if (std::isnan(x) || std::isnan(v)) return x + v;
-                }
-                return std::max(x, v);
-              });
-              break;
+        // Combine the first two inputs (or copy a lone one), then fold the
+        // others in place; the order of operands is fixed, so results do
+        // not depend on threads. NaN propagates through Min/Max (numpy);
+        // written as selects of compared values, which vectorise.
+        auto fold_with = [&](auto op) {
+          if (ins.size() == 1) {
+            const BroadcastPlan plan(shape, {shape, ins[0]->shape()});
+            BinaryLoop(ctx.pool(), plan, out, ins[0]->data<T>(), out,
+                       [](T, T v) { return v; });
+            return;
           }
+          const BroadcastPlan two(shape, {ins[0]->shape(), ins[1]->shape()});
+          BinaryLoop(ctx.pool(), two, ins[0]->data<T>(), ins[1]->data<T>(), out,
+                     op);
+          for (size_t k = 2; k < ins.size(); ++k) {
+            const BroadcastPlan plan(shape, {shape, ins[k]->shape()});
+            BinaryLoop(ctx.pool(), plan, out, ins[k]->data<T>(), out, op);
+          }
+        };
+        // One instantiation per fold, so the switch is resolved at compile
+        // time inside the loops.
+        switch (fold) {
+          case Fold::kSum:
+          case Fold::kMean:
+            fold_with([](T x, T v) { return static_cast<T>(x + v); });
+            break;
+          case Fold::kMin:
+            fold_with([](T x, T v) {
+              const T m = !(v >= x) ? v : x;  // NaN v wins
+              if constexpr (std::is_floating_point_v<T>) return x != x ? x : m;
+              return m;
+            });
+            break;
+          case Fold::kMax:
+            fold_with([](T x, T v) {
+              const T m = !(v <= x) ? v : x;  // NaN v wins
+              if constexpr (std::is_floating_point_v<T>) return x != x ? x : m;
+              return m;
+            });
+            break;
         }
         if (fold == Fold::kMean) {
           const T n = static_cast<T>(ins.size());
