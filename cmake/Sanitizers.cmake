@@ -1,9 +1,35 @@
-# -DQUANTD_SANITIZE=address,undefined (whole build) or thread (core tests).
+# Sanitizer and fuzzing instrumentation for the whole tree.
+#   -DQUANTD_SANITIZE=address,undefined   whole build (scripts/sanitize.sh asan)
+#   -DQUANTD_SANITIZE=thread              core libraries + core tests (tsan)
+#   -DQUANTD_FUZZ=ON (clang only)         also libFuzzer coverage instrumentation
+#                                         of every object, and tests/fuzz targets
+# CMAKE_BUILD_TYPE=Sanitize gives -O1 -g1: fast to build, readable stacks.
+# core/executor keeps its own -O3 (target option, it comes after these flags),
+# so the real-model tests stay fast under ASan.
+set(CMAKE_CXX_FLAGS_SANITIZE "-O1 -g1" CACHE STRING "C++ flags of the Sanitize build type")
+set(CMAKE_C_FLAGS_SANITIZE "-O1 -g1" CACHE STRING "C flags of the Sanitize build type")
+mark_as_advanced(CMAKE_CXX_FLAGS_SANITIZE CMAKE_C_FLAGS_SANITIZE)
+
+if(QUANTD_FUZZ AND NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+  message(WARNING "QUANTD_FUZZ needs clang (libFuzzer); fuzz targets are off")
+  set(QUANTD_FUZZ OFF CACHE BOOL "" FORCE)
+endif()
+
+set(_quantd_instrument "")
 if(QUANTD_SANITIZE)
-  set(_san_flags "-fsanitize=${QUANTD_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=undefined")
-  string(APPEND CMAKE_CXX_FLAGS " ${_san_flags}")
-  string(APPEND CMAKE_C_FLAGS " ${_san_flags}")
+  string(APPEND _quantd_instrument
+         " -fsanitize=${QUANTD_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=undefined")
+  add_compile_definitions(QUANTD_SANITIZED=1)
+endif()
+if(QUANTD_FUZZ)
+  string(APPEND _quantd_instrument " -fsanitize=fuzzer-no-link")
+  add_compile_definitions(QUANTD_FUZZING=1)
+endif()
+if(_quantd_instrument)
+  string(APPEND CMAKE_CXX_FLAGS "${_quantd_instrument}")
+  string(APPEND CMAKE_C_FLAGS "${_quantd_instrument}")
+endif()
+if(QUANTD_SANITIZE)
   string(APPEND CMAKE_EXE_LINKER_FLAGS " -fsanitize=${QUANTD_SANITIZE}")
   string(APPEND CMAKE_SHARED_LINKER_FLAGS " -fsanitize=${QUANTD_SANITIZE}")
-  add_compile_definitions(QUANTD_SANITIZED=1)
 endif()

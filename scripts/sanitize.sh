@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Sanitizer builds and their test runs (docs/reliability.md).
+#   scripts/sanitize.sh asan   clang + ASan + UBSan + libFuzzer instrumentation,
+#                              whole tree, whole ctest suite (build-asan)
+#   scripts/sanitize.sh tsan   clang + TSan, core libraries and the core
+#                              tests only (build-tsan)
+# Extra arguments go to ctest. BUILD_DIR overrides the tree; JOBS the
+# parallelism (default: all cores).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:?usage: scripts/sanitize.sh asan|tsan [ctest args]}
+shift
+JOBS=${JOBS:-$(nproc)}
+supp="$PWD/scripts/sanitizers"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+export ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1:check_initialization_order=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export LSAN_OPTIONS="suppressions=$supp/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export TSAN_OPTIONS="suppressions=$supp/tsan.supp:halt_on_error=1:second_deadlock_stack=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
+
+configure() {  # dir, cmake args...
+  local dir=$1
+  shift
+  if [ ! -f "$dir/build.ninja" ]; then
+    CC=clang-14 CXX=clang++-14 cmake -S . -B "$dir" -G Ninja \
+      -DCMAKE_BUILD_TYPE=Sanitize -DQUANTD_BUILD_BENCH=OFF "$@" >/dev/null
+  fi
+}
+
+case "$mode" in
+  asan)
+    dir=${BUILD_DIR:-build-asan}
+    configure "$dir" -DQUANTD_SANITIZE=address,undefined -DQUANTD_FUZZ=ON
+    cmake --build "$dir" -j "$JOBS"
+    ctest --test-dir "$dir" --output-on-failure -j "$JOBS" --timeout 900 "$@"
+    ;;
+  tsan)
+    dir=${BUILD_DIR:-build-tsan}
+    configure "$dir" -DQUANTD_SANITIZE=thread
+    # tests/core/all: every core test binary and the libraries it needs.
+    cmake --build "$dir" -j "$JOBS" --target tests/core/all
+    ctest --test-dir "$dir" --output-on-failure -j "$JOBS" --timeout 900 \
+      -L core "$@"
+    ;;
+  *)
+    echo "usage: scripts/sanitize.sh asan|tsan [ctest args]" >&2
+    exit 2
+    ;;
+esac
