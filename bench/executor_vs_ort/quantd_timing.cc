@@ -44,6 +44,7 @@ void Profile(const Executor& executor,
   std::map<std::string, double> ms;
   std::map<std::string, std::set<std::string>> nodes;
   std::map<std::string, double> elements;
+  std::map<std::string, std::pair<double, std::string>> per_node;
   Clock::time_point last;
   const TensorObserver observer = [&](const Node& node, int output,
                                       const Tensor& value) {
@@ -53,6 +54,9 @@ void Profile(const Executor& executor,
           std::chrono::duration<double, std::milli>(now - last).count();
       nodes[node.op_type].insert(node.name);
       elements[node.op_type] += static_cast<double>(value.num_elements());
+      auto& [node_ms, label] = per_node[node.name];
+      node_ms += std::chrono::duration<double, std::milli>(now - last).count();
+      label = node.op_type + " -> " + value.DebugString();
     }
     last = Clock::now();
   };
@@ -75,6 +79,16 @@ void Profile(const Executor& executor,
     std::fprintf(stderr, "%-24s %12.3f %6.1f%% %6zu %14.0f\n", op.c_str(),
                  t / samples.size(), 100.0 * t / total, nodes[op].size(),
                  elements[op] / samples.size());
+  }
+  std::vector<std::pair<double, std::string>> top;
+  for (const auto& [name, v] : per_node) {
+    top.emplace_back(v.first, name + " (" + v.second + ")");
+  }
+  std::sort(top.rbegin(), top.rend());
+  std::fprintf(stderr, "slowest nodes:\n");
+  for (size_t i = 0; i < top.size() && i < 12; ++i) {
+    std::fprintf(stderr, "  %10.3f ms  %s\n", top[i].first / samples.size(),
+                 top[i].second.c_str());
   }
 }
 
