@@ -22,6 +22,16 @@ int64_t TileWidth(int64_t rows, int64_t out_size) {
   return std::min(t, out_size);
 }
 
+// Items per chunk so that a chunk holds at least ~0.5 MFLOP: smaller work
+// ends before a helper thread wakes up (on a busy machine much sooner), so
+// splitting it only adds waiting. Every item writes its own outputs with the
+// same arithmetic wherever it runs, so the grain never changes results.
+int64_t GrainFor(int64_t flops_per_item) {
+  constexpr int64_t kMinChunkFlops = int64_t{1} << 19;
+  return std::max<int64_t>(1, (kMinChunkFlops + flops_per_item - 1) /
+                                  std::max<int64_t>(flops_per_item, 1));
+}
+
 bool IsPointwise(const WindowGeometry& g) {
   for (int i = 0; i < g.rank(); ++i) {
     if (g.kernel[i] != 1 || g.stride[i] != 1 || g.pad_begin[i] != 0 ||
@@ -289,13 +299,14 @@ void ConvForward(const ConvShape& s, const float* x, const float* w,
   const int64_t IS = s.in_size;
   if (OS == 0 || s.batch == 0 || Mg == 0) return;
   if (Cg == 1 && Mg == 1 && s.geo.rank() == 2) {
-    ParallelFor(pool, s.batch * G, 1, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        const int64_t c = i % G;
-        DepthwisePlane(s, x + i * IS, w + c * s.kernel_size,
-                       bias ? bias[c] : 0.0f, y + i * OS);
-      }
-    });
+    ParallelFor(pool, s.batch * G, GrainFor(2 * OS * s.kernel_size),
+                [&](int64_t b, int64_t e) {
+                  for (int64_t i = b; i < e; ++i) {
+                    const int64_t c = i % G;
+                    DepthwisePlane(s, x + i * IS, w + c * s.kernel_size,
+                                   bias ? bias[c] : 0.0f, y + i * OS);
+                  }
+                });
     return;
   }
   const int64_t CK = Cg * s.kernel_size;
@@ -311,45 +322,47 @@ void ConvForward(const ConvShape& s, const float* x, const float* w,
                                ? (Mg + kRowBlock - 1) / kRowBlock
                                : 1;
   const int64_t m_step = m_blocks == 1 ? Mg : kRowBlock;
-  ParallelFor(pool, base_items * m_blocks, 1, [&](int64_t b, int64_t e) {
-    thread_local std::vector<float> col;
-    for (int64_t it = b; it < e; ++it) {
-      const int64_t mb = it % m_blocks;
-      const int64_t item = it / m_blocks;
-      const int64_t tile = item % tiles;
-      const int64_t g = (item / tiles) % G;
-      const int64_t n = item / (tiles * G);
-      const int64_t p0 = tile * T;
-      const int64_t width = std::min(T, OS - p0);
-      const int64_t m0 = mb * m_step;
-      const int64_t rows = std::min(m_step, Mg - m0);
-      const float* xg = x + (n * s.in_channels + g * Cg) * IS;
-      float* yg = y + (n * s.out_channels + g * Mg + m0) * OS + p0;
-      ConstMapRow wm(w + (g * Mg + m0) * CK, rows, CK,
-                     Eigen::OuterStride<>(CK));
-      MapRow ym(yg, rows, width, Eigen::OuterStride<>(OS));
-      const float* cp;
-      int64_t col_stride;
-      if (pointwise) {
-        cp = xg + p0;
-        col_stride = IS;
-      } else {
-        col.resize(static_cast<size_t>(CK * width));
-        Im2Col(s, xg, Cg, p0, width, col.data());
-        cp = col.data();
-        col_stride = width;
-      }
-      ConstMapRow cm(cp, CK, width, Eigen::OuterStride<>(col_stride));
-      if (bias != nullptr) {
-        for (int64_t m = 0; m < rows; ++m) {
-          ym.row(m).setConstant(bias[g * Mg + m0 + m]);
-        }
-        ym.noalias() += wm * cm;
-      } else {
-        ym.noalias() = wm * cm;
-      }
-    }
-  });
+  ParallelFor(pool, base_items * m_blocks, GrainFor(2 * m_step * CK * T),
+              [&](int64_t b, int64_t e) {
+                thread_local std::vector<float> col;
+                for (int64_t it = b; it < e; ++it) {
+                  const int64_t mb = it % m_blocks;
+                  const int64_t item = it / m_blocks;
+                  const int64_t tile = item % tiles;
+                  const int64_t g = (item / tiles) % G;
+                  const int64_t n = item / (tiles * G);
+                  const int64_t p0 = tile * T;
+                  const int64_t width = std::min(T, OS - p0);
+                  const int64_t m0 = mb * m_step;
+                  const int64_t rows = std::min(m_step, Mg - m0);
+                  const float* xg = x + (n * s.in_channels + g * Cg) * IS;
+                  float* yg = y + (n * s.out_channels + g * Mg + m0) * OS + p0;
+                  ConstMapRow wm(w + (g * Mg + m0) * CK, rows, CK,
+                                 Eigen::OuterStride<>(CK));
+                  MapRow ym(yg, rows, width, Eigen::OuterStride<>(OS));
+                  const float* cp;
+                  int64_t col_stride;
+                  if (pointwise) {
+                    cp = xg + p0;
+                    col_stride = IS;
+                  } else {
+                    col.resize(static_cast<size_t>(CK * width));
+                    Im2Col(s, xg, Cg, p0, width, col.data());
+                    cp = col.data();
+                    col_stride = width;
+                  }
+                  ConstMapRow cm(cp, CK, width,
+                                 Eigen::OuterStride<>(col_stride));
+                  if (bias != nullptr) {
+                    for (int64_t m = 0; m < rows; ++m) {
+                      ym.row(m).setConstant(bias[g * Mg + m0 + m]);
+                    }
+                    ym.noalias() += wm * cm;
+                  } else {
+                    ym.noalias() = wm * cm;
+                  }
+                }
+              });
 }
 
 }  // namespace quantd::exec
