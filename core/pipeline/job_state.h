@@ -57,6 +57,16 @@ struct TensorStats {
   double min = 0, max = 0;
 };
 
+// GPTQ's effect on one kernel block: the block output's SQNR against float
+// on the sampled calibration positions, with the PTQ weights and with the
+// trained ones (applied only when better).
+struct GptqLayerError {
+  std::string node;
+  double sqnr_before_db = 0, sqnr_after_db = 0;
+  int steps = 0;
+  bool applied = false;
+};
+
 struct JobState {
   Model model;  // prepared float model the plans refer to
   std::vector<NodePlan> plans;
@@ -74,6 +84,7 @@ struct JobState {
   std::map<std::string, std::vector<double>> input_means;
   PtqOptions options;
   std::vector<std::string> warnings;
+  std::vector<GptqLayerError> gptq_layers;  // empty unless GPTQ ran
 };
 
 }  // namespace quantd

@@ -34,6 +34,10 @@ struct LayerReport {
   std::string activation_method;  // "POWER_OF_TWO", ... or ""
   std::optional<double> sqnr_db;  // unset: not measured / exact
   std::string float_reason;       // why (part of) the node stays float
+  // GPTQ: the block output's SQNR on the sampled calibration positions with
+  // the PTQ weights and after training (unset when GPTQ did not train it).
+  std::optional<double> gptq_sqnr_before_db, gptq_sqnr_after_db;
+  bool gptq_applied = false;  // the trained weights were kept
 };
 
 struct OutputReport {

@@ -49,6 +49,11 @@ std::string ReportToJson(const ReportData& r, bool with_timings) {
     e["activation_method"] = l.activation_method;
     e["sqnr_db"] = Number(l.sqnr_db);
     e["float_reason"] = l.float_reason;
+    if (l.gptq_sqnr_before_db.has_value()) {
+      e["gptq_sqnr_before_db"] = Number(l.gptq_sqnr_before_db);
+      e["gptq_sqnr_after_db"] = Number(l.gptq_sqnr_after_db);
+      e["gptq_applied"] = l.gptq_applied;
+    }
     layers.push_back(std::move(e));
   }
   j["layers"] = std::move(layers);
