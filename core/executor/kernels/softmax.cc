@@ -5,6 +5,7 @@
 
 #include "core/executor/kernel.h"
 #include "core/executor/kernel_util.h"
+#include "core/executor/kernels/losses.h"
 #include "core/util/status_macros.h"
 
 namespace quantd::exec {
@@ -88,6 +89,7 @@ void RegisterSoftmax(KernelRegistry& r) {
   RegisterKind(r, "Softmax", Kind::kSoftmax);
   RegisterKind(r, "LogSoftmax", Kind::kLogSoftmax);
   RegisterKind(r, "Hardmax", Kind::kHardmax);
+  RegisterLosses(r);
 }
 
 }  // namespace quantd::exec
