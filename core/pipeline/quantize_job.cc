@@ -17,6 +17,8 @@
 #include "core/pipeline/bias_correction.h"
 #include "core/pipeline/evaluation.h"
 #include "core/pipeline/fake_quant.h"
+#include "core/pipeline/gptq_options.h"
+#include "core/pipeline/gptq_stage.h"
 #include "core/pipeline/job_artifacts.h"
 #include "core/pipeline/job_state.h"
 #include "core/pipeline/param_selection.h"
@@ -104,7 +106,9 @@ absl::Status RejectUnsupported(const v1::QuantizeRequest& r,
   if (r.mixed_precision().bit_width_overrides_size() > 0) {
     return unimplemented("mixed_precision.bit_width_overrides");
   }
-  if (r.gptq().enabled()) return unimplemented("GPTQ (gptq.enabled)");
+  if (r.gptq().enabled()) {
+    RETURN_IF_ERROR(ResolveGptqOptions(r.gptq()).status());
+  }
   if (o.relu_bound_to_power_of_2) {
     return unimplemented("quantization.relu_bound_to_power_of_2");
   }
@@ -401,6 +405,15 @@ absl::StatusOr<v1::QuantizeResult> RunQuantizeJobWithArtifacts(
     RETURN_IF_ERROR(ApplyBiasCorrection(&state));
   }
 
+  // 6b. GPTQ (float_exec: the float targets, before the corrections).
+  if (request.gptq().enabled()) {
+    RETURN_IF_ERROR(clock.Begin("gptq", "gradient-based rounding"));
+    ASSIGN_OR_RETURN(GptqOptions gptq, ResolveGptqOptions(request.gptq()));
+    RETURN_IF_ERROR(RunGptq(gptq, *float_exec, calibration,
+                            request.export_options(), &state, pool, cancel,
+                            clock.sink()));
+  }
+
   // 7. Export.
   RETURN_IF_ERROR(clock.Begin("export", "building the quantized graph"));
   v1::QuantizeResult result;
@@ -465,6 +478,12 @@ absl::StatusOr<v1::QuantizeResult> RunQuantizeJobWithArtifacts(
       }
     }
     l.float_reason = n.float_reason();
+    for (const GptqLayerError& e : state.gptq_layers) {
+      if (e.node != n.name()) continue;
+      l.gptq_sqnr_before_db = e.sqnr_before_db;
+      l.gptq_sqnr_after_db = e.sqnr_after_db;
+      l.gptq_applied = e.applied;
+    }
     report.layers.push_back(std::move(l));
   }
   report.outputs = eval.outputs;

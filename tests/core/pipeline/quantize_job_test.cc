@@ -225,12 +225,14 @@ TEST_F(QuantizeJobTest, MixedPrecisionIsRejectedAsUnimplemented) {
               HasSubstr("mixed precision"));
 }
 
-TEST_F(QuantizeJobTest, GptqIsRejectedAsUnimplemented) {
+TEST_F(QuantizeJobTest, GptqHessianWeightingIsRejectedAsUnimplemented) {
   v1::QuantizeRequest r = ExampleRequest();
   r.mutable_gptq()->set_enabled(true);
+  r.mutable_gptq()->set_use_hessian_based_weights(true);
   auto result = Run(r);
   EXPECT_EQ(result.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(std::string(result.status().message()), HasSubstr("GPTQ"));
+  EXPECT_THAT(std::string(result.status().message()),
+              HasSubstr("gptq.use_hessian_based_weights"));
 }
 
 TEST_F(QuantizeJobTest, CancelledTokenStopsTheJob) {
