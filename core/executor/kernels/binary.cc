@@ -1,5 +1,5 @@
 // Binary element-wise ops with numpy broadcasting: arithmetic, comparisons,
-// logic, PRelu.
+// logic, PRelu, BitShift.
 #include <cmath>
 #include <type_traits>
 
@@ -285,6 +285,36 @@ void RegisterBinary(KernelRegistry& r) {
                       });
                 });
               });
+        });
+      });
+  // BitShift: unsigned integers only; shifting by the bit width or more
+  // gives 0 (C++ leaves it undefined).
+  r.Register(
+      "BitShift",
+      [](const KernelInfo& info) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+        const std::string dir = info.node.GetString("direction", "");
+        if (dir != "LEFT" && dir != "RIGHT") {
+          return info.Error(
+              absl::StrCat("direction must be LEFT or RIGHT, got '", dir, "'"));
+        }
+        const bool left = dir == "LEFT";
+        return MakeKernel([left](KernelContext& ctx) -> absl::Status {
+          const DType t = ctx.input(0)->dtype();
+          if (t != DType::kUint8 && t != DType::kUint16 &&
+              t != DType::kUint32 && t != DType::kUint64) {
+            return ctx.Error(
+                absl::StrCat("expects unsigned integers, got ", DTypeName(t)));
+          }
+          return RunBinary(ctx, {}, Out::kSame, false, true,
+                           [left]<typename T>(T x, T y) -> T {
+                             if constexpr (std::is_unsigned_v<T>) {
+                               constexpr T kBits = sizeof(T) * 8;
+                               if (y >= kBits) return T(0);
+                               return static_cast<T>(left ? x << y : x >> y);
+                             } else {
+                               return x;  // unreachable: checked above
+                             }
+                           });
         });
       });
 }

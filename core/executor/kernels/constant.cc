@@ -1,7 +1,8 @@
 // Constant (value / value_float(s) / value_int(s)), ConstantOfShape
-// (y[shape] = value, default float 0) and Range (len = max(ceil((limit -
-// start) / delta), 0)).
+// (y[shape] = value, default float 0), Range (len = max(ceil((limit -
+// start) / delta), 0)) and the Hann/Hamming/Blackman window generators.
 #include <cmath>
+#include <utility>
 
 #include "core/executor/kernel.h"
 #include "core/executor/kernel_util.h"
@@ -102,6 +103,51 @@ void RegisterRange(KernelRegistry& r) {
               });
         });
       });
+  // Hann, Hamming and Blackman windows of `size` points (periodic: the
+  // period is size, else size - 1), as ONNX's reference computes them.
+  const std::pair<const char*, int> windows[] = {
+      {"HannWindow", 0}, {"HammingWindow", 1}, {"BlackmanWindow", 2}};
+  for (const auto& [name, kind_v] : windows) {
+    const int kind = kind_v;
+    r.Register(
+        name,
+        [kind](
+            const KernelInfo& info) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+          const bool periodic = info.node.GetInt("periodic", 1) != 0;
+          const DType dtype =
+              static_cast<DType>(info.node.GetInt("output_datatype", 1));
+          return MakeKernel([kind, periodic,
+                             dtype](KernelContext& ctx) -> absl::Status {
+            ASSIGN_OR_RETURN(double size_v, ReadScalar(*ctx.input(0), "size"));
+            if (!(size_v >= 0) || size_v > 1e9) {
+              return ctx.Error(
+                  absl::StrCat("size ", size_v, " must be in [0, 1e9]"));
+            }
+            const int64_t n = static_cast<int64_t>(size_v);
+            const double period = periodic ? n : n - 1;
+            return DispatchNumeric(
+                dtype, [&]<typename T>(Tag<T>) -> absl::Status {
+                  ASSIGN_OR_RETURN(Tensor * y,
+                                   ctx.AllocateUninitialized(0, dtype, {n}));
+                  T* out = y->mutable_data<T>();
+                  for (int64_t i = 0; i < n; ++i) {
+                    const double a = 2 * M_PI * i / period;
+                    double v;
+                    if (kind == 0) {
+                      const double h = std::sin(M_PI * i / period);
+                      v = h * h;
+                    } else if (kind == 1) {
+                      v = 25.0 / 46.0 - (21.0 / 46.0) * std::cos(a);
+                    } else {
+                      v = 0.42 - 0.5 * std::cos(a) + 0.08 * std::cos(2 * a);
+                    }
+                    out[i] = static_cast<T>(v);
+                  }
+                  return absl::OkStatus();
+                });
+          });
+        });
+  }
 }
 
 }  // namespace quantd::exec

@@ -1,8 +1,10 @@
 // Index-driven ops: GatherND, ScatterND, ScatterElements (and opset 9's
-// Scatter), OneHot, NonZero, Trilu. Every index is range-checked before it is
-// used (indices are untrusted feeds or model data).
+// Scatter), OneHot, NonZero, Trilu, EyeLike, Compress, ReverseSequence. Every
+// index is range-checked before it is used (indices are untrusted feeds or
+// model data).
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -325,9 +327,135 @@ absl::Status ComputeTrilu(KernelContext& ctx, bool upper) {
   });
 }
 
+// EyeLike: ones on diagonal k of a 2-D shape, zeros elsewhere.
+absl::Status ComputeEyeLike(KernelContext& ctx, int64_t k, DType dtype_attr) {
+  const Tensor& x = *ctx.input(0);
+  if (x.rank() != 2) return ctx.Error("input must be 2-D");
+  const DType dtype = dtype_attr == DType::kUndefined ? x.dtype() : dtype_attr;
+  return DispatchAll(dtype, [&]<typename T>(Tag<T>) -> absl::Status {
+    ASSIGN_OR_RETURN(Tensor * y, ctx.Allocate(0, dtype, x.shape()));
+    T* out = y->mutable_data<T>();
+    for (int64_t i = 0; i < x.dim(0); ++i) {
+      const int64_t j = i + k;
+      if (j >= 0 && j < x.dim(1)) out[i * x.dim(1) + j] = T(1);
+    }
+    return absl::OkStatus();
+  });
+}
+
+// Compress: the slices along axis (or elements of the flattened input) whose
+// condition is true; a short condition leaves the rest out.
+absl::Status ComputeCompress(KernelContext& ctx,
+                             std::optional<int64_t> axis_attr) {
+  const Tensor& x = *ctx.input(0);
+  const Tensor& cond = *ctx.input(1);
+  if (cond.dtype() != DType::kBool || cond.rank() != 1) {
+    return ctx.Error(
+        absl::StrCat("condition must be 1-D bool, got ", cond.DebugString()));
+  }
+  std::vector<int64_t> shape = {x.num_elements()};
+  int64_t axis = 0;
+  if (axis_attr) {
+    ASSIGN_OR_RETURN(axis, NormalizeAxis(*axis_attr, x.rank()));
+    shape = x.shape();
+  }
+  const int64_t dim = shape[axis];
+  if (cond.num_elements() > dim) {
+    return ctx.Error(absl::StrCat("condition has ", cond.num_elements(),
+                                  " values for a dim of ", dim));
+  }
+  std::vector<int64_t> keep;
+  for (int64_t i = 0; i < cond.num_elements(); ++i) {
+    if (cond.data<bool>()[i]) keep.push_back(i);
+  }
+  int64_t outer = 1, inner = DTypeSize(x.dtype());
+  for (int64_t d = 0; d < axis; ++d) outer *= shape[d];
+  for (size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
+  std::vector<int64_t> out_shape = shape;
+  out_shape[axis] = static_cast<int64_t>(keep.size());
+  ASSIGN_OR_RETURN(Tensor * y,
+                   ctx.AllocateUninitialized(0, x.dtype(), out_shape));
+  const char* in = static_cast<const char*>(x.raw());
+  char* out = static_cast<char*>(y->mutable_raw());
+  for (int64_t o = 0; o < outer; ++o) {
+    for (size_t j = 0; j < keep.size(); ++j) {
+      std::memcpy(out + (o * keep.size() + j) * inner,
+                  in + (o * dim + keep[j]) * inner, inner);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ReverseSequence: per batch entry b, the first sequence_lens[b] steps along
+// time_axis reversed, the rest copied.
+absl::Status ComputeReverseSequence(KernelContext& ctx, int64_t batch_axis,
+                                    int64_t time_axis) {
+  const Tensor& x = *ctx.input(0);
+  ASSIGN_OR_RETURN(std::vector<int64_t> lens, IndexValues(ctx, *ctx.input(1)));
+  if (x.rank() < 2 || (batch_axis != 0 && batch_axis != 1) ||
+      (time_axis != 0 && time_axis != 1) || batch_axis == time_axis) {
+    return ctx.Error("batch_axis and time_axis must be 0 and 1 (either way)");
+  }
+  const int64_t B = x.dim(batch_axis), Tn = x.dim(time_axis);
+  if (static_cast<int64_t>(lens.size()) != B) {
+    return ctx.Error(absl::StrCat("sequence_lens has ", lens.size(),
+                                  " values for a batch of ", B));
+  }
+  for (int64_t l : lens) {
+    if (l < 0 || l > Tn) {
+      return ctx.Error(absl::StrCat("sequence length ", l,
+                                    " is out of range [0, ", Tn, "]"));
+    }
+  }
+  int64_t inner = DTypeSize(x.dtype());
+  for (int64_t d = 2; d < x.rank(); ++d) inner *= x.dim(d);
+  ASSIGN_OR_RETURN(Tensor * y,
+                   ctx.AllocateUninitialized(0, x.dtype(), x.shape()));
+  const char* in = static_cast<const char*>(x.raw());
+  char* out = static_cast<char*>(y->mutable_raw());
+  auto offset = [&](int64_t b, int64_t t) {
+    const int64_t i0 = batch_axis == 0 ? b : t;
+    const int64_t i1 = batch_axis == 0 ? t : b;
+    return (i0 * x.dim(1) + i1) * inner;
+  };
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t t = 0; t < Tn; ++t) {
+      const int64_t src = t < lens[b] ? lens[b] - 1 - t : t;
+      std::memcpy(out + offset(b, t), in + offset(b, src), inner);
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void RegisterIndexOps(KernelRegistry& r) {
+  r.Register(
+      "EyeLike",
+      [](const KernelInfo& info) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+        const int64_t k = info.node.GetInt("k", 0);
+        const DType dtype = static_cast<DType>(info.node.GetInt("dtype", 0));
+        return MakeKernel([k, dtype](KernelContext& ctx) {
+          return ComputeEyeLike(ctx, k, dtype);
+        });
+      });
+  r.Register(
+      "Compress",
+      [](const KernelInfo& info) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+        std::optional<int64_t> axis;
+        if (info.node.HasAttribute("axis")) axis = info.node.GetInt("axis", 0);
+        return MakeKernel(
+            [axis](KernelContext& ctx) { return ComputeCompress(ctx, axis); });
+      });
+  r.Register(
+      "ReverseSequence",
+      [](const KernelInfo& info) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+        const int64_t batch_axis = info.node.GetInt("batch_axis", 1);
+        const int64_t time_axis = info.node.GetInt("time_axis", 0);
+        return MakeKernel([batch_axis, time_axis](KernelContext& ctx) {
+          return ComputeReverseSequence(ctx, batch_axis, time_axis);
+        });
+      });
   r.Register(
       "GatherND",
       [](const KernelInfo& info) -> absl::StatusOr<std::unique_ptr<Kernel>> {
