@@ -202,7 +202,9 @@ std::vector<GptqBlock> FindGptqBlocks(const JobState& state,
     b.output = out;
     const NodePlan& tail = state.plans[cur];
     if (tail.quantize_activation && tail.activation.scale() > 0 &&
-        Trainable(tail.activation.method())) {
+        Trainable(tail.activation.method()) &&
+        (tail.activation.method() == v1::QUANTIZATION_METHOD_UNIFORM ||
+         tail.activation.threshold() > 0)) {
       b.output_quantization = tail.activation;
     }
     blocks.push_back(std::move(b));

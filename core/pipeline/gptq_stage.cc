@@ -342,9 +342,21 @@ absl::Status RunGptq(const GptqOptions& options, const Executor& float_exec,
            absl::StrCat("block ", bi + 1, "/", blocks.size(), ": ", label,
                         ", epoch ", epoch + 1, "/", options.n_epochs)});
     };
-    ASSIGN_OR_RETURN(GptqBlockResult r,
-                     TrainGptqBlock(current, data, *weight, wq, bias, options,
-                                    cancel, on_epoch));
+    auto trained = TrainGptqBlock(current, data, *weight, wq, bias, options,
+                                  cancel, on_epoch);
+    if (!trained.ok()) {
+      const absl::StatusCode code = trained.status().code();
+      if (code == absl::StatusCode::kCancelled ||
+          code == absl::StatusCode::kDeadlineExceeded) {
+        return trained.status();
+      }
+      // A block the trainer cannot handle keeps its PTQ weights.
+      state->warnings.push_back(absl::StrCat("GPTQ keeps the PTQ weights of ",
+                                             label, ": ",
+                                             trained.status().message()));
+      continue;
+    }
+    const GptqBlockResult& r = *trained;
     GptqLayerError e;
     e.node = node.name;
     e.sqnr_before_db = r.sqnr_before_db;
