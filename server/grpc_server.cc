@@ -147,8 +147,16 @@ absl::Status QuantdServer::Init(ServerOptions o) {
       o.compute_threads > 0 ? o.compute_threads : o.workers);
   job_pool_ = std::make_unique<ThreadPool>(o.workers);
 
+  auto faults = FaultInjection::Parse(o.fault_injection);
+  if (!faults.ok()) return faults.status();
+  if (!faults->empty()) {
+    Log(LogLevel::kWarning, "fault injection armed: jobs will misbehave",
+        {{"fault_injection", faults->ToString()}});
+  }
+
   context_ = std::make_unique<ServiceContext>();
   context_->options = o;
+  context_->faults = *std::move(faults);
   context_->auth_token = token;
   context_->tpcs = tpcs_.get();
   context_->admission = admission_.get();

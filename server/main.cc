@@ -79,6 +79,9 @@ ABSL_FLAG(int64_t, max_connection_age_ms, 0,
 ABSL_FLAG(int64_t, max_connection_age_grace_ms, 0,
           "Grace for calls on an aged connection; set above the longest job.");
 ABSL_FLAG(bool, enable_reflection, true, "Serve gRPC server reflection.");
+ABSL_FLAG(std::string, fault_injection, "",
+          "For tests only: stall:STAGE, fail:STAGE or throw:STAGE, "
+          "comma-separated (server/fault_injection.h).");
 
 #ifndef QUANTD_VERSION
 #define QUANTD_VERSION "dev"
@@ -125,6 +128,7 @@ ServerOptions OptionsFromFlags() {
   o.max_connection_age_grace_ms =
       absl::GetFlag(FLAGS_max_connection_age_grace_ms);
   o.enable_reflection = absl::GetFlag(FLAGS_enable_reflection);
+  o.fault_injection = absl::GetFlag(FLAGS_fault_injection);
   o.version = QUANTD_VERSION;
   o.git_sha = QUANTD_GIT_SHA;
   return o;

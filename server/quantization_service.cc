@@ -1,13 +1,10 @@
 #include "server/quantization_service.h"
 
 #include "absl/time/clock.h"
+#include "core/executor/executor.h"
 #include "server/quantize_reactor.h"
 #include "server/status_util.h"
 #include "server/upload_reactor.h"
-
-#ifdef QUANTD_HAVE_EXECUTOR
-#include "core/executor/executor.h"
-#endif
 
 namespace quantd::server {
 
@@ -100,16 +97,12 @@ v1::ServerInfo QuantizationServiceImpl::Info() const {
   const AdmissionController::Snapshot now = service_->admission->snapshot();
   info.set_queue_depth(now.queued);
   info.set_workers_busy(now.running);
-#ifdef QUANTD_HAVE_EXECUTOR
   for (const std::string& op : SupportedOps()) info.add_supported_ops(op);
-#endif
   for (v1::TpcSummary& s : service_->tpcs->List()) {
     *info.add_tpcs() = std::move(s);
   }
   info.set_heartbeat_seconds(o.heartbeat_seconds);
-#ifdef QUANTD_HAVE_PIPELINE
   info.set_quantize_available(true);
-#endif
   return info;
 }
 

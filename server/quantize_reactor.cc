@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "core/pipeline/quantize_job.h"
 #include "core/runtime/cancellation.h"
 #include "core/runtime/progress.h"
 #include "quantd/v1/quantization_service.pb.h"
@@ -18,10 +19,6 @@
 #include "server/result_chunks.h"
 #include "server/sha256.h"
 #include "server/status_util.h"
-
-#ifdef QUANTD_HAVE_PIPELINE
-#include "core/pipeline/quantize_job.h"
-#endif
 
 namespace quantd::server {
 namespace {
@@ -296,7 +293,6 @@ absl::Status CheckRequestShape(const v1::QuantizeRequest& request,
   return absl::OkStatus();
 }
 
-#ifdef QUANTD_HAVE_PIPELINE
 // The request with uploads substituted for model_ref / samples_ref.
 absl::StatusOr<v1::QuantizeRequest> ResolveRefs(
     const v1::QuantizeRequest& request, UploadStore& uploads) {
@@ -358,6 +354,7 @@ void RunJob(ServiceContext* service, std::shared_ptr<JobState> job,
     context.cancel = &job->token();
     context.progress = job.get();
     context.limits = LimitsFor(*service);
+    context.on_stage_start = service->faults.HookFor(&job->token());
     result = RunQuantizeJob(*effective, context);
   } catch (const std::bad_alloc&) {
     result = absl::ResourceExhaustedError("job ran out of memory");
@@ -371,7 +368,6 @@ void RunJob(ServiceContext* service, std::shared_ptr<JobState> job,
     job->End(result.status());
   }
 }
-#endif  // QUANTD_HAVE_PIPELINE
 
 }  // namespace
 
@@ -409,9 +405,6 @@ void QuantizeReactor::Start(const v1::QuantizeRequest* request) {
     service_->tpcs->UpdateCacheMetrics(*service_->metrics);
     if (!tpc.ok()) status = tpc.status();
   }
-#ifndef QUANTD_HAVE_PIPELINE
-  if (status.ok()) status = absl::UnimplementedError("pipeline not built");
-#else
   // With references the bytes are only known on the worker, which validates
   // again after substituting them.
   if (status.ok() && ref_bytes == 0) {
@@ -424,7 +417,6 @@ void QuantizeReactor::Start(const v1::QuantizeRequest* request) {
                                            2 * ref_bytes);
     if (!ticket.ok()) status = ticket.status();
   }
-#endif
   if (!status.ok()) {
     LogFields fields = job_->Fields();
     fields.emplace_back("error", std::string(status.message()));
@@ -433,7 +425,6 @@ void QuantizeReactor::Start(const v1::QuantizeRequest* request) {
     job_->End(std::move(status));
     return;
   }
-#ifdef QUANTD_HAVE_PIPELINE
   if (ctx_->deadline() != std::chrono::system_clock::time_point::max()) {
     job_->token().SetDeadline(absl::FromChrono(ctx_->deadline()));
   }
@@ -453,7 +444,6 @@ void QuantizeReactor::Start(const v1::QuantizeRequest* request) {
   std::shared_ptr<JobState> job = job_;
   service_->job_pool->Schedule(
       [service, job, request] { RunJob(service, job, request); });
-#endif
 }
 
 void QuantizeReactor::StartWrite(const v1::JobEvent* event) {
@@ -472,9 +462,14 @@ void QuantizeReactor::OnWriteDone(bool ok) {
 }
 
 void QuantizeReactor::OnCancel() {
-  // Deadline or client cancel / disconnect / server shutdown.
+  // Deadline or client cancel / disconnect / server shutdown. A client whose
+  // deadline expires resets the stream itself, which can reach us a little
+  // before our copy of the deadline (set when the call arrived) passes: a
+  // cancel within kDeadlineSlack of the deadline is the deadline.
+  constexpr auto kDeadlineSlack = std::chrono::seconds(1);
   const bool deadline_passed =
-      ctx_->deadline() <= std::chrono::system_clock::now();
+      ctx_->deadline() != std::chrono::system_clock::time_point::max() &&
+      ctx_->deadline() <= std::chrono::system_clock::now() + kDeadlineSlack;
   job_->Cancel(deadline_passed
                    ? absl::DeadlineExceededError("deadline exceeded")
                    : absl::CancelledError("call cancelled by the client or "

@@ -57,6 +57,8 @@ struct ServerOptions {
   // Must exceed the longest job, or connection aging cuts running streams.
   int64_t max_connection_age_grace_ms = 0;
   bool enable_reflection = true;
+  // Test-only misbehaviour of job stages (server/fault_injection.h).
+  std::string fault_injection;
 
   std::string version = "dev";
   std::string git_sha = "unknown";

@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "core/runtime/thread_pool.h"
 #include "server/admission.h"
+#include "server/fault_injection.h"
 #include "server/heartbeat.h"
 #include "server/metrics.h"
 #include "server/server_options.h"
@@ -30,6 +31,7 @@ struct ServiceContext {
   ThreadPool* job_pool = nullptr;      // one thread per worker
   ThreadPool* compute_pool = nullptr;  // data-parallel work inside jobs
   HeartbeatTicker* heartbeats = nullptr;
+  FaultInjection faults;  // --fault_injection (tests only)
   std::atomic<bool> draining{false};
 
   int64_t max_message_bytes() const { return options.max_message_mb << 20; }

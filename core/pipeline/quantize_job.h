@@ -10,6 +10,8 @@
 #define QUANTD_CORE_PIPELINE_QUANTIZE_JOB_H_
 
 #include <cstdint>
+#include <functional>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -39,6 +41,9 @@ struct JobContext {
   const CancellationToken* cancel = nullptr;
   ProgressSink* progress = nullptr;
   JobLimits limits;
+  // Called as each stage starts ("import", "prepare", "calibrate", ...); an
+  // error ends the job with it. The server's --fault_injection uses it.
+  std::function<absl::Status(const std::string& stage)> on_stage_start;
 };
 
 // Cheap checks that need no model parsing: sizes, sample tensors (dtype,

@@ -14,6 +14,17 @@ void CancellationToken::SetDeadline(absl::Time deadline) {
   deadline_ = deadline;
 }
 
+absl::Status CancellationToken::WaitUntilCancelled() const {
+  absl::MutexLock lock(&mu_);
+  const auto cancelled = [](const std::atomic<bool>* c) { return c->load(); };
+  // A deadline moved later while waiting is seen on the next wake-up.
+  while (!cancelled_.load() && absl::Now() < deadline_) {
+    mu_.AwaitWithDeadline(absl::Condition(+cancelled, &cancelled_), deadline_);
+  }
+  if (cancelled_.load()) return reason_;
+  return absl::DeadlineExceededError("job deadline exceeded");
+}
+
 bool CancellationToken::IsCancelled() const { return !Check().ok(); }
 
 absl::Status CancellationToken::Check() const {

@@ -28,6 +28,8 @@ class CancellationToken {
   bool IsCancelled() const;
   // OK while the job may go on; CANCELLED or DEADLINE_EXCEEDED otherwise.
   absl::Status Check() const;
+  // Blocks until Cancel() or the deadline; returns what Check() then says.
+  absl::Status WaitUntilCancelled() const;
 
  private:
   std::atomic<bool> cancelled_{false};

@@ -154,7 +154,7 @@ absl::StatusOr<TpcPtr> TpcRegistry::Resolve(std::string_view ref) const {
 }
 
 absl::StatusOr<TpcPtr> TpcRegistry::ResolveInline(
-    const TargetPlatformCapabilities& tpc) {
+    const TargetPlatformCapabilities& tpc) const {
   const std::string key =
       absl::StrCat(tpc.name(), "@", tpc.version(), "#", TpcDigest(tpc));
   {

@@ -72,9 +72,10 @@ class TpcRegistry {
   absl::StatusOr<RegistryEntry> ResolveEntry(std::string_view ref) const;
 
   // An inline TPC from a request: validated once, then cached by
-  // name@version#digest. Identical content shares one instance.
+  // name@version#digest. Identical content shares one instance. Const: the
+  // cache is internal, synchronised state; callers see no change.
   absl::StatusOr<TpcPtr> ResolveInline(
-      const quantd::v1::TargetPlatformCapabilities& tpc);
+      const quantd::v1::TargetPlatformCapabilities& tpc) const;
 
   // Named entries sorted by name then version.
   std::vector<RegistryEntry> List() const;
@@ -95,12 +96,12 @@ class TpcRegistry {
   mutable std::shared_mutex mu_;
   // Guarded by mu_. name -> version -> entry.
   std::map<std::string, std::map<std::string, RegistryEntry>> named_;
-  // Most recently used first.
-  std::list<InlineSlot> lru_;  // guarded by mu_
-  std::unordered_map<std::string, std::list<InlineSlot>::iterator>
+  // The inline cache, most recently used first.
+  mutable std::list<InlineSlot> lru_;  // guarded by mu_
+  mutable std::unordered_map<std::string, std::list<InlineSlot>::iterator>
       index_;  // guarded by mu_
   const size_t inline_capacity_;
-  InlineCacheStats stats_;  // guarded by mu_
+  mutable InlineCacheStats stats_;  // guarded by mu_
 };
 
 }  // namespace quantd::tpc

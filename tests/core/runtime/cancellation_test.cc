@@ -1,5 +1,7 @@
 #include "core/runtime/cancellation.h"
 
+#include <thread>
+
 #include "gtest/gtest.h"
 
 namespace quantd {
@@ -21,6 +23,22 @@ TEST(CancellationToken, FirstReasonWins) {
 TEST(CancellationToken, PastDeadlineIsDeadlineExceeded) {
   CancellationToken token(absl::Now() - absl::Seconds(1));
   EXPECT_EQ(token.Check().code(), absl::StatusCode::kDeadlineExceeded);
+}
+
+TEST(CancellationToken, WaitReturnsTheReasonOfACancelFromAnotherThread) {
+  CancellationToken token;
+  std::thread canceller(
+      [&] { token.Cancel(absl::CancelledError("client went away")); });
+  const absl::Status status = token.WaitUntilCancelled();
+  canceller.join();
+  EXPECT_EQ(status.code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(status.message(), "client went away");
+}
+
+TEST(CancellationToken, WaitEndsAtTheDeadline) {
+  CancellationToken token(absl::Now() + absl::Milliseconds(20));
+  EXPECT_EQ(token.WaitUntilCancelled().code(),
+            absl::StatusCode::kDeadlineExceeded);
 }
 
 }  // namespace
