@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -22,6 +21,7 @@
 #include "core/pipeline/gptq_stage.h"
 #include "core/pipeline/job_artifacts.h"
 #include "core/pipeline/job_state.h"
+#include "core/pipeline/mixed_precision_stage.h"
 #include "core/pipeline/param_selection.h"
 #include "core/pipeline/ptq_options.h"
 #include "core/pipeline/qdq_lowering.h"
@@ -43,10 +43,8 @@ namespace {
 // Forwards to the caller's sink (if any) and timestamps stages.
 class StageClock {
  public:
-  using StageHook = std::function<absl::Status(const std::string&)>;
-  StageClock(ProgressSink* sink, const CancellationToken* cancel,
-             StageHook on_start)
-      : sink_(sink), cancel_(cancel), on_start_(std::move(on_start)) {}
+  StageClock(ProgressSink* sink, const CancellationToken* cancel)
+      : sink_(sink), cancel_(cancel) {}
 
   absl::Status Begin(const std::string& stage, const std::string& message) {
     if (cancel_ != nullptr) RETURN_IF_ERROR(cancel_->Check());
@@ -58,7 +56,6 @@ class StageClock {
     stage_ = stage;
     start_ = absl::Now();
     if (sink_ != nullptr) sink_->Report({stage, 0.0, message});
-    if (on_start_) RETURN_IF_ERROR(on_start_(stage));
     return absl::OkStatus();
   }
   void End() {
@@ -86,16 +83,10 @@ class StageClock {
  private:
   ProgressSink* sink_;
   const CancellationToken* cancel_;
-  StageHook on_start_;
   std::string stage_;
   absl::Time start_;
   std::vector<std::pair<std::string, double>> timings_;
 };
-
-bool AnyTargetSet(const v1::ResourceUtilization& r) {
-  return r.has_weights_memory_bytes() || r.has_activation_memory_bytes() ||
-         r.has_total_memory_bytes() || r.has_bops();
-}
 
 // Options the pipeline cannot honour are rejected, never ignored.
 absl::Status RejectUnsupported(const v1::QuantizeRequest& r,
@@ -104,13 +95,7 @@ absl::Status RejectUnsupported(const v1::QuantizeRequest& r,
     return absl::UnimplementedError(
         absl::StrCat(what, " is not implemented by this quantd version"));
   };
-  if (AnyTargetSet(r.mixed_precision().target()) ||
-      AnyTargetSet(r.mixed_precision().target_fraction())) {
-    return unimplemented("mixed precision (mixed_precision.target)");
-  }
-  if (r.mixed_precision().bit_width_overrides_size() > 0) {
-    return unimplemented("mixed_precision.bit_width_overrides");
-  }
+  RETURN_IF_ERROR(ValidateMixedPrecisionConfig(r.mixed_precision()));
   if (r.gptq().enabled()) {
     RETURN_IF_ERROR(ResolveGptqOptions(r.gptq()).status());
   }
@@ -146,7 +131,10 @@ struct ResolvedTpc {
 };
 
 absl::StatusOr<ResolvedTpc> ResolveTpc(const v1::TpcRef& ref,
-                                       const TpcRegistry& registry) {
+                                       const TpcRegistry& const_registry) {
+  // ResolveInline only fills the registry's internally synchronised inline
+  // cache (logically const); JobContext hands out a const registry.
+  TpcRegistry& registry = const_cast<TpcRegistry&>(const_registry);
   ResolvedTpc out;
   switch (ref.source_case()) {
     case v1::TpcRef::kName: {
@@ -293,7 +281,7 @@ absl::StatusOr<v1::QuantizeResult> RunQuantizeJobWithArtifacts(
   }
   ThreadPool* pool = context.pool;
   const CancellationToken* cancel = context.cancel;
-  StageClock clock(context.progress, cancel, context.on_stage_start);
+  StageClock clock(context.progress, cancel);
   JobState state;
   ASSIGN_OR_RETURN(state.options, ResolvePtqOptions(request.quantization(),
                                                     request.gptq().enabled()));
@@ -398,6 +386,18 @@ absl::StatusOr<v1::QuantizeResult> RunQuantizeJobWithArtifacts(
   RETURN_IF_ERROR(clock.Begin("select", "selecting quantization parameters"));
   RETURN_IF_ERROR(SelectAllParams(&state, pool, cancel, clock.sink()));
 
+  // 5b. Mixed precision: the chosen candidate per node, re-selected.
+  MixedPrecisionOutcome mixed_precision;
+  if (MixedPrecisionRequested(request.mixed_precision())) {
+    RETURN_IF_ERROR(
+        clock.Begin("mixed_precision", "searching the bit allocation"));
+    ASSIGN_OR_RETURN(
+        mixed_precision,
+        RunMixedPrecision(request.mixed_precision(), kMpSimdPadding,
+                          stats.shapes, calibration, &state, pool, cancel,
+                          clock.sink()));
+  }
+
   // 6. Corrections.
   RETURN_IF_ERROR(clock.Begin("correct", "shift-negative and bias correction"));
   if (state.options.shift_negative_activation_correction) {
@@ -420,6 +420,7 @@ absl::StatusOr<v1::QuantizeResult> RunQuantizeJobWithArtifacts(
   RETURN_IF_ERROR(clock.Begin("export", "building the quantized graph"));
   v1::QuantizeResult result;
   v1::QuantizedGraph qg = BuildQuantizedGraph(state, tpc.ref, tpc.digest);
+  AddMixedPrecisionResults(mixed_precision, &qg);
   ASSIGN_OR_RETURN(QdqPlan plan,
                    LowerToQdqPlan(state.model, qg, request.export_options()));
   if (!request.export_options().skip_qdq_onnx()) {
@@ -490,10 +491,11 @@ absl::StatusOr<v1::QuantizeResult> RunQuantizeJobWithArtifacts(
   }
   report.outputs = eval.outputs;
   report.output_sqnr_db = eval.output_sqnr_db;
-  report.resource_utilization =
-      ComputeResourceUtilization(state.model, qg, stats.shapes);
-  report.baseline_8bit =
-      ComputeResourceUtilization(state.model, qg, stats.shapes, 8);
+  report.resource_utilization = ComputeResourceUtilization(
+      state.model, qg, stats.shapes, 0, kMpSimdPadding);
+  report.baseline_8bit = ComputeResourceUtilization(
+      state.model, qg, stats.shapes, 8, kMpSimdPadding);
+  report.targets = mixed_precision.targets;
   report.warnings = state.warnings;
   clock.End();
   report.timings_seconds = clock.timings();
@@ -503,6 +505,7 @@ absl::StatusOr<v1::QuantizeResult> RunQuantizeJobWithArtifacts(
   result.set_report_html(ReportToHtml(report));
   *result.mutable_resource_utilization() = ToProto(report.resource_utilization);
   *result.mutable_baseline_8bit() = ToProto(report.baseline_8bit);
+  *result.mutable_targets() = ToProto(report.targets);
   result.set_output_sqnr_db(report.output_sqnr_db &&
                                     std::isfinite(*report.output_sqnr_db)
                                 ? *report.output_sqnr_db

@@ -1,12 +1,9 @@
-// Resource figures of a quantized graph (MCT's RU metrics, mct-reference
-// §1.4): weights memory = sum over quantized weights of #params * bits / 8;
-// activation memory = the largest sum of live quantized activation tensors
-// (size * bits / 8) over the model's topological schedule (MCT takes the max
-// over memory-graph cuts; the schedule's cuts are a subset, so this can be
-// below MCT's figure for branchy graphs); total = weights + activation;
-// BOPs = MACs * weight bits * input activation bits of every linear node
-// (float = 32 bits). Tensor sizes come from the shapes seen on the first
-// calibration sample.
+// Resource figures of a quantized graph for the report and QuantizeResult
+// (MCT's RU metrics, mct-reference §1.4), computed by the mixed-precision
+// resource calculator (mixed_precision_resources.h, which documents the
+// exact definitions: weights memory, activation memory as the max over the
+// memory cuts of the topological schedule, total, BOPs, SIMD padding).
+// Tensor sizes come from the shapes seen on the first calibration sample.
 #ifndef QUANTD_CORE_PIPELINE_RESOURCE_UTILIZATION_H_
 #define QUANTD_CORE_PIPELINE_RESOURCE_UTILIZATION_H_
 
@@ -22,11 +19,12 @@
 namespace quantd {
 
 // `override_bits` > 0 replaces every quantized bit width (the 8-bit
-// baseline uses 8).
+// baseline uses 8). `simd_padding` is the TPC's is_simd_padding: kernels'
+// output channels are padded to the node config's simd_size.
 ResourceFigures ComputeResourceUtilization(
     const Model& model, const v1::QuantizedGraph& graph,
     const std::map<std::string, std::vector<int64_t>>& shapes,
-    int override_bits = 0);
+    int override_bits = 0, bool simd_padding = false);
 
 v1::ResourceUtilization ToProto(const ResourceFigures& f);
 

@@ -214,15 +214,18 @@ TEST_F(QuantizeJobTest, UnknownTpcIsNotFound) {
   EXPECT_EQ(result.status().code(), absl::StatusCode::kNotFound);
 }
 
-TEST_F(QuantizeJobTest, MixedPrecisionIsRejectedAsUnimplemented) {
+// Mixed precision runs (tests/core/mixed_precision/mp_stage_test.cc); only
+// its Hessian distance weighting is not implemented.
+TEST_F(QuantizeJobTest, MixedPrecisionHessianWeightingIsRejected) {
   v1::QuantizeRequest r = ExampleRequest();
   r.mutable_mixed_precision()
       ->mutable_target_fraction()
       ->set_weights_memory_bytes(0.5);
+  r.mutable_mixed_precision()->set_distance_weighting_method(
+      v1::DISTANCE_WEIGHTING_HESSIAN);
   auto result = Run(r);
   EXPECT_EQ(result.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(std::string(result.status().message()),
-              HasSubstr("mixed precision"));
+  EXPECT_THAT(std::string(result.status().message()), HasSubstr("HESSIAN"));
 }
 
 TEST_F(QuantizeJobTest, GptqHessianWeightingIsRejectedAsUnimplemented) {

@@ -1,0 +1,299 @@
+// Mixed precision wired into the job, on the example CNN (conv1, dwconv,
+// pwconv, fc; imx500@4.0 offers 8/4/2-bit kernels): targets, overrides,
+// infeasible budgets, determinism, and the cone-based sensitivity against a
+// naive full-model evaluation.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/executor/executor.h"
+#include "core/graph/onnx_export.h"
+#include "core/mixed_precision/distance_weighting.h"
+#include "core/mixed_precision/sensitivity_metric.h"
+#include "core/pipeline/example_model.h"
+#include "core/pipeline/fake_quant.h"
+#include "core/pipeline/proto_output.h"
+#include "core/pipeline/qdq_lowering.h"
+#include "core/pipeline/quantize_job.h"
+#include "core/pipeline/samples.h"
+#include "core/pipeline/sensitivity.h"
+#include "core/tpc/registry.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace quantd {
+namespace {
+
+using ::testing::HasSubstr;
+
+v1::QuantizeRequest ExampleRequest() {
+  v1::QuantizeRequest r;
+  r.set_onnx_model(*ExportOnnx(MakeExampleCnn()));
+  for (const auto& s : MakeExampleImages(8, 1)) {
+    v1::Sample* p = r.add_calibration_samples();
+    for (const auto& [name, t] : s) {
+      *p->add_inputs() = TensorToSampleProto(t, name);
+    }
+  }
+  r.mutable_tpc()->set_name("imx500@4.0");
+  return r;
+}
+
+class MixedPrecisionJobTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(registry_.AddBuiltins().ok()); }
+  absl::StatusOr<v1::QuantizeResult> Run(const v1::QuantizeRequest& r,
+                                         ThreadPool* pool = nullptr) {
+    JobContext ctx;
+    ctx.registry = &registry_;
+    ctx.pool = pool;
+    return RunQuantizeJob(r, ctx);
+  }
+  tpc::TpcRegistry registry_;
+};
+
+std::map<std::string, int> KernelBits(const v1::QuantizeResult& r) {
+  std::map<std::string, int> bits;
+  for (const auto& n : r.quantized_graph().nodes()) {
+    for (const auto& w : n.weights()) {
+      if (w.attr() == "kernel_attr") bits[n.name()] = w.n_bits();
+    }
+  }
+  return bits;
+}
+
+TEST_F(MixedPrecisionJobTest, WeightsTargetIsMetWithLowerBitKernels) {
+  v1::QuantizeRequest r = ExampleRequest();
+  r.mutable_mixed_precision()
+      ->mutable_target_fraction()
+      ->set_weights_memory_bytes(0.6);
+  auto result = Run(r);
+  ASSERT_TRUE(result.ok()) << result.status();
+  const double base = result->baseline_8bit().weights_memory_bytes();
+  ASSERT_GT(base, 0);
+  EXPECT_DOUBLE_EQ(result->targets().weights_memory_bytes(), 0.6 * base);
+  EXPECT_LE(result->resource_utilization().weights_memory_bytes(), 0.6 * base);
+  int below_eight = 0;
+  for (const auto& [name, bits] : KernelBits(*result)) {
+    if (bits < 8) ++below_eight;
+  }
+  EXPECT_GT(below_eight, 0);
+  // Every searched node carries one sensitivity per TPC candidate; its
+  // 8-bit candidate is the least sensitive.
+  int searched = 0;
+  for (const auto& n : result->quantized_graph().nodes()) {
+    if (n.candidate_sensitivity_size() == 0) continue;
+    ++searched;
+    std::vector<double> valid;
+    for (double s : n.candidate_sensitivity()) {
+      if (s >= 0) valid.push_back(s);
+    }
+    ASSERT_GE(valid.size(), 2u) << n.name();
+    // More bits, less distance: the minimum is not the maximum.
+    EXPECT_LT(*std::min_element(valid.begin(), valid.end()),
+              *std::max_element(valid.begin(), valid.end()))
+        << n.name();
+  }
+  EXPECT_GE(searched, 3);
+}
+
+TEST_F(MixedPrecisionJobTest, SmallerOfAbsoluteAndFractionalTargetWins) {
+  v1::QuantizeRequest r = ExampleRequest();
+  auto* mp = r.mutable_mixed_precision();
+  mp->mutable_target()->set_weights_memory_bytes(1e12);
+  mp->mutable_target_fraction()->set_weights_memory_bytes(0.5);
+  auto result = Run(r);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_DOUBLE_EQ(result->targets().weights_memory_bytes(),
+                   0.5 * result->baseline_8bit().weights_memory_bytes());
+}
+
+TEST_F(MixedPrecisionJobTest, InfeasibleBudgetNamesTheSmallestFigure) {
+  v1::QuantizeRequest r = ExampleRequest();
+  // All kernels at 2 bits is 25% of the 8-bit kernel memory: 10% cannot fit.
+  r.mutable_mixed_precision()
+      ->mutable_target_fraction()
+      ->set_weights_memory_bytes(0.1);
+  auto result = Run(r);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(result.status().message(),
+              HasSubstr("weights: smallest achievable"));
+}
+
+TEST_F(MixedPrecisionJobTest, TypeOverrideAloneSetsEveryConvKernel) {
+  v1::QuantizeRequest r = ExampleRequest();
+  auto* o = r.mutable_mixed_precision()->add_bit_width_overrides();
+  o->mutable_filter()->set_node_type("Conv");
+  o->set_target(v1::BitWidthOverride::TARGET_WEIGHTS);
+  o->set_bits(4);
+  auto result = Run(r);
+  ASSERT_TRUE(result.ok()) << result.status();
+  int convs = 0;
+  for (const auto& n : result->quantized_graph().nodes()) {
+    if (n.op_type() == "Conv") {
+      ++convs;
+      EXPECT_EQ(n.weights_bits(), 4) << n.name();
+    }
+    if (n.op_type() == "Gemm") EXPECT_EQ(n.weights_bits(), 8);
+  }
+  EXPECT_EQ(convs, 3);
+  EXPECT_FALSE(result->targets().has_weights_memory_bytes());
+}
+
+TEST_F(MixedPrecisionJobTest, SearchKeepsOverriddenNodes) {
+  v1::QuantizeRequest r = ExampleRequest();
+  auto* mp = r.mutable_mixed_precision();
+  mp->mutable_target_fraction()->set_weights_memory_bytes(0.5);
+  auto* o = mp->add_bit_width_overrides();
+  o->mutable_filter()->set_node_name("fc");
+  o->set_target(v1::BitWidthOverride::TARGET_WEIGHTS);
+  o->set_bits(2);
+  auto result = Run(r);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(KernelBits(*result)["fc"], 2);
+  EXPECT_LE(result->resource_utilization().weights_memory_bytes(),
+            result->targets().weights_memory_bytes());
+}
+
+TEST_F(MixedPrecisionJobTest, OverrideWithBitsTheTpcLacksNamesTheChoices) {
+  v1::QuantizeRequest r = ExampleRequest();
+  auto* o = r.mutable_mixed_precision()->add_bit_width_overrides();
+  o->mutable_filter()->set_name_scope("conv");
+  o->set_target(v1::BitWidthOverride::TARGET_WEIGHTS);
+  o->set_bits(3);
+  auto result = Run(r);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(result.status().message(), HasSubstr("weights bits: 2, 4, 8"));
+  EXPECT_THAT(result.status().message(), HasSubstr("conv1"));
+}
+
+TEST_F(MixedPrecisionJobTest, MalformedOverrideIsRejectedUpFront) {
+  v1::QuantizeRequest r = ExampleRequest();
+  auto* o = r.mutable_mixed_precision()->add_bit_width_overrides();
+  o->set_target(v1::BitWidthOverride::TARGET_WEIGHTS);
+  o->set_bits(4);
+  absl::Status st = ValidateQuantizeRequest(r, JobLimits());
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("bit_width_overrides[0].filter"));
+}
+
+TEST_F(MixedPrecisionJobTest, SameAllocationAndSensitivitiesForAnyThreadCount) {
+  v1::QuantizeRequest r = ExampleRequest();
+  r.mutable_mixed_precision()
+      ->mutable_target_fraction()
+      ->set_weights_memory_bytes(0.6);
+  auto serial = Run(r);
+  ThreadPool pool(2);
+  auto parallel = Run(r, &pool);
+  ASSERT_TRUE(serial.ok()) << serial.status();
+  ASSERT_TRUE(parallel.ok()) << parallel.status();
+  EXPECT_EQ(SerializeDeterministic(serial->quantized_graph()),
+            SerializeDeterministic(parallel->quantized_graph()));
+}
+
+// The cone evaluation (float cache + downstream nodes only) equals running
+// the whole model with only that node fake-quantized.
+TEST(SensitivityTest, ConeEvaluationEqualsFullModelRun) {
+  Model model = MakeExampleCnn();
+  std::vector<SampleFeeds> samples = MakeExampleImages(3, 7);
+  // pwconv's kernel at 2 bits, per tensor, symmetric threshold = max |w|.
+  int node = -1;
+  for (size_t i = 0; i < model.graph.nodes.size(); ++i) {
+    if (model.graph.nodes[i].name == "pwconv") node = static_cast<int>(i);
+  }
+  ASSERT_GE(node, 0);
+  const Tensor& w = *model.graph.FindInitializer("pw.w");
+  float max_abs = 0;
+  for (float v : w.span<float>()) max_abs = std::max(max_abs, std::abs(v));
+  v1::WeightQuantization wq;
+  wq.set_attr("kernel_attr");
+  wq.set_input_index(1);
+  wq.set_method(v1::QUANTIZATION_METHOD_SYMMETRIC);
+  wq.set_n_bits(2);
+  wq.set_channel_axis(-1);
+  // 2-bit signed grid {-2..1} * T/2.
+  const double scale = max_abs / 2.0;
+  wq.add_scales(scale);
+  wq.add_zero_points(0);
+  wq.add_thresholds(max_abs);
+  Tensor ints(DType::kInt8, w.shape());
+  for (int64_t i = 0; i < w.num_elements(); ++i) {
+    ints.mutable_data<int8_t>()[i] = static_cast<int8_t>(
+        std::clamp(std::nearbyint(w.data<float>()[i] / scale), -2.0, 1.0));
+  }
+  v1::Tensor* iv = wq.mutable_int_values();
+  iv->set_data_type(static_cast<v1::DataType>(DType::kInt8));
+  iv->set_raw_data(std::string(reinterpret_cast<const char*>(ints.raw()),
+                               ints.num_elements()));
+  SensitivityNode sn;
+  sn.node = node;
+  SensitivityCandidate cand;
+  cand.weights.push_back(wq);
+  sn.candidates.push_back(cand);
+  std::vector<InterestPoint> points = MpInterestPoints(model, {});
+  std::vector<InterestPoint> outputs = MpOutputPoints(model);
+  ASSERT_FALSE(points.empty());
+  SensitivityOptions options;
+  options.chunk_samples = 2;  // two chunks
+  auto got = ComputeSensitivities(model, {sn}, points, outputs, samples,
+                                  options, nullptr, nullptr, nullptr);
+  ASSERT_TRUE(got.ok()) << got.status();
+
+  // Naive: whole model, float and with pwconv's dequantized kernel.
+  v1::QuantizedGraph qg;
+  v1::QuantizedNode* qn = qg.add_nodes();
+  qn->set_name("pwconv");
+  qn->set_op_type("Conv");
+  *qn->add_weights() = wq;
+  auto plan = LowerToQdqPlan(model, qg, v1::ExportOptions());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  auto fq_model = WithFakeQuantWeights(model, *plan);
+  ASSERT_TRUE(fq_model.ok());
+  auto fexec = Executor::Create(model);
+  auto qexec = Executor::Create(*fq_model);
+  ASSERT_TRUE(fexec.ok() && qexec.ok());
+  RunOptions run;
+  for (const auto& p : points) {
+    bool is_output = false;
+    for (const auto& o : model.graph.outputs) is_output |= o.name == p.tensor;
+    if (!is_output) run.extra_outputs.push_back(p.tensor);
+  }
+  const size_t S = samples.size();
+  std::vector<double> pd(points.size() * S), od(outputs.size() * S);
+  for (size_t s = 0; s < S; ++s) {
+    auto f = (*fexec)->Run(samples[s], run);
+    auto q = (*qexec)->Run(samples[s], run);
+    ASSERT_TRUE(f.ok() && q.ok());
+    auto dist = [&](const InterestPoint& ip) {
+      auto fs = f->at(ip.tensor).span<float>();
+      auto qs = q->at(ip.tensor).span<float>();
+      switch (ip.kind) {
+        case DistanceKind::kKl:
+          return *mixed_precision::KlDivergence(fs, qs);
+        case DistanceKind::kCosine:
+          return *mixed_precision::CosineDistance(fs, qs);
+        default:
+          return *mixed_precision::NormalizedMse(fs, qs);
+      }
+    };
+    for (size_t p = 0; p < points.size(); ++p) pd[p * S + s] = dist(points[p]);
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      od[o * S + s] = dist(outputs[o]);
+    }
+  }
+  auto want = mixed_precision::SensitivityMetric(
+      pd, points.size(), od, outputs.size(), S,
+      mixed_precision::WeightingOptions());
+  ASSERT_TRUE(want.ok());
+  EXPECT_GT(*want, 0);
+  EXPECT_DOUBLE_EQ((*got)[0][0], *want);
+}
+
+}  // namespace
+}  // namespace quantd
