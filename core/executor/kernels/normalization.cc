@@ -1,6 +1,8 @@
 // LayerNormalization: y = (x - mean) / sqrt(var + eps) * scale + B over
 // dims [axis, rank); InstanceNormalization: the same per (n, c) over spatial
-// dims with per-channel scale/B.
+// dims with per-channel scale/B; LRN: y = x / (bias + alpha / size *
+// sum of x^2 over the `size` channels around c)^beta.
+#include <algorithm>
 #include <cmath>
 
 #include "core/executor/kernel.h"
@@ -134,6 +136,48 @@ void RegisterNormalization(KernelRegistry& r) {
                           q[i] = static_cast<T>((v[i] - mean) * k + b);
                       }
                     });
+                return absl::OkStatus();
+              });
+        });
+      });
+  r.Register(
+      "LRN",
+      [](const KernelInfo& info) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+        const int64_t size = info.node.GetInt("size", 0);
+        if (size < 1) return info.Error("attribute 'size' must be >= 1");
+        const double alpha = info.node.GetFloat("alpha", 1e-4f);
+        const double beta = info.node.GetFloat("beta", 0.75f);
+        const double bias = info.node.GetFloat("bias", 1.0f);
+        return MakeKernel([=](KernelContext& ctx) -> absl::Status {
+          const Tensor& x = *ctx.input(0);
+          if (x.rank() < 2) return ctx.Error("input must be [N, C, ...]");
+          const int64_t N = x.dim(0), C = x.dim(1);
+          const int64_t inner =
+              C == 0 || N == 0 ? 0 : x.num_elements() / (N * C);
+          // Window [c - floor((size-1)/2), c + ceil((size-1)/2)] clipped.
+          const int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
+          return DispatchFloat(
+              x.dtype(), [&]<typename T>(Tag<T>) -> absl::Status {
+                ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateUninitialized(
+                                                 0, x.dtype(), x.shape()));
+                const T* in = x.data<T>();
+                T* out = y->mutable_data<T>();
+                for (int64_t n = 0; n < N; ++n) {
+                  for (int64_t c = 0; c < C; ++c) {
+                    const int64_t c0 = std::max<int64_t>(0, c - lo);
+                    const int64_t c1 = std::min<int64_t>(C - 1, c + hi);
+                    for (int64_t j = 0; j < inner; ++j) {
+                      double sq = 0;
+                      for (int64_t k = c0; k <= c1; ++k) {
+                        const double v = in[(n * C + k) * inner + j];
+                        sq += v * v;
+                      }
+                      const int64_t o = (n * C + c) * inner + j;
+                      out[o] = static_cast<T>(
+                          in[o] / std::pow(bias + alpha / size * sq, beta));
+                    }
+                  }
+                }
                 return absl::OkStatus();
               });
         });
