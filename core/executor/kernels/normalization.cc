@@ -1,9 +1,12 @@
 // LayerNormalization: y = (x - mean) / sqrt(var + eps) * scale + B over
 // dims [axis, rank); InstanceNormalization: the same per (n, c) over spatial
 // dims with per-channel scale/B; LRN: y = x / (bias + alpha / size *
-// sum of x^2 over the `size` channels around c)^beta.
+// sum of x^2 over the `size` channels around c)^beta;
+// MeanVarianceNormalization: y = (x - mean) / (sqrt(mean(x^2) - mean^2) +
+// 1e-9) over `axes` (ONNX's reference formula); Det.
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "core/executor/kernel.h"
 #include "core/executor/kernel_util.h"
@@ -177,6 +180,114 @@ void RegisterNormalization(KernelRegistry& r) {
                           in[o] / std::pow(bias + alpha / size * sq, beta));
                     }
                   }
+                }
+                return absl::OkStatus();
+              });
+        });
+      });
+  r.Register(
+      "MeanVarianceNormalization",
+      [](const KernelInfo& info) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+        std::vector<int64_t> axes = {0, 2, 3};
+        if (const Attribute* a = info.node.FindAttribute("axes")) {
+          axes = a->ints;
+        }
+        return MakeKernel([axes](KernelContext& ctx) -> absl::Status {
+          const Tensor& x = *ctx.input(0);
+          std::vector<char> reduced(x.rank(), 0);
+          for (int64_t a : axes) {
+            ASSIGN_OR_RETURN(int64_t ax, NormalizeAxis(a, x.rank(), "axes"));
+            reduced[ax] = 1;
+          }
+          // Group of each element: its index with the reduced dims dropped.
+          const std::vector<int64_t> strides = StridesOf(x.shape());
+          std::vector<int64_t> group_strides(x.rank(), 0);
+          int64_t groups = 1;
+          for (int64_t d = x.rank() - 1; d >= 0; --d) {
+            if (reduced[d]) continue;
+            group_strides[d] = groups;
+            groups *= x.dim(d);
+          }
+          const int64_t n = x.num_elements();
+          std::vector<int64_t> group(n);
+          for (int64_t i = 0; i < n; ++i) {
+            int64_t rem = i, g = 0;
+            for (int64_t d = 0; d < x.rank(); ++d) {
+              g += (rem / strides[d]) * group_strides[d];
+              rem %= strides[d];
+            }
+            group[i] = g;
+          }
+          const double count =
+              groups == 0 ? 0 : static_cast<double>(n) / groups;
+          return DispatchFloat(
+              x.dtype(), [&]<typename T>(Tag<T>) -> absl::Status {
+                const T* in = x.data<T>();
+                std::vector<double> sum(groups, 0), sum_sq(groups, 0);
+                for (int64_t i = 0; i < n; ++i) {
+                  sum[group[i]] += in[i];
+                  sum_sq[group[i]] += static_cast<double>(in[i]) * in[i];
+                }
+                ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateUninitialized(
+                                                 0, x.dtype(), x.shape()));
+                T* out = y->mutable_data<T>();
+                for (int64_t i = 0; i < n; ++i) {
+                  const double mean = sum[group[i]] / count;
+                  const double var = sum_sq[group[i]] / count - mean * mean;
+                  out[i] = static_cast<T>(
+                      (in[i] - mean) / (std::sqrt(std::max(var, 0.0)) + 1e-9));
+                }
+                return absl::OkStatus();
+              });
+        });
+      });
+  // Det: determinant of each trailing M x M matrix, by LU decomposition with
+  // partial pivoting in double.
+  r.Register(
+      "Det", [](const KernelInfo&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+        return MakeKernel([](KernelContext& ctx) -> absl::Status {
+          const Tensor& x = *ctx.input(0);
+          if (x.rank() < 2 || x.dim(x.rank() - 1) != x.dim(x.rank() - 2)) {
+            return ctx.Error(absl::StrCat("input ", x.DebugString(),
+                                          " must be [..., M, M]"));
+          }
+          const int64_t M = x.dim(x.rank() - 1);
+          const std::vector<int64_t> shape(x.shape().begin(),
+                                           x.shape().end() - 2);
+          const int64_t mats = NumElements(shape);
+          return DispatchFloat(
+              x.dtype(), [&]<typename T>(Tag<T>) -> absl::Status {
+                ASSIGN_OR_RETURN(
+                    Tensor * y, ctx.AllocateUninitialized(0, x.dtype(), shape));
+                std::vector<double> a(M * M);
+                for (int64_t m = 0; m < mats; ++m) {
+                  const T* in = x.data<T>() + m * M * M;
+                  for (int64_t i = 0; i < M * M; ++i) a[i] = in[i];
+                  double det = 1;
+                  for (int64_t k = 0; k < M && det != 0; ++k) {
+                    int64_t p = k;
+                    for (int64_t i = k + 1; i < M; ++i) {
+                      if (std::abs(a[i * M + k]) > std::abs(a[p * M + k]))
+                        p = i;
+                    }
+                    if (a[p * M + k] == 0) {
+                      det = 0;
+                      break;
+                    }
+                    if (p != k) {
+                      for (int64_t j = 0; j < M; ++j) {
+                        std::swap(a[k * M + j], a[p * M + j]);
+                      }
+                      det = -det;
+                    }
+                    det *= a[k * M + k];
+                    for (int64_t i = k + 1; i < M; ++i) {
+                      const double f = a[i * M + k] / a[k * M + k];
+                      for (int64_t j = k; j < M; ++j)
+                        a[i * M + j] -= f * a[k * M + j];
+                    }
+                  }
+                  y->mutable_data<T>()[m] = static_cast<T>(det);
                 }
                 return absl::OkStatus();
               });
