@@ -1,0 +1,145 @@
+// Mixed precision on ppocr_cls (MobileNetV3 classifier) with imx500@4.1
+// (kernel candidates 8/4/2 bits): at 75% and 50% of the 8-bit weight memory
+// the achieved weights memory is within the target, the export carries
+// mixed kernel bits (opset 21 for the 4/2-bit ones), and the held-out output
+// SQNR beats the uniform all-4-bit model (50% of the 8-bit size, i.e. the
+// best uniform allocation that fits either budget). SQNR oracle: quantd's
+// fake-quant executor on the held-out samples (QuantizeResult.
+// output_sqnr_db), which equals the exported QDQ model run by ORT within one
+// quantization step (tests/e2e_ptq).
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/graph/onnx_import.h"
+#include "core/io/file_util.h"
+#include "core/io/sample_set.h"
+#include "core/pipeline/quantize_job.h"
+#include "core/pipeline/samples.h"
+#include "core/runtime/thread_pool.h"
+#include "core/tpc/registry.h"
+#include "gtest/gtest.h"
+
+namespace quantd {
+namespace {
+
+std::string CacheDir() {
+  const char* v = std::getenv("QUANTD_CACHE_DIR");
+  return v != nullptr && *v ? v : QUANTD_MP_CACHE_DIR;
+}
+
+void AddSamples(const SampleSet& set, size_t limit,
+                google::protobuf::RepeatedPtrField<v1::Sample>* out) {
+  for (size_t i = 0; i < set.samples.size() && i < limit; ++i) {
+    v1::Sample* p = out->Add();
+    for (const auto& [name, t] : set.samples[i]) {
+      *p->add_inputs() = TensorToSampleProto(t, name);
+    }
+  }
+}
+
+class MixedPrecisionRealModelTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const std::string name = "ppocr_cls";
+    auto bytes = ReadFileLimited(CacheDir() + "/models/" + name + ".onnx",
+                                 int64_t{1} << 30);
+    if (!bytes.ok()) return;
+    auto model = ImportOnnx(*bytes);
+    if (!model.ok()) return;
+    std::vector<std::string> inputs;
+    for (const auto& in : model->graph.inputs) inputs.push_back(in.name);
+    auto calib =
+        ReadSampleSet(CacheDir() + "/samples/" + name + "/calib", inputs);
+    auto held =
+        ReadSampleSet(CacheDir() + "/samples/" + name + "/heldout", inputs);
+    if (!calib.ok() || !held.ok()) return;
+    request_ = new v1::QuantizeRequest();
+    request_->set_onnx_model(*std::move(bytes));
+    // 16 calibration images (also the sensitivity images) keep the test
+    // within its time budget; 32 held-out images for the SQNR.
+    AddSamples(*calib, 16, request_->mutable_calibration_samples());
+    AddSamples(*held, 32, request_->mutable_evaluation_samples());
+    request_->mutable_tpc()->set_name("imx500@4.1");
+  }
+  static void TearDownTestSuite() {
+    delete request_;
+    request_ = nullptr;
+  }
+  void SetUp() override {
+    if (request_ == nullptr) {
+      GTEST_SKIP() << "ppocr_cls or its samples are missing under "
+                   << CacheDir() << " (scripts/fetch_models.sh)";
+    }
+    ASSERT_TRUE(registry_.AddBuiltins().ok());
+  }
+  absl::StatusOr<v1::QuantizeResult> Run(const v1::QuantizeRequest& r) {
+    JobContext ctx;
+    ctx.registry = &registry_;
+    ctx.pool = &pool_;
+    return RunQuantizeJob(r, ctx);
+  }
+
+  static v1::QuantizeRequest* request_;
+  tpc::TpcRegistry registry_;
+  ThreadPool pool_{2};
+};
+
+v1::QuantizeRequest* MixedPrecisionRealModelTest::request_ = nullptr;
+
+std::map<int, int> KernelBitsHistogram(const v1::QuantizeResult& r) {
+  std::map<int, int> h;
+  for (const auto& n : r.quantized_graph().nodes()) {
+    for (const auto& w : n.weights()) {
+      if (w.attr() == "kernel_attr") ++h[w.n_bits()];
+    }
+  }
+  return h;
+}
+
+TEST_F(MixedPrecisionRealModelTest, BudgetsMetAndBetterThanUniformFourBit) {
+  v1::QuantizeRequest uniform = *request_;
+  uniform.mutable_mixed_precision()->set_kernel_weights_bits(4);
+  auto u4 = Run(uniform);
+  ASSERT_TRUE(u4.ok()) << u4.status();
+  const double base = u4->baseline_8bit().weights_memory_bytes();
+  std::printf(
+      "ppocr_cls uniform 4-bit kernels: weights %.0f B (%.1f%% of "
+      "8-bit %.0f B), held-out output SQNR %.2f dB\n",
+      u4->resource_utilization().weights_memory_bytes(),
+      100 * u4->resource_utilization().weights_memory_bytes() / base, base,
+      u4->output_sqnr_db());
+  for (double fraction : {0.75, 0.5}) {
+    v1::QuantizeRequest r = *request_;
+    r.mutable_mixed_precision()
+        ->mutable_target_fraction()
+        ->set_weights_memory_bytes(fraction);
+    r.mutable_mixed_precision()->set_num_of_images(16);
+    auto mp = Run(r);
+    ASSERT_TRUE(mp.ok()) << mp.status();
+    const double achieved = mp->resource_utilization().weights_memory_bytes();
+    const auto hist = KernelBitsHistogram(*mp);
+    std::string bits;
+    for (const auto& [b, n] : hist) {
+      bits += std::to_string(n) + "x" + std::to_string(b) + "b ";
+    }
+    std::printf(
+        "ppocr_cls MP at %.0f%%: weights %.0f B (%.1f%%), kernels %s"
+        "held-out output SQNR %.2f dB (uniform 4-bit %.2f dB)\n",
+        100 * fraction, achieved, 100 * achieved / base, bits.c_str(),
+        mp->output_sqnr_db(), u4->output_sqnr_db());
+    EXPECT_DOUBLE_EQ(mp->targets().weights_memory_bytes(), fraction * base);
+    EXPECT_LE(achieved, fraction * base);
+    EXPECT_GT(mp->output_sqnr_db(), u4->output_sqnr_db()) << fraction;
+    // The export: mixed kernel bits need int4 weights, i.e. opset 21.
+    EXPECT_GT(hist.size(), 1u);
+    auto qdq = ImportOnnx(mp->qdq_onnx());
+    ASSERT_TRUE(qdq.ok()) << qdq.status();
+    if (hist.count(4) || hist.count(2)) EXPECT_GE(qdq->DefaultOpset(), 21);
+  }
+}
+
+}  // namespace
+}  // namespace quantd
