@@ -160,7 +160,7 @@ absl::Status ComputeMatMulInteger(KernelContext& ctx) {
                    ctx.AllocateUninitialized(0, DType::kInt32, geo.shape));
   int32_t* out = y->mutable_data<int32_t>();
   const BroadcastPlan plan(geo.batch, {geo.a_batch, geo.b_batch});
-  std::vector<int32_t> row(N);
+  std::vector<int64_t> row(N);  // wide: huge K must wrap, not overflow (UB)
   for (int64_t i = 0; i < geo.nb; ++i) {
     int64_t off[3];
     plan.RowOffsets(i / plan.inner(), off);
@@ -173,9 +173,11 @@ absl::Status ComputeMatMulInteger(KernelContext& ctx) {
       for (int64_t k = 0; k < K; ++k) {
         const int32_t x = ai[m * K + k] - za[m];
         const int32_t* br = bi + k * N;
-        for (int64_t n = 0; n < N; ++n) row[n] += x * (br[n] - zb[n]);
+        for (int64_t n = 0; n < N; ++n) row[n] += int64_t{x} * (br[n] - zb[n]);
       }
-      std::copy(row.begin(), row.end(), yi + m * N);
+      for (int64_t n = 0; n < N; ++n) {
+        yi[m * N + n] = static_cast<int32_t>(row[n]);
+      }
     }
   }
   return absl::OkStatus();
