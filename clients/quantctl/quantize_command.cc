@@ -27,6 +27,7 @@
 #include "core/graph/onnx_import.h"
 #include "core/io/file_util.h"
 #include "core/io/sample_set.h"
+#include "core/pipeline/mixed_precision_flags.h"
 #include "core/pipeline/proto_output.h"
 #include "core/pipeline/quantize_job.h"
 #include "core/pipeline/samples.h"
@@ -42,10 +43,13 @@ namespace {
 constexpr char kUsage[] =
     "quantize MODEL.onnx --tpc NAME[@VERSION]|FILE --calib DIR --out DIR "
     "[--server HOST:PORT] [--mp weights=F,activation=F,total=F,bops=F] "
-    "[--weights-bits N] [--gptq] [--threads N] [--eval DIR]";
+    "[--weights-bits N] [--bits-override 'type:Conv=4,name:conv_3=2'] "
+    "[--gptq] [--threads N] [--eval DIR]";
 
 struct Args {
   std::string model, tpc, calib, out, server, eval, mp;
+  // FILTER[@weights|@activation]=BITS,... (mixed_precision_flags.h).
+  std::string bits_override;
   int weights_bits = 0;
   bool gptq = false;
   int threads = 0;  // 0 = hardware concurrency
@@ -73,6 +77,10 @@ int ParseArgs(const std::vector<std::string>& args, Args* out) {
       if (!value(&out->server)) return UsageError("--server needs HOST:PORT");
     } else if (a == "--mp") {
       if (!value(&out->mp)) return UsageError("--mp needs targets");
+    } else if (a == "--bits-override") {
+      if (!value(&out->bits_override)) {
+        return UsageError("--bits-override needs FILTER=BITS[,...]");
+      }
     } else if (a == "--weights-bits") {
       if (!value(&v) || !absl::SimpleAtoi(v, &out->weights_bits) ||
           out->weights_bits < 1 || out->weights_bits > 16) {
@@ -105,31 +113,9 @@ int ParseArgs(const std::vector<std::string>& args, Args* out) {
   return 0;
 }
 
-// "weights=0.5,total=0.8" -> target fractions of the 8-bit figures.
+// "weights=0.5,weights_bytes=1e5,..." -> targets (mixed_precision_flags.h).
 absl::Status ParseMp(const std::string& spec, v1::MixedPrecisionConfig* mp) {
-  for (absl::string_view part : absl::StrSplit(spec, ',')) {
-    std::vector<std::string> kv = absl::StrSplit(part, '=');
-    double f = 0;
-    if (kv.size() != 2 || !absl::SimpleAtod(kv[1], &f) || !(f > 0)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--mp: '", part, "' is not KEY=FRACTION (> 0)"));
-    }
-    auto* t = mp->mutable_target_fraction();
-    if (kv[0] == "weights") {
-      t->set_weights_memory_bytes(f);
-    } else if (kv[0] == "activation") {
-      t->set_activation_memory_bytes(f);
-    } else if (kv[0] == "total") {
-      t->set_total_memory_bytes(f);
-    } else if (kv[0] == "bops") {
-      t->set_bops(f);
-    } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--mp: unknown target '", kv[0],
-                       "' (weights, activation, total, bops)"));
-    }
-  }
-  return absl::OkStatus();
+  return ParseMixedPrecisionTargets(spec, mp);
 }
 
 bool IsTpcFile(const std::string& tpc) {
@@ -281,6 +267,10 @@ absl::StatusOr<v1::QuantizeResult> Run(const Args& args) {
   }
   if (!args.mp.empty()) {
     RETURN_IF_ERROR(ParseMp(args.mp, request.mutable_mixed_precision()));
+  }
+  if (!args.bits_override.empty()) {
+    RETURN_IF_ERROR(ParseBitWidthOverrides(args.bits_override,
+                                           request.mutable_mixed_precision()));
   }
   if (args.weights_bits > 0) {
     request.mutable_mixed_precision()->set_kernel_weights_bits(
