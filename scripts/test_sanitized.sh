@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The sanitizer test flow meant to become the test command
+# (docs/reliability.md; scripts/test.sh is not switched yet):
+#   1. setup: installs missing Debian packages
+#   2. format check
+#   3. ASan + UBSan tree (clang, -O1, libFuzzer instrumentation): build and
+#      the whole ctest suite (scripts/sanitize.sh asan)
+#   4. every fuzz target for FUZZ_SECONDS (default 20) each (scripts/fuzz.sh)
+#   5. only with TSAN=1: TSan tree of the core libraries and the core tests
+#      (scripts/sanitize.sh tsan). Off by default: Debian's Abseil is not
+#      instrumented, so every absl::Mutex-guarded access in core is reported
+#      as a race (docs/reliability.md, "TSan").
+# Ends with the CPU time (user+sys, children included) and wall time of each
+# phase. Extra arguments go to the ASan ctest run. The plain optimised build
+# (scripts/build.sh, used by demo and benchmarks) is not part of it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+summary=()
+cpu_seconds() {  # user+sys of finished children of this shell
+  times | tail -1 | awk '{
+    t = 0
+    for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] }
+    printf "%.1f", t }'
+}
+phase() {  # name command...
+  local name=$1
+  shift
+  local cpu0 wall0=$SECONDS
+  cpu0=$(cpu_seconds)
+  echo "=== $name"
+  "$@"
+  local cpu1
+  cpu1=$(cpu_seconds)
+  summary+=("$(awk -v n="$name" -v c0="$cpu0" -v c1="$cpu1" -v w=$((SECONDS - wall0)) \
+    'BEGIN { printf "%-14s %7.1f CPU-min %6.1f wall-min", n, (c1 - c0) / 60, w / 60 }')")
+}
+
+phase setup scripts/setup.sh
+phase format scripts/check_format.sh
+phase asan scripts/sanitize.sh asan "$@"
+phase fuzz scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
+if [ "${TSAN:-0}" = 1 ]; then
+  phase tsan scripts/sanitize.sh tsan
+fi
+echo "=== time by phase"
+printf '%s\n' "${summary[@]}"
+echo "total          $(awk -v c="$(cpu_seconds)" 'BEGIN { printf "%7.1f", c / 60 }') CPU-min $(awk -v w=$SECONDS 'BEGIN { printf "%6.1f", w / 60 }') wall-min"
