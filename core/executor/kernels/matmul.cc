@@ -1,6 +1,8 @@
 // MatMul: numpy matmul (1-D operands promoted, batch dims broadcast), and
-// MatMulInteger.
+// MatMulInteger / QLinearMatMul.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <vector>
 
 #include "core/executor/gemm.h"
@@ -106,12 +108,14 @@ absl::Status ComputeMatMul(KernelContext& ctx) {
   });
 }
 
-// MatMulInteger: int32 y = (A - a_zero_point) x (B - b_zero_point); A and B
-// are uint8 or int8, a_zero_point is a scalar or per row of A ([M]),
-// b_zero_point a scalar or per column of B ([N]). Exact integer sums.
-absl::Status ComputeMatMulInteger(KernelContext& ctx) {
-  const Tensor& a = *ctx.input(0);
-  const Tensor& b = *ctx.input(1);
+// int32 (A - a_zero_point) x (B - b_zero_point) of inputs ia, ib with zero
+// points at inputs iza, izb (absent: 0); A and B are uint8 or int8,
+// a_zero_point is a scalar or per row of A ([M]), b_zero_point a scalar or
+// per column of B ([N]). Exact integer sums (wrapping past int32).
+absl::StatusOr<Tensor> IntegerMatMul(const KernelContext& ctx, int ia, int iza,
+                                     int ib, int izb) {
+  const Tensor& a = *ctx.input(ia);
+  const Tensor& b = *ctx.input(ib);
   auto is_8bit = [](const Tensor& t) {
     return t.dtype() == DType::kUint8 || t.dtype() == DType::kInt8;
   };
@@ -130,9 +134,9 @@ absl::Status ComputeMatMulInteger(KernelContext& ctx) {
     if (t == nullptr) return z;
     if (t->dtype() != x.dtype() ||
         (t->num_elements() != 1 && t->num_elements() != count)) {
-      return ctx.Error(absl::StrCat("zero point ", k - 1, " ", t->DebugString(),
-                                    " must be a scalar or hold ", count,
-                                    " values of the input's type"));
+      return ctx.Error(absl::StrCat(
+          "zero point (input ", k, ") ", t->DebugString(),
+          " must be a scalar or hold ", count, " values of the input's type"));
     }
     RETURN_IF_ERROR(DispatchNumeric(t->dtype(), [&]<typename Z>(Tag<Z>) {
       const Z* p = t->data<Z>();
@@ -142,8 +146,8 @@ absl::Status ComputeMatMulInteger(KernelContext& ctx) {
     }));
     return z;
   };
-  ASSIGN_OR_RETURN(const std::vector<int32_t> za, zero_points(2, a, M));
-  ASSIGN_OR_RETURN(const std::vector<int32_t> zb, zero_points(3, b, N));
+  ASSIGN_OR_RETURN(const std::vector<int32_t> za, zero_points(iza, a, M));
+  ASSIGN_OR_RETURN(const std::vector<int32_t> zb, zero_points(izb, b, N));
   auto widen = [](const Tensor& t) {
     std::vector<int32_t> v(t.num_elements());
     if (t.dtype() == DType::kUint8) {
@@ -156,9 +160,9 @@ absl::Status ComputeMatMulInteger(KernelContext& ctx) {
     return v;
   };
   const std::vector<int32_t> av = widen(a), bv = widen(b);
-  ASSIGN_OR_RETURN(Tensor * y,
-                   ctx.AllocateUninitialized(0, DType::kInt32, geo.shape));
-  int32_t* out = y->mutable_data<int32_t>();
+  ASSIGN_OR_RETURN(Tensor y, Tensor::Create(DType::kInt32, geo.shape,
+                                            ctx.max_tensor_bytes()));
+  int32_t* out = y.mutable_data<int32_t>();
   const BroadcastPlan plan(geo.batch, {geo.a_batch, geo.b_batch});
   std::vector<int64_t> row(N);  // wide: huge K must wrap, not overflow (UB)
   for (int64_t i = 0; i < geo.nb; ++i) {
@@ -180,6 +184,55 @@ absl::Status ComputeMatMulInteger(KernelContext& ctx) {
       }
     }
   }
+  return y;
+}
+
+absl::Status ComputeMatMulInteger(KernelContext& ctx) {
+  ASSIGN_OR_RETURN(Tensor y, IntegerMatMul(ctx, 0, 2, 1, 3));
+  ctx.SetOutput(0, std::move(y));
+  return absl::OkStatus();
+}
+
+// QLinearMatMul: y = saturate(round_half_even(C * (a_scale * b_scale /
+// y_scale)) + y_zero_point) with C the integer product above; per-tensor
+// scales. As ONNX's reference: the multiplier in float, the product in
+// double.
+absl::Status ComputeQLinearMatMul(KernelContext& ctx) {
+  for (int k : {1, 4, 6}) {
+    const Tensor& t = *ctx.input(k);
+    if (t.dtype() != DType::kFloat || t.num_elements() != 1) {
+      return absl::UnimplementedError(
+          absl::StrCat("QLinearMatMul supports one float scale per tensor; "
+                       "input ",
+                       k, " is ", t.DebugString()));
+    }
+  }
+  const Tensor* zy = ctx.input(7);
+  if (zy == nullptr || zy->num_elements() != 1 ||
+      (zy->dtype() != DType::kUint8 && zy->dtype() != DType::kInt8)) {
+    return ctx.Error("y_zero_point must be one uint8 or int8 value");
+  }
+  ASSIGN_OR_RETURN(Tensor c, IntegerMatMul(ctx, 0, 2, 3, 5));
+  const float multiplier = ctx.input(1)->data<float>()[0] *
+                           ctx.input(4)->data<float>()[0] /
+                           ctx.input(6)->data<float>()[0];
+  ASSIGN_OR_RETURN(Tensor * y,
+                   ctx.AllocateUninitialized(0, zy->dtype(), c.shape()));
+  const int32_t* in = c.data<int32_t>();
+  auto requantize = [&]<typename Q>(Q* out, Q zero) {
+    for (int64_t i = 0; i < c.num_elements(); ++i) {
+      const double v = std::nearbyint(static_cast<double>(in[i]) *
+                                      static_cast<double>(multiplier)) +
+                       zero;
+      out[i] = static_cast<Q>(std::clamp<double>(
+          v, std::numeric_limits<Q>::min(), std::numeric_limits<Q>::max()));
+    }
+  };
+  if (zy->dtype() == DType::kUint8) {
+    requantize(y->mutable_data<uint8_t>(), zy->data<uint8_t>()[0]);
+  } else {
+    requantize(y->mutable_data<int8_t>(), zy->data<int8_t>()[0]);
+  }
   return absl::OkStatus();
 }
 
@@ -189,6 +242,10 @@ void RegisterMatMul(KernelRegistry& r) {
   r.Register("MatMulInteger",
              [](const KernelInfo&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
                return MakeKernel(ComputeMatMulInteger);
+             });
+  r.Register("QLinearMatMul",
+             [](const KernelInfo&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+               return MakeKernel(ComputeQLinearMatMul);
              });
   r.Register("MatMul",
              [](const KernelInfo&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
