@@ -256,11 +256,6 @@ absl::Status AttachTpc(tpc::TpcPtr tpc_ptr,
                            ? why
                            : absl::StrCat(p.float_reason, "; ", why);
     }
-    if (node.outputs.size() > 1 && p.quantize_activation) {
-      state->warnings.push_back(
-          absl::StrCat(node.Label(), ": only output 0 of ", node.outputs.size(),
-                       " is quantized"));
-    }
   }
 
   // Fusing: TPC patterns over the attached op sets.

@@ -47,6 +47,10 @@ struct NodePlan {
   std::vector<WeightSlot> weights;
   // Results.
   v1::ActivationQuantization activation;
+  // Outputs 1.. of a multi-output node (Split, LSTM, TopK values, ...):
+  // quantized with the same config (reusing the input's parameters when
+  // preserving); filled by parameter selection, in output order.
+  std::vector<v1::ActivationQuantization> extra_activations;
   std::vector<v1::WeightQuantization> weight_results;
   // Output-channel axis of the node's output (for per-channel means).
   int output_channel_axis = 1;

@@ -362,6 +362,22 @@ absl::Status SelectAllParams(JobState* state, ThreadPool* pool,
         return;
       }
       p.activation = *std::move(a);
+      // Further float outputs: their own statistics, the same config.
+      p.extra_activations.clear();
+      for (size_t k = 1; k < node.outputs.size(); ++k) {
+        auto sk = state->stats.find(node.outputs[k]);
+        if (node.outputs[k].empty() || sk == state->stats.end()) continue;
+        auto ak = SelectActivationParams(node.outputs[k], p.config, &sk->second,
+                                         std::nullopt, std::nullopt,
+                                         p.forced_signed, state->options);
+        if (!ak.ok()) {
+          status[i] = absl::Status(ak.status().code(),
+                                   absl::StrCat(node.Label(), " output ", k,
+                                                ": ", ak.status().message()));
+          return;
+        }
+        p.extra_activations.push_back(*std::move(ak));
+      }
     }
     p.weight_results.clear();
     for (const WeightSlot& slot : p.weights) {
@@ -431,8 +447,22 @@ absl::Status SelectAllParams(JobState* state, ThreadPool* pool,
       p.activation.set_tensor(node.outputs[0]);
       p.activation.set_preserved_from(p.preserved_from);
       p.quantize_activation = true;
+      // Every output of a preserving node (Split) carries the input's grid.
+      p.extra_activations.clear();
+      for (size_t k = 1; k < node.outputs.size(); ++k) {
+        auto vi = g.value_info.find(node.outputs[k]);
+        if (vi == g.value_info.end() || vi->second.dtype != DType::kFloat) {
+          continue;
+        }
+        v1::ActivationQuantization a = p.activation;
+        a.set_tensor(node.outputs[k]);
+        p.extra_activations.push_back(std::move(a));
+      }
     }
-    if (p.quantize_activation) by_tensor[node.outputs[0]] = &p.activation;
+    if (p.quantize_activation) {
+      by_tensor[node.outputs[0]] = &p.activation;
+      for (const auto& a : p.extra_activations) by_tensor[a.tensor()] = &a;
+    }
   }
   return absl::OkStatus();
 }

@@ -99,27 +99,17 @@ absl::Status RejectUnsupported(const v1::QuantizeRequest& r,
   if (r.gptq().enabled()) {
     RETURN_IF_ERROR(ResolveGptqOptions(r.gptq()).status());
   }
-  if (o.relu_bound_to_power_of_2) {
-    return unimplemented("quantization.relu_bound_to_power_of_2");
-  }
   if (o.weights_second_moment_correction) {
     return unimplemented("quantization.weights_second_moment_correction");
   }
   if (o.activation_channel_equalization) {
     return unimplemented("quantization.activation_channel_equalization");
   }
-  if (o.softmax_shift) return unimplemented("quantization.softmax_shift");
-  if (o.concat_threshold_update) {
-    return unimplemented("quantization.concat_threshold_update");
-  }
   if (o.activation_bias_correction) {
     return unimplemented("quantization.activation_bias_correction");
   }
-  if (o.shift_negative_params_search ||
-      o.shift_negative_threshold_recalculation) {
-    return unimplemented(
-        "quantization.shift_negative_params_search / "
-        "shift_negative_threshold_recalculation");
+  if (o.shift_negative_threshold_recalculation) {
+    return unimplemented("quantization.shift_negative_threshold_recalculation");
   }
   return absl::OkStatus();
 }
@@ -346,7 +336,9 @@ absl::StatusOr<v1::QuantizeResult> RunQuantizeJobWithArtifacts(
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const NodePlan& p = state.plans[i];
     if (p.quantize_activation && !p.preserving && !g.nodes[i].outputs.empty()) {
-      stats_request.histogram_tensors.insert(g.nodes[i].outputs[0]);
+      for (const std::string& out : g.nodes[i].outputs) {
+        if (!out.empty()) stats_request.histogram_tensors.insert(out);
+      }
     }
     if (state.options.weights_bias_correction &&
         SupportsBiasCorrection(g.nodes[i])) {
@@ -400,6 +392,10 @@ absl::StatusOr<v1::QuantizeResult> RunQuantizeJobWithArtifacts(
 
   // 6. Corrections.
   RETURN_IF_ERROR(clock.Begin("correct", "shift-negative and bias correction"));
+  if (state.options.softmax_shift) RETURN_IF_ERROR(ApplySoftmaxShift(&state));
+  if (state.options.concat_threshold_update) {
+    RETURN_IF_ERROR(ApplyConcatThresholdUpdate(&state));
+  }
   if (state.options.shift_negative_activation_correction) {
     RETURN_IF_ERROR(ApplyShiftNegativeCorrection(&state));
   }

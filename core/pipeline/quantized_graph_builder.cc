@@ -35,6 +35,7 @@ v1::QuantizedGraph BuildQuantizedGraph(const JobState& state,
     }
     if (p.quantize_activation) {
       *q->add_activations() = p.activation;
+      for (const auto& a : p.extra_activations) *q->add_activations() = a;
       q->set_activation_bits(p.activation.n_bits());
     }
     q->set_float_reason(p.float_reason);

@@ -5,8 +5,11 @@
 // then quantized at 16 bits, the new Add at the original bits with threshold
 // T, unsigned.
 #include <cmath>
+#include <limits>
+#include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -15,6 +18,8 @@
 #include "core/graph/transforms.h"
 #include "core/pipeline/param_selection.h"
 #include "core/pipeline/stages.h"
+#include "core/quantizers/error_functions.h"
+#include "core/quantizers/outlier_filter.h"
 #include "core/quantizers/primitives.h"
 #include "core/util/status_macros.h"
 
@@ -44,12 +49,66 @@ bool ZeroPadding(const Node& n) {
   return a == "NOTSET" || a == "VALID";
 }
 
+// Explicit pads (auto_pad NOTSET): the padding can move into a Pad node.
+bool ExplicitPadding(const Node& n) {
+  return n.GetString("auto_pad", "NOTSET") == "NOTSET";
+}
+
 struct Candidate {
   int node = -1;
   std::vector<int> bypass;
   int linear = -1;
   double shift = 0;
+  double threshold = 0;  // of the Add (T, or 2T from the params search)
+  // Names: indices move as earlier corrections insert nodes.
+  std::string node_name, linear_name;
+  std::vector<std::string> bypass_names;
 };
+
+int IndexOf(const Graph& g, const std::string& name) {
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (g.nodes[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// MCT's shift_negative_params_search: for T' in {T, 2T} and every point s
+// of the unsigned grid of T', the MSE of the histogram shifted by s and
+// quantized unsigned with T'; the best (T', s) wins (first on ties).
+absl::Status SearchShiftParams(const quantizers::Histogram& histogram, double t,
+                               int n_bits, double z_threshold, double* best_t,
+                               double* best_shift) {
+  quantizers::Histogram h = histogram;
+  if (std::isfinite(z_threshold)) {
+    ASSIGN_OR_RETURN(h, quantizers::ZScoreFilter(z_threshold, histogram));
+  }
+  if (h.edges.empty()) return absl::OkStatus();
+  const int64_t points = int64_t{1} << n_bits;
+  double best = std::numeric_limits<double>::infinity();
+  for (double tt : {t, 2 * t}) {
+    const double lsb = tt / static_cast<double>(points);
+    for (int64_t k = 0; k < points; ++k) {
+      // np.linspace(0, T - lsb, 2^n).astype(float32)
+      const float s = static_cast<float>(
+          points > 1 ? (tt - lsb) * static_cast<double>(k) / (points - 1) : 0);
+      quantizers::Histogram shifted = h;
+      for (double& e : shifted.edges) {
+        e = static_cast<float>(static_cast<float>(e) + s);
+      }
+      shifted.float32_edges = true;
+      const std::vector<double> q =
+          quantizers::QuantizeTensorF64(shifted.edges, tt, n_bits, false);
+      const double err =
+          quantizers::HistogramError(quantizers::ErrorMethod::kMse, shifted, q);
+      if (err < best) {
+        best = err;
+        *best_t = tt;
+        *best_shift = s;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -95,8 +154,9 @@ absl::Status ApplyShiftNegativeCorrection(JobState* state) {
       }
       if ((m.op_type == "Conv" || m.op_type == "Gemm") &&
           g.FindInitializer(m.Input(1)) != nullptr) {
-        if (m.op_type == "Conv" && !ZeroPadding(m)) {
-          why = absl::StrCat(m.Label(), " pads with zeros");
+        if (m.op_type == "Conv" && !ZeroPadding(m) && !ExplicitPadding(m)) {
+          why = absl::StrCat(m.Label(), " pads with auto_pad ",
+                             m.GetString("auto_pad", ""));
           break;
         }
         if (m.op_type == "Gemm" &&
@@ -121,17 +181,32 @@ absl::Status ApplyShiftNegativeCorrection(JobState* state) {
     // Smallest point of the unsigned n-bit grid of T that is >= |min|.
     const double delta = t / std::ldexp(1.0, p.activation.n_bits());
     c.shift = std::ceil(-st->second.min / delta) * delta;
+    c.threshold = t;
+    if (state->options.shift_negative_params_search) {
+      RETURN_IF_ERROR(SearchShiftParams(
+          st->second.histogram, t, p.activation.n_bits(),
+          state->options.z_threshold, &c.threshold, &c.shift));
+    }
+    c.node_name = n.name;
+    c.linear_name = g.nodes[c.linear].name;
+    for (int b : c.bypass) c.bypass_names.push_back(g.nodes[b].name);
     found.push_back(c);
   }
   // Apply from the last node back so earlier indices stay valid.
   for (auto it = found.rbegin(); it != found.rend(); ++it) {
-    const Candidate& c = *it;
+    Candidate& c = *it;
+    c.node = IndexOf(g, c.node_name);
+    c.linear = IndexOf(g, c.linear_name);
+    for (size_t b = 0; b < c.bypass.size(); ++b) {
+      c.bypass[b] = IndexOf(g, c.bypass_names[b]);
+    }
     Node& act = g.nodes[c.node];
     NodePlan& ap = state->plans[c.node];
     const std::string y = act.outputs[0];
     const float shift = static_cast<float>(c.shift);
     // Linear node bias: b -= s * sum over non-output axes of W.
     Node& lin = g.nodes[c.linear];
+    const std::string original_lin_in = lin.Input(0);
     ASSIGN_OR_RETURN(Tensor w, g.FindInitializer(lin.Input(1))->CastToFloat());
     const bool gemm = lin.op_type == "Gemm";
     const bool trans_b = gemm && lin.GetInt("transB", 0) != 0;
@@ -173,19 +248,6 @@ absl::Status ApplyShiftNegativeCorrection(JobState* state) {
     for (auto& in : g.nodes[first].inputs) {
       if (in == y) in = shifted;
     }
-    if (!c.bypass.empty()) {
-      NodePlan& bp = state->plans[first];
-      if (bp.preserved_from == y) bp.preserved_from = shifted;
-    }
-    // Input means of the linear node move by the shift (bias correction).
-    const std::string lin_in = g.nodes[c.linear].Input(0);
-    auto mean = state->input_means.find(c.bypass.empty() ? y : lin_in);
-    if (mean != state->input_means.end()) {
-      std::vector<double> moved = mean->second;
-      for (double& v : moved) v += shift;
-      state->input_means.erase(mean);
-      state->input_means[lin_in] = std::move(moved);
-    }
     NodePlan add_plan;
     add_plan.op_set = ap.op_set;
     add_plan.config = ap.config;
@@ -193,10 +255,78 @@ absl::Status ApplyShiftNegativeCorrection(JobState* state) {
     add_plan.activation = ap.activation;
     add_plan.activation.set_tensor(shifted);
     add_plan.activation.set_is_signed(false);
-    add_plan.activation.set_scale(quantizers::CalculateDelta(
-        ap.activation.threshold(), ap.activation.n_bits(), false));
+    add_plan.activation.set_threshold(c.threshold);
+    add_plan.activation.set_scale(
+        quantizers::CalculateDelta(c.threshold, ap.activation.n_bits(), false));
     add_plan.activation.set_zero_point(0);
     add_plan.output_channel_axis = ap.output_channel_axis;
+    // Preserving bypass nodes now carry the shifted, unsigned grid.
+    std::string carried = shifted;
+    for (int b : c.bypass) {
+      NodePlan& bp = state->plans[b];
+      if (bp.preserving && !g.nodes[b].outputs.empty()) {
+        bp.preserved_from = carried;
+        bp.activation = add_plan.activation;
+        bp.activation.set_tensor(g.nodes[b].outputs[0]);
+        bp.activation.set_preserved_from(carried);
+      }
+      carried = g.nodes[b].outputs.empty() ? carried : g.nodes[b].outputs[0];
+    }
+    // A padded Conv pads with the shift instead of zero (MCT inserts an
+    // explicit Pad): zero would be -shift in the original activation.
+    std::optional<std::pair<Node, NodePlan>> pad;
+    if (lin.op_type == "Conv" && !ZeroPadding(lin)) {
+      std::vector<int64_t> conv_pads = lin.GetInts("pads");
+      const int64_t spatial = static_cast<int64_t>(conv_pads.size()) / 2;
+      std::vector<int64_t> pads(2 * (spatial + 2), 0);
+      for (int64_t d = 0; d < spatial; ++d) {
+        pads[2 + d] = conv_pads[d];
+        pads[spatial + 4 + d] = conv_pads[spatial + d];
+      }
+      const std::string pads_name =
+          UniqueTensorName(g, absl::StrCat(lin.name, "_snc_pads"));
+      g.initializers[pads_name] =
+          Tensor::FromVector<int64_t>(pads, {2 * (spatial + 2)});
+      const std::string value_name =
+          UniqueTensorName(g, absl::StrCat(lin.name, "_snc_pad_value"));
+      g.initializers[value_name] = Tensor::FromVector<float>({shift}, {});
+      Node pn;
+      pn.op_type = "Pad";
+      pn.name = UniqueTensorName(g, absl::StrCat(lin.name, "_snc_pad"));
+      pn.inputs = {lin.Input(0), pads_name, value_name};
+      pn.outputs = {UniqueTensorName(g, absl::StrCat(lin.Input(0), "_padded"))};
+      Attribute mode;
+      mode.type = Attribute::Type::kString;
+      mode.s = "constant";
+      pn.attributes["mode"] = mode;
+      lin.inputs[0] = pn.outputs[0];
+      Attribute zeros;
+      zeros.type = Attribute::Type::kInts;
+      zeros.ints.assign(conv_pads.size(), 0);
+      lin.attributes["pads"] = zeros;
+      // The padded tensor holds the shifted values and the shift itself,
+      // both points of the Add's grid: it keeps that quantization.
+      NodePlan pp;
+      pp.op_set = add_plan.op_set;
+      pp.config = add_plan.config;
+      pp.quantize_activation = true;
+      pp.preserving = true;
+      pp.preserved_from = pn.inputs[0];
+      pp.activation = add_plan.activation;
+      pp.activation.set_tensor(pn.outputs[0]);
+      pp.activation.set_preserved_from(pn.inputs[0]);
+      pp.output_channel_axis = add_plan.output_channel_axis;
+      pad.emplace(std::move(pn), std::move(pp));
+    }
+    // Input means of the linear node move by the shift (bias correction).
+    const std::string lin_in = g.nodes[c.linear].Input(0);
+    auto mean = state->input_means.find(original_lin_in);
+    if (mean != state->input_means.end()) {
+      std::vector<double> moved = mean->second;
+      for (double& v : moved) v += shift;
+      state->input_means.erase(mean);
+      state->input_means[lin_in] = std::move(moved);
+    }
     // The activation itself at 16 bits from its own statistics.
     v1::OpQuantizationConfig wide = ap.config;
     wide.set_activation_n_bits(kNonLinearBits);
@@ -209,6 +339,11 @@ absl::Status ApplyShiftNegativeCorrection(JobState* state) {
     state->warnings.push_back(
         absl::StrCat(act.Label(), ": shift-negative correction, shift ", shift,
                      " absorbed by ", g.nodes[c.linear].Label()));
+    if (pad.has_value()) {  // right before the linear node
+      g.nodes.insert(g.nodes.begin() + c.linear, std::move(pad->first));
+      state->plans.insert(state->plans.begin() + c.linear,
+                          std::move(pad->second));
+    }
     g.nodes.insert(g.nodes.begin() + c.node + 1, std::move(add));
     state->plans.insert(state->plans.begin() + c.node + 1, std::move(add_plan));
   }

@@ -32,6 +32,27 @@ absl::Status UpgradeForQdq(int64_t opset, Model* model);
 absl::StatusOr<int> CollapseLinear(Model* model);
 absl::StatusOr<int> CollapseResidual(Model* model);
 
+// matmul_add_fusion.cc: MatMul(A [M, K], W [K, N] constant) + constant
+// bias [N] becomes Gemm(A, W, b), one Linear layer as MCT sees it. Returns
+// how many were fused.
+absl::StatusOr<int> FuseMatMulAdd(Model* model);
+
+// relu_bound.cc: MCT's relu_bound_to_power_of_2: Linear -> Clip(0, M) ->
+// Linear with M not a power of two is rescaled so the Clip bound is 8 (the
+// first linear node divided by M/8, the second multiplied). Returns how many
+// were rescaled.
+absl::StatusOr<int> ReluBoundToPowerOfTwo(Model* model);
+
+// post_statistics.cc: MCT's post-statistics substitutions, after parameter
+// selection. Softmax shift: a linear node feeding Softmax gets -(max+min)/2
+// of its observed output added to its bias; its statistics move by the same
+// amount and its activation is selected again. Concat threshold update:
+// every input of a Concat whose producer feeds only the Concat takes the
+// Concat's threshold (threshold methods only). Each change is listed in
+// state->warnings.
+absl::Status ApplySoftmaxShift(JobState* state);
+absl::Status ApplyConcatThresholdUpdate(JobState* state);
+
 // attach.cc: TPC -> one NodePlan per node: op set and candidates (custom
 // op-set mapping of the request first), base config (or the candidate with
 // `kernel_weights_bits` kernel bits), fusing groups (inner nodes unquantized

@@ -299,10 +299,12 @@ TEST_F(PtqRealModels, ClassifierKeepsTop1AndBeatsMinMax) {
   if (IsSkipped() || HasFatalFailure()) return;
   QuantizeAndCheck("ppocr_cls", "softmax_0.tmp_0", MinMaxRequest(), &minmax);
   PrintBoth("ppocr_cls", ours, minmax);
-  // The target is >= 99% top-1 agreement; measured 86% on these 64
-  // synthetic held-out images (see docs/pipeline.md), so only a sanity
-  // bound is asserted here.
+  // The target is >= 99% top-1 agreement; measured 87.5% on these 64
+  // synthetic held-out images (98.4% with hard-swish fusion, which is not
+  // enabled yet: see docs/pipeline.md), so only a sanity bound is asserted,
+  // plus the advantage over plain min/max.
   EXPECT_GE(ours.top1, 0.75);
+  EXPECT_GT(ours.sqnr_db, minmax.sqnr_db);
   EXPECT_GT(ours.cosine, 0.9);
 }
 

@@ -21,6 +21,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/data/onnx/model_builder.h"
 
 namespace quantd {
 namespace {
@@ -254,6 +255,43 @@ TEST_F(QuantizeJobTest, FourBitWeightsExportAtOpset21) {
   ASSERT_TRUE(qdq.ok()) << qdq.status();
   EXPECT_EQ(qdq->DefaultOpset(), 21);
   EXPECT_FALSE(qdq->graph.sub_byte_types.empty());
+}
+
+TEST_F(QuantizeJobTest, EveryFloatOutputOfASplitIsQuantized) {
+  // x -> Relu -> Split into two halves -> both are model outputs. IMX500's
+  // SplitChunk preserves its input's quantization: both halves carry the
+  // Relu's grid.
+  OnnxModelBuilder b(13);
+  b.Input("x", DType::kFloat, {1, 4});
+  b.Int64Initializer("halves", {2, 2}, {2});
+  b.AddNode("Relu", {"x"}, {"r"}, "relu");
+  b.AddNode("Split", {"r", "halves"}, {"y0", "y1"}, "split").Int("axis", 1);
+  b.Output("y0", DType::kFloat);
+  b.Output("y1", DType::kFloat);
+  v1::QuantizeRequest r;
+  r.set_onnx_model(b.Serialize());
+  for (int i = 0; i < 4; ++i) {
+    const float v = static_cast<float>(i);
+    Tensor t = Tensor::FromVector<float>({v - 1, v, v + 1, v + 2}, {1, 4});
+    *r.add_calibration_samples()->add_inputs() = TensorToSampleProto(t, "x");
+  }
+  r.mutable_tpc()->set_name("imx500@4.1");
+  auto result = Run(r);
+  ASSERT_TRUE(result.ok()) << result.status();
+  const v1::QuantizedNode* split = nullptr;
+  const v1::QuantizedNode* relu = nullptr;
+  for (const auto& n : result->quantized_graph().nodes()) {
+    if (n.op_type() == "Split") split = &n;
+    if (n.op_type() == "Relu") relu = &n;
+  }
+  ASSERT_NE(split, nullptr);
+  ASSERT_NE(relu, nullptr);
+  ASSERT_EQ(relu->activations_size(), 1);
+  ASSERT_EQ(split->activations_size(), 2);
+  EXPECT_EQ(split->activations(0).tensor(), "y0");
+  EXPECT_EQ(split->activations(1).tensor(), "y1");
+  EXPECT_EQ(split->activations(1).scale(), relu->activations(0).scale());
+  EXPECT_EQ(split->activations(1).preserved_from(), "r");
 }
 
 }  // namespace
