@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -43,8 +44,10 @@ namespace {
 // Forwards to the caller's sink (if any) and timestamps stages.
 class StageClock {
  public:
-  StageClock(ProgressSink* sink, const CancellationToken* cancel)
-      : sink_(sink), cancel_(cancel) {}
+  using StageHook = std::function<absl::Status(const std::string&)>;
+  StageClock(ProgressSink* sink, const CancellationToken* cancel,
+             StageHook on_start)
+      : sink_(sink), cancel_(cancel), on_start_(std::move(on_start)) {}
 
   absl::Status Begin(const std::string& stage, const std::string& message) {
     if (cancel_ != nullptr) RETURN_IF_ERROR(cancel_->Check());
@@ -56,6 +59,7 @@ class StageClock {
     stage_ = stage;
     start_ = absl::Now();
     if (sink_ != nullptr) sink_->Report({stage, 0.0, message});
+    if (on_start_) RETURN_IF_ERROR(on_start_(stage));
     return absl::OkStatus();
   }
   void End() {
@@ -83,6 +87,7 @@ class StageClock {
  private:
   ProgressSink* sink_;
   const CancellationToken* cancel_;
+  StageHook on_start_;
   std::string stage_;
   absl::Time start_;
   std::vector<std::pair<std::string, double>> timings_;
@@ -121,10 +126,7 @@ struct ResolvedTpc {
 };
 
 absl::StatusOr<ResolvedTpc> ResolveTpc(const v1::TpcRef& ref,
-                                       const TpcRegistry& const_registry) {
-  // ResolveInline only fills the registry's internally synchronised inline
-  // cache (logically const); JobContext hands out a const registry.
-  TpcRegistry& registry = const_cast<TpcRegistry&>(const_registry);
+                                       const TpcRegistry& registry) {
   ResolvedTpc out;
   switch (ref.source_case()) {
     case v1::TpcRef::kName: {
@@ -271,7 +273,7 @@ absl::StatusOr<v1::QuantizeResult> RunQuantizeJobWithArtifacts(
   }
   ThreadPool* pool = context.pool;
   const CancellationToken* cancel = context.cancel;
-  StageClock clock(context.progress, cancel);
+  StageClock clock(context.progress, cancel, context.on_stage_start);
   JobState state;
   ASSIGN_OR_RETURN(state.options, ResolvePtqOptions(request.quantization(),
                                                     request.gptq().enabled()));
