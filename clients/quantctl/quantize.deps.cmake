@@ -1,2 +1,2 @@
 list(APPEND QUANTCTL_DEPS quantd_core_pipeline quantd_core_io quantd_core_tpc
-     quantd_client nlohmann_json::nlohmann_json)
+     quantd_client quantd_job_files nlohmann_json::nlohmann_json)

@@ -20,19 +20,13 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "clients/batch/job_files.h"
 #include "clients/cpp/client.h"
 #include "clients/quantctl/command.h"
-#include "core/graph/onnx_import.h"
-#include "core/io/file_util.h"
-#include "core/io/sample_set.h"
 #include "core/pipeline/mixed_precision_flags.h"
-#include "core/pipeline/proto_output.h"
 #include "core/pipeline/quantize_job.h"
-#include "core/pipeline/samples.h"
 #include "core/runtime/thread_pool.h"
-#include "core/tpc/json_io.h"
 #include "core/tpc/registry.h"
 #include "core/util/status_macros.h"
 #include "nlohmann/json.hpp"
@@ -113,22 +107,6 @@ int ParseArgs(const std::vector<std::string>& args, Args* out) {
   return 0;
 }
 
-// "weights=0.5,weights_bytes=1e5,..." -> targets (mixed_precision_flags.h).
-absl::Status ParseMp(const std::string& spec, v1::MixedPrecisionConfig* mp) {
-  return ParseMixedPrecisionTargets(spec, mp);
-}
-
-bool IsTpcFile(const std::string& tpc) {
-  for (const char* ext : {".json", ".textproto", ".txtpb", ".pbtxt"}) {
-    const std::string e = ext;
-    if (tpc.size() > e.size() &&
-        tpc.compare(tpc.size() - e.size(), e.size(), e) == 0) {
-      return true;
-    }
-  }
-  return tpc.find('/') != std::string::npos;
-}
-
 // A one-line progress bar on stderr, redrawn in place.
 class ProgressBar final : public ProgressSink {
  public:
@@ -156,46 +134,6 @@ class ProgressBar final : public ProgressSink {
   bool quiet_;
   absl::Mutex mu_;
 };
-
-absl::Status AddSamples(const std::string& dir,
-                        const std::vector<std::string>& inputs,
-                        google::protobuf::RepeatedPtrField<v1::Sample>* out) {
-  ASSIGN_OR_RETURN(SampleSet set, ReadSampleSet(dir, inputs));
-  if (set.size() == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(dir, ": no samples found"));
-  }
-  for (const auto& sample : set.samples) {
-    v1::Sample* s = out->Add();
-    for (const auto& [name, t] : sample) {
-      *s->add_inputs() = TensorToSampleProto(t, name);
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status WriteOutputs(const std::string& dir,
-                          const v1::QuantizeResult& result) {
-  const auto write = [&](const std::string& name,
-                         const std::string& bytes) -> absl::Status {
-    absl::Status st = WriteFileAtomically(dir + "/" + name, bytes);
-    if (!st.ok()) {
-      return absl::Status(st.code(), absl::StrCat("writing ", dir, "/", name,
-                                                  ": ", st.message()));
-    }
-    return absl::OkStatus();
-  };
-  if (!result.qdq_onnx().empty()) {
-    RETURN_IF_ERROR(write("model.qdq.onnx", result.qdq_onnx()));
-  }
-  RETURN_IF_ERROR(write("quantized_graph.pb",
-                        SerializeDeterministic(result.quantized_graph())));
-  ASSIGN_OR_RETURN(std::string json,
-                   ToDeterministicJson(result.quantized_graph()));
-  RETURN_IF_ERROR(write("quantized_graph.json", json));
-  RETURN_IF_ERROR(write("report.json", result.report_json()));
-  RETURN_IF_ERROR(write("report.html", result.report_html()));
-  return absl::OkStatus();
-}
 
 void PrintSummary(const v1::QuantizeResult& result, const std::string& dir) {
   std::printf("quantized with %s: output SQNR %.2f dB\n", result.tpc().c_str(),
@@ -245,39 +183,19 @@ void PrintSummary(const v1::QuantizeResult& result, const std::string& dir) {
 }
 
 absl::StatusOr<v1::QuantizeResult> Run(const Args& args) {
-  ASSIGN_OR_RETURN(std::string model_bytes,
-                   ReadFileLimited(args.model, int64_t{2} << 30));
-  ASSIGN_OR_RETURN(Model model, ImportOnnx(model_bytes));
-  std::vector<std::string> inputs;
-  for (const auto& in : model.graph.inputs) inputs.push_back(in.name);
-
-  v1::QuantizeRequest request;
-  request.set_onnx_model(std::move(model_bytes));
-  RETURN_IF_ERROR(
-      AddSamples(args.calib, inputs, request.mutable_calibration_samples()));
-  if (!args.eval.empty()) {
-    RETURN_IF_ERROR(
-        AddSamples(args.eval, inputs, request.mutable_evaluation_samples()));
-  }
-  if (IsTpcFile(args.tpc)) {
-    ASSIGN_OR_RETURN(*request.mutable_tpc()->mutable_inline_tpc(),
-                     tpc::LoadTpcFile(args.tpc));
-  } else {
-    request.mutable_tpc()->set_name(args.tpc);
-  }
-  if (!args.mp.empty()) {
-    RETURN_IF_ERROR(ParseMp(args.mp, request.mutable_mixed_precision()));
-  }
+  ASSIGN_OR_RETURN(v1::QuantizeRequest request,
+                   BuildQuantizeRequest({.model = args.model,
+                                         .calib = args.calib,
+                                         .eval = args.eval,
+                                         .tpc = args.tpc,
+                                         .mp = args.mp,
+                                         .weights_bits = args.weights_bits,
+                                         .gptq = args.gptq,
+                                         .threads = args.threads}));
   if (!args.bits_override.empty()) {
     RETURN_IF_ERROR(ParseBitWidthOverrides(args.bits_override,
                                            request.mutable_mixed_precision()));
   }
-  if (args.weights_bits > 0) {
-    request.mutable_mixed_precision()->set_kernel_weights_bits(
-        args.weights_bits);
-  }
-  if (args.gptq) request.mutable_gptq()->set_enabled(true);
-  request.set_num_threads(args.threads);
 
   ProgressBar bar(args.quiet);
   if (!args.server.empty()) {
@@ -318,7 +236,7 @@ int RunQuantize(const std::vector<std::string>& argv) {
                  std::string(result.status().message()).c_str());
     return 1;
   }
-  absl::Status st = WriteOutputs(args.out, *result);
+  absl::Status st = WriteResultFiles(args.out, *result);
   if (!st.ok()) {
     std::fprintf(stderr, "quantctl quantize: %s\n",
                  std::string(st.message()).c_str());

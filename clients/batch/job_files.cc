@@ -1,0 +1,144 @@
+#include "clients/batch/job_files.h"
+
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "core/graph/onnx_import.h"
+#include "core/io/file_util.h"
+#include "core/io/sample_set.h"
+#include "core/pipeline/mixed_precision_flags.h"
+#include "core/pipeline/proto_output.h"
+#include "core/pipeline/samples.h"
+#include "core/tpc/json_io.h"
+#include "core/util/status_macros.h"
+
+namespace quantd {
+namespace {
+
+constexpr int64_t kMaxModelFileBytes = int64_t{2} << 30;
+
+absl::Status AddSamples(const std::string& dir,
+                        const std::vector<std::string>& inputs,
+                        google::protobuf::RepeatedPtrField<v1::Sample>* out) {
+  ASSIGN_OR_RETURN(SampleSet set, ReadSampleSet(dir, inputs));
+  if (set.size() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(dir, ": no samples found"));
+  }
+  for (const auto& sample : set.samples) {
+    v1::Sample* s = out->Add();
+    for (const auto& [name, t] : sample) {
+      *s->add_inputs() = TensorToSampleProto(t, name);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ParseMpTargets(const std::string& spec,
+                            v1::MixedPrecisionConfig* mp) {
+  return ParseMixedPrecisionTargets(spec, mp);
+}
+
+bool ParseActivationStorage(const std::string& text,
+                            v1::ActivationStorage* storage) {
+  const std::string lower = absl::AsciiStrToLower(text);
+  if (lower.empty() || lower == "default") {
+    *storage = v1::ACTIVATION_STORAGE_UNSPECIFIED;
+  } else if (lower == "uint8") {
+    *storage = v1::ACTIVATION_STORAGE_UINT8;
+  } else if (lower == "int8") {
+    *storage = v1::ACTIVATION_STORAGE_INT8;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+bool IsTpcFile(const std::string& tpc) {
+  for (const char* ext : {".json", ".textproto", ".txtpb", ".pbtxt"}) {
+    const std::string e = ext;
+    if (tpc.size() > e.size() &&
+        tpc.compare(tpc.size() - e.size(), e.size(), e) == 0) {
+      return true;
+    }
+  }
+  return tpc.find('/') != std::string::npos;
+}
+
+absl::StatusOr<v1::QuantizeRequest> BuildQuantizeRequest(
+    const JobFiles& files) {
+  ASSIGN_OR_RETURN(std::string model_bytes,
+                   ReadFileLimited(files.model, kMaxModelFileBytes));
+  std::vector<std::string> inputs;
+  {
+    auto model = ImportOnnx(model_bytes);
+    if (!model.ok()) {
+      return absl::Status(
+          model.status().code(),
+          absl::StrCat(files.model, ": ", model.status().message()));
+    }
+    for (const auto& in : model->graph.inputs) inputs.push_back(in.name);
+  }
+  v1::QuantizeRequest request;
+  request.set_onnx_model(std::move(model_bytes));
+  RETURN_IF_ERROR(
+      AddSamples(files.calib, inputs, request.mutable_calibration_samples()));
+  if (!files.eval.empty()) {
+    RETURN_IF_ERROR(
+        AddSamples(files.eval, inputs, request.mutable_evaluation_samples()));
+  }
+  if (IsTpcFile(files.tpc)) {
+    ASSIGN_OR_RETURN(*request.mutable_tpc()->mutable_inline_tpc(),
+                     tpc::LoadTpcFile(files.tpc));
+  } else {
+    request.mutable_tpc()->set_name(files.tpc);
+  }
+  if (!files.mp.empty()) {
+    RETURN_IF_ERROR(
+        ParseMpTargets(files.mp, request.mutable_mixed_precision()));
+  }
+  if (files.weights_bits > 0) {
+    request.mutable_mixed_precision()->set_kernel_weights_bits(
+        files.weights_bits);
+  }
+  if (files.activation_storage != v1::ACTIVATION_STORAGE_UNSPECIFIED) {
+    request.mutable_export_options()->set_activation_storage(
+        files.activation_storage);
+  }
+  if (files.gptq) request.mutable_gptq()->set_enabled(true);
+  request.set_num_threads(files.threads);
+  return request;
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ResultFiles(
+    const v1::QuantizeResult& result) {
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!result.qdq_onnx().empty()) {
+    files.emplace_back("model.qdq.onnx", result.qdq_onnx());
+  }
+  files.emplace_back("quantized_graph.pb",
+                     SerializeDeterministic(result.quantized_graph()));
+  ASSIGN_OR_RETURN(std::string json,
+                   ToDeterministicJson(result.quantized_graph()));
+  files.emplace_back("quantized_graph.json", std::move(json));
+  files.emplace_back("report.json", result.report_json());
+  files.emplace_back("report.html", result.report_html());
+  return files;
+}
+
+absl::Status WriteResultFiles(const std::string& dir,
+                              const v1::QuantizeResult& result) {
+  ASSIGN_OR_RETURN(auto files, ResultFiles(result));
+  for (const auto& [name, bytes] : files) {
+    absl::Status st = WriteFileAtomically(dir + "/" + name, bytes);
+    if (!st.ok()) {
+      return absl::Status(st.code(), absl::StrCat("writing ", dir, "/", name,
+                                                  ": ", st.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace quantd

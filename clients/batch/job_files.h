@@ -1,0 +1,64 @@
+// A quantization job as files on disk, shared by `quantctl quantize` and
+// `quantctl batch`: the request is built from a model file, sample folders
+// and a TPC (name or file); the result becomes the five output files.
+//
+//   JobFiles files{.model = "m.onnx", .calib = "calib/", .tpc = "imx500@4"};
+//   ASSIGN_OR_RETURN(v1::QuantizeRequest request, BuildQuantizeRequest(files));
+//   ... run it ...
+//   RETURN_IF_ERROR(WriteResultFiles(out_dir, result));
+#ifndef QUANTD_CLIENTS_BATCH_JOB_FILES_H_
+#define QUANTD_CLIENTS_BATCH_JOB_FILES_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "quantd/v1/job.pb.h"
+
+namespace quantd {
+
+struct JobFiles {
+  std::string model;  // ONNX file
+  std::string calib;  // sample-set folder
+  std::string eval;   // held-out sample-set folder (optional)
+  std::string tpc;    // "name[@version]" or a .json/.textproto file
+  // Mixed-precision targets as `quantctl quantize --mp` takes them
+  // (core/pipeline/mixed_precision_flags.h); empty = none.
+  std::string mp;
+  int weights_bits = 0;  // 0 = TPC default
+  v1::ActivationStorage activation_storage = v1::ACTIVATION_STORAGE_UNSPECIFIED;
+  bool gptq = false;
+  int threads = 0;  // 0 = server / hardware default
+};
+
+// Reads the model (to learn its input names), the samples and a TPC file.
+// Errors name the file or flag at fault.
+absl::StatusOr<v1::QuantizeRequest> BuildQuantizeRequest(const JobFiles& files);
+
+// `--mp` targets (ParseMixedPrecisionTargets); errors quote the bad part.
+absl::Status ParseMpTargets(const std::string& spec,
+                            v1::MixedPrecisionConfig* mp);
+
+// "uint8" | "int8" | "" (default) -> the enum; false for anything else.
+bool ParseActivationStorage(const std::string& text,
+                            v1::ActivationStorage* storage);
+
+// A TPC given as a file (known extension or a path with '/') rather than a
+// registry name.
+bool IsTpcFile(const std::string& tpc);
+
+// The files a result is written as, in this order: model.qdq.onnx (unless
+// the job skipped it), quantized_graph.pb, quantized_graph.json,
+// report.json, report.html. Protos are serialized deterministically.
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ResultFiles(
+    const v1::QuantizeResult& result);
+
+// Writes ResultFiles into `dir`, each atomically (temp file + rename).
+absl::Status WriteResultFiles(const std::string& dir,
+                              const v1::QuantizeResult& result);
+
+}  // namespace quantd
+
+#endif  // QUANTD_CLIENTS_BATCH_JOB_FILES_H_

@@ -1,0 +1,165 @@
+#include "clients/batch/output_dir.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "core/io/file_util.h"
+#include "core/util/status_macros.h"
+
+namespace quantd::batch {
+namespace {
+
+namespace fs = std::filesystem;
+
+absl::Status ErrnoError(const std::string& what, const std::string& path) {
+  return absl::InternalError(
+      absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
+}
+
+absl::Status WriteAndSync(const std::string& path, const std::string& bytes) {
+  const int fd =
+      open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoError("creating", path);
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      absl::Status st = ErrnoError("writing", path);
+      close(fd);
+      return st;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (fsync(fd) != 0) {
+    absl::Status st = ErrnoError("syncing", path);
+    close(fd);
+    return st;
+  }
+  if (close(fd) != 0) return ErrnoError("closing", path);
+  return absl::OkStatus();
+}
+
+absl::Status SyncDir(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError("opening", path);
+  const int rc = fsync(fd);
+  close(fd);
+  if (rc != 0) return ErrnoError("syncing", path);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<OutputDir>> OutputDir::Open(
+    const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--out ", dir, ": ", ec.message()));
+  }
+  const std::string lock_path = dir + "/.lock";
+  const int fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoError("opening", lock_path);
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    char buffer[32] = {};
+    const ssize_t n = pread(fd, buffer, sizeof(buffer) - 1, 0);
+    close(fd);
+    return absl::FailedPreconditionError(
+        absl::StrCat(lock_path, ": another quantctl batch (pid ",
+                     n > 0 ? absl::StripAsciiWhitespace(buffer) : "unknown",
+                     ") is writing ", dir));
+  }
+  const std::string pid = absl::StrCat(getpid(), "\n");
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, pid.data(), pid.size(), 0) !=
+                                   static_cast<ssize_t>(pid.size())) {
+    absl::Status st = ErrnoError("writing", lock_path);
+    close(fd);
+    return st;
+  }
+  // Anything half-written belongs to a runner that died: we hold the lock.
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (absl::StartsWith(entry.path().filename().string(), ".tmp-")) {
+      fs::remove_all(entry.path(), ec);
+    }
+  }
+  return std::unique_ptr<OutputDir>(new OutputDir(dir, fd));
+}
+
+OutputDir::~OutputDir() {
+  flock(lock_fd_, LOCK_UN);
+  close(lock_fd_);
+}
+
+std::optional<nlohmann::json> OutputDir::ReadRecord(
+    const std::string& id) const {
+  auto text =
+      ReadFileLimited(absl::StrCat(dir_, "/", id, "/", kRecordFile), 64 << 20);
+  if (!text.ok()) return std::nullopt;
+  nlohmann::json record =
+      nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!record.is_object()) return std::nullopt;
+  return record;
+}
+
+absl::Status OutputDir::Commit(
+    const std::string& id,
+    const std::vector<std::pair<std::string, std::string>>& files,
+    const nlohmann::json& record) {
+  const std::string tmp = absl::StrCat(dir_, "/.tmp-", id, "-", getpid());
+  const std::string final_dir = absl::StrCat(dir_, "/", id);
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  fs::create_directory(tmp, ec);
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat("creating ", tmp, ": ", ec.message()));
+  }
+  for (const auto& [name, bytes] : files) {
+    RETURN_IF_ERROR(WriteAndSync(tmp + "/" + name, bytes));
+  }
+  // The record goes last: a folder with result.json is complete.
+  RETURN_IF_ERROR(WriteAndSync(tmp + "/" + kRecordFile, record.dump(2) + "\n"));
+  RETURN_IF_ERROR(SyncDir(tmp));
+  // An older output (inputs changed) moves aside first: rename() cannot
+  // replace a non-empty folder. A crash in between leaves no DIR/<id>, so
+  // the job is simply redone.
+  const std::string old = absl::StrCat(dir_, "/.tmp-old-", id, "-", getpid());
+  bool moved_old = false;
+  if (fs::exists(final_dir, ec)) {
+    fs::remove_all(old, ec);
+    if (rename(final_dir.c_str(), old.c_str()) != 0) {
+      return ErrnoError("moving aside", final_dir);
+    }
+    moved_old = true;
+  }
+  if (rename(tmp.c_str(), final_dir.c_str()) != 0) {
+    return ErrnoError("renaming into place", final_dir);
+  }
+  RETURN_IF_ERROR(SyncDir(dir_));
+  if (moved_old) fs::remove_all(old, ec);
+  return absl::OkStatus();
+}
+
+absl::Status OutputDir::WriteFile(const std::string& name,
+                                  const std::string& bytes) {
+  const std::string path = absl::StrCat(dir_, "/", name);
+  const std::string tmp = absl::StrCat(dir_, "/.tmp-", name, "-", getpid());
+  RETURN_IF_ERROR(WriteAndSync(tmp, bytes));
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    return ErrnoError("renaming into place", path);
+  }
+  return SyncDir(dir_);
+}
+
+}  // namespace quantd::batch

@@ -1,0 +1,1 @@
+list(APPEND QUANTCTL_DEPS quantd_batch)
