@@ -63,10 +63,17 @@ absl::Status WriteFileAtomically(const std::string& path,
       return absl::InternalError(absl::StrCat(
           tmp, ": cannot open for writing: ", std::strerror(errno)));
     }
+    errno = 0;
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     out.close();
     if (!out) {
-      return absl::InternalError(absl::StrCat(tmp, ": write failed"));
+      // Disk full, file size limit, I/O error: say which, and leave no
+      // partial file behind.
+      const int error = errno;
+      std::filesystem::remove(tmp, ec);
+      return absl::InternalError(absl::StrCat(
+          path, ": write failed after ", bytes.size(), " bytes were given: ",
+          error != 0 ? std::strerror(error) : "unknown error"));
     }
   }
   std::filesystem::rename(tmp, target, ec);
