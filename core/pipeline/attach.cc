@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "core/graph/graph_index.h"
 #include "core/graph/pattern_matcher.h"
+#include "core/pipeline/op_config_bits.h"
 #include "core/pipeline/stages.h"
 #include "core/tpc/framework_info.h"
 #include "core/tpc/onnx_opset_mapping.h"
@@ -85,21 +86,6 @@ tpc::OpView MakeOpView(const Node& node, const Graph& g) {
     }
   }
   return v;
-}
-
-int KernelBits(const v1::OpQuantizationConfig& c) {
-  auto it = c.attr_weights_configs_mapping().find("kernel_attr");
-  if (it == c.attr_weights_configs_mapping().end() ||
-      !it->second.enable_weights_quantization()) {
-    return 0;
-  }
-  return it->second.weights_n_bits();
-}
-
-int MaxSupportedInputBits(const v1::OpQuantizationConfig& c) {
-  int m = 0;
-  for (int b : c.supported_input_activation_n_bits()) m = std::max(m, b);
-  return m == 0 ? c.activation_n_bits() : m;
 }
 
 bool SameConfig(const v1::OpQuantizationConfig& a,

@@ -16,6 +16,7 @@
 #include "core/mixed_precision/refinement.h"
 #include "core/mixed_precision/sensitivity_metric.h"
 #include "core/pipeline/mixed_precision_resources.h"
+#include "core/pipeline/op_config_bits.h"
 #include "core/pipeline/param_selection.h"
 #include "core/pipeline/sensitivity.h"
 #include "core/util/status_macros.h"
@@ -33,21 +34,6 @@ constexpr int kMaxWeightBits = 16;
 bool AnySet(const v1::ResourceUtilization& r) {
   return r.has_weights_memory_bytes() || r.has_activation_memory_bytes() ||
          r.has_total_memory_bytes() || r.has_bops();
-}
-
-int KernelBits(const v1::OpQuantizationConfig& c) {
-  auto it = c.attr_weights_configs_mapping().find("kernel_attr");
-  if (it == c.attr_weights_configs_mapping().end() ||
-      !it->second.enable_weights_quantization()) {
-    return 0;
-  }
-  return it->second.weights_n_bits();
-}
-
-int MaxSupportedInputBits(const v1::OpQuantizationConfig& c) {
-  int m = 0;
-  for (int b : c.supported_input_activation_n_bits()) m = std::max(m, b);
-  return m == 0 ? c.activation_n_bits() : m;
 }
 
 // The config a weight slot gets under candidate `c` (WeightConfigForInput's
