@@ -10,23 +10,13 @@
 #include "core/train/conv2d.h"
 #include "core/train/grouped_linear.h"
 #include "gtest/gtest.h"
+#include "tests/core/train/gradient_test_util.h"
 
 namespace quantd::train {
 namespace {
 
-std::vector<double> Random(size_t n, uint64_t seed, double scale = 1.0) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> d(0.0, scale);
-  std::vector<double> v(n);
-  for (double& x : v) x = d(rng);
-  return v;
-}
-
-double Dot(const std::vector<double>& a, const std::vector<double>& b) {
-  double s = 0;
-  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
-}
+using testing::Dot;
+using testing::Random;
 
 // Checks every element of `grad` against finite differences of `loss` in
 // the elements of *theta.
