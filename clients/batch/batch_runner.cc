@@ -13,6 +13,7 @@
 #include "absl/time/clock.h"
 #include "clients/batch/digests.h"
 #include "clients/batch/job_files.h"
+#include "clients/batch/summary.h"
 
 namespace quantd::batch {
 namespace {
@@ -336,17 +337,7 @@ JobOutcome BatchRunner::RunJob(const BatchJob& job) {
           {"result_digest", ResultDigest(digests)},
           {"finished_at", absl::FormatTime(absl::RFC3339_sec, absl::Now(),
                                            absl::UTCTimeZone())}};
-      nlohmann::json attempts = nlohmann::json::array();
-      for (const auto& a : outcome.attempts) {
-        attempts.push_back({{"attempt", a.attempt},
-                            {"replica", a.replica},
-                            {"request_id", a.request_id},
-                            {"server_job_id", a.server_job_id},
-                            {"status", a.status},
-                            {"message", a.message},
-                            {"seconds", a.seconds}});
-      }
-      record["attempts"] = std::move(attempts);
+      record["attempts"] = AttemptsJson(outcome.attempts);
       nlohmann::json file_list = nlohmann::json::array();
       for (const auto& d : digests) {
         nlohmann::json f = {{"name", d.name},

@@ -28,6 +28,21 @@ std::string HumanBytes(double bytes) {
 
 }  // namespace
 
+nlohmann::json AttemptsJson(const std::vector<AttemptRecord>& attempts) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& a : attempts) {
+    out.push_back({{"attempt", a.attempt},
+                   {"replica", a.replica},
+                   {"request_id", a.request_id},
+                   {"server_job_id", a.server_job_id},
+                   {"status", a.status},
+                   {"message", a.message},
+                   {"retryable", a.retryable},
+                   {"seconds", a.seconds}});
+  }
+  return out;
+}
+
 nlohmann::json SummaryJson(const SummaryInfo& info,
                            const std::vector<JobOutcome>& outcomes) {
   std::map<std::string, int> counts = {
@@ -40,18 +55,7 @@ nlohmann::json SummaryJson(const SummaryInfo& info,
                         {"status", JobStatusName(o.status)},
                         {"attempts", static_cast<int>(o.attempts.size())},
                         {"seconds", o.seconds}};
-    nlohmann::json attempts = nlohmann::json::array();
-    for (const auto& a : o.attempts) {
-      attempts.push_back({{"attempt", a.attempt},
-                          {"replica", a.replica},
-                          {"request_id", a.request_id},
-                          {"server_job_id", a.server_job_id},
-                          {"status", a.status},
-                          {"message", a.message},
-                          {"retryable", a.retryable},
-                          {"seconds", a.seconds}});
-    }
-    j["attempt_log"] = std::move(attempts);
+    j["attempt_log"] = AttemptsJson(o.attempts);
     if (!o.error.empty()) j["error"] = o.error;
     if (o.record.is_object()) {
       for (const char* key :

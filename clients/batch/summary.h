@@ -25,6 +25,9 @@ struct SummaryInfo {
 nlohmann::json SummaryJson(const SummaryInfo& info,
                            const std::vector<JobOutcome>& outcomes);
 
+// One JSON object per attempt (summary.json and each job's result.json).
+nlohmann::json AttemptsJson(const std::vector<AttemptRecord>& attempts);
+
 std::string SummaryTable(const std::vector<JobOutcome>& outcomes);
 
 // 0 when every job is ok or skipped, 130 when the batch was interrupted,
