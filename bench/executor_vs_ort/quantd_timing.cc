@@ -45,6 +45,13 @@ void Profile(const Executor& executor,
   std::map<std::string, std::set<std::string>> nodes;
   std::map<std::string, double> elements;
   std::map<std::string, std::pair<double, std::string>> per_node;
+  // Shapes of every value seen so far (weights, feeds, node outputs), so a
+  // slow node's line shows what it consumed.
+  std::map<std::string, std::string> shapes;
+  for (const auto& [name, t] : executor.model().graph.initializers) {
+    shapes[name] = t.DebugString();
+  }
+  for (const auto& [name, t] : samples.front()) shapes[name] = t.DebugString();
   Clock::time_point last;
   const TensorObserver observer = [&](const Node& node, int output,
                                       const Tensor& value) {
@@ -56,8 +63,15 @@ void Profile(const Executor& executor,
       elements[node.op_type] += static_cast<double>(value.num_elements());
       auto& [node_ms, label] = per_node[node.name];
       node_ms += std::chrono::duration<double, std::milli>(now - last).count();
-      label = node.op_type + " -> " + value.DebugString();
+      label = node.op_type + "(";
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        const auto it = shapes.find(node.inputs[i]);
+        label += (i ? ", " : "") +
+                 (it == shapes.end() ? std::string("?") : it->second);
+      }
+      label += ") -> " + value.DebugString();
     }
+    shapes[node.outputs[output]] = value.DebugString();
     last = Clock::now();
   };
   RunOptions options;
@@ -144,7 +158,9 @@ int Main(int argc, char** argv) {
     const size_t m = runs.size() / 2;
     sum += runs.size() % 2 ? runs[m] : (runs[m - 1] + runs[m]) / 2;
   }
-  if (profile) Profile(**executor, samples->samples);
+  if (profile && !samples->samples.empty()) {
+    Profile(**executor, samples->samples);
+  }
   std::printf(
       "{\"threads\": %d, \"samples\": %zu, \"mean_of_median_ms\": %.6f}\n",
       threads, samples->size(), sum / samples->size());

@@ -2,16 +2,17 @@
 //
 // A job owns one token; the server cancels it when the client leaves or its
 // deadline passes, and every long loop in core/ polls Check() so the stage
-// stops within a fraction of a second.
+// stops within a fraction of a second. Built on std::mutex and
+// std::condition_variable (Debian's Abseil is not TSan-instrumented).
 #ifndef QUANTD_CORE_RUNTIME_CANCELLATION_H_
 #define QUANTD_CORE_RUNTIME_CANCELLATION_H_
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <string>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
 namespace quantd {
@@ -23,6 +24,7 @@ class CancellationToken {
 
   // The first call wins; later reasons are ignored.
   void Cancel(absl::Status reason = absl::CancelledError("job cancelled"));
+  // Waiters see the new deadline at once, earlier or later.
   void SetDeadline(absl::Time deadline);
 
   bool IsCancelled() const;
@@ -33,9 +35,10 @@ class CancellationToken {
 
  private:
   std::atomic<bool> cancelled_{false};
-  absl::Time deadline_ = absl::InfiniteFuture();
-  mutable absl::Mutex mu_;
-  absl::Status reason_ ABSL_GUARDED_BY(mu_);
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  absl::Time deadline_ = absl::InfiniteFuture();  // guarded by mu_
+  absl::Status reason_;                           // guarded by mu_
 };
 
 }  // namespace quantd

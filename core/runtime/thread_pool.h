@@ -5,16 +5,26 @@
 // chunks whose boundaries depend only on n and the grain, never on the thread
 // count, so callers that reduce per chunk get identical results whatever the
 // pool size.
+//
+// Built on std::mutex / std::condition_variable / std::atomic only (Debian's
+// Abseil is not TSan-instrumented, so absl::Mutex would show false races). A
+// worker that runs out of tasks spins briefly before it sleeps, so the
+// back-to-back ParallelFor calls of an executor run (one per op, often tens
+// of microseconds each) reach a running thread instead of waking one.
 #ifndef QUANTD_CORE_RUNTIME_THREAD_POOL_H_
 #define QUANTD_CORE_RUNTIME_THREAD_POOL_H_
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <mutex>
 #include <thread>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
+// Not used here; kept because some includers still get absl::Mutex through
+// this header.
 #include "absl/synchronization/mutex.h"
 
 namespace quantd {
@@ -43,10 +53,17 @@ class ThreadPool {
 
  private:
   void WorkerLoop();
+  // Spins (pause, then yield) for a bounded time while the queue is empty;
+  // true if a task showed up.
+  bool SpinForWork() const;
 
-  mutable absl::Mutex mu_;
-  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;
+  std::deque<std::function<void()>> queue_;  // guarded by mu_
+  bool stopping_ = false;                    // guarded by mu_
+  int sleepers_ = 0;                         // guarded by mu_
+  // queue_.size(), readable without mu_ by spinning workers.
+  std::atomic<int64_t> queued_{0};
   std::vector<std::thread> workers_;
 };
 

@@ -1,6 +1,7 @@
 #include "core/runtime/cancellation.h"
 
 #include <thread>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -39,6 +40,30 @@ TEST(CancellationToken, WaitEndsAtTheDeadline) {
   CancellationToken token(absl::Now() + absl::Milliseconds(20));
   EXPECT_EQ(token.WaitUntilCancelled().code(),
             absl::StatusCode::kDeadlineExceeded);
+}
+
+TEST(CancellationToken, DeadlineMovedIntoThePastWakesAWaiter) {
+  // No deadline at first, so only SetDeadline can end this wait.
+  CancellationToken token;
+  std::thread waiter([&] {
+    EXPECT_EQ(token.WaitUntilCancelled().code(),
+              absl::StatusCode::kDeadlineExceeded);
+  });
+  token.SetDeadline(absl::Now() - absl::Seconds(1));
+  waiter.join();
+}
+
+TEST(CancellationToken, CancelWakesEveryWaiter) {
+  CancellationToken token;
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < 3; ++i) {
+    waiters.emplace_back([&] {
+      EXPECT_EQ(token.WaitUntilCancelled().code(),
+                absl::StatusCode::kCancelled);
+    });
+  }
+  token.Cancel();
+  for (std::thread& w : waiters) w.join();
 }
 
 }  // namespace
