@@ -1,6 +1,7 @@
 // quantctl quantize MODEL.onnx --tpc NAME[@VERSION]|FILE --calib DIR --out DIR
 //     [--server HOST:PORT] [--mp weights=F,activation=F,total=F,bops=F]
 //     [--weights-bits N] [--gptq] [--threads N] [--eval DIR]
+//     [--config QUANTIZATION_CONFIG_TEXTPROTO]
 //
 // Runs a PTQ job in-process (or through a quantd server with --server) with
 // a progress bar on stderr, then writes into DIR: model.qdq.onnx,
@@ -29,6 +30,7 @@
 #include "core/runtime/thread_pool.h"
 #include "core/tpc/registry.h"
 #include "core/util/status_macros.h"
+#include "google/protobuf/text_format.h"
 #include "nlohmann/json.hpp"
 
 namespace quantd::quantctl {
@@ -38,12 +40,15 @@ constexpr char kUsage[] =
     "quantize MODEL.onnx --tpc NAME[@VERSION]|FILE --calib DIR --out DIR "
     "[--server HOST:PORT] [--mp weights=F,activation=F,total=F,bops=F] "
     "[--weights-bits N] [--bits-override 'type:Conv=4,name:conv_3=2'] "
-    "[--gptq] [--threads N] [--eval DIR]";
+    "[--gptq] [--threads N] [--eval DIR] "
+    "[--config 'z_threshold: 8 shift_negative_params_search: true']";
 
 struct Args {
   std::string model, tpc, calib, out, server, eval, mp;
   // FILTER[@weights|@activation]=BITS,... (mixed_precision_flags.h).
   std::string bits_override;
+  // QuantizationConfig fields in protobuf text format (job.proto).
+  std::string config;
   int weights_bits = 0;
   bool gptq = false;
   int threads = 0;  // 0 = hardware concurrency
@@ -74,6 +79,10 @@ int ParseArgs(const std::vector<std::string>& args, Args* out) {
     } else if (a == "--bits-override") {
       if (!value(&out->bits_override)) {
         return UsageError("--bits-override needs FILTER=BITS[,...]");
+      }
+    } else if (a == "--config") {
+      if (!value(&out->config)) {
+        return UsageError("--config needs QuantizationConfig text");
       }
     } else if (a == "--weights-bits") {
       if (!value(&v) || !absl::SimpleAtoi(v, &out->weights_bits) ||
@@ -195,6 +204,17 @@ absl::StatusOr<v1::QuantizeResult> Run(const Args& args) {
   if (!args.bits_override.empty()) {
     RETURN_IF_ERROR(ParseBitWidthOverrides(args.bits_override,
                                            request.mutable_mixed_precision()));
+  }
+
+  if (!args.config.empty()) {
+    v1::QuantizationConfig config;
+    if (!google::protobuf::TextFormat::ParseFromString(args.config, &config)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--config: not QuantizationConfig text format (fields of "
+          "proto/quantd/v1/job.proto, e.g. 'z_threshold: 8'): ",
+          args.config));
+    }
+    request.mutable_quantization()->MergeFrom(config);
   }
 
   ProgressBar bar(args.quiet);
