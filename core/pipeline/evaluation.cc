@@ -3,9 +3,9 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <mutex>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "core/util/status_macros.h"
 
 namespace quantd {
@@ -98,7 +98,8 @@ absl::StatusOr<EvaluationResult> EvaluateFakeQuant(
   const int64_t n = static_cast<int64_t>(samples.size());
   std::vector<SampleResult> results(n);
   std::atomic<int64_t> done{0};
-  absl::Mutex progress_mu;
+  // std::mutex: Debian's Abseil is not TSan-instrumented.
+  std::mutex progress_mu;
   auto run_one = [&](int64_t i) {
     SampleResult& r = results[i];
     if (cancel != nullptr && !(r.status = cancel->Check()).ok()) return;
@@ -146,7 +147,7 @@ absl::StatusOr<EvaluationResult> EvaluateFakeQuant(
     }
     const int64_t d = ++done;
     if (progress != nullptr) {
-      absl::MutexLock lock(&progress_mu);
+      std::lock_guard<std::mutex> lock(progress_mu);
       progress->Report({"report", static_cast<double>(d) / n,
                         absl::StrCat("evaluated ", d, "/", n, " samples")});
     }
