@@ -15,6 +15,7 @@
 #include "core/executor/executor.h"
 #include "core/graph/onnx_export.h"
 #include "core/graph/onnx_import.h"
+#include "core/graph/shape_inference.h"
 #include "core/pipeline/bias_correction.h"
 #include "core/pipeline/evaluation.h"
 #include "core/pipeline/fake_quant.h"
@@ -183,6 +184,63 @@ std::string MethodName(v1::QuantizationMethod m) {
   return s;
 }
 
+// Bytes of every activation of one sample: the model parsed with the limits
+// and its shapes inferred for the first calibration sample's input shapes.
+// Tensors whose shape stays unknown count as the largest input. 0 when the
+// model does not parse (the job then fails at import).
+int64_t ActivationBytesPerSample(const v1::QuantizeRequest& request,
+                                 const JobLimits& limits) {
+  if (request.onnx_model().empty()) return 0;
+  ImportOptions import_options;
+  import_options.max_nodes = limits.max_nodes;
+  import_options.max_tensor_bytes = std::min<int64_t>(
+      import_options.max_tensor_bytes, limits.max_tensor_elements * 8);
+  import_options.max_model_bytes = limits.max_model_bytes;
+  auto model = ImportOnnx(request.onnx_model(), import_options);
+  if (!model.ok()) return 0;
+  ShapeInferenceOptions shape_options;
+  int64_t largest_input = 0;
+  if (request.calibration_samples_size() > 0) {
+    const auto& inputs = request.calibration_samples(0).inputs();
+    for (const v1::Tensor& t : inputs) {
+      std::string name = t.name();
+      if (name.empty() && inputs.size() == 1 &&
+          model->graph.inputs.size() == 1) {
+        name = model->graph.inputs[0].name;
+      }
+      shape_options.input_shapes[name] = {t.dims().begin(), t.dims().end()};
+      largest_input = std::max<int64_t>(largest_input, t.raw_data().size());
+    }
+  }
+  if (!InferShapes(&*model, shape_options).ok()) {
+    shape_options.input_shapes.clear();  // fall back to the declared shapes
+    if (!InferShapes(&*model, shape_options).ok()) return 0;
+  }
+  const Graph& g = model->graph;
+  // Saturates: a bound above any budget is as good as the exact figure.
+  constexpr int64_t kCap = int64_t{1} << 50;
+  int64_t total = 0;
+  for (const auto& [name, info] : g.value_info) {
+    if (g.IsConstant(name)) continue;
+    int64_t bytes = largest_input;
+    bool known = info.has_shape;
+    int64_t n = 1;
+    for (int64_t d : info.shape) {
+      if (d < 0) {
+        known = false;
+        break;
+      }
+      n = (d > 0 && n > kCap / d) ? kCap : n * d;
+    }
+    if (known) {
+      const int64_t size = static_cast<int64_t>(DTypeSize(info.dtype));
+      bytes = std::min(kCap, n) * (size > 0 ? size : 4);
+    }
+    total = std::min(kCap, total + bytes);
+  }
+  return total;
+}
+
 }  // namespace
 
 absl::Status ValidateQuantizeRequest(const v1::QuantizeRequest& request,
@@ -234,7 +292,8 @@ absl::Status ValidateQuantizeRequest(const v1::QuantizeRequest& request,
   return RejectUnsupported(request, *options);
 }
 
-int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request) {
+int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
+                               const JobLimits& limits, int samples_in_flight) {
   int64_t samples = 0;
   for (const auto& s : request.calibration_samples()) {
     for (const auto& t : s.inputs()) samples += t.raw_data().size();
@@ -244,9 +303,16 @@ int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request) {
   }
   const int64_t model = static_cast<int64_t>(request.onnx_model().size());
   // Parsed model, prepared copy, fake-quant copy and QDQ export each hold
-  // the weights; activations of a few samples in flight are bounded by a
-  // multiple of the input size.
-  return samples * 2 + model * 5 + (int64_t{64} << 20);
+  // the weights. Per sample in flight, evaluation keeps a float copy of
+  // every quantized activation while the fake-quant run makes its own:
+  // at most twice the sum of all activations.
+  const int64_t in_flight = std::max<int64_t>(
+      1, std::min<int64_t>({samples_in_flight, 1024,
+                            std::max(1, request.calibration_samples_size())}));
+  const int64_t activations =
+      std::min(int64_t{1} << 50,
+               2 * in_flight * ActivationBytesPerSample(request, limits));
+  return samples * 2 + model * 5 + activations + (int64_t{64} << 20);
 }
 
 absl::StatusOr<v1::QuantizeResult> RunQuantizeJob(

@@ -52,8 +52,14 @@ struct JobContext {
 absl::Status ValidateQuantizeRequest(const v1::QuantizeRequest& request,
                                      const JobLimits& limits);
 
-// A rough upper bound of the job's peak memory, for admission control.
-int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request);
+// A rough upper bound of the job's peak memory, for admission control: the
+// request's bytes, the model's copies and the activations of
+// `samples_in_flight` samples at once (twice the sum of every activation of
+// one sample, from the model parsed with `limits` and its shapes inferred
+// for the first calibration sample). Parses the model: costs an import.
+int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
+                               const JobLimits& limits = {},
+                               int samples_in_flight = 1);
 
 // Runs the whole job. Errors name the field or node at fault; CANCELLED or
 // DEADLINE_EXCEEDED when the token fires.
