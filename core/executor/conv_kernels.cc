@@ -22,12 +22,14 @@ int64_t TileWidth(int64_t rows, int64_t out_size) {
   return std::min(t, out_size);
 }
 
-// Items per chunk so that a chunk holds at least ~0.5 MFLOP: smaller work
-// ends before a helper thread wakes up (on a busy machine much sooner), so
-// splitting it only adds waiting. Every item writes its own outputs with the
+// Items per chunk so that a chunk holds at least ~0.5 MFLOP (~10 us): the
+// hand-off to a spinning worker costs about a microsecond, but each item also
+// repacks its GEMM operands, and on a busy machine a helper that is not
+// running delays the whole op. Every item writes its own outputs with the
 // same arithmetic wherever it runs, so the grain never changes results.
+constexpr int64_t kMinChunkFlops = int64_t{1} << 19;
+
 int64_t GrainFor(int64_t flops_per_item) {
-  constexpr int64_t kMinChunkFlops = int64_t{1} << 19;
   return std::max<int64_t>(1, (kMinChunkFlops + flops_per_item - 1) /
                                   std::max<int64_t>(flops_per_item, 1));
 }
@@ -311,14 +313,27 @@ void ConvForward(const ConvShape& s, const float* x, const float* w,
   }
   const int64_t CK = Cg * s.kernel_size;
   const bool pointwise = IsPointwise(s.geo);
-  const int64_t T = TileWidth(CK, OS);
-  const int64_t tiles = (OS + T - 1) / T;
-  // Few (image, group, tile) items (late layers at batch 1): also split the
-  // output channels, so both threads have work. The split depends on the
-  // shape only, never on the pool size.
-  const int64_t base_items = s.batch * G * tiles;
+  // Work items are (image, group, column tile, output-channel block). Fewer
+  // than kMinItems (small layers at batch 1) leaves a thread idle, so split
+  // the output channels into 64-row blocks when there are many, else narrow
+  // the column tiles, never below ~kMinChunkFlops an item. The split depends
+  // on the shape only, never on the pool size, so results do not either.
+  constexpr int64_t kMinItems = 8;
   constexpr int64_t kRowBlock = 64;
-  const int64_t m_blocks = base_items < 4 && Mg >= 2 * kRowBlock
+  int64_t T = TileWidth(CK, OS);
+  const int64_t images = s.batch * G;
+  const bool split_rows = Mg >= 2 * kRowBlock;
+  if (!split_rows && images * ((OS + T - 1) / T) < kMinItems) {
+    const auto round16 = [](int64_t v) { return (v + 15) / 16 * 16; };
+    const int64_t want_tiles = (kMinItems + images - 1) / images;
+    const int64_t min_width =
+        round16((kMinChunkFlops + 2 * Mg * CK - 1) / (2 * Mg * CK));
+    T = std::min(
+        T, std::max(round16((OS + want_tiles - 1) / want_tiles), min_width));
+  }
+  const int64_t tiles = (OS + T - 1) / T;
+  const int64_t base_items = images * tiles;
+  const int64_t m_blocks = base_items < kMinItems && split_rows
                                ? (Mg + kRowBlock - 1) / kRowBlock
                                : 1;
   const int64_t m_step = m_blocks == 1 ? Mg : kRowBlock;
