@@ -72,7 +72,7 @@ done
 
 if ((WITH_SAMPLES)); then
   "$ROOT/scripts/install_ort.sh" >/dev/null
-  stamp="$(cat "$ROOT"/tools/ort/{gen_samples,npy,sample_set}.js | sha256sum | cut -d' ' -f1)"
+  stamp="$(cat "$ROOT"/tools/ort/{gen_samples,npy,sample_set,text_render}.js | sha256sum | cut -d' ' -f1)"
   if [[ "$(cat "$SAMPLES/.stamp" 2>/dev/null)" != "$stamp" ]]; then
     echo "fetch_models: generating sample sets into $SAMPLES" >&2
     rm -rf "$SAMPLES"

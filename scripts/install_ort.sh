@@ -19,7 +19,10 @@ binding_present() {
   compgen -G "$ORT_DIR/node_modules/onnxruntime-node/bin/napi-v*/linux/x64/libonnxruntime.so*" >/dev/null
 }
 
-if [[ "$(installed_version)" == "$WANT" ]] && binding_present; then
+# opentype.js renders the text of the text models' sample images.
+fonts_renderer_present() { [[ -f "$ORT_DIR/node_modules/opentype.js/package.json" ]]; }
+
+if [[ "$(installed_version)" == "$WANT" ]] && binding_present && fonts_renderer_present; then
   echo "$ORT_DIR"
   exit 0
 fi
@@ -30,7 +33,7 @@ echo "install_ort: installing onnxruntime-node@$WANT into $ORT_DIR/node_modules"
 # serialised with flock so two npm processes never write the same tree.
 exec 9>"${TMPDIR:-/tmp}/quantd-install-ort.lock"
 flock 9
-if [[ "$(installed_version)" != "$WANT" ]] || ! binding_present; then
+if [[ "$(installed_version)" != "$WANT" ]] || ! binding_present || ! fonts_renderer_present; then
   (cd "$ORT_DIR" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >&2)
 fi
 if ! binding_present; then

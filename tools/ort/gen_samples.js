@@ -5,8 +5,9 @@
 //   node tools/ort/gen_samples.js --models DIR --out DIR [--only a,b]
 //
 // writes OUT/<model>/{calib,heldout}/s000/<input>.npy in the sample-set
-// layout of DESIGN.md. Images are synthetic text lines and scenes (gradients,
-// soft-edged glyph strokes, shapes, noise) put through each model's own
+// layout of DESIGN.md. Images are text lines (real words rendered in DejaVu
+// fonts, upright or turned 180 degrees, on gradients with noise) and scenes
+// (soft-edged glyph strokes, shapes, noise) put through each model's own
 // preprocessing; audio is synthetic speech-like sound (harmonic glides shaped
 // by formants, fricative noise, pauses, background noise). Audio models that
 // consume features of an earlier stage get them the way the real application
@@ -19,6 +20,7 @@ const fs = require('fs');
 const path = require('path');
 const {writeNpy} = require('./npy');
 const {sanitize} = require('./sample_set');
+const {drawText} = require('./text_render');
 
 // ---------------------------------------------------------------- randomness
 function mulberry32(seed) {
@@ -203,7 +205,8 @@ function toNchw(img, mean, std) {
   return out;
 }
 
-// A cropped text line as PaddleOCR's cls/rec models see it.
+// A cropped text line as PaddleOCR's cls/rec models see it: real words in
+// DejaVu fonts (text_render.js).
 function textLineImage(rng, h, w) {
   const img = newImage(h, w);
   const light = rng.chance(0.8);
@@ -212,7 +215,7 @@ function textLineImage(rng, h, w) {
   const y = (h - textH) / 2 + rng.uniform(-2, 2);
   const col = light ? [0, 1, 2].map(() => rng.uniform(0, 80)) : [0, 1, 2].map(() => rng.uniform(190, 255));
   const width = w * rng.uniform(0.5, 0.97);
-  drawTextLine(img, rng, rng.uniform(1, w - width), y, width, textH, col);
+  drawText(img, rng, blend, rng.uniform(1, w - width), y, width, textH, col);
   addNoise(img, rng, rng.uniform(1, 8));
   return img;
 }
@@ -323,7 +326,8 @@ async function embedding(modelsDir, mel, start) {
 // Each spec: sample counts and a builder (rng, modelsDir) -> {input: tensor}.
 const SPECS = {
   ppocr_cls: {
-    calib: 32, heldout: 64,
+    // 512 held-out lines: top-1 agreement is then measured to 0.2%.
+    calib: 32, heldout: 512,
     build: async (rng) => {
       let img = textLineImage(rng, 48, 192);
       if (rng.chance(0.5)) img = rotate180(img);  // the two classes: 0 and 180 degrees
