@@ -120,57 +120,77 @@ absl::Status ComputeConvTranspose(KernelContext& ctx,
       MK * s.out_size > ctx.max_tensor_bytes() / 4) {
     return absl::ResourceExhaustedError("ConvTranspose workspace too large");
   }
+  // One (image, group) item per outer chunk. A single item (batch 1, no
+  // groups: decoder upsampling) instead splits its GEMM by column blocks and
+  // its col2im/crop by output channel, which write disjoint outputs with the
+  // same arithmetic: the split depends on N * G only, never on the pool.
+  ThreadPool* inner_pool = N * G == 1 ? ctx.pool() : nullptr;
   ParallelFor(ctx.pool(), N * G, 1, [&](int64_t ib, int64_t ie) {
     std::vector<float> col, full;
     for (int64_t item = ib; item < ie; ++item) {
       const int64_t n = item / G, g = item % G;
-      Eigen::Map<const RowMat> wm(wp + g * Cg * MK, Cg, MK);
-      Eigen::Map<const RowMat> xm(xp + (n * C + g * Cg) * s.out_size, Cg,
-                                  s.out_size);
-      col.assign(MK * s.out_size, 0.0f);
-      Eigen::Map<RowMat> cm(col.data(), MK, s.out_size);
-      cm.noalias() = wm.transpose() * xm;
-      full.assign(Mg * s.in_size, 0.0f);
-      Col2Im(s, col.data(), Mg, full.data());
-      // Crop/pad into y with the begin offset.
-      std::vector<int64_t> idx(r, 0);
-      for (int64_t m = 0; m < Mg; ++m) {
-        const int64_t oc = g * Mg + m;
-        float* yc = yp + (n * M + oc) * out_size;
-        const float* fc = full.data() + m * s.in_size;
-        const float bv = b ? b->data<float>()[oc] : 0.0f;
-        if (r == 2) {
-          const int64_t FH = s.geo.in[0], FW = s.geo.in[1];
-          for (int64_t oh = 0; oh < out[0]; ++oh) {
-            float* yr = yc + oh * out[1];
-            const int64_t fh = oh + begin[0];
-            if (fh < 0 || fh >= FH) {
-              std::fill_n(yr, out[1], bv);
-              continue;
+      const float* wg = wp + g * Cg * MK;
+      const float* xg = xp + (n * C + g * Cg) * s.out_size;
+      col.resize(MK * s.out_size);
+      full.resize(Mg * s.in_size);
+      constexpr int64_t kColBlock = 512;
+      ParallelFor(
+          inner_pool, (s.out_size + kColBlock - 1) / kColBlock, 1,
+          [&](int64_t cb, int64_t ce) {
+            for (int64_t blk = cb; blk < ce; ++blk) {
+              const int64_t p0 = blk * kColBlock;
+              const int64_t width = std::min(kColBlock, s.out_size - p0);
+              Eigen::Map<const RowMat> wm(wg, Cg, MK);
+              Eigen::Map<const RowMat, 0, Eigen::OuterStride<>> xm(
+                  xg + p0, Cg, width, Eigen::OuterStride<>(s.out_size));
+              Eigen::Map<RowMat, 0, Eigen::OuterStride<>> cm(
+                  col.data() + p0, MK, width, Eigen::OuterStride<>(s.out_size));
+              cm.noalias() = wm.transpose() * xm;
             }
-            const float* fr = fc + fh * FW;
-            for (int64_t ow = 0; ow < out[1]; ++ow) {
-              const int64_t fw = ow + begin[1];
-              yr[ow] = (fw >= 0 && fw < FW ? fr[fw] : 0.0f) + bv;
+          });
+      ParallelFor(inner_pool, Mg, 1, [&](int64_t mb, int64_t me) {
+        std::vector<int64_t> idx(r, 0);
+        for (int64_t m = mb; m < me; ++m) {
+          float* fc = full.data() + m * s.in_size;
+          std::fill_n(fc, s.in_size, 0.0f);
+          Col2Im(s, col.data() + m * s.kernel_size * s.out_size, 1, fc);
+          // Crop/pad into y with the begin offset.
+          const int64_t oc = g * Mg + m;
+          float* yc = yp + (n * M + oc) * out_size;
+          const float bv = b ? b->data<float>()[oc] : 0.0f;
+          if (r == 2) {
+            const int64_t FH = s.geo.in[0], FW = s.geo.in[1];
+            for (int64_t oh = 0; oh < out[0]; ++oh) {
+              float* yr = yc + oh * out[1];
+              const int64_t fh = oh + begin[0];
+              if (fh < 0 || fh >= FH) {
+                std::fill_n(yr, out[1], bv);
+                continue;
+              }
+              const float* fr = fc + fh * FW;
+              for (int64_t ow = 0; ow < out[1]; ++ow) {
+                const int64_t fw = ow + begin[1];
+                yr[ow] = (fw >= 0 && fw < FW ? fr[fw] : 0.0f) + bv;
+              }
             }
+            continue;
           }
-          continue;
+          for (int64_t p = 0; p < out_size; ++p) {
+            int64_t rem = p, off = 0;
+            bool inside = true;
+            for (int d = r - 1; d >= 0; --d) {
+              idx[d] = rem % out[d];
+              rem /= out[d];
+            }
+            for (int d = 0; d < r; ++d) {
+              const int64_t f = idx[d] + begin[d];
+              inside &= f >= 0 && f < s.geo.in[d];
+              off = off * s.geo.in[d] + f;
+            }
+            yc[p] = (inside ? fc[off] : 0.0f) + bv;
+          }
         }
-        for (int64_t p = 0; p < out_size; ++p) {
-          int64_t rem = p, off = 0;
-          bool inside = true;
-          for (int d = r - 1; d >= 0; --d) {
-            idx[d] = rem % out[d];
-            rem /= out[d];
-          }
-          for (int d = 0; d < r; ++d) {
-            const int64_t f = idx[d] + begin[d];
-            inside &= f >= 0 && f < s.geo.in[d];
-            off = off * s.geo.in[d] + f;
-          }
-          yc[p] = (inside ? fc[off] : 0.0f) + bv;
-        }
-      }
+      });
     }
   });
   return absl::OkStatus();

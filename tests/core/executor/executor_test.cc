@@ -301,6 +301,51 @@ TEST(ExecutorDeterminismTest, ConvNetOutputsBitIdenticalFor0To2Threads) {
   }
 }
 
+// Batch 1 exercises every shape-only split that keeps two threads busy on a
+// single image: narrowed conv column tiles (c1), a single-item
+// ConvTranspose split by columns and channels (u), output-channel blocks of
+// a wide 1x1 conv (c2).
+Model DecoderNet() {
+  return ModelBuilder(13)
+      .Input("x")
+      .Initializer("w1", Random({24, 8, 3, 3}, 11))
+      .Initializer("wt", Random({24, 16, 2, 2}, 12))
+      .Initializer("bt", Random({16}, 13))
+      .Initializer("w2", Random({160, 16, 1, 1}, 14))
+      .Add("Conv", {"x", "w1"}, {"c1"}, {{"pads", Ints({1, 1, 1, 1})}})
+      .Add("ConvTranspose", {"c1", "wt", "bt"}, {"u"},
+           {{"strides", Ints({2, 2})}})
+      .Add("Conv", {"u", "w2"}, {"c2"})
+      .Output("c1")
+      .Output("u")
+      .Output("c2")
+      .Build();
+}
+
+TEST(ExecutorDeterminismTest, Batch1SplitsBitIdenticalFor0To2Threads) {
+  const Tensor x = Random({1, 8, 20, 20}, 15);
+  std::vector<std::map<std::string, Tensor>> results;
+  for (int threads : {0, 1, 2}) {
+    ThreadPool pool(threads);
+    ExecutorOptions opts;
+    opts.pool = threads == 0 ? nullptr : &pool;
+    auto e = Executor::Create(DecoderNet(), opts);
+    ASSERT_TRUE(e.ok()) << e.status();
+    auto out = (*e)->Run({{"x", x}});
+    ASSERT_TRUE(out.ok()) << out.status();
+    results.push_back(*std::move(out));
+  }
+  for (size_t i = 1; i < results.size(); ++i) {
+    for (const char* name : {"c1", "u", "c2"}) {
+      const Tensor& a = results[0].at(name);
+      const Tensor& b = results[i].at(name);
+      ASSERT_EQ(a.shape(), b.shape());
+      EXPECT_EQ(std::memcmp(a.raw(), b.raw(), a.byte_size()), 0)
+          << name << " differs with pool config " << i;
+    }
+  }
+}
+
 TEST(ExecutorDeterminismTest, ConcurrentRunsOnOneExecutorAgree) {
   ThreadPool pool(2);
   ExecutorOptions opts;
