@@ -25,6 +25,30 @@ void UnaryLoop(ThreadPool* pool, const T* in, R* out, int64_t n, Op op) {
   });
 }
 
+// Calls fn(row, begin, end) over [begin, end) slices of `rows` rows of
+// `inner` elements each, in chunks of about kElementGrain elements on the
+// pool. Rows longer than a chunk are cut into slices, so a whole-tensor
+// element-wise op (same shapes or a scalar operand: one row) still uses
+// every thread. Element-wise results do not depend on the slicing.
+template <typename Fn>
+void ForEachRowSlice(ThreadPool* pool, int64_t rows, int64_t inner, Fn fn) {
+  if (rows <= 0 || inner <= 0) return;
+  if (inner < 2 * kElementGrain) {
+    ParallelFor(pool, rows, std::max<int64_t>(1, kElementGrain / inner),
+                [&](int64_t rb, int64_t re) {
+                  for (int64_t r = rb; r < re; ++r) fn(r, int64_t{0}, inner);
+                });
+    return;
+  }
+  const int64_t slices = (inner + kElementGrain - 1) / kElementGrain;
+  ParallelFor(pool, rows * slices, 1, [&](int64_t b, int64_t e) {
+    for (int64_t k = b; k < e; ++k) {
+      const int64_t begin = (k % slices) * kElementGrain;
+      fn(k / slices, begin, std::min(inner, begin + kElementGrain));
+    }
+  });
+}
+
 // out = op(a, b) with numpy broadcasting, as planned by `plan`.
 template <typename A, typename B, typename R, typename Op>
 void BinaryLoop(ThreadPool* pool, const BroadcastPlan& plan, const A* a,
@@ -32,29 +56,33 @@ void BinaryLoop(ThreadPool* pool, const BroadcastPlan& plan, const A* a,
   const int64_t inner = plan.inner();
   const int64_t sa = plan.inner_step(0);
   const int64_t sb = plan.inner_step(1);
-  const int64_t grain = std::max<int64_t>(1, kElementGrain / inner);
-  ParallelFor(pool, plan.rows(), grain, [&](int64_t rb, int64_t re) {
-    const Op op_local = op;  // captures in registers, not reloaded per store
-    int64_t off[3];
-    for (int64_t r = rb; r < re; ++r) {
-      plan.RowOffsets(r, off);
-      const A* pa = a + off[0];
-      const B* pb = b + off[1];
-      R* po = out + r * inner;
-      if (sa == 1 && sb == 1) {
-        for (int64_t i = 0; i < inner; ++i) po[i] = op_local(pa[i], pb[i]);
-      } else if (sa == 0 && sb == 1) {
-        const A x = pa[0];
-        for (int64_t i = 0; i < inner; ++i) po[i] = op_local(x, pb[i]);
-      } else if (sa == 1 && sb == 0) {
-        const B y = pb[0];
-        for (int64_t i = 0; i < inner; ++i) po[i] = op_local(pa[i], y);
-      } else {
-        const R v = op_local(pa[0], pb[0]);
-        for (int64_t i = 0; i < inner; ++i) po[i] = v;
-      }
-    }
-  });
+  ForEachRowSlice(pool, plan.rows(), inner,
+                  [&](int64_t r, int64_t begin, int64_t end) {
+                    // Captures in registers, not reloaded per store.
+                    const Op op_local = op;
+                    int64_t off[3];
+                    plan.RowOffsets(r, off);
+                    const A* pa = a + off[0] + begin * sa;
+                    const B* pb = b + off[1] + begin * sb;
+                    R* po = out + r * inner + begin;
+                    const int64_t n = end - begin;
+                    if (sa == 1 && sb == 1) {
+                      for (int64_t i = 0; i < n; ++i) {
+                        po[i] = op_local(pa[i], pb[i]);
+                      }
+                    } else if (sa == 0 && sb == 1) {
+                      const A x = pa[0];
+                      for (int64_t i = 0; i < n; ++i)
+                        po[i] = op_local(x, pb[i]);
+                    } else if (sa == 1 && sb == 0) {
+                      const B y = pb[0];
+                      for (int64_t i = 0; i < n; ++i)
+                        po[i] = op_local(pa[i], y);
+                    } else {
+                      const R v = op_local(pa[0], pb[0]);
+                      for (int64_t i = 0; i < n; ++i) po[i] = v;
+                    }
+                  });
 }
 
 }  // namespace quantd::exec

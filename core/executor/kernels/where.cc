@@ -32,20 +32,17 @@ void RegisterWhere(KernelRegistry& r) {
                 const int64_t inner = plan.inner();
                 const int64_t sc = plan.inner_step(0), sx = plan.inner_step(1),
                               sy = plan.inner_step(2);
-                ParallelFor(ctx.pool(), plan.rows(),
-                            std::max<int64_t>(1, kElementGrain / inner),
-                            [&](int64_t b, int64_t e) {
-                              int64_t off[3];
-                              for (int64_t r = b; r < e; ++r) {
-                                plan.RowOffsets(r, off);
-                                T* o = po + r * inner;
-                                for (int64_t i = 0; i < inner; ++i) {
-                                  o[i] = pc[off[0] + i * sc]
-                                             ? px[off[1] + i * sx]
-                                             : py[off[2] + i * sy];
-                                }
-                              }
-                            });
+                ForEachRowSlice(ctx.pool(), plan.rows(), inner,
+                                [&](int64_t r, int64_t begin, int64_t end) {
+                                  int64_t off[3];
+                                  plan.RowOffsets(r, off);
+                                  T* o = po + r * inner;
+                                  for (int64_t i = begin; i < end; ++i) {
+                                    o[i] = pc[off[0] + i * sc]
+                                               ? px[off[1] + i * sx]
+                                               : py[off[2] + i * sy];
+                                  }
+                                });
                 return absl::OkStatus();
               });
         });

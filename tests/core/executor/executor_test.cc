@@ -346,6 +346,43 @@ TEST(ExecutorDeterminismTest, Batch1SplitsBitIdenticalFor0To2Threads) {
   }
 }
 
+TEST(ExecutorThreadsTest, WholeTensorElementwiseOpsAreExactOnTwoThreads) {
+  // Same-shape Add and a Where with a scalar operand are one broadcast row of
+  // 100003 elements, cut into slices for the two threads. With a[i] = i and
+  // b[i] = 2i every sum 3i is exact in float (< 2^24), so the expected
+  // values are s[i] = 3i and w[i] = (i % 3 == 0) ? 3i : -1.
+  constexpr int64_t kN = 100003;
+  Tensor a(DType::kFloat, {kN}), b(DType::kFloat, {kN}), c(DType::kBool, {kN});
+  for (int64_t i = 0; i < kN; ++i) {
+    a.mutable_data<float>()[i] = static_cast<float>(i);
+    b.mutable_data<float>()[i] = static_cast<float>(2 * i);
+    c.mutable_data<bool>()[i] = i % 3 == 0;
+  }
+  Model m = ModelBuilder(13)
+                .Input("a")
+                .Input("b")
+                .Input("c", DType::kBool)
+                .Initializer("minus_one", F({-1}, {}))
+                .Add("Add", {"a", "b"}, {"s"})
+                .Add("Where", {"c", "s", "minus_one"}, {"w"})
+                .Output("s")
+                .Output("w")
+                .Build();
+  ThreadPool pool(1);
+  ExecutorOptions opts;
+  opts.pool = &pool;
+  auto e = Executor::Create(std::move(m), opts);
+  ASSERT_TRUE(e.ok()) << e.status();
+  auto out = (*e)->Run({{"a", a}, {"b", b}, {"c", c}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const float* s = out->at("s").data<float>();
+  const float* w = out->at("w").data<float>();
+  for (int64_t i = 0; i < kN; ++i) {
+    ASSERT_EQ(s[i], static_cast<float>(3 * i)) << i;
+    ASSERT_EQ(w[i], i % 3 == 0 ? static_cast<float>(3 * i) : -1.0f) << i;
+  }
+}
+
 TEST(ExecutorDeterminismTest, ConcurrentRunsOnOneExecutorAgree) {
   ThreadPool pool(2);
   ExecutorOptions opts;
