@@ -7,6 +7,7 @@
 #include "core/pipeline/stages.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/core/pipeline/snc_test_state.h"
 #include "tests/data/onnx/model_builder.h"
 
 namespace quantd {
@@ -140,33 +141,10 @@ TEST(Collapsing, StridedConvIsNotCollapsed) {
 TEST(ShiftNegative, SmallNegativeTailIsShiftedIntoTheNextBias) {
   // x -> LeakyRelu -> Conv 1x1 (W = [1, 2] over two input channels... one
   // input channel, two outputs: W [2,1,1,1] = [1, 2], b = [0.5, 0.5]).
-  OnnxModelBuilder b(13);
-  b.Input("x", DType::kFloat, {1, 1, 2, 2});
-  b.FloatInitializer("w", {1, 2}, {2, 1, 1, 1});
-  b.FloatInitializer("b", {0.5f, 0.5f}, {2});
-  b.AddNode("LeakyRelu", {"x"}, {"a"}, "act").Float("alpha", 0.01f);
-  b.AddNode("Conv", {"a", "w", "b"}, {"y"}, "conv");
-  b.Output("y", DType::kFloat);
-  auto m = ImportOnnxModel(b.Build());
-  ASSERT_TRUE(m.ok()) << m.status();
-  JobState s;
-  s.model = *m;
-  s.plans.resize(2);
-  NodePlan& act = s.plans[0];
-  act.quantize_activation = true;
-  act.config.set_activation_n_bits(8);
-  act.config.set_activation_quantization_method(
-      v1::QUANTIZATION_METHOD_POWER_OF_TWO);
-  act.activation.set_tensor("a");
-  act.activation.set_method(v1::QUANTIZATION_METHOD_POWER_OF_TWO);
-  act.activation.set_n_bits(8);
-  act.activation.set_threshold(16.0);
-  act.activation.set_is_signed(true);
-  TensorStats& st = s.stats["a"];
-  st.min = -0.1;  // |min| / T = 0.00625 <= 0.05
-  st.max = 10;
-  st.histogram.edges = {-0.1, 0, 5, 10};
-  st.histogram.counts = {1, 10, 5};
+  JobState s = LeakyReluConvSncState({.x_shape = {1, 1, 2, 2},
+                                      .w = {1, 2},
+                                      .w_shape = {2, 1, 1, 1},
+                                      .bias = {0.5f, 0.5f}});
   ASSERT_TRUE(ApplyShiftNegativeCorrection(&s).ok());
   ASSERT_EQ(s.model.graph.nodes.size(), 3u);
   const Node& add = s.model.graph.nodes[1];

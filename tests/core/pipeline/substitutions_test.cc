@@ -15,6 +15,7 @@
 #include "core/pipeline/stages.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/core/pipeline/snc_test_state.h"
 #include "tests/data/onnx/model_builder.h"
 
 namespace quantd {
@@ -27,6 +28,18 @@ using ::testing::FloatNear;
 // x * relu6(x + 3) / 6, by hand.
 float HardSwish(float x) {
   return x * std::min(6.0f, std::max(0.0f, x + 3.0f)) / 6.0f;
+}
+
+// Paddle's decomposed hard-swish of "x" into "y": Div(Mul(x, Clip(Add(x, 3),
+// 0, 6)), 6), the Clip's output named "c".
+void AddPaddleHardSwish(OnnxModelBuilder* b) {
+  b->FloatInitializer("three", {3}, {});
+  b->FloatInitializer("zero", {0}, {});
+  b->FloatInitializer("six", {6}, {});
+  b->AddNode("Add", {"x", "three"}, {"a"}, "add");
+  b->AddNode("Clip", {"a", "zero", "six"}, {"c"}, "clip");
+  b->AddNode("Mul", {"x", "c"}, {"m"}, "mul");
+  b->AddNode("Div", {"m", "six"}, {"y"}, "div");
 }
 
 std::vector<float> RunModel(const Model& m, const std::vector<float>& x) {
@@ -44,13 +57,7 @@ std::vector<float> RunModel(const Model& m, const std::vector<float>& x) {
 TEST(HardSwishFusion, PaddleAddClipMulDivBecomesOneHardSwish) {
   OnnxModelBuilder b(13);
   b.Input("x", DType::kFloat, {1, 5});
-  b.FloatInitializer("three", {3}, {});
-  b.FloatInitializer("zero", {0}, {});
-  b.FloatInitializer("six", {6}, {});
-  b.AddNode("Add", {"x", "three"}, {"a"}, "add");
-  b.AddNode("Clip", {"a", "zero", "six"}, {"c"}, "clip");
-  b.AddNode("Mul", {"x", "c"}, {"m"}, "mul");
-  b.AddNode("Div", {"m", "six"}, {"y"}, "div");
+  AddPaddleHardSwish(&b);  // y = hard-swish(x), relu6 output "c"
   b.Output("y", DType::kFloat);
   auto m = ImportOnnxModel(b.Build());
   ASSERT_TRUE(m.ok()) << m.status();
@@ -99,13 +106,7 @@ TEST(HardSwishFusion, SeBlockHardSigmoidIsNotAHardSwish) {
 TEST(HardSwishFusion, IntermediateWithAnotherUseIsLeftAlone) {
   OnnxModelBuilder b(13);
   b.Input("x", DType::kFloat, {1, 2});
-  b.FloatInitializer("three", {3}, {});
-  b.FloatInitializer("zero", {0}, {});
-  b.FloatInitializer("six", {6}, {});
-  b.AddNode("Add", {"x", "three"}, {"a"}, "add");
-  b.AddNode("Clip", {"a", "zero", "six"}, {"c"}, "clip");
-  b.AddNode("Mul", {"x", "c"}, {"m"}, "mul");
-  b.AddNode("Div", {"m", "six"}, {"y"}, "div");
+  AddPaddleHardSwish(&b);  // y = hard-swish(x), relu6 output "c"
   b.Output("y", DType::kFloat);
   b.Output("c", DType::kFloat);  // the relu6 is also a model output
   auto m = ImportOnnxModel(b.Build());
@@ -259,33 +260,10 @@ TEST(ConcatThresholdUpdate, SoleConsumerInputsTakeTheConcatThreshold) {
 
 // x -> LeakyRelu -> Conv 3x1 with pads: the shift pads instead of zero.
 JobState PaddedSncState() {
-  OnnxModelBuilder b(13);
-  b.Input("x", DType::kFloat, {1, 1, 1, 3});
-  b.FloatInitializer("w", {1, 1, 1}, {1, 1, 1, 3});
-  b.AddNode("LeakyRelu", {"x"}, {"a"}, "act").Float("alpha", 0.01f);
-  b.AddNode("Conv", {"a", "w"}, {"y"}, "conv").Ints("pads", {0, 1, 0, 1});
-  b.Output("y", DType::kFloat);
-  auto m = ImportOnnxModel(b.Build());
-  EXPECT_TRUE(m.ok()) << m.status();
-  JobState s;
-  s.model = *m;
-  s.plans.resize(2);
-  NodePlan& act = s.plans[0];
-  act.quantize_activation = true;
-  act.config.set_activation_n_bits(8);
-  act.config.set_activation_quantization_method(
-      v1::QUANTIZATION_METHOD_POWER_OF_TWO);
-  act.activation.set_tensor("a");
-  act.activation.set_method(v1::QUANTIZATION_METHOD_POWER_OF_TWO);
-  act.activation.set_n_bits(8);
-  act.activation.set_threshold(16.0);
-  act.activation.set_is_signed(true);
-  TensorStats& st = s.stats["a"];
-  st.min = -0.1;
-  st.max = 10;
-  st.histogram.edges = {-0.1, 0, 5, 10};
-  st.histogram.counts = {1, 10, 5};
-  return s;
+  return LeakyReluConvSncState({.x_shape = {1, 1, 1, 3},
+                                .w = {1, 1, 1},
+                                .w_shape = {1, 1, 1, 3},
+                                .pads = {0, 1, 0, 1}});
 }
 
 TEST(ShiftNegative, PaddedConvGetsAPadWithTheShiftValue) {

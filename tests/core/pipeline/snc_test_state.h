@@ -1,0 +1,27 @@
+// The shift-negative correction's test case, shared by corrections_test and
+// substitutions_test: x -> LeakyRelu(0.01) "act" -> Conv "conv", with the
+// LeakyRelu output 'a' planned as signed 8-bit POWER_OF_TWO, threshold 16,
+// and statistics min -0.1, max 10 (|min| / T = 0.00625 <= 0.05: corrected).
+#ifndef QUANTD_TESTS_CORE_PIPELINE_SNC_TEST_STATE_H_
+#define QUANTD_TESTS_CORE_PIPELINE_SNC_TEST_STATE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "core/pipeline/stages.h"
+
+namespace quantd {
+
+struct SncConv {
+  std::vector<int64_t> x_shape;  // NCHW
+  std::vector<float> w;
+  std::vector<int64_t> w_shape;
+  std::vector<float> bias;    // empty: no bias input
+  std::vector<int64_t> pads;  // empty: no pads attribute
+};
+
+JobState LeakyReluConvSncState(const SncConv& conv);
+
+}  // namespace quantd
+
+#endif  // QUANTD_TESTS_CORE_PIPELINE_SNC_TEST_STATE_H_
