@@ -325,8 +325,13 @@ void RegisterGlobal(KernelRegistry& r, const char* name, PoolKind kind) {
                              ctx.AllocateUninitialized(0, x.dtype(), shape));
             const T* in = x.data<T>();
             T* out = y->mutable_data<T>();
+            // ~16 K elements a chunk: the late layers of small CNNs have
+            // ~100 channels of a few hundred elements, too little to split.
+            const int64_t grain = std::max<int64_t>(
+                1, (int64_t{1} << 14) / std::max<int64_t>(inner, 1));
             ParallelFor(
-                ctx.pool(), x.dim(0) * x.dim(1), 16, [&](int64_t b, int64_t e) {
+                ctx.pool(), x.dim(0) * x.dim(1), grain,
+                [&](int64_t b, int64_t e) {
                   for (int64_t c = b; c < e; ++c) {
                     const T* v = in + c * inner;
                     if (kind == PoolKind::kMax) {
