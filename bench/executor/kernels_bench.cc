@@ -3,6 +3,7 @@
 // multiply-accumulates, so GFLOP/s = 2 * items/s / 1e9.
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <map>
 #include <random>
 
@@ -133,6 +134,29 @@ BENCHMARK(BM_Gemm)
     ->Args({0, 1, 1280, 1000})
     ->Args({0, 256, 512, 512})
     ->Args({2, 256, 512, 512})
+    ->Unit(benchmark::kMicrosecond);
+
+// The fixed cost of one ParallelFor split across the caller and one worker
+// (two trivial chunks): what every op pays to use the second thread. Before
+// each call the caller works alone for `gap_us` (an inline op between two
+// parallel ones), long enough for a worker that does not spin to fall
+// asleep; time per iteration = gap + hand-off.
+void BM_ParallelForHandoff(benchmark::State& state) {
+  ThreadPool pool(1);
+  const auto gap = std::chrono::microseconds(state.range(0));
+  int64_t sink[2] = {0, 0};
+  for (auto _ : state) {
+    const auto until = std::chrono::steady_clock::now() + gap;
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    pool.ParallelFor(2, 1, [&](int64_t b, int64_t) { ++sink[b]; });
+  }
+  benchmark::DoNotOptimize(sink);
+}
+BENCHMARK(BM_ParallelForHandoff)
+    ->ArgNames({"gap_us"})
+    ->Arg(0)
+    ->Arg(20)
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
