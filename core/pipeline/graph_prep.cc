@@ -3,6 +3,7 @@
 #include "core/graph/opset_upgrade.h"
 #include "core/graph/shape_inference.h"
 #include "core/graph/transforms.h"
+#include "core/pipeline/channel_equalization.h"
 #include "core/pipeline/hard_swish_fusion.h"
 #include "core/pipeline/stages.h"
 #include "core/util/status_macros.h"
@@ -29,6 +30,14 @@ absl::Status PrepareGraph(
                    InferShapes(model, shape_options));
   RETURN_IF_ERROR(FoldConstants(model));
   RETURN_IF_ERROR(RemoveIdentities(model));
+  if (options.activation_channel_equalization) {
+    // Before folding: the BatchNorms are the prior MCT equalizes from.
+    ASSIGN_OR_RETURN(int n, EqualizeActivationChannels(model));
+    warnings->push_back(absl::StrCat(
+        n,
+        " Conv -> BatchNorm -> ReLU -> Conv pair(s) channel-equalized "
+        "(activation_channel_equalization)"));
+  }
   RETURN_IF_ERROR(FoldBatchNorms(model));
   RETURN_IF_ERROR(FoldBatchNormsForward(model));
   ASSIGN_OR_RETURN(int gemms, FuseMatMulAdd(model));

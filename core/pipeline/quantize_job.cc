@@ -108,9 +108,6 @@ absl::Status RejectUnsupported(const v1::QuantizeRequest& r,
   if (o.weights_second_moment_correction) {
     return unimplemented("quantization.weights_second_moment_correction");
   }
-  if (o.activation_channel_equalization) {
-    return unimplemented("quantization.activation_channel_equalization");
-  }
   if (o.activation_bias_correction) {
     return unimplemented("quantization.activation_bias_correction");
   }
