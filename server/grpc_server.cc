@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/auth.h"
 #include "server/json_log.h"
+#include "server/memory_budget.h"
 
 namespace quantd::server {
 namespace {
@@ -68,7 +69,7 @@ absl::Status CheckOptions(const ServerOptions& o) {
       {"--workers", o.workers, 1},
       {"--compute_threads", o.compute_threads, 0},
       {"--max_queued_jobs", o.max_queued_jobs, 0},
-      {"--max_job_memory_mb", o.max_job_memory_mb, 0},
+      {"--max_job_memory_mb", o.max_job_memory_mb, -1},
       {"--max_message_mb", o.max_message_mb, 1},
       {"--max_upload_mb", o.max_upload_mb, 1},
       {"--upload_store_mb", o.upload_store_mb, 1},
@@ -78,6 +79,7 @@ absl::Status CheckOptions(const ServerOptions& o) {
       {"--drain_seconds", o.drain_seconds, 0},
       {"--max_model_mb", o.max_model_mb, 1},
       {"--max_nodes", o.max_nodes, 1},
+      {"--max_tensor_elements", o.max_tensor_elements, 1},
       {"--max_samples", o.max_samples, 1},
       {"--max_sample_mb", o.max_sample_mb, 1},
   };
@@ -111,6 +113,7 @@ absl::StatusOr<std::unique_ptr<QuantdServer>> QuantdServer::Start(
 
 absl::Status QuantdServer::Init(ServerOptions o) {
   if (absl::Status s = CheckOptions(o); !s.ok()) return s;
+  if (o.max_job_memory_mb < 0) o.max_job_memory_mb = DefaultJobMemoryBudgetMb();
   auto credentials = MakeCredentials(o);
   if (!credentials.ok()) return credentials.status();
   std::string token;

@@ -29,8 +29,9 @@ ABSL_FLAG(int, compute_threads, 0,
           "Threads for data-parallel work inside jobs; 0 = --workers.");
 ABSL_FLAG(int, max_queued_jobs, 16,
           "Jobs that may wait for a worker; more get RESOURCE_EXHAUSTED.");
-ABSL_FLAG(int64_t, max_job_memory_mb, 0,
-          "Memory budget of all admitted jobs (estimated); 0 = unlimited.");
+ABSL_FLAG(int64_t, max_job_memory_mb, -1,
+          "Memory budget of all admitted jobs (estimated), MiB; 0 = "
+          "unlimited, -1 = 3/4 of the machine's or cgroup's memory.");
 ABSL_FLAG(std::string, tpc_dir, "",
           "Directory of extra TPC files (.json MCT format or .textproto).");
 ABSL_FLAG(int64_t, max_message_mb, 64,
@@ -42,6 +43,8 @@ ABSL_FLAG(int, upload_ttl_seconds, 3600,
           "Uploads unused for this long expire.");
 ABSL_FLAG(int64_t, max_model_mb, 2048, "Largest ONNX model, MiB.");
 ABSL_FLAG(int64_t, max_nodes, 100000, "Most nodes in a model.");
+ABSL_FLAG(int64_t, max_tensor_elements, int64_t{1} << 28,
+          "Most elements of one tensor of a model.");
 ABSL_FLAG(int64_t, max_samples, 10000, "Most calibration samples per job.");
 ABSL_FLAG(int64_t, max_sample_mb, 4096, "All samples of a job together, MiB.");
 ABSL_FLAG(int, heartbeat_seconds, 10,
@@ -109,6 +112,7 @@ ServerOptions OptionsFromFlags() {
   o.upload_ttl_seconds = absl::GetFlag(FLAGS_upload_ttl_seconds);
   o.max_model_mb = absl::GetFlag(FLAGS_max_model_mb);
   o.max_nodes = absl::GetFlag(FLAGS_max_nodes);
+  o.max_tensor_elements = absl::GetFlag(FLAGS_max_tensor_elements);
   o.max_samples = absl::GetFlag(FLAGS_max_samples);
   o.max_sample_mb = absl::GetFlag(FLAGS_max_sample_mb);
   o.heartbeat_seconds = absl::GetFlag(FLAGS_heartbeat_seconds);

@@ -90,8 +90,11 @@ v1::ServerInfo QuantizationServiceImpl::Info() const {
   limits->set_max_job_memory_bytes(o.max_job_memory_mb << 20);
   limits->set_max_model_bytes(o.max_model_mb << 20);
   limits->set_max_nodes(o.max_nodes);
+  limits->set_max_tensor_elements(o.max_tensor_elements);
   limits->set_max_samples(o.max_samples);
   limits->set_max_sample_bytes(o.max_sample_mb << 20);
+  limits->set_max_running_jobs(o.workers);
+  limits->set_max_queued_jobs(o.max_queued_jobs);
   info.set_workers(o.workers);
   info.set_max_queued_jobs(o.max_queued_jobs);
   const AdmissionController::Snapshot now = service_->admission->snapshot();

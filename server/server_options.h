@@ -18,8 +18,11 @@ struct ServerOptions {
   int workers = 1;           // jobs that run at once
   int compute_threads = 0;   // data-parallel threads per server; 0 = workers
   int max_queued_jobs = 16;  // jobs that may wait for a worker
-  int64_t max_job_memory_mb = 0;  // admission budget; 0 = unlimited
-  std::string tpc_dir;            // extra TPC files (.json / .textproto)
+  // Admission budget for the summed job estimates; 0 = unlimited, < 0 = 3/4
+  // of the machine's or cgroup's memory (server/memory_budget.h), resolved
+  // when the server starts.
+  int64_t max_job_memory_mb = -1;
+  std::string tpc_dir;  // extra TPC files (.json / .textproto)
 
   int64_t max_message_mb = 64;     // gRPC receive and send limit
   int64_t max_upload_mb = 2048;    // one UploadModel content
@@ -29,6 +32,9 @@ struct ServerOptions {
   // Limits on untrusted requests (the pipeline's JobLimits).
   int64_t max_model_mb = 2048;
   int64_t max_nodes = 100000;
+  // Largest tensor of a model (initializer), in elements: 2^28 floats are
+  // 1 GiB, above every activation and weight of the models in docs/models.md.
+  int64_t max_tensor_elements = int64_t{1} << 28;
   int64_t max_samples = 10000;
   int64_t max_sample_mb = 4096;
 

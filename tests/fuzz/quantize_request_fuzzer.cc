@@ -15,7 +15,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   limits.max_tensor_elements = int64_t{1} << 22;
   limits.max_samples = 64;
   limits.max_sample_bytes = int64_t{1} << 24;
-  (void)quantd::ValidateQuantizeRequest(request, limits);
-  (void)quantd::EstimateJobMemoryBytes(request);
+  // The server estimates only requests that passed validation.
+  if (!quantd::ValidateQuantizeRequest(request, limits).ok()) return 0;
+  // The estimate parses the model and infers its shapes: never negative.
+  if (quantd::EstimateJobMemoryBytes(request, limits, 4) < 0) __builtin_trap();
   return 0;
 }

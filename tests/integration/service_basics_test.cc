@@ -30,7 +30,8 @@ class ServiceBasicsTest : public ::testing::Test {
   static void SetUpTestSuite() {
     auto server = ServerProcess::Start(
         {"--workers=2", "--max_queued_jobs=3", "--max_message_mb=2",
-         "--max_model_mb=1", "--heartbeat_seconds=1"});
+         "--max_model_mb=1", "--heartbeat_seconds=1",
+         "--max_tensor_elements=4096"});
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = server->release();
   }
@@ -72,6 +73,11 @@ TEST_F(ServiceBasicsTest, ServerInfoReportsFlagsAndTpcs) {
   EXPECT_EQ(info->max_queued_jobs(), 3);
   EXPECT_EQ(info->limits().max_receive_message_bytes(), 2 << 20);
   EXPECT_EQ(info->limits().max_model_bytes(), 1 << 20);
+  EXPECT_EQ(info->limits().max_tensor_elements(), 4096);
+  EXPECT_EQ(info->limits().max_running_jobs(), 2);
+  EXPECT_EQ(info->limits().max_queued_jobs(), 3);
+  // No --max_job_memory_mb: 3/4 of the machine's memory, never unlimited.
+  EXPECT_GT(info->limits().max_job_memory_bytes(), 0);
   EXPECT_EQ(info->heartbeat_seconds(), 1);
   EXPECT_EQ(info->tpcs_size(), static_cast<int>(tpc::BuiltinTpcs().size()));
   EXPECT_FALSE(info->version().empty());
