@@ -1,10 +1,59 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, builds, runs the whole suite
-# (ctest) and the format check.
+# The test command (README, .ci/run), docs/reliability.md:
+#   1. setup: installs missing Debian packages
+#   2. format check
+#   3. asan: ASan + UBSan tree (clang, -O1, libFuzzer instrumentation),
+#      build and the whole ctest suite (scripts/sanitize.sh asan)
+#   4. fuzz: every fuzz target for FUZZ_SECONDS (default 20) each
+#      (scripts/fuzz.sh)
+#   5. tsan: TSan tree of the core libraries and the core tests
+#      (scripts/sanitize.sh tsan); TSAN=0 skips it
+#   6. only with PLAIN=1: the plain optimised build (scripts/build.sh) and
+#      its ctest run. Off by default: it costs ~16 CPU-min and the ASan run
+#      covers the same tests; scripts/demo.sh and the benchmarks build it.
+# Ends with the CPU time (user+sys, children included) and wall time of each
+# phase. Extra arguments go to the ASan ctest run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-scripts/build.sh
-scripts/check_format.sh
-cd "${BUILD_DIR:-build}"
-ctest --output-on-failure -j "${JOBS:-$(nproc)}" --timeout 900 "$@"
+
+summary=()
+cpu_seconds() {  # user+sys of finished children of this shell
+  times | tail -1 | awk '{
+    t = 0
+    for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] }
+    printf "%.1f", t }'
+}
+print_summary() {
+  echo "=== time by phase"
+  printf '%s\n' "${summary[@]}"
+  echo "total          $(awk -v c="$(cpu_seconds)" 'BEGIN { printf "%7.1f", c / 60 }') CPU-min $(awk -v w=$SECONDS 'BEGIN { printf "%6.1f", w / 60 }') wall-min"
+}
+trap print_summary EXIT
+phase() {  # name command...
+  local name=$1
+  shift
+  local cpu0 wall0=$SECONDS
+  cpu0=$(cpu_seconds)
+  echo "=== $name"
+  "$@"
+  local cpu1
+  cpu1=$(cpu_seconds)
+  summary+=("$(awk -v n="$name" -v c0="$cpu0" -v c1="$cpu1" -v w=$((SECONDS - wall0)) \
+    'BEGIN { printf "%-14s %7.1f CPU-min %6.1f wall-min", n, (c1 - c0) / 60, w / 60 }')")
+}
+plain() {
+  scripts/build.sh
+  ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure \
+    -j "${JOBS:-$(nproc)}" --timeout 900
+}
+
+phase setup scripts/setup.sh
+phase format scripts/check_format.sh
+phase asan scripts/sanitize.sh asan "$@"
+phase fuzz scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
+if [ "${TSAN:-1}" = 1 ]; then
+  phase tsan scripts/sanitize.sh tsan
+fi
+if [ "${PLAIN:-0}" = 1 ]; then
+  phase plain plain
+fi
