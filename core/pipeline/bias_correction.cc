@@ -73,6 +73,34 @@ absl::StatusOr<std::vector<double>> BiasCorrectionTerm(
   return c;
 }
 
+absl::Status SubtractFromBias(const std::vector<double>& c, Graph* g,
+                              Node* node) {
+  const int64_t m = static_cast<int64_t>(c.size());
+  Tensor bias(DType::kFloat, {m});
+  if (!node->Input(2).empty()) {
+    const Tensor* b = g->FindInitializer(node->Input(2));
+    if (b == nullptr || b->num_elements() != m) {
+      return absl::OkStatus();  // dynamic bias: left as is
+    }
+    ASSIGN_OR_RETURN(Tensor bf, b->CastToFloat());
+    bias = Tensor(DType::kFloat, b->shape());
+    for (int64_t k = 0; k < m; ++k) {
+      bias.mutable_data<float>()[k] = bf.data<float>()[k];
+    }
+  }
+  float* out = bias.mutable_data<float>();
+  for (int64_t k = 0; k < m; ++k) {
+    out[k] = static_cast<float>(out[k] - c[k]);
+  }
+  const std::string name = UniqueTensorName(
+      *g, absl::StrCat(node->name,
+                       node->Input(2).empty() ? "_bias" : "_bias_corrected"));
+  g->initializers[name] = std::move(bias);
+  if (node->inputs.size() < 3) node->inputs.resize(3);
+  node->inputs[2] = name;
+  return absl::OkStatus();
+}
+
 absl::Status ApplyBiasCorrection(JobState* state) {
   Graph& g = state->model.graph;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -92,27 +120,7 @@ absl::Status ApplyBiasCorrection(JobState* state) {
     ASSIGN_OR_RETURN(Tensor wq, DequantizedWeight(*kernel, wf.shape()));
     ASSIGN_OR_RETURN(std::vector<double> c,
                      BiasCorrectionTerm(node, wf, wq, mean->second));
-    const int64_t m = static_cast<int64_t>(c.size());
-    Tensor bias(DType::kFloat, {m});
-    if (!node.Input(2).empty()) {
-      const Tensor* b = g.FindInitializer(node.Input(2));
-      if (b == nullptr || b->num_elements() != m) continue;  // dynamic bias
-      ASSIGN_OR_RETURN(Tensor bf, b->CastToFloat());
-      bias = Tensor(DType::kFloat, b->shape());
-      for (int64_t k = 0; k < m; ++k) {
-        bias.mutable_data<float>()[k] = bf.data<float>()[k];
-      }
-    }
-    float* out = bias.mutable_data<float>();
-    for (int64_t k = 0; k < m; ++k) {
-      out[k] = static_cast<float>(out[k] - c[k]);
-    }
-    const std::string name = UniqueTensorName(
-        g, absl::StrCat(node.name,
-                        node.Input(2).empty() ? "_bias" : "_bias_corrected"));
-    g.initializers[name] = std::move(bias);
-    if (node.inputs.size() < 3) node.inputs.resize(3);
-    node.inputs[2] = name;
+    RETURN_IF_ERROR(SubtractFromBias(c, &g, &node));
   }
   RemoveUnusedInitializers(&g);
   return absl::OkStatus();

@@ -27,6 +27,12 @@ absl::StatusOr<std::vector<double>> BiasCorrectionTerm(
     const Node& node, const Tensor& w, const Tensor& wq,
     const std::vector<double>& mean_in);
 
+// bias -= c for a node whose input 2 is a constant bias of c.size()
+// elements, or is absent (a zero bias is added); the corrected bias is a new
+// private initializer. A non-constant bias is left as is.
+absl::Status SubtractFromBias(const std::vector<double>& c, Graph* g,
+                              Node* node);
+
 // Applies the correction to every eligible node of the state (biases are
 // replaced by private corrected initializers).
 absl::Status ApplyBiasCorrection(JobState* state);

@@ -16,6 +16,7 @@
 #include "core/graph/onnx_export.h"
 #include "core/graph/onnx_import.h"
 #include "core/graph/shape_inference.h"
+#include "core/pipeline/activation_bias_correction.h"
 #include "core/pipeline/bias_correction.h"
 #include "core/pipeline/evaluation.h"
 #include "core/pipeline/fake_quant.h"
@@ -107,9 +108,6 @@ absl::Status RejectUnsupported(const v1::QuantizeRequest& r,
   }
   if (o.weights_second_moment_correction) {
     return unimplemented("quantization.weights_second_moment_correction");
-  }
-  if (o.activation_bias_correction) {
-    return unimplemented("quantization.activation_bias_correction");
   }
   if (o.shift_negative_threshold_recalculation) {
     return unimplemented("quantization.shift_negative_threshold_recalculation");
@@ -466,6 +464,9 @@ absl::StatusOr<v1::QuantizeResult> RunQuantizeJobWithArtifacts(
   }
   if (state.options.weights_bias_correction) {
     RETURN_IF_ERROR(ApplyBiasCorrection(&state));
+  }
+  if (state.options.activation_bias_correction) {
+    RETURN_IF_ERROR(ApplyActivationBiasCorrection(&state));
   }
 
   // 6b. GPTQ (float_exec: the float targets, before the corrections).
