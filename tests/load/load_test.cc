@@ -67,18 +67,24 @@ TEST(Load, AcceptedJobsCompleteRejectedOnesFailFastAndRssStaysBounded) {
   spec.jobs_per_stream = 4;
   spec.small_job = testing::SmallJob("small");
   spec.large_jobs = {LargeJob("large-0"), LargeJob("large-1")};
-  constexpr int kWorkers = 2, kQueue = 4;
+  constexpr int kWorkers = 2, kQueue = 4, kComputeThreads = 2;
+  // The server estimates each job with the samples it may run at once: the
+  // compute threads and the job's own worker.
+  constexpr int kInFlight = kComputeThreads + 1;
   // Budget: both large jobs running and the queue full of small ones, so the
   // queue limit, not memory, decides admission.
-  const int64_t large_bytes = EstimateJobMemoryBytes(spec.large_jobs[0]);
-  const int64_t small_bytes = EstimateJobMemoryBytes(spec.small_job);
+  const int64_t large_bytes =
+      EstimateJobMemoryBytes(spec.large_jobs[0], JobLimits{}, kInFlight);
+  const int64_t small_bytes =
+      EstimateJobMemoryBytes(spec.small_job, JobLimits{}, kInFlight);
   const int64_t budget_mb =
       (kWorkers * large_bytes + kQueue * small_bytes) / (1 << 20) + 1;
 
-  auto server = ServerProcess::Start(
-      {absl::StrCat("--workers=", kWorkers),
-       absl::StrCat("--max_queued_jobs=", kQueue), "--compute_threads=2",
-       absl::StrCat("--max_job_memory_mb=", budget_mb)});
+  auto server =
+      ServerProcess::Start({absl::StrCat("--workers=", kWorkers),
+                            absl::StrCat("--max_queued_jobs=", kQueue),
+                            absl::StrCat("--compute_threads=", kComputeThreads),
+                            absl::StrCat("--max_job_memory_mb=", budget_mb)});
   ASSERT_TRUE(server.ok()) << server.status();
   auto pid = FindChild("quantd");
   ASSERT_TRUE(pid.ok()) << pid.status();
