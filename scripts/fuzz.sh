@@ -51,25 +51,38 @@ max_len() {
   esac
 }
 
-status=0
-for t in "${targets[@]}"; do
-  corpus="$work/corpus/$t"
-  crashes="$work/crashes/$t"
+# One target: its line of figures, or FAILED with the crash input's place.
+fuzz_one() {
+  local t=$1 corpus="$work/corpus/$1" crashes="$work/crashes/$1"
+  local log="$work/$1.log"
   mkdir -p "$corpus" "$crashes" "$seeds/$t"
-  log="$work/$t.log"
   # shellcheck disable=SC2046
   if ! "$BUILD_DIR/tests/fuzz/${t}_fuzzer" "$corpus" "$seeds/$t" \
     "$src/tests/fuzz/regressions/$t" $(extra_seeds "$t") \
     -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2560 \
     -max_len="$(max_len "$t")" -artifact_prefix="$crashes/" \
     -print_final_stats=1 >"$log" 2>&1; then
-    status=1
     echo "fuzz $t: FAILED, input in $crashes/, log $log"
     grep -E "ERROR|SUMMARY|==[0-9]+==|#[0-9]+ +in " "$log" | head -20 || true
-    continue
+    return 1
   fi
+  local execs last
   execs=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -Eo '[0-9]+$' || echo '?')
   last=$(grep -E '^#[0-9]+' "$log" | tail -1 | grep -Eo 'cov: [0-9]+ ft: [0-9]+ corp: [0-9]+/[0-9a-zA-Z]+' || echo '?')
   echo "fuzz $t: ok, ${seconds}s, $execs execs, $last"
+}
+
+# JOBS targets at a time (default: all cores), each on one core.
+status=0
+pids=()
+for t in "${targets[@]}"; do
+  fuzz_one "$t" >"$work/$t.result" &
+  pids+=("$!")
+  if [ ${#pids[@]} -ge "${JOBS:-$(nproc)}" ]; then
+    wait "${pids[0]}" || status=1
+    pids=("${pids[@]:1}")
+  fi
 done
+for p in "${pids[@]}"; do wait "$p" || status=1; done
+for t in "${targets[@]}"; do cat "$work/$t.result"; done
 exit $status

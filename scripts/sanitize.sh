@@ -20,9 +20,16 @@ export TSAN_OPTIONS="suppressions=$supp/tsan.supp:halt_on_error=1:second_deadloc
 configure() {  # dir, cmake args...
   local dir=$1
   shift
+  # lld links the ~100 instrumented test binaries several times faster.
+  local link=()
+  if command -v ld.lld >/dev/null 2>&1; then
+    link=(-DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld
+      -DCMAKE_SHARED_LINKER_FLAGS=-fuse-ld=lld)
+  fi
   if [ ! -f "$dir/build.ninja" ]; then
     CC=clang-14 CXX=clang++-14 cmake -S . -B "$dir" -G Ninja \
-      -DCMAKE_BUILD_TYPE=Sanitize -DQUANTD_BUILD_BENCH=OFF "$@" >/dev/null
+      -DCMAKE_BUILD_TYPE=Sanitize -DQUANTD_BUILD_BENCH=OFF "${link[@]}" "$@" \
+      >/dev/null
   fi
 }
 

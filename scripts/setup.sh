@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git clang clang-format
-  libclang-rt-14-dev
+  libclang-rt-14-dev lld-14
   libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto
   libabsl-dev libeigen3-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -2,15 +2,18 @@
 # The test command (README, .ci/run), docs/reliability.md:
 #   1. setup: installs missing Debian packages
 #   2. format check
-#   3. asan: ASan + UBSan tree (clang, -O1, libFuzzer instrumentation),
-#      build and the whole ctest suite (scripts/sanitize.sh asan)
-#   4. fuzz: every fuzz target for FUZZ_SECONDS (default 20) each
-#      (scripts/fuzz.sh)
+#   3. asan: ASan + UBSan tree (clang; -O1 but -O2/-O3 for the numeric
+#      libraries; libFuzzer coverage for the fuzzed ones), build and the whole
+#      ctest suite, real-model tests on fewer samples (tests/e2e/e2e_scale.h)
+#      (scripts/sanitize.sh asan)
+#   4. fuzz: every fuzz target for FUZZ_SECONDS (default 20) each, one per
+#      core (scripts/fuzz.sh)
 #   5. tsan: TSan tree of the core libraries and the core tests
 #      (scripts/sanitize.sh tsan); TSAN=0 skips it
 #   6. only with PLAIN=1: the plain optimised build (scripts/build.sh) and
-#      its ctest run. Off by default: it costs ~16 CPU-min and the ASan run
-#      covers the same tests; scripts/demo.sh and the benchmarks build it.
+#      its ctest run, real-model tests at full scale. Off by default: it
+#      costs ~16 CPU-min and the ASan run covers the same tests;
+#      scripts/demo.sh and the benchmarks build it.
 # Ends with the CPU time (user+sys, children included) and wall time of each
 # phase. Extra arguments go to the ASan ctest run.
 set -euo pipefail

@@ -23,6 +23,7 @@
 #include "core/tpc/registry.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/e2e/e2e_scale.h"
 
 namespace quantd {
 namespace {
@@ -81,8 +82,10 @@ class GptqRealModels : public ::testing::Test {
   double Run(int kernel_bits, bool gptq, std::string* report = nullptr) {
     v1::QuantizeRequest r;
     r.set_onnx_model(model_.bytes);
-    AddSamples(model_.calib, 16, r.mutable_calibration_samples());
-    AddSamples(model_.heldout, 64, r.mutable_evaluation_samples());
+    AddSamples(model_.calib, e2e::Scaled(16, 8),
+               r.mutable_calibration_samples());
+    AddSamples(model_.heldout, e2e::Scaled(64, 16),
+               r.mutable_evaluation_samples());
     r.mutable_tpc()->set_name("imx500@4.1");
     r.mutable_export_options()->set_skip_qdq_onnx(true);
     if (kernel_bits > 0) {
@@ -91,7 +94,8 @@ class GptqRealModels : public ::testing::Test {
     if (gptq) {
       v1::GptqConfig* g = r.mutable_gptq();
       g->set_enabled(true);
-      g->set_n_epochs(12);
+      // Under sanitizers 4 epochs (e2e_scale.h): a third of the steps.
+      g->set_n_epochs(e2e::Scaled(12, 4));
       g->set_rows_per_block(1024);
       g->set_batch_rows(64);
     }

@@ -21,6 +21,7 @@
 #include "core/runtime/thread_pool.h"
 #include "core/tpc/registry.h"
 #include "gtest/gtest.h"
+#include "tests/e2e/e2e_scale.h"
 
 namespace quantd {
 namespace {
@@ -59,9 +60,12 @@ class MixedPrecisionRealModelTest : public ::testing::Test {
     request_ = new v1::QuantizeRequest();
     request_->set_onnx_model(*std::move(bytes));
     // 16 calibration images (also the sensitivity images) keep the test
-    // within its time budget; 32 held-out images for the SQNR.
-    AddSamples(*calib, 16, request_->mutable_calibration_samples());
-    AddSamples(*held, 32, request_->mutable_evaluation_samples());
+    // within its time budget; 32 held-out images for the SQNR (4 and 8
+    // under sanitizers, e2e_scale.h).
+    AddSamples(*calib, e2e::Scaled(16, 4),
+               request_->mutable_calibration_samples());
+    AddSamples(*held, e2e::Scaled(32, 8),
+               request_->mutable_evaluation_samples());
     request_->mutable_tpc()->set_name("imx500@4.1");
   }
   static void TearDownTestSuite() {

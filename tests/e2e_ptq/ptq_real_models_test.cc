@@ -28,6 +28,7 @@
 #include "core/tpc/builtins.h"
 #include "core/tpc/registry.h"
 #include "gtest/gtest.h"
+#include "tests/e2e/e2e_scale.h"
 #include "tests/e2e_ptq/qdq_layerwise.h"
 
 namespace quantd {
@@ -52,6 +53,12 @@ struct Loaded {
   SampleSet ort_float;  // ORT's float outputs on the held-out samples
 };
 
+void Truncate(SampleSet* set, size_t n) {
+  if (set->size() <= n) return;
+  set->names.resize(n);
+  set->samples.resize(n);
+}
+
 bool Load(const std::string& name, Loaded* out) {
   const std::string cache = CacheDir();
   auto bytes =
@@ -73,6 +80,13 @@ bool Load(const std::string& name, Loaded* out) {
   out->calib = *std::move(calib);
   out->heldout = *std::move(held);
   out->ort_float = *std::move(ort);
+  // Under sanitizers the first 8 calibration and 32 held-out samples, 4
+  // and 2 of the detector (e2e_scale.h); ReadSampleSet sorts by
+  // name, so ORT's outputs line up.
+  const bool det = name == "ppocr_det";
+  Truncate(&out->calib, e2e::Scaled(out->calib.size(), det ? 4 : 8));
+  Truncate(&out->heldout, e2e::Scaled(out->heldout.size(), det ? 2 : 32));
+  Truncate(&out->ort_float, out->heldout.size());
   return true;
 }
 
@@ -101,6 +115,7 @@ absl::StatusOr<SampleSet> RunOrt(const std::string& model_bytes,
   const std::string model = (dir / "model.onnx").string();
   if (auto st = WriteFileAtomically(model, model_bytes); !st.ok()) return st;
   std::string input_dir = CacheDir() + "/samples/" + name + "/heldout";
+  if (inputs == nullptr && !e2e::FullScale()) inputs = &loaded.heldout;
   if (inputs != nullptr) {
     input_dir = (dir / "in").string();
     if (auto st = WriteSampleSet(input_dir, *inputs); !st.ok()) return st;
@@ -171,7 +186,9 @@ Metrics Compare(const SampleSet& ref, const SampleSet& test,
   return m;
 }
 
-constexpr size_t kLayerwiseSamples = 16;
+// Every integer of every quantized tensor is compared: 16 samples give
+// millions of comparisons (2 under sanitizers, e2e_scale.h).
+size_t LayerwiseSamples() { return e2e::Scaled(16, 2); }
 
 class PtqRealModels : public ::testing::Test {
  protected:
@@ -223,7 +240,7 @@ class PtqRealModels : public ::testing::Test {
     // Every integer of every quantized tensor is written to disk: the first
     // samples give millions of comparisons already.
     SampleSet head = loaded.heldout;
-    head.names.resize(std::min<size_t>(head.names.size(), kLayerwiseSamples));
+    head.names.resize(std::min<size_t>(head.names.size(), LayerwiseSamples()));
     head.samples.resize(head.names.size());
     auto ort_q =
         RunOrt(*with_outputs, name, loaded, "layerwise", quantized, &head);
@@ -340,8 +357,8 @@ TEST_F(PtqRealModels, ClassifierKeepsTop1AndBeatsMinMax) {
   PrintBoth("ppocr_cls", ours, minmax);
   // The target: >= 99% top-1 agreement with float, here on 512
   // held-out text lines (real words, upright or turned; tools/ort/
-  // text_render.js).
-  EXPECT_GE(ours.top1, 0.99);
+  // text_render.js). Under sanitizers there are 32, where one flip is 3%.
+  EXPECT_GE(ours.top1, e2e::FullScale() ? 0.99 : 0.93);
   EXPECT_GT(ours.sqnr_db, minmax.sqnr_db);
   EXPECT_GT(ours.cosine, 0.9);
 }
