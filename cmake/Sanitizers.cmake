@@ -40,7 +40,8 @@ endif()
 # tracing every compare of the numeric kernels and the tests made the whole
 # ASan suite 2-4x slower for coverage no fuzzer uses.
 function(quantd_fuzz_coverage target)
-  if(QUANTD_FUZZ)
+  get_target_property(type ${target} TYPE)
+  if(QUANTD_FUZZ AND NOT type STREQUAL "INTERFACE_LIBRARY")
     target_compile_options(${target} PRIVATE -fsanitize=fuzzer-no-link)
   endif()
 endfunction()
