@@ -8,8 +8,15 @@
 # CMAKE_BUILD_TYPE=Sanitize gives -O1 -g1: fast to build, readable stacks.
 # core/executor keeps its own -O3 (target option, it comes after these flags),
 # so the real-model tests stay fast under ASan.
-set(CMAKE_CXX_FLAGS_SANITIZE "-O1 -g1" CACHE STRING "C++ flags of the Sanitize build type")
-set(CMAKE_C_FLAGS_SANITIZE "-O1 -g1" CACHE STRING "C flags of the Sanitize build type")
+# project() already left these as empty cache entries for a build type it
+# does not know, which a plain set(CACHE) would not replace: every sanitizer
+# tree compiled at -O0 without line tables until this checked for it.
+if(NOT CMAKE_CXX_FLAGS_SANITIZE)
+  set(CMAKE_CXX_FLAGS_SANITIZE "-O1 -g1" CACHE STRING "C++ flags of the Sanitize build type" FORCE)
+endif()
+if(NOT CMAKE_C_FLAGS_SANITIZE)
+  set(CMAKE_C_FLAGS_SANITIZE "-O1 -g1" CACHE STRING "C flags of the Sanitize build type" FORCE)
+endif()
 mark_as_advanced(CMAKE_CXX_FLAGS_SANITIZE CMAKE_C_FLAGS_SANITIZE)
 
 if(QUANTD_FUZZ AND NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
