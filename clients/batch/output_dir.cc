@@ -129,7 +129,10 @@ absl::Status OutputDir::Commit(
     RETURN_IF_ERROR(WriteAndSync(tmp + "/" + name, bytes));
   }
   // The record goes last: a folder with result.json is complete.
-  RETURN_IF_ERROR(WriteAndSync(tmp + "/" + kRecordFile, record.dump(2) + "\n"));
+  RETURN_IF_ERROR(WriteAndSync(
+      tmp + "/" + kRecordFile,
+      record.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+          "\n"));
   RETURN_IF_ERROR(SyncDir(tmp));
   // An older output (inputs changed) moves aside first: rename() cannot
   // replace a non-empty folder. A crash in between leaves no DIR/<id>, so

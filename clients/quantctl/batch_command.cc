@@ -226,7 +226,10 @@ int RunBatch(const std::vector<std::string>& argv) {
       absl::FormatTime(absl::RFC3339_sec, start, absl::UTCTimeZone());
   info.seconds = absl::ToDoubleSeconds(absl::Now() - start);
   const nlohmann::json summary = batch::SummaryJson(info, outcomes);
-  absl::Status st = (*out)->WriteFile("summary.json", summary.dump(2) + "\n");
+  absl::Status st = (*out)->WriteFile(
+      "summary.json",
+      summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+          "\n");
   std::printf("%s", batch::SummaryTable(outcomes).c_str());
   const auto& counts = summary["counts"];
   std::printf(

@@ -79,7 +79,9 @@ std::string ReportToJson(const ReportData& r, bool with_timings) {
     t["total"] = total;
     j["timings_seconds"] = std::move(t);
   }
-  return j.dump(2) + "\n";
+  // Node and tensor names come from the user's model: bytes that are not
+  // UTF-8 become U+FFFD instead of throwing.
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace quantd

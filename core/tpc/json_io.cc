@@ -687,7 +687,9 @@ std::string TpcToJson(const TargetPlatformCapabilities& tpc_in,
   if (options.include_version && !tpc.version().empty()) {
     j["version"] = tpc.version();
   }
-  return j.dump(4);
+  // Names in a TPC parsed from text or binary proto need not be UTF-8
+  // (found by tpc_fuzzer): such bytes become U+FFFD instead of throwing.
+  return j.dump(4, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 absl::StatusOr<TargetPlatformCapabilities> TpcFromTextproto(

@@ -17,6 +17,7 @@
 #include "core/pipeline/proto_output.h"
 #include "core/pipeline/qdq_lowering.h"
 #include "core/pipeline/samples.h"
+#include "core/report/report.h"
 #include "core/tpc/registry.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -292,6 +293,22 @@ TEST_F(QuantizeJobTest, EveryFloatOutputOfASplitIsQuantized) {
   EXPECT_EQ(split->activations(1).tensor(), "y1");
   EXPECT_EQ(split->activations(1).scale(), relu->activations(0).scale());
   EXPECT_EQ(split->activations(1).preserved_from(), "r");
+}
+
+// Layer names come from the user's ONNX model (proto2 strings: any bytes).
+// report.json must still be written, with U+FFFD for the bad bytes, not end
+// the process with nlohmann's UTF-8 exception.
+TEST(ReportJsonTest, NodeNamesThatAreNotUtf8BecomeReplacementCharacters) {
+  ReportData report;
+  report.model_name = "m\xc3";
+  LayerReport layer;
+  layer.node = std::string("conv\x8e\xff");
+  layer.op_type = "Conv";
+  report.layers.push_back(layer);
+  std::string json;
+  ASSERT_NO_THROW(json = ReportToJson(report));
+  const auto j = nlohmann::json::parse(json);
+  EXPECT_EQ(j["layers"][0]["node"], "conv\xef\xbf\xbd\xef\xbf\xbd");
 }
 
 }  // namespace

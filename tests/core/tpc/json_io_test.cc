@@ -93,6 +93,19 @@ TEST(JsonIoTest, EnumOutOfRangeIsAnError) {
                         "method: 9 out of range [0, 4]"));
 }
 
+// tpc_fuzzer found it: a name that is not UTF-8 (here from a textproto)
+// made the JSON export throw, which ended the process.
+TEST(JsonIoTest, NamesThatAreNotUtf8ExportAsReplacementCharacters) {
+  v1::TargetPlatformCapabilities tpc = QnnpackTpc(false);
+  tpc.set_name(std::string("qnn\x8e\xffpack"));
+  std::string json;
+  ASSERT_NO_THROW(json = TpcToJson(tpc, {.schema_version = 1}));
+  EXPECT_THAT(json, HasSubstr("qnn\xef\xbf\xbd\xef\xbf\xbdpack"));
+  auto back = TpcFromJson(json);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->name(), "qnn\xef\xbf\xbd\xef\xbf\xbdpack");
+}
+
 TEST(JsonIoTest, MalformedJsonIsInvalidArgument) {
   auto tpc = TpcFromJson("{\"default_qco\": ");
   EXPECT_EQ(tpc.status().code(), absl::StatusCode::kInvalidArgument);
