@@ -81,11 +81,14 @@ bool Load(const std::string& name, Loaded* out) {
   out->heldout = *std::move(held);
   out->ort_float = *std::move(ort);
   // Under sanitizers the first 8 calibration and 32 held-out samples, 4
-  // and 2 of the detector (e2e_scale.h); ReadSampleSet sorts by
-  // name, so ORT's outputs line up.
-  const bool det = name == "ppocr_det";
-  Truncate(&out->calib, e2e::Scaled(out->calib.size(), det ? 4 : 8));
-  Truncate(&out->heldout, e2e::Scaled(out->heldout.size(), det ? 2 : 32));
+  // and 2 of the detector (e2e_scale.h); ReadSampleSet sorts by name, so
+  // ORT's outputs line up. The classifier keeps all of them everywhere: its
+  // 99 % top-1 target needs the 512 held-out lines, and CI checks it.
+  if (name != "ppocr_cls") {
+    const bool det = name == "ppocr_det";
+    Truncate(&out->calib, e2e::Scaled(out->calib.size(), det ? 4 : 8));
+    Truncate(&out->heldout, e2e::Scaled(out->heldout.size(), det ? 2 : 32));
+  }
   Truncate(&out->ort_float, out->heldout.size());
   return true;
 }
@@ -357,8 +360,8 @@ TEST_F(PtqRealModels, ClassifierKeepsTop1AndBeatsMinMax) {
   PrintBoth("ppocr_cls", ours, minmax);
   // The target: >= 99% top-1 agreement with float, here on 512
   // held-out text lines (real words, upright or turned; tools/ort/
-  // text_render.js). Under sanitizers there are 32, where one flip is 3%.
-  EXPECT_GE(ours.top1, e2e::FullScale() ? 0.99 : 0.93);
+  // text_render.js).
+  EXPECT_GE(ours.top1, 0.99);
   EXPECT_GT(ours.sqnr_db, minmax.sqnr_db);
   EXPECT_GT(ours.cosine, 0.9);
 }
