@@ -20,29 +20,36 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 summary=()
-cpu_seconds() {  # user+sys of finished children of this shell
-  times | tail -1 | awk '{
+# cpu_now VAR: VAR = user+sys seconds of this shell's finished children.
+# `times` must run in this shell itself: inside $(...) it would report the
+# subshell's own (none).
+times_file=$(mktemp)
+cpu_now() {
+  times >"$times_file"
+  printf -v "$1" '%s' "$(tail -1 "$times_file" | awk '{
     t = 0
     for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] }
-    printf "%.1f", t }'
+    printf "%.1f", t }')"
 }
 print_summary() {
+  local cpu
+  cpu_now cpu
   echo "=== time by phase"
   printf '%s\n' "${summary[@]}"
-  echo "total          $(awk -v c="$(cpu_seconds)" 'BEGIN { printf "%7.1f", c / 60 }') CPU-min $(awk -v w=$SECONDS 'BEGIN { printf "%6.1f", w / 60 }') wall-min"
+  echo "total          $(awk -v c="$cpu" 'BEGIN { printf "%7.1f", c / 60 }') CPU-min $(awk -v w=$SECONDS 'BEGIN { printf "%6.1f", w / 60 }') wall-min"
+  rm -f "$times_file"
 }
 trap print_summary EXIT
-phase() {  # name command...
-  local name=$1
+phase() {  # name command... (a failed phase is recorded too, then stops the run)
+  local name=$1 cpu0 cpu1 rc=0 wall0=$SECONDS
   shift
-  local cpu0 wall0=$SECONDS
-  cpu0=$(cpu_seconds)
+  cpu_now cpu0
   echo "=== $name"
-  "$@"
-  local cpu1
-  cpu1=$(cpu_seconds)
-  summary+=("$(awk -v n="$name" -v c0="$cpu0" -v c1="$cpu1" -v w=$((SECONDS - wall0)) \
-    'BEGIN { printf "%-14s %7.1f CPU-min %6.1f wall-min", n, (c1 - c0) / 60, w / 60 }')")
+  "$@" || rc=$?
+  cpu_now cpu1
+  summary+=("$(awk -v n="$name" -v c0="$cpu0" -v c1="$cpu1" -v w=$((SECONDS - wall0)) -v rc=$rc \
+    'BEGIN { printf "%-14s %7.1f CPU-min %6.1f wall-min%s", n, (c1 - c0) / 60, w / 60, rc ? "  FAILED" : "" }')")
+  return $rc
 }
 plain() {
   scripts/build.sh

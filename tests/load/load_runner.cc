@@ -64,7 +64,12 @@ double Percentile(std::vector<double> values, double p) {
 
 absl::StatusOr<int64_t> ProcStatusKb(pid_t pid, const std::string& field) {
   std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
-  if (!in) return absl::NotFoundError(absl::StrCat("no /proc/", pid));
+  if (!in) {
+    // The server is gone: it crashed or exited; its stderr tells why.
+    return absl::NotFoundError(
+        absl::StrCat("no /proc/", pid,
+                     ": the server exited during the load (see its stderr)"));
+  }
   std::string line;
   while (std::getline(in, line)) {
     absl::string_view rest = line;
