@@ -24,6 +24,36 @@ namespace {
 // Weight configs of more than 16 bits are MCT's FLOAT_BITWIDTH (32): float.
 constexpr int kMaxWeightBits = 16;
 
+int CountNodes(const Graph& g) {
+  int n = 0;
+  for (const Node& node : g.nodes) {
+    ++n;
+    for (const auto& [key, a] : node.attributes) {
+      if (a.g) n += CountNodes(*a.g);
+    }
+  }
+  return n;
+}
+
+// Control flow (If, Loop, Scan): only the top-level graph is quantized, so
+// the nodes of a body run in float. The report must say so.
+std::string SubgraphFloatReason(const Node& node) {
+  std::vector<std::string> parts;
+  for (const auto& [key, a] : node.attributes) {
+    if (a.g) {
+      parts.push_back(
+          absl::StrCat("'", key, "' (", CountNodes(*a.g), " nodes)"));
+    }
+  }
+  if (parts.empty()) return "";
+  return absl::StrCat("subgraph ", absl::StrJoin(parts, ", "),
+                      " runs in float");
+}
+
+void AppendReason(std::string* reason, const std::string& why) {
+  *reason = reason->empty() ? why : absl::StrCat(*reason, "; ", why);
+}
+
 tpc::OpView MakeOpView(const Node& node, const Graph& g) {
   tpc::OpView v;
   v.name = node.name;
@@ -178,6 +208,9 @@ absl::Status AttachTpc(tpc::TpcPtr tpc_ptr,
     p.output_channel_axis = fi.OutputChannelAxis(node.op_type);
     if (fi.IsNoQuantizationOp(node.op_type)) {
       p.float_reason = "no-quantization op (FrameworkInfo)";
+      if (std::string why = SubgraphFloatReason(node); !why.empty()) {
+        AppendReason(&p.float_reason, why);
+      }
       continue;
     }
     p.quantize_activation =
@@ -237,10 +270,11 @@ absl::Status AttachTpc(tpc::TpcPtr tpc_ptr,
       p.weights.push_back(std::move(slot));
     }
     if (float_weights && p.op_set.empty() && p.weights.empty()) {
-      const std::string why = "op not covered by the TPC: weights stay float";
-      p.float_reason = p.float_reason.empty()
-                           ? why
-                           : absl::StrCat(p.float_reason, "; ", why);
+      AppendReason(&p.float_reason,
+                   "op not covered by the TPC: weights stay float");
+    }
+    if (std::string why = SubgraphFloatReason(node); !why.empty()) {
+      AppendReason(&p.float_reason, why);
     }
   }
 

@@ -193,6 +193,13 @@ Metrics Compare(const SampleSet& ref, const SampleSet& test,
 // millions of comparisons (2 under sanitizers, e2e_scale.h).
 size_t LayerwiseSamples() { return e2e::Scaled(16, 2); }
 
+constexpr char kMinMaxTpcName[] = "imx500_minmax";
+
+bool IsMinMax(const v1::QuantizeRequest& r) {
+  return r.tpc().has_inline_tpc() &&
+         r.tpc().inline_tpc().name() == kMinMaxTpcName;
+}
+
 class PtqRealModels : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(registry_.AddBuiltins().ok()); }
@@ -209,7 +216,11 @@ class PtqRealModels : public ::testing::Test {
     v1::QuantizeRequest r = base;
     r.set_onnx_model(loaded.bytes);
     AddSamples(loaded.calib, r.mutable_calibration_samples());
-    AddSamples(loaded.heldout, r.mutable_evaluation_samples());
+    // The min/max baseline is judged by ORT alone: its report needs no
+    // evaluation on the held-out set (it falls back to the calibration set).
+    if (!IsMinMax(r)) {
+      AddSamples(loaded.heldout, r.mutable_evaluation_samples());
+    }
     ThreadPool pool(1);
     JobContext ctx;
     ctx.registry = &registry_;
@@ -275,7 +286,9 @@ class PtqRealModels : public ::testing::Test {
     for (const auto& a : plan.activations) step[a.tensor] = a.scale;
     int64_t beyond = 0, total = 0;
     double worst_steps = 0;
-    for (size_t s = 0; s < loaded.heldout.size(); ++s) {
+    // Informational: a few samples suffice under sanitizers (e2e_scale.h).
+    const size_t count = e2e::Scaled(loaded.heldout.size(), 4);
+    for (size_t s = 0; s < count; ++s) {
       auto out = (*fq)->Run(
           quantizer.FakeQuantizeFeeds(loaded.heldout.samples[s]), options);
       ASSERT_TRUE(out.ok()) << out.status();
@@ -320,7 +333,7 @@ class PtqRealModels : public ::testing::Test {
     for (auto& set : *tpc.mutable_operator_set()) {
       if (set.has_qc_options()) edit_qco(set.mutable_qc_options());
     }
-    tpc.set_name("imx500_minmax");
+    tpc.set_name(kMinMaxTpcName);
     v1::QuantizeRequest r;
     *r.mutable_tpc()->mutable_inline_tpc() = tpc;
     auto* q = r.mutable_quantization();
@@ -399,6 +412,8 @@ TEST_F(PtqRealModels, RecurrentModelWithControlFlowQuantizes) {
   }
   std::printf("[silero_vad] %d If/LSTM nodes reported as (partly) float\n",
               float_nodes);
+  // Its If bodies are not quantized: the report must say they run in float.
+  EXPECT_GT(float_nodes, 0);
   EXPECT_GT(ours.cosine, 0.9);
 }
 

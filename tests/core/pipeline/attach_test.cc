@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "core/graph/onnx_import.h"
 #include "core/pipeline/job_state.h"
 #include "core/pipeline/stages.h"
@@ -114,6 +115,43 @@ TEST(AttachTpc, V1NoQuantizationOpSetsStayFloat) {
   EXPECT_FALSE(Plan(s, "pool").quantize_activation);
   EXPECT_FALSE(Plan(s, "pool").preserving);
   EXPECT_FALSE(Plan(s, "reshape").quantize_activation);
+}
+
+// A body of `count` chained Relus from the outer x to `out`.
+onnx::GraphProto ReluBody(const std::string& out, int count) {
+  onnx::GraphProto g;
+  g.set_name(out);
+  std::string prev = "x";
+  for (int i = 0; i < count; ++i) {
+    onnx::NodeProto* n = g.add_node();
+    n->set_op_type("Relu");
+    n->add_input(prev);
+    prev = i + 1 == count ? out : absl::StrCat(out, "_", i);
+    n->add_output(prev);
+  }
+  onnx::ValueInfoProto* o = g.add_output();
+  o->set_name(out);
+  o->mutable_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::FLOAT);
+  return g;
+}
+
+TEST(AttachTpc, ControlFlowBodiesAreReportedAsFloat) {
+  // Only the top-level graph is quantized: the report must say that the
+  // nodes of an If's branches stay float.
+  OnnxModelBuilder b(13);
+  b.Input("c", DType::kBool, {});
+  b.Input("x", DType::kFloat, {1, 4});
+  b.AddNode("If", {"c"}, {"y"}, "branch")
+      .GraphAttr("then_branch", ReluBody("t", 2))
+      .GraphAttr("else_branch", ReluBody("e", 1));
+  b.Output("y", DType::kFloat);
+  auto m = ImportOnnxModel(b.Build());
+  ASSERT_TRUE(m.ok()) << m.status();
+  JobState s = Attach(*m, tpc::Imx500Tpc("4.0"));
+  EXPECT_THAT(Plan(s, "branch").float_reason,
+              HasSubstr("subgraph 'else_branch' (1 nodes), 'then_branch' (2 "
+                        "nodes) runs in float"));
 }
 
 TEST(AttachTpc, V4MaxPoolAndReshapePreserveTheirInputQuantization) {
