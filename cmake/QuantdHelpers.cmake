@@ -12,7 +12,7 @@ endfunction()
 
 # Numeric hot paths (calibration, parameter search, training) keep -O2 in the
 # sanitizer trees (build type Sanitize is -O1): at -O1 the real-model tests ran
-# 3-5x longer under ASan. Like core/executor's -O3, a target option after the
+# 3-5x longer under ASan. Like core/executor's, a target option after the
 # build type's flags.
 function(quantd_hot_path target)
   target_compile_options(${target} PRIVATE $<$<CONFIG:Sanitize>:-O2>)

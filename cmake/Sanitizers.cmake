@@ -6,7 +6,7 @@
 #                                         the libraries they exercise
 #                                         (quantd_fuzz_coverage)
 # CMAKE_BUILD_TYPE=Sanitize gives -O1 -g1: fast to build, readable stacks.
-# core/executor keeps its own -O3 (target option, it comes after these flags),
+# core/executor keeps its own -O2 (target option, it comes after these flags),
 # so the real-model tests stay fast under ASan.
 # project() already left these as empty cache entries for a build type it
 # does not know, which a plain set(CACHE) would not replace: every sanitizer

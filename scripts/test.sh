@@ -2,7 +2,7 @@
 # The test command (README, .ci/run), docs/reliability.md:
 #   1. setup: installs missing Debian packages
 #   2. format check
-#   3. asan: ASan + UBSan tree (clang; -O1 but -O2/-O3 for the numeric
+#   3. asan: ASan + UBSan tree (clang; -O1 but -O2 for the numeric
 #      libraries; libFuzzer coverage for the fuzzed ones), build and the whole
 #      ctest suite, real-model tests on fewer samples (tests/e2e/e2e_scale.h)
 #      (scripts/sanitize.sh asan)
