@@ -171,12 +171,15 @@ class JobState final : public ProgressSink {
 
   // OnCancel: fire the token; a job still in the queue ends at once so its
   // place is freed without waiting for a worker.
+  // Called once or twice (OnCancel, a failed write): the first one counts.
   void Cancel(absl::Status reason) {
     token_.Cancel(reason);
     bool queued = false;
     {
       absl::MutexLock lock(&mu_);
-      if (ended_) return;  // rejected or already done: nothing runs
+      // Rejected or already done (nothing runs), or already cancelling.
+      if (ended_ || cancelling_) return;
+      cancelling_ = true;
       queued = !started_;
     }
     Log(LogLevel::kInfo,
@@ -221,6 +224,7 @@ class JobState final : public ProgressSink {
   int64_t heartbeat_id_ ABSL_GUARDED_BY(mu_) = -1;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
+  bool cancelling_ ABSL_GUARDED_BY(mu_) = false;
   std::string stage_ ABSL_GUARDED_BY(mu_);
   absl::Time stage_started_ ABSL_GUARDED_BY(mu_);
 };
@@ -477,22 +481,29 @@ void QuantizeReactor::Finish(const absl::Status& status) {
 }
 
 void QuantizeReactor::OnWriteDone(bool ok) {
+  // A write fails only on a broken stream: the client is gone even if
+  // OnCancel has not arrived (yet). A queued job must not wait for it.
+  if (!ok) job_->Cancel(CancelReason());
   job_->coalescer().OnWriteDone(ok);
 }
 
-void QuantizeReactor::OnCancel() {
-  // Deadline or client cancel / disconnect / server shutdown. A client whose
-  // deadline expires resets the stream itself, which can reach us a little
-  // before our copy of the deadline (set when the call arrived) passes: a
-  // cancel within kDeadlineSlack of the deadline is the deadline.
+absl::Status QuantizeReactor::CancelReason() const {
+  // A client whose deadline expires resets the stream itself, which can reach
+  // us a little before our copy of the deadline (set when the call arrived)
+  // passes: a cancel within kDeadlineSlack of the deadline is the deadline.
   constexpr auto kDeadlineSlack = std::chrono::seconds(1);
   const bool deadline_passed =
       ctx_->deadline() != std::chrono::system_clock::time_point::max() &&
       ctx_->deadline() <= std::chrono::system_clock::now() + kDeadlineSlack;
-  job_->Cancel(deadline_passed
-                   ? absl::DeadlineExceededError("deadline exceeded")
-                   : absl::CancelledError("call cancelled by the client or "
-                                          "by server shutdown"));
+  return deadline_passed ? absl::DeadlineExceededError("deadline exceeded")
+                         : absl::CancelledError(
+                               "call cancelled by the client or by server "
+                               "shutdown");
+}
+
+void QuantizeReactor::OnCancel() {
+  // Deadline or client cancel / disconnect / server shutdown.
+  job_->Cancel(CancelReason());
 }
 
 void QuantizeReactor::OnDone() {

@@ -4,7 +4,8 @@
 // hands the job to the server's worker pool. Events reach the client through
 // an EventCoalescer (one write in flight, latest progress wins), heartbeats
 // come from the HeartbeatTicker, and OnCancel (client gone, deadline,
-// shutdown) fires the job's CancellationToken. The job's state is shared, so
+// shutdown) or a failed write (the stream is broken) fires the job's
+// CancellationToken. The job's state is shared, so
 // the reactor may be deleted in OnDone while the worker is still unwinding.
 #ifndef QUANTD_SERVER_QUANTIZE_REACTOR_H_
 #define QUANTD_SERVER_QUANTIZE_REACTOR_H_
@@ -39,6 +40,8 @@ class QuantizeReactor final : public grpc::ServerWriteReactor<v1::JobEvent>,
 
  private:
   void Start(const v1::QuantizeRequest* request);
+  // Why the call ended early: the deadline or a cancel / disconnect.
+  absl::Status CancelReason() const;
 
   ServiceContext* const service_;
   grpc::CallbackServerContext* const ctx_;

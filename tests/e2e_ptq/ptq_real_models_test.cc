@@ -8,6 +8,7 @@
 //    min/max calibration of the same model, which they must beat;
 //  - models with recurrent layers and control flow quantize (what the TPC
 //    does not cover stays float; the report says why).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -287,7 +288,8 @@ class PtqRealModels : public ::testing::Test {
     int64_t beyond = 0, total = 0;
     double worst_steps = 0;
     // Informational: a few samples suffice under sanitizers (e2e_scale.h).
-    const size_t count = e2e::Scaled(loaded.heldout.size(), 4);
+    const size_t count =
+        std::min(loaded.heldout.size(), e2e::Scaled(loaded.heldout.size(), 4));
     for (size_t s = 0; s < count; ++s) {
       auto out = (*fq)->Run(
           quantizer.FakeQuantizeFeeds(loaded.heldout.samples[s]), options);

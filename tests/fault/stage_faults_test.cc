@@ -166,7 +166,9 @@ TEST(QueuedFault, CancelWhileQueuedLeavesTheQueue) {
                        },
                        {.canceller = &second});
   EXPECT_EQ(queued.status().code(), absl::StatusCode::kCancelled);
-  EXPECT_TRUE(server->WaitForLog("job cancelled while queued").ok());
+  auto left = server->WaitForLog("job cancelled while queued");
+  EXPECT_TRUE(left.ok()) << left.status() << "; server log:\n"
+                         << absl::StrJoin(server->Lines(), "\n");
   first.Cancel();
   running.join();
   auto finished =
