@@ -199,8 +199,9 @@ class Inferencer {
 
     // Shape computations: evaluate when the inputs are known.
     if ((node.op_type == "Shape" || node.op_type == "Size") &&
-        !node.inputs.empty() && c.inputs[0] != nullptr &&
-        IsStatic(*c.inputs[0]) && IsDefaultDomain(node.domain)) {
+        !node.inputs.empty() && !node.outputs.empty() &&
+        c.inputs[0] != nullptr && IsStatic(*c.inputs[0]) &&
+        IsDefaultDomain(node.domain)) {
       const std::vector<int64_t>& s = c.inputs[0]->shape;
       Tensor value;
       if (node.op_type == "Size") {

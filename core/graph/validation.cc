@@ -1,5 +1,6 @@
 #include "core/graph/validation.h"
 
+#include <algorithm>
 #include <queue>
 #include <utility>
 
@@ -170,6 +171,13 @@ absl::Status ValidateGraph(Graph* graph,
       return absl::UnimplementedError(
           absl::StrCat(node.Label(), ": domain '", node.domain,
                        "' is not supported (only the default ONNX domain is)"));
+    }
+    // Every ONNX op computes something: a node without a named output is
+    // malformed (or dead), and later stages read its outputs.
+    if (std::none_of(node.outputs.begin(), node.outputs.end(),
+                     [](const std::string& o) { return !o.empty(); })) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(node.Label(), ": the node has no output"));
     }
     for (const std::string& out : node.outputs) {
       if (out.empty()) continue;

@@ -5,6 +5,7 @@
 //   - the default-domain opset is declared; node domains are supported
 //     ("" / "ai.onnx" only);
 //   - node names are non-empty and unique, op types non-empty;
+//   - every node has at least one named output;
 //   - every non-empty node input is a graph input, an initializer, a node
 //     output or (in a subgraph) a name of an enclosing scope;
 //   - no tensor name is produced twice (node outputs, inputs, initializers);

@@ -272,6 +272,21 @@ TEST(OnnxImportMalformed, DuplicateOutputNamesTheNode) {
                         "node 'r1' (Relu)"));
 }
 
+TEST(OnnxImportMalformed, NodeWithoutOutputNamesTheNode) {
+  // Found by the onnx_import fuzzer (300 s run): shape inference read
+  // outputs[0] of a Shape node that had none.
+  for (const std::vector<std::string>& outputs :
+       {std::vector<std::string>{}, std::vector<std::string>{""}}) {
+    OnnxModelBuilder b(15);
+    b.Input("x", DType::kFloat, {2});
+    b.AddNode("Shape", {"x"}, outputs, "shape_1");
+    b.AddNode("Relu", {"x"}, {"y"}, "relu_1");
+    b.Output("y", DType::kFloat);
+    EXPECT_THAT(ImportOnnx(b.Serialize()).status().message(),
+                HasSubstr("node 'shape_1' (Shape): the node has no output"));
+  }
+}
+
 TEST(OnnxImportMalformed, UnsupportedDomainAndOpset) {
   OnnxModelBuilder b;
   b.Input("x", DType::kFloat, {2});
