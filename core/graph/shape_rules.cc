@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -590,7 +591,8 @@ absl::Status ReshapeRule(RuleContext* c) {
     }
     out[i] = d;
     if (known >= 0) {
-      if (i128{known} * d > i128{kMaxDim} * kMaxDim) {
+      // The element count must fit int64 (kMaxDim^2 = 2^80 did not).
+      if (i128{known} * d > std::numeric_limits<int64_t>::max()) {
         return Error(*c, absl::StrCat("shape ", Str(target), " is too large"));
       }
       known *= d;

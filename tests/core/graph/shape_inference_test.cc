@@ -165,6 +165,20 @@ TEST(InferShapes, ReshapeToIncompatibleShapeNamesTheNode) {
       HasSubstr("node 'r' (Reshape): cannot reshape [2,3,4] to [5,-1]"));
 }
 
+TEST(InferShapes, ReshapeWhoseElementCountOverflowsIsRejected) {
+  // Found by the onnx_import fuzzer (300 s run): two dims below the 2^40 dim
+  // limit whose product (2^73) overflowed int64.
+  OnnxModelBuilder b;
+  b.Input("x", DType::kFloat, {2, 3, 4});
+  b.Int64Initializer("s", {int64_t{1} << 37, int64_t{1} << 36}, {2});
+  b.AddNode("Reshape", {"x", "s"}, {"y"}, "r");
+  b.Output("y", DType::kFloat);
+  Model m = Import(b.Build());
+  EXPECT_THAT(InferShapes(&m).status().message(),
+              HasSubstr("node 'r' (Reshape): shape [137438953472,68719476736] "
+                        "is too large"));
+}
+
 TEST(InferShapes, GemmInnerDimMismatch) {
   OnnxModelBuilder b;
   b.Input("x", DType::kFloat, {2, 3});
