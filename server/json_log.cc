@@ -7,6 +7,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "core/util/json_text.h"
 #include "nlohmann/json.hpp"
 
 namespace quantd::server {
@@ -49,8 +50,7 @@ std::string FormatLogLine(LogLevel level, absl::string_view msg,
   for (const auto& [key, value] : fields) {
     if (!value.empty()) line[key] = value;
   }
-  // Replace invalid UTF-8 (from a client-chosen id, say) instead of throwing.
-  return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return JsonText(line, -1);  // a client-chosen id need not be UTF-8
 }
 
 void Log(LogLevel level, absl::string_view msg, const LogFields& fields) {

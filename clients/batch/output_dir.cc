@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "core/io/file_util.h"
+#include "core/util/json_text.h"
 #include "core/util/status_macros.h"
 
 namespace quantd::batch {
@@ -129,10 +130,8 @@ absl::Status OutputDir::Commit(
     RETURN_IF_ERROR(WriteAndSync(tmp + "/" + name, bytes));
   }
   // The record goes last: a folder with result.json is complete.
-  RETURN_IF_ERROR(WriteAndSync(
-      tmp + "/" + kRecordFile,
-      record.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
-          "\n"));
+  RETURN_IF_ERROR(
+      WriteAndSync(tmp + "/" + kRecordFile, JsonText(record, 2) + "\n"));
   RETURN_IF_ERROR(SyncDir(tmp));
   // An older output (inputs changed) moves aside first: rename() cannot
   // replace a non-empty folder. A crash in between leaves no DIR/<id>, so

@@ -30,6 +30,7 @@
 #include "clients/batch/progress_display.h"
 #include "clients/batch/summary.h"
 #include "clients/quantctl/command.h"
+#include "core/util/json_text.h"
 
 namespace quantd::quantctl {
 namespace {
@@ -226,10 +227,8 @@ int RunBatch(const std::vector<std::string>& argv) {
       absl::FormatTime(absl::RFC3339_sec, start, absl::UTCTimeZone());
   info.seconds = absl::ToDoubleSeconds(absl::Now() - start);
   const nlohmann::json summary = batch::SummaryJson(info, outcomes);
-  absl::Status st = (*out)->WriteFile(
-      "summary.json",
-      summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
-          "\n");
+  absl::Status st =
+      (*out)->WriteFile("summary.json", JsonText(summary, 2) + "\n");
   std::printf("%s", batch::SummaryTable(outcomes).c_str());
   const auto& counts = summary["counts"];
   std::printf(

@@ -50,7 +50,9 @@ std::string SubgraphFloatReason(const Node& node) {
                       " runs in float");
 }
 
+// Adds `why` (if any) to the node's reasons for staying float.
 void AppendReason(std::string* reason, const std::string& why) {
+  if (why.empty()) return;
   *reason = reason->empty() ? why : absl::StrCat(*reason, "; ", why);
 }
 
@@ -208,9 +210,7 @@ absl::Status AttachTpc(tpc::TpcPtr tpc_ptr,
     p.output_channel_axis = fi.OutputChannelAxis(node.op_type);
     if (fi.IsNoQuantizationOp(node.op_type)) {
       p.float_reason = "no-quantization op (FrameworkInfo)";
-      if (std::string why = SubgraphFloatReason(node); !why.empty()) {
-        AppendReason(&p.float_reason, why);
-      }
+      AppendReason(&p.float_reason, SubgraphFloatReason(node));
       continue;
     }
     p.quantize_activation =
@@ -273,9 +273,7 @@ absl::Status AttachTpc(tpc::TpcPtr tpc_ptr,
       AppendReason(&p.float_reason,
                    "op not covered by the TPC: weights stay float");
     }
-    if (std::string why = SubgraphFloatReason(node); !why.empty()) {
-      AppendReason(&p.float_reason, why);
-    }
+    AppendReason(&p.float_reason, SubgraphFloatReason(node));
   }
 
   // Fusing: TPC patterns over the attached op sets.

@@ -2,6 +2,7 @@
 #include <string>
 
 #include "core/report/report.h"
+#include "core/util/json_text.h"
 #include "nlohmann/json.hpp"
 
 namespace quantd {
@@ -79,9 +80,7 @@ std::string ReportToJson(const ReportData& r, bool with_timings) {
     t["total"] = total;
     j["timings_seconds"] = std::move(t);
   }
-  // Node and tensor names come from the user's model: bytes that are not
-  // UTF-8 become U+FFFD instead of throwing.
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return JsonText(j, 2) + "\n";  // names from the user's model
 }
 
 }  // namespace quantd

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "core/tpc/builder.h"
 #include "core/tpc/schema_upgrade.h"
+#include "core/util/json_text.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "nlohmann/json.hpp"
@@ -687,9 +688,8 @@ std::string TpcToJson(const TargetPlatformCapabilities& tpc_in,
   if (options.include_version && !tpc.version().empty()) {
     j["version"] = tpc.version();
   }
-  // Names in a TPC parsed from text or binary proto need not be UTF-8
-  // (found by tpc_fuzzer): such bytes become U+FFFD instead of throwing.
-  return j.dump(4, ' ', false, nlohmann::json::error_handler_t::replace);
+  // Names in a TPC parsed from text or binary proto need not be UTF-8.
+  return JsonText(j, 4);
 }
 
 absl::StatusOr<TargetPlatformCapabilities> TpcFromTextproto(
