@@ -2,6 +2,7 @@
 //     [--server HOST:PORT] [--mp weights=F,activation=F,total=F,bops=F]
 //     [--weights-bits N] [--gptq] [--threads N] [--eval DIR]
 //     [--config QUANTIZATION_CONFIG_TEXTPROTO]
+//     [--activation-storage int8|uint8|auto]
 //
 // Runs a PTQ job in-process (or through a quantd server with --server) with
 // a progress bar on stderr, then writes into DIR: model.qdq.onnx,
@@ -41,7 +42,8 @@ constexpr char kUsage[] =
     "[--server HOST:PORT] [--mp weights=F,activation=F,total=F,bops=F] "
     "[--weights-bits N] [--bits-override 'type:Conv=4,name:conv_3=2'] "
     "[--gptq] [--threads N] [--eval DIR] "
-    "[--config 'z_threshold: 8 shift_negative_params_search: true']";
+    "[--config 'z_threshold: 8 shift_negative_params_search: true'] "
+    "[--activation-storage int8|uint8|auto]";
 
 struct Args {
   std::string model, tpc, calib, out, server, eval, mp;
@@ -50,6 +52,8 @@ struct Args {
   // QuantizationConfig fields in protobuf text format (job.proto).
   std::string config;
   int weights_bits = 0;
+  // 8-bit activations of the QDQ model (job.proto ActivationStorage).
+  v1::ActivationStorage activation_storage = v1::ACTIVATION_STORAGE_UNSPECIFIED;
   bool gptq = false;
   int threads = 0;  // 0 = hardware concurrency
   bool quiet = false;
@@ -93,6 +97,12 @@ int ParseArgs(const std::vector<std::string>& args, Args* out) {
       if (!value(&v) || !absl::SimpleAtoi(v, &out->threads) ||
           out->threads < 1 || out->threads > 1024) {
         return UsageError("--threads needs an integer in [1, 1024]");
+      }
+    } else if (a == "--activation-storage") {
+      std::string text;
+      if (!value(&text) ||
+          !ParseActivationStorage(text, &out->activation_storage)) {
+        return UsageError("--activation-storage needs int8, uint8 or auto");
       }
     } else if (a == "--gptq") {
       out->gptq = true;
@@ -192,15 +202,17 @@ void PrintSummary(const v1::QuantizeResult& result, const std::string& dir) {
 }
 
 absl::StatusOr<v1::QuantizeResult> Run(const Args& args) {
-  ASSIGN_OR_RETURN(v1::QuantizeRequest request,
-                   BuildQuantizeRequest({.model = args.model,
-                                         .calib = args.calib,
-                                         .eval = args.eval,
-                                         .tpc = args.tpc,
-                                         .mp = args.mp,
-                                         .weights_bits = args.weights_bits,
-                                         .gptq = args.gptq,
-                                         .threads = args.threads}));
+  ASSIGN_OR_RETURN(
+      v1::QuantizeRequest request,
+      BuildQuantizeRequest({.model = args.model,
+                            .calib = args.calib,
+                            .eval = args.eval,
+                            .tpc = args.tpc,
+                            .mp = args.mp,
+                            .weights_bits = args.weights_bits,
+                            .activation_storage = args.activation_storage,
+                            .gptq = args.gptq,
+                            .threads = args.threads}));
   if (!args.bits_override.empty()) {
     RETURN_IF_ERROR(ParseBitWidthOverrides(args.bits_override,
                                            request.mutable_mixed_precision()));

@@ -18,6 +18,7 @@
 #include "core/graph/shape_inference.h"
 #include "core/pipeline/activation_bias_correction.h"
 #include "core/pipeline/bias_correction.h"
+#include "core/pipeline/dynamic_shapes.h"
 #include "core/pipeline/evaluation.h"
 #include "core/pipeline/fake_quant.h"
 #include "core/pipeline/gptq_options.h"
@@ -378,8 +379,11 @@ absl::StatusOr<v1::QuantizeResult> RunQuantizeJobWithArtifacts(
     evaluation = calibration;
   }
 
-  // 3. Graph preparation.
+  // 3. Graph preparation. The declared inputs and outputs go back into the
+  // exported model (dynamic_shapes.h).
   RETURN_IF_ERROR(clock.Begin("prepare", "preparing the graph"));
+  const std::vector<ValueInfo> declared_inputs = state.model.graph.inputs;
+  const std::vector<ValueInfo> declared_outputs = state.model.graph.outputs;
   RETURN_IF_ERROR(PrepareGraph(state.options,
                                CommonInputShapes(calibration, evaluation),
                                &state.model, &state.warnings));
@@ -492,6 +496,8 @@ absl::StatusOr<v1::QuantizeResult> RunQuantizeJobWithArtifacts(
       RETURN_IF_ERROR(UpgradeForQdq(need, &export_model));
     }
     ASSIGN_OR_RETURN(Model qdq, BuildQdqModel(export_model, plan));
+    RestoreDeclaredShapes(declared_inputs, declared_outputs, &qdq,
+                          &state.warnings);
     ASSIGN_OR_RETURN(std::string bytes, ExportOnnx(qdq));
     result.set_qdq_onnx(std::move(bytes));
   }
