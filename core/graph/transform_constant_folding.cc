@@ -3,7 +3,6 @@
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
-#include "absl/strings/str_cat.h"
 #include "core/graph/graph_edit.h"
 #include "core/graph/graph_index.h"
 #include "core/graph/shape_inference.h"
@@ -48,37 +47,12 @@ absl::Status FoldConstants(Model* model,
   inference.max_constant_elements = options.max_folded_elements;
   ASSIGN_OR_RETURN(ShapeInferenceResult inferred,
                    InferShapes(model, inference));
-  if (!options.probe_input_shapes.empty()) {
-    // Same graph, other sizes of the dynamic dims: what differs depends on
-    // them and stays computed at run time.
-    // The inputs and outputs carry the bound shapes (the last inference
-    // merged them): the probe sets its own and infers the outputs afresh.
-    Model probe = *model;
-    ClearInferredShapes(&probe.graph);
-    for (ValueInfo& in : probe.graph.inputs) {
-      auto it = options.probe_input_shapes.find(in.name);
-      if (it == options.probe_input_shapes.end()) continue;
-      in.has_shape = true;
-      in.shape = it->second;
-      in.dim_params.assign(in.shape.size(), "");
-    }
-    for (ValueInfo& out : probe.graph.outputs) {
-      out.has_shape = false;
-      out.shape.clear();
-      out.dim_params.clear();
-    }
-    auto probed = InferShapes(&probe, inference);
-    if (!probed.ok()) {
-      return absl::Status(
-          probed.status().code(),
-          absl::StrCat("constant folding: the graph does not infer with its "
-                       "dynamic dimensions at other sizes: ",
-                       probed.status().message()));
-    }
+  if (options.probe_constants != nullptr) {
+    // What differs at other sizes of the dynamic dims stays computed.
     for (auto it = inferred.constants.begin();
          it != inferred.constants.end();) {
-      auto other = probed->constants.find(it->first);
-      if (other == probed->constants.end() ||
+      auto other = options.probe_constants->find(it->first);
+      if (other == options.probe_constants->end() ||
           !SameValue(it->second, other->second)) {
         it = inferred.constants.erase(it);
       } else {

@@ -21,13 +21,13 @@ namespace quantd {
 struct ConstantFoldingOptions {
   // Results above this many elements stay computed at run time.
   int64_t max_folded_elements = int64_t{1} << 20;
-  // A second binding of the graph inputs (InferShapes' input_shapes rules)
-  // in which the dimensions the model leaves dynamic have other sizes. When
-  // set, a value is folded only if it comes out the same under it: shape
-  // computations that depend on a dynamic dimension (the batch in
-  // Shape -> Gather -> Concat -> Reshape) stay in the graph, which so keeps
-  // working at any size of that dimension.
-  std::map<std::string, std::vector<int64_t>> probe_input_shapes;
+  // The values InferShapes found (ShapeInferenceResult::constants) for the
+  // same graph with its dynamic dimensions at other sizes. When set, a value
+  // is folded only if it is the same there: shape computations that depend
+  // on a dynamic dimension (the batch in Shape -> Gather -> Concat ->
+  // Reshape) stay in the graph, which so keeps working at any size of it.
+  // Not owned; must outlive the call.
+  const std::map<std::string, Tensor>* probe_constants = nullptr;
 };
 
 // Evaluates every node whose inputs are constant (initializers, or shapes

@@ -225,9 +225,20 @@ absl::Status AttachTpc(tpc::TpcPtr tpc_ptr,
       p.known_max = r->max;
     }
     if (p.preserving) {
+      // An integer input computed at run time (Reshape's shape kept
+      // because it depends on a dynamic dimension) is no activation: MCT's
+      // graph holds such shapes as attributes.
       std::vector<std::string> activation_inputs;
       for (const auto& in : node.inputs) {
-        if (!in.empty() && !g.IsConstant(in)) activation_inputs.push_back(in);
+        if (in.empty() || g.IsConstant(in)) continue;
+        auto type = g.value_info.find(in);
+        if (type != g.value_info.end() &&
+            (type->second.dtype == DType::kInt64 ||
+             type->second.dtype == DType::kInt32 ||
+             type->second.dtype == DType::kBool)) {
+          continue;
+        }
+        activation_inputs.push_back(in);
       }
       if (activation_inputs.size() != 1) {
         // MCT disables preserving with != 1 input: the output stays float.

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/graph/graph_edit.h"
 #include "core/graph/shape_inference.h"
 
 namespace quantd {
@@ -58,6 +59,25 @@ std::string DynamicDims(const std::vector<ValueInfo>& declared,
   return absl::StrJoin(parts, "; ");
 }
 
+// Body inputs and outputs of If/Loop/Scan got the bound shapes merged in:
+// their types stay, their shapes go (ONNX Runtime infers them).
+void DropSubgraphShapes(Graph* graph) {
+  for (Node& node : graph->nodes) {
+    for (auto& [key, attr] : node.attributes) {
+      if (!attr.g) continue;
+      Graph* body = MutableSubgraph(&attr);
+      for (auto* infos : {&body->inputs, &body->outputs}) {
+        for (ValueInfo& v : *infos) {
+          v.has_shape = false;
+          v.shape.clear();
+          v.dim_params.clear();
+        }
+      }
+      DropSubgraphShapes(body);
+    }
+  }
+}
+
 }  // namespace
 
 InputShapes ProbeShapes(const std::vector<ValueInfo>& declared,
@@ -101,6 +121,7 @@ void RestoreDeclaredShapes(const std::vector<ValueInfo>& declared_inputs,
     }
   }
   ClearInferredShapes(&restored.graph);
+  DropSubgraphShapes(&restored.graph);
 
   // The check: the restored graph must infer with the dynamic dims moved.
   Model check = restored;

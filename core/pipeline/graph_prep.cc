@@ -28,18 +28,21 @@ absl::Status PrepareGraph(
   // Folding keeps what depends on a dynamic dimension (dynamic_shapes.h),
   // unless the graph cannot run at other sizes of it anyway.
   ConstantFoldingOptions folding;
-  folding.probe_input_shapes = ProbeShapes(model->graph.inputs, input_shapes);
-  if (!folding.probe_input_shapes.empty()) {
-    Model probe = *model;
+  ShapeInferenceResult probed;
+  const InputShapes probe = ProbeShapes(model->graph.inputs, input_shapes);
+  if (!probe.empty()) {
+    Model copy = *model;
     ShapeInferenceOptions probe_options;
-    probe_options.input_shapes = folding.probe_input_shapes;
-    const auto probed = InferShapes(&probe, probe_options);
-    if (!probed.ok()) {
+    probe_options.input_shapes = probe;
+    auto result = InferShapes(&copy, probe_options);
+    if (result.ok()) {
+      probed = *std::move(result);
+      folding.probe_constants = &probed.constants;
+    } else {
       warnings->push_back(absl::StrCat(
           "dynamic input dimensions are fixed to the samples' sizes: the "
           "graph does not infer at other sizes: ",
-          probed.status().message()));
-      folding.probe_input_shapes.clear();
+          result.status().message()));
     }
   }
   ShapeInferenceOptions shape_options;

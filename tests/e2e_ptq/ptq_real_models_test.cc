@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/executor/executor.h"
 #include "core/graph/onnx_import.h"
@@ -25,7 +26,6 @@
 #include "core/io/sample_set.h"
 #include "core/pipeline/fake_quant.h"
 #include "core/pipeline/job_artifacts.h"
-#include "core/pipeline/mixed_precision_flags.h"
 #include "core/pipeline/samples.h"
 #include "core/runtime/thread_pool.h"
 #include "core/tpc/builtins.h"
@@ -243,17 +243,25 @@ class PtqRealModels : public ::testing::Test {
     auto fq_model =
         WithFakeQuantWeights(artifacts.prepared_model, artifacts.plan);
     ASSERT_TRUE(fq_model.ok()) << fq_model.status();
-    CheckLayerwise(name, loaded, result->qdq_onnx(), *fq_model, artifacts.plan);
+    CheckLayerwise(name, loaded, result->qdq_onnx(), *fq_model, artifacts.plan,
+                   "disabled");
+    if (!IsMinMax(r)) {
+      CheckLayerwise(name, loaded, result->qdq_onnx(), *fq_model,
+                     artifacts.plan, "all");
+    }
     PrintEndToEnd(name, loaded, *ort_qdq, *fq_model, artifacts.plan);
     *metrics = Compare(loaded.ort_float, *ort_qdq, output);
     if (result_out != nullptr) *result_out = *result;
   }
 
   // What users run: ORT at its default level ('all') fuses QDQ pairs into
-  // integer kernels. Its outputs must equal the graph as written (ORT,
-  // optimizations disabled): same top-1, >= 40 dB between the two. With
-  // uint8 activations (U8S8) this failed on AVX2 CPUs without VNNI (ORT's
-  // kernels saturate): quantd stores 8-bit activations as int8 by default.
+  // integer kernels. Its outputs must agree with the graph as written (ORT,
+  // optimizations disabled): the classifier's top-1 the same, and every
+  // output as close to float as there (SQNR within 0.5 dB, map IoU within
+  // 0.01). Deep models drift apart end to end by one-step rounding flips
+  // (ppocr_det: 29 dB between the two), so the exact check is the layer by
+  // layer one at 'all' (CheckLayerwise). With uint8 activations (U8S8) ORT's
+  // kernels saturate on AVX2 CPUs without VNNI: int8 is quantd's default.
   void CheckOrtDefaultLevelAgrees(const std::string& name, const Loaded& loaded,
                                   const std::string& qdq,
                                   const SampleSet& ort_disabled,
@@ -270,18 +278,28 @@ class PtqRealModels : public ::testing::Test {
           "[%s/%s] ORT 'all' vs 'disabled' on output %s: SQNR %.2f dB, top-1 "
           "%.4f, max |diff| %.6f\n",
           name.c_str(), tag.c_str(), o.c_str(), m.sqnr_db, m.top1, m.max_abs);
-      EXPECT_GE(m.sqnr_db, 40) << name << " output " << o;
       // Rows of a classifier (the last dim holds the classes).
       if (name == "ppocr_cls") EXPECT_EQ(m.top1, 1.0) << name;
+      if (tag != "all") continue;  // other grids than the e2e float outputs
+      const Metrics disabled = Compare(loaded.ort_float, ort_disabled, o);
+      const Metrics all = Compare(loaded.ort_float, *ort_all, o);
+      std::printf(
+          "[%s] vs float: 'disabled' SQNR %.2f dB IoU %.4f, 'all' SQNR %.2f "
+          "dB IoU %.4f\n",
+          name.c_str(), disabled.sqnr_db, disabled.iou, all.sqnr_db, all.iou);
+      EXPECT_GE(all.sqnr_db, disabled.sqnr_db - 0.5) << name << " " << o;
+      if (disabled.iou >= 0) EXPECT_GE(all.iou, disabled.iou - 0.01) << name;
     }
   }
 
   // The QDQ model equals quantd's fake quant layer by layer: every quantized
   // tensor, computed from the same (ORT's) integers upstream, within one
   // step on every element (qdq_layerwise.h says why not end to end).
+  // `optimization`: ORT's level ('all' fuses Q/DQ into integer kernels
+  // whose outputs must still be within one step).
   void CheckLayerwise(const std::string& name, const Loaded& loaded,
                       const std::string& qdq, const Model& fq_model,
-                      const QdqPlan& plan) {
+                      const QdqPlan& plan, const std::string& optimization) {
     auto names = QuantizedTensorNames(qdq, plan);
     ASSERT_TRUE(names.ok()) << names.status();
     auto with_outputs = WithQuantizedOutputs(qdq, *names);
@@ -294,15 +312,29 @@ class PtqRealModels : public ::testing::Test {
     head.names.resize(std::min<size_t>(head.names.size(), LayerwiseSamples()));
     head.samples.resize(head.names.size());
     auto ort_q =
-        RunOrt(*with_outputs, name, loaded, "layerwise", quantized, &head);
+        RunOrt(*with_outputs, name, loaded, "layerwise_" + optimization,
+               quantized, &head, optimization);
+    if (!ort_q.ok() && optimization != "disabled" &&
+        absl::StrContains(ort_q.status().message(),
+                          "Scale and Zero-point must be a scalar")) {
+      // ORT 1.30 fuses DQ -> Mul -> Q into QLinearMul in the instrumented
+      // graph (every Q output a graph output) even when the constant input
+      // is per-channel, then rejects its own node. The deployed QDQ model
+      // is not fused so and runs: CheckOrtDefaultLevelAgrees covers it.
+      std::printf("[%s] layer by layer at '%s' not run: %s\n", name.c_str(),
+                  optimization.c_str(),
+                  std::string(ort_q.status().message()).c_str());
+      return;
+    }
     ASSERT_TRUE(ort_q.ok()) << ort_q.status();
     auto c = CompareLayerwise(fq_model, plan, *names, head, *ort_q);
     ASSERT_TRUE(c.ok()) << c.status();
     std::printf(
-        "[%s] QDQ (ORT, no optimizations) vs quantd fake quant, layer by "
+        "[%s] QDQ (ORT, optimization %s) vs quantd fake quant, layer by "
         "layer: %zu tensors, %lld integers, %lld one step apart, %lld "
         "beyond one step\n",
-        name.c_str(), names->size(), static_cast<long long>(c->elements),
+        name.c_str(), optimization.c_str(), names->size(),
+        static_cast<long long>(c->elements),
         static_cast<long long>(c->one_step),
         static_cast<long long>(c->beyond_one));
     EXPECT_EQ(c->beyond_one, 0)
@@ -417,8 +449,10 @@ TEST_F(PtqRealModels, ClassifierKeepsTop1AndBeatsMinMax) {
   EXPECT_GT(ours.cosine, 0.9);
 }
 
-// 4-bit weights and 16-bit activations (int4 / int16 QDQ, opset 21): ORT at
-// its default level must run them as written too.
+// 4-bit weights and 16-bit activations (int4 / int16 QDQ, opset 21; the
+// 16-bit ones are the holders shift-negative correction puts after the
+// hard-swishes): ORT at its default level computes every quantized tensor
+// within one step too.
 TEST_F(PtqRealModels, Int4WeightsAnd16BitActivationsRunAtTheDefaultLevel) {
   Loaded loaded;
   if (!Load("ppocr_cls", &loaded)) GTEST_SKIP() << "ppocr_cls missing";
@@ -426,26 +460,29 @@ TEST_F(PtqRealModels, Int4WeightsAnd16BitActivationsRunAtTheDefaultLevel) {
   r.set_onnx_model(loaded.bytes);
   AddSamples(loaded.calib, r.mutable_calibration_samples());
   r.mutable_mixed_precision()->set_kernel_weights_bits(4);
-  ASSERT_TRUE(ParseBitWidthOverrides("type:Conv@activation=16",
-                                     r.mutable_mixed_precision())
-                  .ok());
   ThreadPool pool(1);
   JobContext ctx;
   ctx.registry = &registry_;
   ctx.pool = &pool;
-  auto result = RunQuantizeJob(r, ctx);
+  JobArtifacts artifacts;
+  auto result = RunQuantizeJobWithArtifacts(r, ctx, &artifacts);
   ASSERT_TRUE(result.ok()) << result.status();
   int w4 = 0, a16 = 0;
   for (const auto& n : result->quantized_graph().nodes()) {
     w4 += n.weights_bits() == 4;
     a16 += n.activation_bits() == 16;
   }
-  ASSERT_GT(w4, 0);
-  ASSERT_GT(a16, 0);
+  EXPECT_GT(w4, 0);
+  EXPECT_GT(a16, 0);
   auto ort = RunOrt(result->qdq_onnx(), "ppocr_cls", loaded, "w4a16");
   ASSERT_TRUE(ort.ok()) << ort.status();
   CheckOrtDefaultLevelAgrees("ppocr_cls", loaded, result->qdq_onnx(), *ort,
                              "w4a16");
+  auto fq_model =
+      WithFakeQuantWeights(artifacts.prepared_model, artifacts.plan);
+  ASSERT_TRUE(fq_model.ok()) << fq_model.status();
+  CheckLayerwise("ppocr_cls", loaded, result->qdq_onnx(), *fq_model,
+                 artifacts.plan, "all");
 }
 
 TEST_F(PtqRealModels, DetectorMapStaysClose) {
