@@ -548,7 +548,7 @@ absl::StatusOr<MixedPrecisionOutcome> RunMixedPrecision(
           const Tensor* w = g.FindInitializer(node.Input(slot.input_index));
           if (w == nullptr) continue;
           auto r = SelectWeightParams(node.Input(slot.input_index), *w, ns,
-                                      state->options, nullptr);
+                                      state->options, nullptr, cancel);
           if (!r.ok()) {
             return absl::Status(
                 r.status().code(),

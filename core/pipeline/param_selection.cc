@@ -167,7 +167,8 @@ absl::StatusOr<v1::ActivationQuantization> SelectActivationParams(
 
 absl::StatusOr<v1::WeightQuantization> SelectWeightParams(
     const std::string& tensor_name, const Tensor& weight,
-    const WeightSlot& slot, const PtqOptions& options, ThreadPool* pool) {
+    const WeightSlot& slot, const PtqOptions& options, ThreadPool* pool,
+    const CancellationToken* cancel) {
   v1::WeightQuantization w;
   w.set_attr(slot.attr);
   w.set_input_index(slot.input_index);
@@ -190,6 +191,7 @@ absl::StatusOr<v1::WeightQuantization> SelectWeightParams(
   o.per_channel = per_channel;
   o.p = options.l_p_value;
   o.pool = pool;
+  o.cancel = cancel;
   if (per_channel && slot.channel_axis >= 0 && slot.channel_axis < f.rank()) {
     o.channel_axis = slot.channel_axis;
   } else if (per_channel) {
@@ -211,6 +213,7 @@ absl::StatusOr<v1::WeightQuantization> SelectWeightParams(
         return absl::Status(t.status().code(),
                             absl::StrCat(what, ": ", t.status().message()));
       }
+      if (cancel != nullptr) RETURN_IF_ERROR(cancel->Check());
       axis = t->channel_axis;
       for (double v : t->threshold) w.add_thresholds(v);
       ASSIGN_OR_RETURN(q, quantizers::QuantizeSymmetric(view, t->threshold,
@@ -220,6 +223,7 @@ absl::StatusOr<v1::WeightQuantization> SelectWeightParams(
     }
     case QuantizationMethod::kUniform: {
       ASSIGN_OR_RETURN(auto r, quantizers::UniformSelectionTensor(view, o));
+      if (cancel != nullptr) RETURN_IF_ERROR(cancel->Check());
       axis = r.channel_axis;
       for (double v : r.range_min) w.add_range_min(v);
       for (double v : r.range_max) w.add_range_max(v);
@@ -385,7 +389,8 @@ absl::Status SelectAllParams(JobState* state, ThreadPool* pool,
       const Tensor* t = g.FindInitializer(name);
       if (t == nullptr) continue;
       // Quantizers parallelise per channel themselves; nested use is safe.
-      auto w = SelectWeightParams(name, *t, slot, state->options, nullptr);
+      auto w =
+          SelectWeightParams(name, *t, slot, state->options, nullptr, cancel);
       if (!w.ok()) {
         status[i] = absl::Status(
             w.status().code(),

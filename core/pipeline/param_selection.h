@@ -25,10 +25,13 @@ absl::StatusOr<v1::ActivationQuantization> SelectActivationParams(
     std::optional<double> known_max, std::optional<bool> forced_signed,
     const PtqOptions& options);
 
-// Weight parameters and integer values for one constant input.
+// Weight parameters and integer values for one constant input. A cancelled
+// `cancel` stops the threshold search within microseconds and returns its
+// status.
 absl::StatusOr<v1::WeightQuantization> SelectWeightParams(
     const std::string& tensor_name, const Tensor& weight,
-    const WeightSlot& slot, const PtqOptions& options, ThreadPool* pool);
+    const WeightSlot& slot, const PtqOptions& options, ThreadPool* pool,
+    const CancellationToken* cancel = nullptr);
 
 // The fake-quant float value of a selected weight (what the QDQ model and
 // fake-quant execution see): int * scale (or LUT value * scale) in float32.

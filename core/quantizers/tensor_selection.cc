@@ -11,6 +11,7 @@
 #include "core/quantizers/internal/search.h"
 #include "core/quantizers/primitives.h"
 #include "core/quantizers/selection.h"
+#include "core/runtime/cancellation.h"
 #include "core/util/status_macros.h"
 
 namespace quantd::quantizers {
@@ -119,9 +120,16 @@ struct KlSetup {
   const internal::KlHistogram* hist = nullptr;
 };
 
+// A search's time goes into these row errors: a cancelled one stops here
+// (WeightsSearchOptions::cancel).
+bool Cancelled(const WeightsSearchOptions& o) {
+  return o.cancel != nullptr && o.cancel->IsCancelled();
+}
+
 double RowErrorF32(const WeightsSearchOptions& o, const float* x, int64_t n,
                    const float* h, const Grid<float>& g, double kl_min,
                    double kl_max, RangeKind kl_kind, const KlSetup& kl) {
+  if (Cancelled(o)) return 0.0;
   if (o.error_method == ErrorMethod::kKl && kl.hist != nullptr) {
     return internal::KlTensorErrorFromHistogram(*kl.hist, kl_min, kl_max,
                                                 kl.bits, kl_kind);
@@ -141,6 +149,7 @@ double RowErrorF64(const WeightsSearchOptions& o, const double* x,
                    const float* x32, int64_t n, const float* h,
                    const Grid<double>& g, double kl_min, double kl_max,
                    RangeKind kl_kind, const KlSetup& kl) {
+  if (Cancelled(o)) return 0.0;
   if (o.error_method == ErrorMethod::kKl) {
     if (kl.hist != nullptr) {
       return internal::KlTensorErrorFromHistogram(*kl.hist, kl_min, kl_max,

@@ -14,6 +14,7 @@
 
 namespace quantd {
 
+class CancellationToken;
 class ThreadPool;
 
 namespace quantizers {
@@ -89,6 +90,10 @@ struct WeightsSearchOptions {
   absl::Span<const float> hessian_scores;
   // Optional: channels are searched in parallel (results do not depend on it).
   ThreadPool* pool = nullptr;
+  // Optional: once cancelled, every error evaluation returns 0 at once, so
+  // the search ends within microseconds with a meaningless result that the
+  // caller must discard (it checks the token after the search).
+  const CancellationToken* cancel = nullptr;
 };
 
 // Options of an activation search (`*_selection_histogram`).
