@@ -1,6 +1,9 @@
 #include "server/auth.h"
 
+#include <openssl/bio.h>
 #include <openssl/crypto.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include <fstream>
 #include <sstream>
@@ -45,6 +48,38 @@ absl::Status CheckBearerToken(absl::string_view authorization,
   const std::string want = Sha256Hex(expected);
   if (CRYPTO_memcmp(given.data(), want.data(), want.size()) != 0) {
     return absl::UnauthenticatedError("invalid bearer token");
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+X509* ParseFirstCertificate(absl::string_view pem) {
+  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  if (bio == nullptr) return nullptr;
+  X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
+  BIO_free(bio);
+  return cert;
+}
+
+}  // namespace
+
+bool SameCertificate(absl::string_view pem_a, absl::string_view pem_b) {
+  X509* a = ParseFirstCertificate(pem_a);
+  X509* b = ParseFirstCertificate(pem_b);
+  const bool same = a != nullptr && b != nullptr && X509_cmp(a, b) == 0;
+  X509_free(a);
+  X509_free(b);
+  return same;
+}
+
+absl::Status CheckClientCertificate(absl::string_view peer_cert_pem,
+                                    absl::string_view own_cert_pem) {
+  if (peer_cert_pem.empty() || own_cert_pem.empty()) return absl::OkStatus();
+  if (SameCertificate(peer_cert_pem, own_cert_pem)) {
+    return absl::UnauthenticatedError(
+        "the client certificate is this server's own (--tls_cert); clients "
+        "need a certificate of their own");
   }
   return absl::OkStatus();
 }

@@ -21,6 +21,17 @@ absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
 absl::Status CheckBearerToken(absl::string_view authorization,
                               absl::string_view expected);
 
+// True if the first certificates of both PEM texts are the same certificate
+// (compared as DER, so line breaks and chains do not matter); false when
+// either does not parse.
+bool SameCertificate(absl::string_view pem_a, absl::string_view pem_b);
+
+// OK unless the peer presented `own_cert_pem` (the server's own certificate)
+// as its client certificate: mutual TLS trusts every certificate of the
+// client CA, which usually signed the server's too.
+absl::Status CheckClientCertificate(absl::string_view peer_cert_pem,
+                                    absl::string_view own_cert_pem);
+
 }  // namespace quantd::server
 
 #endif  // QUANTD_SERVER_AUTH_H_

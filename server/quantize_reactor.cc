@@ -289,10 +289,10 @@ absl::Status CheckRequestShape(const v1::QuantizeRequest& request,
       return absl::NotFoundError(
           absl::StrCat(r.field, ": ", entry.status().message()));
     }
-    if (entry->kind != r.kind) {
+    if (!entry->has_kind(r.kind)) {
       return absl::InvalidArgumentError(absl::StrCat(
           r.field, ": upload ", r.ref, " is a ",
-          v1::UploadKind_Name(static_cast<v1::UploadKind>(entry->kind)),
+          v1::UploadKind_Name(static_cast<v1::UploadKind>(entry->first_kind())),
           ", expected ", v1::UploadKind_Name(r.kind)));
     }
     *ref_bytes += static_cast<int64_t>(entry->data->size());
@@ -432,13 +432,21 @@ void QuantizeReactor::Start(const v1::QuantizeRequest* request) {
   }
   absl::StatusOr<std::unique_ptr<AdmissionTicket> > ticket;
   if (status.ok()) {
+    // Admitted first for what is known without parsing the model, whose
+    // copies cover the import the finer estimate costs: a job that cannot
+    // fit is rejected before anything is parsed.
     // A referenced upload is copied into the job's request, hence twice.
+    ticket = service_->admission->TryAdmit(
+        EstimateJobMemoryBytesBeforeImport(*request) + 2 * ref_bytes);
+    if (!ticket.ok()) status = ticket.status();
+  }
+  if (status.ok()) {
     // A job runs samples on the shared compute threads and its own worker.
     const int in_flight = service_->compute_pool->num_threads() + 1;
-    ticket = service_->admission->TryAdmit(
+    const int64_t estimate =
         EstimateJobMemoryBytes(*request, LimitsFor(*service_), in_flight) +
-        2 * ref_bytes);
-    if (!ticket.ok()) status = ticket.status();
+        2 * ref_bytes;
+    status = (*ticket)->Grow(estimate - (*ticket)->memory_bytes());
   }
   if (!status.ok()) {
     LogFields fields = job_->Fields();

@@ -24,6 +24,9 @@ namespace quantd::server {
 struct ServiceContext {
   ServerOptions options;
   std::string auth_token;  // empty: no authentication
+  // With mutual TLS: the server's certificate (PEM), which no client may
+  // present.
+  std::string own_cert_pem;
   TpcCatalog* tpcs = nullptr;
   AdmissionController* admission = nullptr;
   UploadStore* uploads = nullptr;
@@ -36,7 +39,8 @@ struct ServiceContext {
 
   int64_t max_message_bytes() const { return options.max_message_mb << 20; }
 
-  // OK if the call may proceed: authenticated (when a token is configured).
+  // OK if the call may proceed: authenticated (when a token is configured)
+  // and, with mutual TLS, not presenting the server's own certificate.
   absl::Status Authorize(const grpc::CallbackServerContext& ctx) const;
 };
 

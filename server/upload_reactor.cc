@@ -44,17 +44,16 @@ void UploadReactor::OnReadDone(bool ok) {
       End(status);
       return;
     }
-    // Idempotent: the same content is already here, skip the transfer.
-    if (auto entry = service_->uploads->Get(chunk_.sha256());
-        entry.ok() && entry->kind == chunk_.kind()) {
-      receipt_->set_sha256(chunk_.sha256());
-      receipt_->set_size(static_cast<int64_t>(entry->data->size()));
-      receipt_->set_kind(chunk_.kind());
-      receipt_->set_already_present(true);
-      receipt_->set_ttl_seconds(service_->options.upload_ttl_seconds);
-      End(absl::OkStatus());
+    // No shortcut for content already stored: a client that only knows a
+    // digest must not learn that the content is here, nor keep it alive.
+    // The bytes are received and checked first; Store() then reports
+    // already_present.
+    auto reservation = service_->uploads->Reserve(chunk_.total_size());
+    if (!reservation.ok()) {
+      End(reservation.status());
       return;
     }
+    reservation_ = *std::move(reservation);
   }
   absl::Status status = assembler_.Append(chunk_.offset(), chunk_.data());
   if (!status.ok()) {
@@ -66,8 +65,9 @@ void UploadReactor::OnReadDone(bool ok) {
 
 absl::Status UploadReactor::Store(std::shared_ptr<const std::string> data) {
   const int64_t size = static_cast<int64_t>(data->size());
-  auto already = service_->uploads->Put(assembler_.sha256(), assembler_.kind(),
-                                        std::move(data));
+  auto already =
+      service_->uploads->Put(assembler_.sha256(), assembler_.kind(),
+                             std::move(data), std::move(reservation_));
   if (!already.ok()) return already.status();
   receipt_->set_sha256(assembler_.sha256());
   receipt_->set_size(size);
@@ -84,6 +84,7 @@ absl::Status UploadReactor::Store(std::shared_ptr<const std::string> data) {
 void UploadReactor::End(const absl::Status& status) {
   const grpc::Status grpc_status = ToGrpcStatus(status);
   final_code_ = static_cast<int>(grpc_status.error_code());
+  reservation_.reset();  // a failed upload's bytes are free for others
   Finish(grpc_status);
 }
 

@@ -1,6 +1,9 @@
 // The reactor behind one UploadModel stream: reassembles chunks (size cap
 // before allocation, in-order offsets, sha256 check) into the upload store.
-// If the content is already stored, it answers after the first chunk.
+// The claimed total_size is reserved in the upload store before any byte is
+// kept, so uploads in flight count against --upload_store_mb. Content that
+// is already stored is still received and checked in full (proof that the
+// client has it) before the receipt says already_present.
 #ifndef QUANTD_SERVER_UPLOAD_REACTOR_H_
 #define QUANTD_SERVER_UPLOAD_REACTOR_H_
 
@@ -31,6 +34,7 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadChunk> {
   v1::UploadReceipt* const receipt_;
   const absl::Time started_;
   UploadAssembler assembler_;
+  std::unique_ptr<UploadStore::Reservation> reservation_;
   v1::UploadChunk chunk_;
   int64_t chunks_ = 0;
   int final_code_ = 0;

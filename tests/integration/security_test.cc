@@ -1,7 +1,10 @@
 // TLS, mutual TLS and bearer tokens against the real quantd binary. The
 // certificates are throwaway ones made with the openssl CLI in a temp dir.
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +12,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "clients/cpp/client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -63,6 +67,32 @@ class Certificates {
  private:
   std::filesystem::path dir_;
 };
+
+// ServerReflectionInfo with one list_services request, called as a unary
+// method (one message each way) through a generic stub: the status says
+// whether reflection is served.
+grpc::Status ListServicesByReflection(const std::string& target) {
+  grpc::GenericStub stub(
+      grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
+  // ServerReflectionRequest{list_services: "*"}: field 7, length 1.
+  const std::string request_bytes = "\x3a\x01*";
+  grpc::Slice slice(request_bytes);
+  grpc::ByteBuffer request(&slice, 1);
+  grpc::ByteBuffer response;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  grpc::Status status;
+  absl::Notification done;
+  stub.UnaryCall(&ctx,
+                 "/grpc.reflection.v1alpha.ServerReflection/"
+                 "ServerReflectionInfo",
+                 grpc::StubOptions(), &request, &response, [&](grpc::Status s) {
+                   status = std::move(s);
+                   done.Notify();
+                 });
+  done.WaitForNotification();
+  return status;
+}
 
 class SecurityTest : public ::testing::Test {
  protected:
@@ -170,6 +200,38 @@ TEST_F(SecurityTest, MutualTlsRequiresAClientCertificateFromTheCa) {
                 .status()
                 .code(),
             absl::StatusCode::kUnavailable);
+}
+
+TEST_F(SecurityTest, MutualTlsRefusesTheServersOwnCertificateAsAClient) {
+  // The client CA signed the server's certificate too: anyone holding the
+  // server's key used to pass as a client.
+  auto server =
+      ServerProcess::Start({"--tls_cert=" + certs_->Path("server.pem"),
+                            "--tls_key=" + certs_->Path("server.key"),
+                            "--tls_client_ca=" + certs_->Path("ca.pem")});
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string target = absl::StrCat("localhost:", (*server)->port());
+  const absl::Status status = Ping({.target = target,
+                                    .tls_ca = certs_->Path("ca.pem"),
+                                    .tls_cert = certs_->Path("server.pem"),
+                                    .tls_key = certs_->Path("server.key")})
+                                  .status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("the client certificate is this server's own"));
+}
+
+TEST_F(SecurityTest, ReflectionIsServedOnlyWithItsFlag) {
+  // It used to answer anyone, token or not.
+  auto closed =
+      ServerProcess::Start({"--auth_token_file=" + certs_->Path("token")});
+  ASSERT_TRUE(closed.ok()) << closed.status();
+  EXPECT_EQ(ListServicesByReflection((*closed)->target()).error_code(),
+            grpc::StatusCode::UNIMPLEMENTED);
+  auto open = ServerProcess::Start({"--enable_reflection"});
+  ASSERT_TRUE(open.ok()) << open.status();
+  const grpc::Status status = ListServicesByReflection((*open)->target());
+  EXPECT_TRUE(status.ok()) << status.error_message();
 }
 
 TEST_F(SecurityTest, TlsWithTokenNeedsBoth) {
