@@ -7,15 +7,18 @@
 
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "server/sha256.h"
 
 namespace quantd::server {
 
-absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
+absl::StatusOr<std::vector<std::string>> ReadTokenFile(
+    const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return absl::NotFoundError(
@@ -23,16 +26,20 @@ absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
   }
   std::stringstream buffer;
   buffer << in.rdbuf();
-  std::string token(absl::StripAsciiWhitespace(buffer.str()));
-  if (token.empty()) {
+  std::vector<std::string> tokens;
+  for (absl::string_view line : absl::StrSplit(buffer.str(), '\n')) {
+    line = absl::StripAsciiWhitespace(line);
+    if (!line.empty()) tokens.emplace_back(line);
+  }
+  if (tokens.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--auth_token_file: ", path, " is empty"));
   }
-  return token;
+  return tokens;
 }
 
-absl::Status CheckBearerToken(absl::string_view authorization,
-                              absl::string_view expected) {
+absl::StatusOr<int> MatchBearerToken(absl::string_view authorization,
+                                     const std::vector<std::string>& tokens) {
   constexpr absl::string_view kScheme = "Bearer ";
   if (authorization.empty()) {
     return absl::UnauthenticatedError(
@@ -43,13 +50,22 @@ absl::Status CheckBearerToken(absl::string_view authorization,
         "authorization metadata must use the Bearer scheme");
   }
   // Equal-length digests make the comparison independent of the token's
-  // length and content.
+  // length and content; every token is compared.
   const std::string given = Sha256Hex(authorization.substr(kScheme.size()));
-  const std::string want = Sha256Hex(expected);
-  if (CRYPTO_memcmp(given.data(), want.data(), want.size()) != 0) {
-    return absl::UnauthenticatedError("invalid bearer token");
+  int match = -1;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const std::string want = Sha256Hex(tokens[i]);
+    if (CRYPTO_memcmp(given.data(), want.data(), want.size()) == 0) {
+      match = static_cast<int>(i);
+    }
   }
-  return absl::OkStatus();
+  if (match < 0) return absl::UnauthenticatedError("invalid bearer token");
+  return match;
+}
+
+absl::Status CheckBearerToken(absl::string_view authorization,
+                              absl::string_view expected) {
+  return MatchBearerToken(authorization, {std::string(expected)}).status();
 }
 
 namespace {

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -11,13 +12,19 @@
 
 namespace quantd::server {
 
-// Reads the token from a file (surrounding whitespace stripped); an empty
-// token is an error.
-absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
+// Reads the tokens from a file, one per line (surrounding whitespace
+// stripped, blank lines skipped); a file without any is an error. Each token
+// is its own client identity (e.g. its own namespace of uploads).
+absl::StatusOr<std::vector<std::string>> ReadTokenFile(const std::string& path);
 
-// OK if `authorization` is "Bearer <expected>". The comparison takes the
-// same time wherever the first difference is (digests of both sides are
-// compared in constant time), so the token cannot be guessed byte by byte.
+// Index in `tokens` of the token `authorization` carries ("Bearer <token>").
+// Every token is compared, each in the same time wherever the first
+// difference is (digests of both sides are compared in constant time), so a
+// token cannot be guessed byte by byte. UNAUTHENTICATED otherwise.
+absl::StatusOr<int> MatchBearerToken(absl::string_view authorization,
+                                     const std::vector<std::string>& tokens);
+
+// OK if `authorization` is "Bearer <expected>" (MatchBearerToken of one).
 absl::Status CheckBearerToken(absl::string_view authorization,
                               absl::string_view expected);
 

@@ -142,12 +142,13 @@ absl::Status QuantdServer::Init(ServerOptions o) {
   }
   auto credentials = MakeCredentials(o);
   if (!credentials.ok()) return credentials.status();
-  std::string token;
+  std::vector<std::string> tokens;
   if (!o.auth_token_file.empty()) {
     auto read = ReadTokenFile(o.auth_token_file);
     if (!read.ok()) return read.status();
-    token = *std::move(read);
+    tokens = *std::move(read);
   }
+  const bool no_token = tokens.empty();
 
   metric_families_ = std::make_unique<Metrics>(o.version, o.git_sha);
   if (o.metrics_port >= 0) {
@@ -186,7 +187,7 @@ absl::Status QuantdServer::Init(ServerOptions o) {
   context_ = std::make_unique<ServiceContext>();
   context_->options = o;
   context_->faults = *std::move(faults);
-  context_->auth_token = token;
+  context_->auth_tokens = std::move(tokens);
   if (!o.tls_client_ca.empty()) {
     auto own = ReadPem("--tls_cert", o.tls_cert);
     if (!own.ok()) return own.status();
@@ -259,22 +260,21 @@ absl::Status QuantdServer::Init(ServerOptions o) {
        {"port", absl::StrCat(port_)},
        {"metrics_port", absl::StrCat(metrics_port())},
        {"tls", tls ? (mtls ? "mutual" : "server") : "off"},
-       {"auth", token.empty() ? "off" : "bearer"},
+       {"auth", no_token ? "off" : "bearer"},
        {"workers", absl::StrCat(o.workers)},
        {"max_queued_jobs", absl::StrCat(o.max_queued_jobs)},
        {"version", o.version}});
-  if (o.enable_reflection && !token.empty()) {
+  if (o.enable_reflection && !no_token) {
     Log(LogLevel::kWarning,
         "server reflection answers without the token (--enable_reflection)",
         {{"address", o.listen_address}});
   }
-  if (!tls || token.empty()) {
+  if (!tls || no_token) {
     Log(LogLevel::kWarning,
-        absl::StrCat(tls ? "" : "plaintext (no TLS)",
-                     !tls && token.empty() ? " and " : "",
-                     token.empty() ? "unauthenticated (no token)" : "",
-                     ": serving only on ", o.listen_address,
-                     "; anyone who can reach it can submit jobs"),
+        absl::StrCat(
+            tls ? "" : "plaintext (no TLS)", !tls && no_token ? " and " : "",
+            no_token ? "unauthenticated (no token)" : "", ": serving only on ",
+            o.listen_address, "; anyone who can reach it can submit jobs"),
         {{"address", o.listen_address}});
   }
   return absl::OkStatus();

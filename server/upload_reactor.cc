@@ -19,7 +19,9 @@ UploadReactor::UploadReactor(ServiceContext* service,
       started_(absl::Now()),
       assembler_(service->options.max_upload_mb << 20) {
   service_->metrics->RpcStarted(RpcType::kClientStream, kMethod);
-  absl::Status status = service_->Authorize(*ctx_);
+  auto principal = service_->Authenticate(*ctx_);
+  absl::Status status = principal.status();
+  if (status.ok()) principal_ = *std::move(principal);
   if (status.ok() && service_->draining.load()) {
     status = absl::UnavailableError("server is draining");
   }
@@ -65,9 +67,9 @@ void UploadReactor::OnReadDone(bool ok) {
 
 absl::Status UploadReactor::Store(std::shared_ptr<const std::string> data) {
   const int64_t size = static_cast<int64_t>(data->size());
-  auto already =
-      service_->uploads->Put(assembler_.sha256(), assembler_.kind(),
-                             std::move(data), std::move(reservation_));
+  auto already = service_->uploads->Put(assembler_.sha256(), assembler_.kind(),
+                                        std::move(data),
+                                        std::move(reservation_), principal_);
   if (!already.ok()) return already.status();
   receipt_->set_sha256(assembler_.sha256());
   receipt_->set_size(size);

@@ -57,10 +57,11 @@ void UploadStore::MakeRoomLocked(int64_t more) {
   }
 }
 
-absl::StatusOr<bool> UploadStore::Put(
-    const std::string& sha256, int kind,
-    std::shared_ptr<const std::string> data,
-    std::unique_ptr<Reservation> reservation) {
+absl::StatusOr<bool> UploadStore::Put(const std::string& sha256, int kind,
+                                      std::shared_ptr<const std::string> data,
+                                      std::unique_ptr<Reservation> reservation,
+                                      absl::string_view space) {
+  const std::string key = Key(space, sha256);
   const int64_t size = static_cast<int64_t>(data->size());
   if (size > options_.max_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -77,24 +78,26 @@ absl::StatusOr<bool> UploadStore::Put(
   }
   ExpireLocked(now);
   const uint32_t kind_bit = kind >= 0 && kind < 32 ? 1u << kind : 0u;
-  if (auto found = index_.find(sha256); found != index_.end()) {
+  if (auto found = index_.find(key); found != index_.end()) {
     found->second->entry.kinds |= kind_bit;
     found->second->last_use = now;
     lru_.splice(lru_.begin(), lru_, found->second);
     return true;
   }
   MakeRoomLocked(size);
-  lru_.push_front(Item{sha256, Entry{kind_bit, std::move(data)}, now});
-  index_[sha256] = lru_.begin();
+  lru_.push_front(Item{key, Entry{kind_bit, std::move(data)}, now});
+  index_[key] = lru_.begin();
   bytes_ += size;
   return false;
 }
 
-absl::StatusOr<UploadStore::Entry> UploadStore::Get(const std::string& sha256) {
+absl::StatusOr<UploadStore::Entry> UploadStore::Get(const std::string& sha256,
+                                                    absl::string_view space) {
+  const std::string key = Key(space, sha256);
   const absl::Time now = options_.clock();
   absl::MutexLock lock(&mu_);
   ExpireLocked(now);
-  auto found = index_.find(sha256);
+  auto found = index_.find(key);
   if (found == index_.end()) {
     return absl::NotFoundError(
         absl::StrCat("no upload with sha256 ", sha256,
@@ -105,8 +108,13 @@ absl::StatusOr<UploadStore::Entry> UploadStore::Get(const std::string& sha256) {
   return found->second->entry;
 }
 
-bool UploadStore::Contains(const std::string& sha256) {
-  return Get(sha256).ok();
+bool UploadStore::Contains(const std::string& sha256, absl::string_view space) {
+  return Get(sha256, space).ok();
+}
+
+std::string UploadStore::Key(absl::string_view space,
+                             const std::string& sha256) {
+  return space.empty() ? sha256 : absl::StrCat(space, "/", sha256);
 }
 
 int64_t UploadStore::bytes() const {
@@ -138,7 +146,7 @@ void UploadStore::ExpireLocked(absl::Time now) {
 
 void UploadStore::EraseLocked(List::iterator it) {
   bytes_ -= static_cast<int64_t>(it->entry.data->size());
-  index_.erase(it->sha256);
+  index_.erase(it->key);
   lru_.erase(it);
 }
 

@@ -1,6 +1,8 @@
 // Content-addressed store of uploaded models and sample sets.
 //
-// Keyed by sha256 (so uploads are idempotent). Bounded: the stored bytes
+// Keyed by sha256 (so uploads are idempotent) within a client's space (its
+// identity, ServiceContext::Authenticate): one client cannot use, probe or
+// keep alive another's uploads. The budget is shared. Bounded: the stored bytes
 // plus the bytes reserved by uploads still in flight never exceed
 // `max_bytes` (least recently used entries go first; reservations are never
 // evicted) and an entry unused for `ttl` expires. Entries are immutable and
@@ -18,6 +20,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -76,10 +79,12 @@ class UploadStore {
   // With a reservation (of at least data's size) the entry takes its place.
   absl::StatusOr<bool> Put(const std::string& sha256, int kind,
                            std::shared_ptr<const std::string> data,
-                           std::unique_ptr<Reservation> reservation = nullptr);
+                           std::unique_ptr<Reservation> reservation = nullptr,
+                           absl::string_view space = "");
   // NOT_FOUND if absent or expired; refreshes the entry's use time.
-  absl::StatusOr<Entry> Get(const std::string& sha256);
-  bool Contains(const std::string& sha256);
+  absl::StatusOr<Entry> Get(const std::string& sha256,
+                            absl::string_view space = "");
+  bool Contains(const std::string& sha256, absl::string_view space = "");
 
   int64_t bytes() const;           // stored
   int64_t reserved_bytes() const;  // held by uploads in flight
@@ -89,12 +94,13 @@ class UploadStore {
 
  private:
   struct Item {
-    std::string sha256;
+    std::string key;  // Key(space, sha256)
     Entry entry;
     absl::Time last_use;
   };
   using List = std::list<Item>;  // front = most recently used
 
+  static std::string Key(absl::string_view space, const std::string& sha256);
   void ExpireLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EraseLocked(List::iterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Evicts least recently used entries until `more` bytes fit.

@@ -101,6 +101,7 @@ class SecurityTest : public ::testing::Test {
     ASSERT_TRUE(certs.ok()) << certs.status();
     certs_ = new Certificates(*std::move(certs));
     std::ofstream(certs_->Path("token")) << "s3cret-token\n";
+    std::ofstream(certs_->Path("two_tokens")) << "token-of-a\n\ntoken-of-b\n";
   }
   static void TearDownTestSuite() {
     certs_->Remove();
@@ -131,6 +132,38 @@ TEST_F(SecurityTest, TokenAuthAcceptsRightTokenAndRejectsOthers) {
   const absl::Status missing = Ping({.target = target}).status();
   EXPECT_EQ(missing.code(), absl::StatusCode::kUnauthenticated);
   EXPECT_THAT(std::string(missing.message()), HasSubstr("missing"));
+}
+
+TEST_F(SecurityTest, EachTokenHasItsOwnUploads) {
+  // One store used to serve every client: B could use (and learn of, and
+  // keep alive) what A uploaded by its digest.
+  auto server =
+      ServerProcess::Start({"--auth_token_file=" + certs_->Path("two_tokens")});
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string target = (*server)->target();
+  auto a =
+      client::Client::Create({.target = target, .auth_token = "token-of-a"});
+  auto b =
+      client::Client::Create({.target = target, .auth_token = "token-of-b"});
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto receipt = (*a)->Upload(v1::UPLOAD_KIND_MODEL, "a's model bytes",
+                              absl::Now() + absl::Seconds(10));
+  ASSERT_TRUE(receipt.ok()) << receipt.status();
+  v1::QuantizeRequest request;
+  request.set_model_ref(receipt->sha256());
+  request.mutable_tpc()->set_name("imx500@4.0");
+  // A's reference resolves (the job then fails validation: no samples).
+  const absl::Status for_a = (*a)->Quantize(request).status();
+  EXPECT_EQ(for_a.code(), absl::StatusCode::kInvalidArgument) << for_a;
+  const absl::Status for_b = (*b)->Quantize(request).status();
+  EXPECT_EQ(for_b.code(), absl::StatusCode::kNotFound) << for_b;
+  EXPECT_THAT(std::string(for_b.message()),
+              HasSubstr("model_ref: no upload with sha256"));
+  // Uploading the same bytes, B is not told A has them.
+  auto again = (*b)->Upload(v1::UPLOAD_KIND_MODEL, "a's model bytes",
+                            absl::Now() + absl::Seconds(10));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE(again->already_present());
 }
 
 TEST_F(SecurityTest, TokenAuthAppliesToStreamsToo) {

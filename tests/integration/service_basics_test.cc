@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -401,6 +402,28 @@ TEST_F(ServiceBasicsTest, SamplesUploadedAgainAsModelAreUsableAsModel) {
   // It used to be "model_ref: upload ... is a UPLOAD_KIND_SAMPLES".
   auto result = client_->Quantize(request);
   EXPECT_TRUE(result.ok()) << result.status();
+}
+
+TEST_F(ServiceBasicsTest, ProgressFractionsNeverGoBackWithinAStage) {
+  // Calibration and the report stage count samples on the compute threads;
+  // their reports used to reach the client out of order (3/n, then 2/n).
+  const v1::QuantizeRequest request =
+      testing::ConvJob(3, 8, 4, 64, "monotonic-progress");
+  std::map<std::string, double> last;
+  std::vector<std::string> backwards;
+  auto result = client_->Quantize(request, [&](const v1::JobEvent& e) {
+    if (!e.has_progress()) return;
+    const auto& p = e.progress();
+    auto [it, first] = last.emplace(p.stage(), p.fraction());
+    if (!first && p.fraction() < it->second) {
+      backwards.push_back(
+          absl::StrCat(p.stage(), ": ", it->second, " then ", p.fraction()));
+    }
+    it->second = p.fraction();
+  });
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_THAT(backwards, ::testing::IsEmpty());
+  EXPECT_TRUE(last.count("report"));
 }
 
 TEST_F(ServiceBasicsTest, MetricsCountRpcsByCodeWithGoGrpcLabels) {

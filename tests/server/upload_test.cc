@@ -203,5 +203,19 @@ TEST(UploadAssemblerTest, UnknownKindIsRejected) {
                         "UPLOAD_KIND_SAMPLES (2)"));
 }
 
+TEST_F(UploadStoreTest, SpacesKeepClientsApart) {
+  UploadStore store = MakeStore(100);
+  ASSERT_EQ(store.Put("k", 1, Bytes(10), nullptr, "token:0").value(), false);
+  EXPECT_TRUE(store.Contains("k", "token:0"));
+  EXPECT_FALSE(store.Contains("k", "token:1"));
+  EXPECT_FALSE(store.Contains("k"));
+  // The other client's copy is its own entry; the budget is shared.
+  ASSERT_EQ(store.Put("k", 1, Bytes(10), nullptr, "token:1").value(), false);
+  EXPECT_EQ(store.bytes(), 20);
+  const auto missing = store.Get("k", "token:2");
+  EXPECT_THAT(std::string(missing.status().message()),
+              HasSubstr("no upload with sha256 k "));
+}
+
 }  // namespace
 }  // namespace quantd::server
