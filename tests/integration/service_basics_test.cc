@@ -84,6 +84,9 @@ TEST_F(ServiceBasicsTest, ServerInfoReportsFlagsAndTpcs) {
   EXPECT_EQ(info->limits().max_tensor_elements(), 4096);
   EXPECT_EQ(info->limits().max_running_jobs(), 2);
   EXPECT_EQ(info->limits().max_queued_jobs(), 3);
+  // Defaults: max(256, 4 x --max_message_mb) MiB and 1024 KiB.
+  EXPECT_EQ(info->limits().max_receive_memory_bytes(), int64_t{256} << 20);
+  EXPECT_EQ(info->limits().max_tpc_json_bytes(), 1024 << 10);
   // No --max_job_memory_mb: 3/4 of the machine's memory, never unlimited.
   EXPECT_GT(info->limits().max_job_memory_bytes(), 0);
   EXPECT_EQ(info->heartbeat_seconds(), 1);
