@@ -16,6 +16,13 @@ AdmissionTicket::~AdmissionTicket() {
   owner_->Release(running_, memory_bytes_);
 }
 
+absl::Status AdmissionTicket::Grow(int64_t more_bytes) {
+  if (more_bytes <= 0) return absl::OkStatus();
+  absl::Status status = owner_->TryGrow(memory_bytes_ + more_bytes, more_bytes);
+  if (status.ok()) memory_bytes_ += more_bytes;
+  return status;
+}
+
 void AdmissionTicket::MarkRunning() {
   if (running_) return;
   running_ = true;
@@ -44,20 +51,9 @@ absl::StatusOr<std::unique_ptr<AdmissionTicket>> AdmissionController::TryAdmit(
                        state_.queued, " queued (--workers=", limits_.workers,
                        ", --max_queued_jobs=", limits_.max_queued_jobs, ")"));
     }
-    if (limits_.max_memory_bytes > 0) {
-      if (memory_bytes > limits_.max_memory_bytes) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "job needs an estimated ", ToMiB(memory_bytes),
-            " MiB, more than the whole budget (--max_job_memory_mb=",
-            limits_.max_memory_bytes / kMiB, ")"));
-      }
-      if (state_.memory_bytes + memory_bytes > limits_.max_memory_bytes) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "job needs an estimated ", ToMiB(memory_bytes), " MiB but only ",
-            (limits_.max_memory_bytes - state_.memory_bytes) / kMiB,
-            " MiB of the budget are free (--max_job_memory_mb=",
-            limits_.max_memory_bytes / kMiB, ")"));
-      }
+    if (absl::Status s = CheckMemoryLocked(memory_bytes, memory_bytes);
+        !s.ok()) {
+      return s;
     }
     position =
         in_system < limits_.workers ? 0 : in_system - limits_.workers + 1;
@@ -67,6 +63,41 @@ absl::StatusOr<std::unique_ptr<AdmissionTicket>> AdmissionController::TryAdmit(
   Notify();
   return std::unique_ptr<AdmissionTicket>(
       new AdmissionTicket(this, position, memory_bytes));
+}
+
+absl::Status AdmissionController::CheckMemoryLocked(int64_t total_bytes,
+                                                    int64_t more_bytes) const {
+  if (limits_.max_memory_bytes <= 0) return absl::OkStatus();
+  if (total_bytes > limits_.max_memory_bytes) {
+    // Not RESOURCE_EXHAUSTED: retrying cannot help.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job needs an estimated ", ToMiB(total_bytes),
+        " MiB, more than the whole budget (--max_job_memory_mb=",
+        limits_.max_memory_bytes / kMiB, "); it can never be admitted here"));
+  }
+  if (state_.memory_bytes + more_bytes > limits_.max_memory_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "job needs an estimated ", ToMiB(total_bytes), " MiB but only ",
+        (limits_.max_memory_bytes - state_.memory_bytes + total_bytes -
+         more_bytes) /
+            kMiB,
+        " MiB of the budget are free (--max_job_memory_mb=",
+        limits_.max_memory_bytes / kMiB, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AdmissionController::TryGrow(int64_t total_bytes,
+                                          int64_t more_bytes) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (absl::Status s = CheckMemoryLocked(total_bytes, more_bytes); !s.ok()) {
+      return s;
+    }
+    state_.memory_bytes += more_bytes;
+  }
+  Notify();
+  return absl::OkStatus();
 }
 
 void AdmissionController::StopAdmitting() {

@@ -38,6 +38,10 @@ class AdmissionTicket {
   int64_t memory_bytes() const { return memory_bytes_; }
   // The job left the queue and runs on a worker.
   void MarkRunning();
+  // Raises the ticket's memory by `more_bytes` (a finer estimate than the
+  // one admitted) with TryAdmit's memory checks and messages; on error the
+  // ticket keeps what it had.
+  absl::Status Grow(int64_t more_bytes);
 
  private:
   friend class AdmissionController;
@@ -69,8 +73,9 @@ class AdmissionController {
   // Every ticket must be destroyed before the controller.
   ~AdmissionController() = default;
 
-  // RESOURCE_EXHAUSTED naming the limit that is full; UNAVAILABLE while
-  // draining.
+  // RESOURCE_EXHAUSTED naming the limit that is full (retrying later may
+  // succeed); FAILED_PRECONDITION when the job alone needs more than the
+  // whole budget (it never fits); UNAVAILABLE while draining.
   absl::StatusOr<std::unique_ptr<AdmissionTicket>> TryAdmit(
       int64_t memory_bytes);
 
@@ -83,6 +88,10 @@ class AdmissionController {
  private:
   friend class AdmissionTicket;
   void Release(bool running, int64_t memory_bytes);
+  absl::Status TryGrow(int64_t total_bytes, int64_t more_bytes);
+  // Whether `memory_bytes` more fit; `total_bytes` is the job's whole need.
+  absl::Status CheckMemoryLocked(int64_t total_bytes, int64_t more_bytes) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MarkRunning();
   void Notify();
 

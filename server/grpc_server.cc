@@ -3,6 +3,9 @@
 #include <grpc/grpc.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/impl/server_builder_option.h>
+#include <grpcpp/impl/server_builder_plugin.h>
+#include <grpcpp/resource_quota.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 
@@ -10,6 +13,7 @@
 #include <cstdint>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "server/auth.h"
@@ -59,6 +63,23 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeCredentials(
   return grpc::SslServerCredentials(ssl);
 }
 
+// Linking grpc++_reflection registers its plugin for every ServerBuilder
+// (a static initializer), so reflection was served whatever the flag said;
+// this option takes the plugin out again.
+class WithoutReflection final : public grpc::ServerBuilderOption {
+ public:
+  void UpdateArguments(grpc::ChannelArguments*) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>*
+                         plugins) override {
+    plugins->erase(
+        std::remove_if(plugins->begin(), plugins->end(),
+                       [](const std::unique_ptr<grpc::ServerBuilderPlugin>& p) {
+                         return p->name() == "proto_server_reflection";
+                       }),
+        plugins->end());
+  }
+};
+
 absl::Status CheckOptions(const ServerOptions& o) {
   const struct {
     const char* flag;
@@ -74,6 +95,8 @@ absl::Status CheckOptions(const ServerOptions& o) {
       {"--max_upload_mb", o.max_upload_mb, 1},
       {"--upload_store_mb", o.upload_store_mb, 1},
       {"--upload_ttl_seconds", o.upload_ttl_seconds, 1},
+      {"--max_receive_memory_mb", o.max_receive_memory_mb, 0},
+      {"--max_tpc_json_kb", o.max_tpc_json_kb, 1},
       {"--heartbeat_seconds", o.heartbeat_seconds, 1},
       {"--drain_delay_seconds", o.drain_delay_seconds, 0},
       {"--drain_seconds", o.drain_seconds, 0},
@@ -114,14 +137,18 @@ absl::StatusOr<std::unique_ptr<QuantdServer>> QuantdServer::Start(
 absl::Status QuantdServer::Init(ServerOptions o) {
   if (absl::Status s = CheckOptions(o); !s.ok()) return s;
   if (o.max_job_memory_mb < 0) o.max_job_memory_mb = DefaultJobMemoryBudgetMb();
+  if (o.max_receive_memory_mb == 0) {
+    o.max_receive_memory_mb = std::max<int64_t>(256, o.max_message_mb * 4);
+  }
   auto credentials = MakeCredentials(o);
   if (!credentials.ok()) return credentials.status();
-  std::string token;
+  std::vector<std::string> tokens;
   if (!o.auth_token_file.empty()) {
     auto read = ReadTokenFile(o.auth_token_file);
     if (!read.ok()) return read.status();
-    token = *std::move(read);
+    tokens = *std::move(read);
   }
+  const bool no_token = tokens.empty();
 
   metric_families_ = std::make_unique<Metrics>(o.version, o.git_sha);
   if (o.metrics_port >= 0) {
@@ -131,7 +158,7 @@ absl::Status QuantdServer::Init(ServerOptions o) {
     if (!endpoint.ok()) return endpoint.status();
     metrics_ = *std::move(endpoint);
   }
-  auto tpcs = TpcCatalog::Create(o.tpc_dir);
+  auto tpcs = TpcCatalog::Create(o.tpc_dir, o.max_tpc_json_kb << 10);
   if (!tpcs.ok()) return tpcs.status();
   tpcs_ = *std::move(tpcs);
   Metrics* metrics = metric_families_.get();
@@ -160,7 +187,12 @@ absl::Status QuantdServer::Init(ServerOptions o) {
   context_ = std::make_unique<ServiceContext>();
   context_->options = o;
   context_->faults = *std::move(faults);
-  context_->auth_token = token;
+  context_->auth_tokens = std::move(tokens);
+  if (!o.tls_client_ca.empty()) {
+    auto own = ReadPem("--tls_cert", o.tls_cert);
+    if (!own.ok()) return own.status();
+    context_->own_cert_pem = *std::move(own);
+  }
   context_->tpcs = tpcs_.get();
   context_->admission = admission_.get();
   context_->uploads = uploads_.get();
@@ -185,9 +217,17 @@ absl::Status QuantdServer::Init(ServerOptions o) {
   // Without this a second server on the same port would silently share it.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(service_.get());
+  if (!o.enable_reflection) {
+    builder.SetOption(std::make_unique<WithoutReflection>());
+  }
   const int max_bytes = static_cast<int>(o.max_message_mb << 20);
   builder.SetMaxReceiveMessageSize(max_bytes);
   builder.SetMaxSendMessageSize(max_bytes);
+  // Bounds the transport's buffers of requests still arriving (the job
+  // budget only sees a request once it is whole).
+  grpc::ResourceQuota quota("quantd_receive");
+  quota.Resize(static_cast<size_t>(o.max_receive_memory_mb << 20));
+  builder.SetResourceQuota(quota);
   const auto arg = [&builder](const char* name, int64_t value) {
     if (value > 0) {
       builder.AddChannelArgument(
@@ -220,17 +260,21 @@ absl::Status QuantdServer::Init(ServerOptions o) {
        {"port", absl::StrCat(port_)},
        {"metrics_port", absl::StrCat(metrics_port())},
        {"tls", tls ? (mtls ? "mutual" : "server") : "off"},
-       {"auth", token.empty() ? "off" : "bearer"},
+       {"auth", no_token ? "off" : "bearer"},
        {"workers", absl::StrCat(o.workers)},
        {"max_queued_jobs", absl::StrCat(o.max_queued_jobs)},
        {"version", o.version}});
-  if (!tls || token.empty()) {
+  if (o.enable_reflection && !no_token) {
     Log(LogLevel::kWarning,
-        absl::StrCat(tls ? "" : "plaintext (no TLS)",
-                     !tls && token.empty() ? " and " : "",
-                     token.empty() ? "unauthenticated (no token)" : "",
-                     ": serving only on ", o.listen_address,
-                     "; anyone who can reach it can submit jobs"),
+        "server reflection answers without the token (--enable_reflection)",
+        {{"address", o.listen_address}});
+  }
+  if (!tls || no_token) {
+    Log(LogLevel::kWarning,
+        absl::StrCat(
+            tls ? "" : "plaintext (no TLS)", !tls && no_token ? " and " : "",
+            no_token ? "unauthenticated (no token)" : "", ": serving only on ",
+            o.listen_address, "; anyone who can reach it can submit jobs"),
         {{"address", o.listen_address}});
   }
   return absl::OkStatus();

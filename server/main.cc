@@ -39,6 +39,12 @@ ABSL_FLAG(int64_t, max_message_mb, 64,
 ABSL_FLAG(int64_t, max_upload_mb, 2048, "Largest UploadModel content, MiB.");
 ABSL_FLAG(int64_t, upload_store_mb, 4096,
           "Bytes all uploads may occupy (least recently used go first), MiB.");
+ABSL_FLAG(int64_t, max_receive_memory_mb, 0,
+          "Memory for gRPC's receive buffers of all calls, MiB (a gRPC "
+          "resource quota); 0 = the larger of 256 and 4 x --max_message_mb.");
+ABSL_FLAG(int64_t, max_tpc_json_kb, 1024,
+          "Largest inline TPC JSON (tpc.inline_json, mct_json), KiB; it is "
+          "rejected before parsing, which costs ~20x its size.");
 ABSL_FLAG(int, upload_ttl_seconds, 3600,
           "Uploads unused for this long expire.");
 ABSL_FLAG(int64_t, max_model_mb, 2048, "Largest ONNX model, MiB.");
@@ -81,7 +87,9 @@ ABSL_FLAG(int64_t, max_connection_age_ms, 0,
           "rebalance; 0 = never.");
 ABSL_FLAG(int64_t, max_connection_age_grace_ms, 0,
           "Grace for calls on an aged connection; set above the longest job.");
-ABSL_FLAG(bool, enable_reflection, true, "Serve gRPC server reflection.");
+ABSL_FLAG(bool, enable_reflection, false,
+          "Serve gRPC server reflection (grpcurl). It answers without the "
+          "token, so it is off unless asked for.");
 ABSL_FLAG(std::string, fault_injection, "",
           "For tests only: stall:STAGE, fail:STAGE or throw:STAGE, "
           "comma-separated (server/fault_injection.h).");
@@ -110,6 +118,8 @@ ServerOptions OptionsFromFlags() {
   o.max_upload_mb = absl::GetFlag(FLAGS_max_upload_mb);
   o.upload_store_mb = absl::GetFlag(FLAGS_upload_store_mb);
   o.upload_ttl_seconds = absl::GetFlag(FLAGS_upload_ttl_seconds);
+  o.max_receive_memory_mb = absl::GetFlag(FLAGS_max_receive_memory_mb);
+  o.max_tpc_json_kb = absl::GetFlag(FLAGS_max_tpc_json_kb);
   o.max_model_mb = absl::GetFlag(FLAGS_max_model_mb);
   o.max_nodes = absl::GetFlag(FLAGS_max_nodes);
   o.max_tensor_elements = absl::GetFlag(FLAGS_max_tensor_elements);

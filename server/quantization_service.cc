@@ -96,6 +96,8 @@ v1::ServerInfo QuantizationServiceImpl::Info() const {
   limits->set_max_sample_bytes(o.max_sample_mb << 20);
   limits->set_max_running_jobs(o.workers);
   limits->set_max_queued_jobs(o.max_queued_jobs);
+  limits->set_max_receive_memory_bytes(o.max_receive_memory_mb << 20);
+  limits->set_max_tpc_json_bytes(o.max_tpc_json_kb << 10);
   info.set_workers(o.workers);
   info.set_max_queued_jobs(o.max_queued_jobs);
   const AdmissionController::Snapshot now = service_->admission->snapshot();

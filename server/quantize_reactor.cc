@@ -236,7 +236,9 @@ namespace {
 // alternative fields are set, and that referenced uploads exist.
 absl::Status CheckRequestShape(const v1::QuantizeRequest& request,
                                const ServerOptions& options,
-                               UploadStore& uploads, int64_t* ref_bytes) {
+                               UploadStore& uploads,
+                               const std::string& principal,
+                               int64_t* ref_bytes) {
   if (request.request_id().size() > kMaxRequestIdLength) {
     return absl::InvalidArgumentError(
         absl::StrCat("request_id: ", request.request_id().size(),
@@ -285,15 +287,15 @@ absl::Status CheckRequestShape(const v1::QuantizeRequest& request,
           absl::StrCat(r.field, ": \"", r.ref.substr(0, 80),
                        "\" is not a sha256 (64 lowercase hex digits)"));
     }
-    auto entry = uploads.Get(r.ref);
+    auto entry = uploads.Get(r.ref, principal);
     if (!entry.ok()) {
       return absl::NotFoundError(
           absl::StrCat(r.field, ": ", entry.status().message()));
     }
-    if (entry->kind != r.kind) {
+    if (!entry->has_kind(r.kind)) {
       return absl::InvalidArgumentError(absl::StrCat(
           r.field, ": upload ", r.ref, " is a ",
-          v1::UploadKind_Name(static_cast<v1::UploadKind>(entry->kind)),
+          v1::UploadKind_Name(static_cast<v1::UploadKind>(entry->first_kind())),
           ", expected ", v1::UploadKind_Name(r.kind)));
     }
     *ref_bytes += static_cast<int64_t>(entry->data->size());
@@ -303,10 +305,11 @@ absl::Status CheckRequestShape(const v1::QuantizeRequest& request,
 
 // The request with uploads substituted for model_ref / samples_ref.
 absl::StatusOr<v1::QuantizeRequest> ResolveRefs(
-    const v1::QuantizeRequest& request, UploadStore& uploads) {
+    const v1::QuantizeRequest& request, UploadStore& uploads,
+    const std::string& principal) {
   v1::QuantizeRequest resolved = request;
   if (!request.model_ref().empty()) {
-    auto entry = uploads.Get(request.model_ref());
+    auto entry = uploads.Get(request.model_ref(), principal);
     if (!entry.ok()) {
       return absl::NotFoundError(
           absl::StrCat("model_ref: ", entry.status().message()));
@@ -315,7 +318,7 @@ absl::StatusOr<v1::QuantizeRequest> ResolveRefs(
     resolved.set_onnx_model(*entry->data);
   }
   if (!request.samples_ref().empty()) {
-    auto entry = uploads.Get(request.samples_ref());
+    auto entry = uploads.Get(request.samples_ref(), principal);
     if (!entry.ok()) {
       return absl::NotFoundError(
           absl::StrCat("samples_ref: ", entry.status().message()));
@@ -343,13 +346,14 @@ JobLimits LimitsFor(const ServiceContext& service) {
 }
 
 void RunJobOnWorker(ServiceContext* service, JobState* job,
-                    const v1::QuantizeRequest* request) {
+                    const v1::QuantizeRequest* request,
+                    const std::string& principal) {
   absl::StatusOr<v1::QuantizeResult> result;
   try {
     const v1::QuantizeRequest* effective = request;
     absl::StatusOr<v1::QuantizeRequest> resolved;
     if (!request->model_ref().empty() || !request->samples_ref().empty()) {
-      resolved = ResolveRefs(*request, *service->uploads);
+      resolved = ResolveRefs(*request, *service->uploads, principal);
       if (!resolved.ok()) {
         job->End(resolved.status());
         return;
@@ -378,9 +382,9 @@ void RunJobOnWorker(ServiceContext* service, JobState* job,
 }
 
 void RunJob(ServiceContext* service, std::shared_ptr<JobState> job,
-            const v1::QuantizeRequest* request) {
+            const v1::QuantizeRequest* request, const std::string& principal) {
   if (!job->TryStart()) return;
-  RunJobOnWorker(service, job.get(), request);
+  RunJobOnWorker(service, job.get(), request, principal);
   job.reset();
 #ifdef __GLIBC__
   // glibc keeps what a job freed (activations, model copies) in its heaps;
@@ -410,7 +414,11 @@ QuantizeReactor::QuantizeReactor(ServiceContext* service,
 }
 
 void QuantizeReactor::Start(const v1::QuantizeRequest* request) {
-  absl::Status status = service_->Authorize(*ctx_);
+  // Who the client is decides which uploads its references can see.
+  auto authenticated = service_->Authenticate(*ctx_);
+  absl::Status status = authenticated.status();
+  std::string principal;
+  if (status.ok()) principal = *std::move(authenticated);
   if (status.ok() && service_->draining.load()) {
     status = absl::UnavailableError(
         "server is draining and accepts no new jobs; retry on another "
@@ -419,7 +427,7 @@ void QuantizeReactor::Start(const v1::QuantizeRequest* request) {
   int64_t ref_bytes = 0;
   if (status.ok()) {
     status = CheckRequestShape(*request, service_->options, *service_->uploads,
-                               &ref_bytes);
+                               principal, &ref_bytes);
   }
   absl::StatusOr<std::string> tpc;
   if (status.ok()) {
@@ -434,15 +442,25 @@ void QuantizeReactor::Start(const v1::QuantizeRequest* request) {
   }
   absl::StatusOr<std::unique_ptr<AdmissionTicket> > ticket;
   if (status.ok()) {
+    // Admitted first for what is known without parsing the model, whose
+    // copies cover the import the finer estimate costs: a job that cannot
+    // fit is rejected before anything is parsed.
     // A referenced upload is copied into the job's request, hence twice.
-    // A job runs samples on the shared compute threads and its own worker.
-    const int in_flight = service_->compute_pool->num_threads() + 1;
     ticket = service_->admission->TryAdmit(
-        EstimateJobMemoryBytes(*request, LimitsFor(*service_), in_flight) +
-        2 * ref_bytes);
+        EstimateJobMemoryBytesBeforeImport(*request) + 2 * ref_bytes);
     if (!ticket.ok()) status = ticket.status();
   }
+  if (status.ok()) {
+    // A job runs samples on the shared compute threads and its own worker.
+    const int in_flight = service_->compute_pool->num_threads() + 1;
+    const int64_t estimate =
+        EstimateJobMemoryBytes(*request, LimitsFor(*service_), in_flight) +
+        2 * ref_bytes;
+    status = (*ticket)->Grow(estimate - (*ticket)->memory_bytes());
+  }
   if (!status.ok()) {
+    // A ticket whose Grow failed frees its place before the client hears.
+    if (ticket.ok()) ticket->reset();
     LogFields fields = job_->Fields();
     fields.emplace_back("error", std::string(status.message()));
     fields.emplace_back("code", absl::StatusCodeToString(status.code()));
@@ -467,8 +485,9 @@ void QuantizeReactor::Start(const v1::QuantizeRequest* request) {
   }));
   ServiceContext* service = service_;
   std::shared_ptr<JobState> job = job_;
-  service_->job_pool->Schedule(
-      [service, job, request] { RunJob(service, job, request); });
+  service_->job_pool->Schedule([service, job, request, principal] {
+    RunJob(service, job, request, principal);
+  });
 }
 
 void QuantizeReactor::StartWrite(const v1::JobEvent* event) {

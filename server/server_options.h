@@ -28,6 +28,13 @@ struct ServerOptions {
   int64_t max_upload_mb = 2048;    // one UploadModel content
   int64_t upload_store_mb = 4096;  // all uploads together (LRU)
   int upload_ttl_seconds = 3600;
+  // Memory of gRPC's buffers for requests being received (a
+  // grpc::ResourceQuota; under pressure gRPC shrinks flow-control windows
+  // and cancels streams). 0 = the larger of 256 and max_message_mb * 4.
+  int64_t max_receive_memory_mb = 0;
+  // Inline TPC JSON (tpc.inline_json, ValidateTpc's mct_json): parsing costs
+  // about 20 times the text, so longer ones are rejected unparsed.
+  int64_t max_tpc_json_kb = 1024;
 
   // Limits on untrusted requests (the pipeline's JobLimits).
   int64_t max_model_mb = 2048;
@@ -62,7 +69,8 @@ struct ServerOptions {
   int64_t max_connection_age_ms = 0;
   // Must exceed the longest job, or connection aging cuts running streams.
   int64_t max_connection_age_grace_ms = 0;
-  bool enable_reflection = true;
+  // Reflection answers without the token (gRPC serves it), so it is opt-in.
+  bool enable_reflection = false;
   // Test-only misbehaviour of job stages (server/fault_injection.h).
   std::string fault_injection;
 

@@ -8,8 +8,10 @@
 
 #include <atomic>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "core/runtime/thread_pool.h"
 #include "server/admission.h"
 #include "server/fault_injection.h"
@@ -23,7 +25,11 @@ namespace quantd::server {
 
 struct ServiceContext {
   ServerOptions options;
-  std::string auth_token;  // empty: no authentication
+  // --auth_token_file's tokens; empty: no authentication.
+  std::vector<std::string> auth_tokens;
+  // With mutual TLS: the server's certificate (PEM), which no client may
+  // present.
+  std::string own_cert_pem;
   TpcCatalog* tpcs = nullptr;
   AdmissionController* admission = nullptr;
   UploadStore* uploads = nullptr;
@@ -36,8 +42,16 @@ struct ServiceContext {
 
   int64_t max_message_bytes() const { return options.max_message_mb << 20; }
 
-  // OK if the call may proceed: authenticated (when a token is configured).
-  absl::Status Authorize(const grpc::CallbackServerContext& ctx) const;
+  // OK if the call may proceed: authenticated (when a token is configured)
+  // and, with mutual TLS, not presenting the server's own certificate.
+  absl::Status Authorize(const grpc::CallbackServerContext& ctx) const {
+    return Authenticate(ctx).status();
+  }
+  // Same, returning who the client is: "token:<index in the token file>"
+  // and/or "cert:<sha256 of its certificate>", "" without authentication.
+  // Uploads are kept apart per identity.
+  absl::StatusOr<std::string> Authenticate(
+      const grpc::CallbackServerContext& ctx) const;
 };
 
 }  // namespace quantd::server

@@ -25,8 +25,9 @@ absl::Status Prefixed(absl::string_view field, const absl::Status& status) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<TpcCatalog>> TpcCatalog::Create(
-    const std::string& tpc_dir) {
+    const std::string& tpc_dir, int64_t max_json_bytes) {
   std::unique_ptr<TpcCatalog> catalog(new TpcCatalog());
+  catalog->max_json_bytes_ = max_json_bytes;
   if (absl::Status s = catalog->registry_.AddBuiltins(); !s.ok()) return s;
   if (!tpc_dir.empty()) {
     if (absl::Status s = catalog->registry_.LoadDirectory(tpc_dir); !s.ok()) {
@@ -34,6 +35,18 @@ absl::StatusOr<std::unique_ptr<TpcCatalog>> TpcCatalog::Create(
     }
   }
   return catalog;
+}
+
+absl::Status TpcCatalog::CheckJsonSize(absl::string_view field,
+                                       const std::string& json) const {
+  if (max_json_bytes_ <= 0 ||
+      static_cast<int64_t>(json.size()) <= max_json_bytes_) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      field, ": ", json.size(), " bytes of JSON exceed the limit of ",
+      max_json_bytes_, " bytes (--max_tpc_json_kb=", max_json_bytes_ >> 10,
+      "); send the TPC as a proto (inline_tpc) or install it in --tpc_dir"));
 }
 
 std::vector<v1::TpcSummary> TpcCatalog::List() const {
@@ -64,6 +77,11 @@ v1::ValidateTpcResponse TpcCatalog::Validate(
       tpc = request.tpc();
       break;
     case v1::ValidateTpcRequest::kMctJson: {
+      if (absl::Status s = CheckJsonSize("mct_json", request.mct_json());
+          !s.ok()) {
+        response.add_errors(std::string(s.message()));
+        return response;
+      }
       auto parsed = tpc::TpcFromJson(request.mct_json());
       if (!parsed.ok()) {
         response.add_errors(std::string(parsed.status().message()));
@@ -100,6 +118,9 @@ absl::StatusOr<std::string> TpcCatalog::Resolve(const v1::TpcRef& ref) {
       break;
     case v1::TpcRef::kInlineJson: {
       field = "tpc.inline_json";
+      if (absl::Status s = CheckJsonSize(field, ref.inline_json()); !s.ok()) {
+        return s;
+      }
       auto parsed = tpc::TpcFromJson(ref.inline_json());
       if (!parsed.ok()) return Prefixed(field, parsed.status());
       inline_tpc = *std::move(parsed);

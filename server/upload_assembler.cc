@@ -6,10 +6,13 @@ namespace quantd::server {
 
 absl::Status UploadAssembler::Begin(int kind, int64_t total_size,
                                     absl::string_view sha256) {
-  if (kind <= 0) {
+  // v1::UploadKind: UPLOAD_KIND_MODEL = 1, UPLOAD_KIND_SAMPLES = 2 (this
+  // library has no generated code).
+  if (kind != 1 && kind != 2) {
     return absl::InvalidArgumentError(
-        "upload chunk[0].kind: must be UPLOAD_KIND_MODEL or "
-        "UPLOAD_KIND_SAMPLES");
+        absl::StrCat("upload chunk[0].kind: ", kind,
+                     " is not UPLOAD_KIND_MODEL (1) or UPLOAD_KIND_SAMPLES "
+                     "(2)"));
   }
   if (total_size <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -19,7 +19,9 @@ UploadReactor::UploadReactor(ServiceContext* service,
       started_(absl::Now()),
       assembler_(service->options.max_upload_mb << 20) {
   service_->metrics->RpcStarted(RpcType::kClientStream, kMethod);
-  absl::Status status = service_->Authorize(*ctx_);
+  auto principal = service_->Authenticate(*ctx_);
+  absl::Status status = principal.status();
+  if (status.ok()) principal_ = *std::move(principal);
   if (status.ok() && service_->draining.load()) {
     status = absl::UnavailableError("server is draining");
   }
@@ -44,17 +46,16 @@ void UploadReactor::OnReadDone(bool ok) {
       End(status);
       return;
     }
-    // Idempotent: the same content is already here, skip the transfer.
-    if (auto entry = service_->uploads->Get(chunk_.sha256());
-        entry.ok() && entry->kind == chunk_.kind()) {
-      receipt_->set_sha256(chunk_.sha256());
-      receipt_->set_size(static_cast<int64_t>(entry->data->size()));
-      receipt_->set_kind(chunk_.kind());
-      receipt_->set_already_present(true);
-      receipt_->set_ttl_seconds(service_->options.upload_ttl_seconds);
-      End(absl::OkStatus());
+    // No shortcut for content already stored: a client that only knows a
+    // digest must not learn that the content is here, nor keep it alive.
+    // The bytes are received and checked first; Store() then reports
+    // already_present.
+    auto reservation = service_->uploads->Reserve(chunk_.total_size());
+    if (!reservation.ok()) {
+      End(reservation.status());
       return;
     }
+    reservation_ = *std::move(reservation);
   }
   absl::Status status = assembler_.Append(chunk_.offset(), chunk_.data());
   if (!status.ok()) {
@@ -67,7 +68,8 @@ void UploadReactor::OnReadDone(bool ok) {
 absl::Status UploadReactor::Store(std::shared_ptr<const std::string> data) {
   const int64_t size = static_cast<int64_t>(data->size());
   auto already = service_->uploads->Put(assembler_.sha256(), assembler_.kind(),
-                                        std::move(data));
+                                        std::move(data),
+                                        std::move(reservation_), principal_);
   if (!already.ok()) return already.status();
   receipt_->set_sha256(assembler_.sha256());
   receipt_->set_size(size);
@@ -85,6 +87,7 @@ void UploadReactor::End(const absl::Status& status) {
   const grpc::Status grpc_status =
       ToGrpcStatus(status, {{"rpc", kMethod}, {"peer", ctx_->peer()}});
   final_code_ = static_cast<int>(grpc_status.error_code());
+  reservation_.reset();  // a failed upload's bytes are free for others
   Finish(grpc_status);
 }
 

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "clients/batch/output_dir.h"
 #include "core/io/file_util.h"
 #include "core/util/status_macros.h"
 #include "nlohmann/json.hpp"
@@ -136,7 +137,8 @@ class LineParser {
     if (!IsValidJobId(job.id)) {
       return Error("id", absl::StrCat("'", job.id,
                                       "' is not a folder name: use 1 to 100 of "
-                                      "[A-Za-z0-9_.-], not starting with '.'"));
+                                      "[A-Za-z0-9_.-], not starting with '.' "
+                                      "and not summary.json"));
     }
     json options = json::object();
     if (row.contains("options") && !row["options"].is_null()) {
@@ -222,6 +224,9 @@ bool Skippable(absl::string_view line) {
 
 bool IsValidJobId(const std::string& id) {
   if (id.empty() || id.size() > kMaxJobIdLength || id[0] == '.') return false;
+  // The batch's own files live next to the job folders (case-insensitive
+  // file systems included).
+  if (absl::EqualsIgnoreCase(id, kSummaryFile)) return false;
   for (char c : id) {
     if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' &&
         c != '-' && c != '.') {

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -70,8 +71,25 @@ absl::StatusOr<std::unique_ptr<OutputDir>> OutputDir::Open(
         absl::StrCat("--out ", dir, ": ", ec.message()));
   }
   const std::string lock_path = dir + "/.lock";
-  const int fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  // O_NOFOLLOW: a symbolic link planted as .lock would otherwise make us
+  // truncate and overwrite its target.
+  const int fd =
+      open(lock_path.c_str(),
+           O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+  if (fd < 0 && errno == ELOOP) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--out ", dir, ": ", lock_path,
+        " is a symbolic link; refusing to follow it (remove it and retry)"));
+  }
   if (fd < 0) return ErrnoError("opening", lock_path);
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+    close(fd);
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--out ", dir, ": ", lock_path,
+        " is not a regular file of its own (a hard link, device or fifo); "
+        "refusing to write it (remove it and retry)"));
+  }
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     char buffer[32] = {};
     const ssize_t n = pread(fd, buffer, sizeof(buffer) - 1, 0);

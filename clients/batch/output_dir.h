@@ -4,7 +4,9 @@
 // that the job is done (its input digest, attempts, output digests).
 // DIR/.lock (flock) keeps a second runner out while this one is alive; the
 // kernel drops the lock when the process dies, however it dies, and leftover
-// .tmp-* folders are removed when the next runner opens DIR.
+// .tmp-* folders are removed when the next runner opens DIR. A .lock that is
+// not a plain file of its own (a symbolic or hard link planted in DIR) is
+// refused, never followed: taking the lock truncates it.
 #ifndef QUANTD_CLIENTS_BATCH_OUTPUT_DIR_H_
 #define QUANTD_CLIENTS_BATCH_OUTPUT_DIR_H_
 
@@ -21,11 +23,14 @@
 namespace quantd::batch {
 
 inline constexpr char kRecordFile[] = "result.json";
+// DIR/summary.json: no job id may take this name (manifest.h).
+inline constexpr char kSummaryFile[] = "summary.json";
 
 class OutputDir {
  public:
   // Creates `dir` if needed and takes its lock: FAILED_PRECONDITION naming
-  // the holder's pid when another runner has it.
+  // the holder's pid when another runner has it, or naming DIR/.lock when it
+  // is a link or not a regular file.
   static absl::StatusOr<std::unique_ptr<OutputDir>> Open(
       const std::string& dir);
   ~OutputDir();

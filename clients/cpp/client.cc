@@ -85,8 +85,8 @@ absl::StatusOr<v1::UploadReceipt> Client::Upload(v1::UploadKind kind,
     }
     chunk.set_offset(offset);
     chunk.set_data(content.substr(offset, chunk_bytes));
-    // false: the server has answered early (already stored, or an error);
-    // Finish() below tells which.
+    // false: the server has answered early with an error; Finish() below
+    // tells which.
     if (!writer->Write(chunk)) break;
   }
   writer->WritesDone();

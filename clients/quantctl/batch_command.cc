@@ -228,7 +228,7 @@ int RunBatch(const std::vector<std::string>& argv) {
   info.seconds = absl::ToDoubleSeconds(absl::Now() - start);
   const nlohmann::json summary = batch::SummaryJson(info, outcomes);
   absl::Status st =
-      (*out)->WriteFile("summary.json", JsonText(summary, 2) + "\n");
+      (*out)->WriteFile(batch::kSummaryFile, JsonText(summary, 2) + "\n");
   std::printf("%s", batch::SummaryTable(outcomes).c_str());
   const auto& counts = summary["counts"];
   std::printf(

@@ -621,12 +621,26 @@ absl::StatusOr<Model> ImportOnnxModel(const onnx::ModelProto& proto,
   }
   ImportContext ctx{options};
   ASSIGN_OR_RETURN(model.graph, ImportGraph(proto.graph(), &ctx));
+  // Without outputs nothing is computed: a job would report SQNR 0 on an
+  // empty comparison.
+  if (model.graph.outputs.empty()) {
+    return absl::InvalidArgumentError(
+        "graph.output: the model has no outputs (nothing to quantize or "
+        "compare)");
+  }
   RETURN_IF_ERROR(ValidateModel(&model));
   if (!options.input_shapes.empty()) {
     RETURN_IF_ERROR(BindInputShapes(options.input_shapes, &model.graph));
   }
   return model;
 }
+
+namespace {
+// protobuf's default; kept for parsing so that untrusted input cannot
+// recurse deeper (stack), raised only to tell why a parse failed.
+constexpr int kProtobufRecursionLimit = 100;
+constexpr int kDiagnosticRecursionLimit = 1000;
+}  // namespace
 
 absl::StatusOr<Model> ImportOnnx(absl::string_view bytes,
                                  const ImportOptions& options) {
@@ -641,7 +655,23 @@ absl::StatusOr<Model> ImportOnnx(absl::string_view bytes,
       reinterpret_cast<const uint8_t*>(bytes.data()),
       static_cast<int>(bytes.size()));
   stream.SetTotalBytesLimit(std::numeric_limits<int>::max());
+  stream.SetRecursionLimit(kProtobufRecursionLimit);
   if (!proto.ParseFromCodedStream(&stream) || !stream.ConsumedEntireMessage()) {
+    // protobuf refuses messages nested deeper than its recursion limit; a
+    // second parse with a deeper limit tells that apart from corruption.
+    onnx::ModelProto deep;
+    google::protobuf::io::CodedInputStream retry(
+        reinterpret_cast<const uint8_t*>(bytes.data()),
+        static_cast<int>(bytes.size()));
+    retry.SetTotalBytesLimit(std::numeric_limits<int>::max());
+    retry.SetRecursionLimit(kDiagnosticRecursionLimit);
+    if (deep.ParseFromCodedStream(&retry) && retry.ConsumedEntireMessage()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "graph: subgraphs (If/Loop/Scan bodies) are nested deeper than "
+          "the ",
+          kProtobufRecursionLimit,
+          " message levels protobuf parses (each nested subgraph takes 3)"));
+    }
     return absl::InvalidArgumentError(
         "bytes are not a valid ONNX ModelProto (truncated or corrupt)");
   }

@@ -145,9 +145,10 @@ absl::StatusOr<EvaluationResult> EvaluateFakeQuant(
       auto it = q_out->find(name);
       if (it != q_out->end()) CompareOutput(f, it->second, &r.outputs[name]);
     }
-    const int64_t d = ++done;
     if (progress != nullptr) {
+      // Counted under the lock so that reports leave in counting order.
       std::lock_guard<std::mutex> lock(progress_mu);
+      const int64_t d = ++done;
       progress->Report({"report", static_cast<double>(d) / n,
                         absl::StrCat("evaluated ", d, "/", n, " samples")});
     }

@@ -341,6 +341,26 @@ absl::Status ValidateMixedPrecisionConfig(
     return absl::InvalidArgumentError(
         "mixed_precision.solver_time_limit_seconds: must be > 0");
   }
+  // `!(x >= lo)` also catches NaN.
+  if (config.has_metric_epsilon() && !(std::isfinite(config.metric_epsilon()) &&
+                                       config.metric_epsilon() >= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mixed_precision.metric_epsilon: ", config.metric_epsilon(),
+        " is not a finite number >= 0"));
+  }
+  if (config.has_exp_distance_weighting_sigma() &&
+      !(std::isfinite(config.exp_distance_weighting_sigma()) &&
+        config.exp_distance_weighting_sigma() > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mixed_precision.exp_distance_weighting_sigma: ",
+        config.exp_distance_weighting_sigma(), " is not a finite number > 0"));
+  }
+  if (config.kernel_weights_bits() < 0 ||
+      config.kernel_weights_bits() > kMaxWeightBits) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mixed_precision.kernel_weights_bits: ", config.kernel_weights_bits(),
+        " is not in [1, ", kMaxWeightBits, "] (0 = unset)"));
+  }
   return absl::OkStatus();
 }
 

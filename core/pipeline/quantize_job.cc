@@ -36,6 +36,8 @@
 #include "core/pipeline/statistics.h"
 #include "core/qdq/qdq_export.h"
 #include "core/report/report.h"
+#include "core/runtime/monotonic_progress.h"
+#include "core/tpc/framework_info.h"
 #include "core/tpc/json_io.h"
 #include "core/tpc/registry.h"
 #include "core/tpc/tpc_ref.h"
@@ -282,14 +284,30 @@ absl::Status ValidateQuantizeRequest(const v1::QuantizeRequest& request,
     return absl::InvalidArgumentError(
         absl::StrCat("num_threads: must be >= 0, got ", request.num_threads()));
   }
+  if (!v1::ActivationStorage_IsValid(
+          request.export_options().activation_storage())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "export_options.activation_storage: ",
+        request.export_options().activation_storage(),
+        " is not ACTIVATION_STORAGE_UNSPECIFIED, _UINT8 or _INT8"));
+  }
+  if (request.quantization().has_framework_info()) {
+    // Checked here, not first when the TPC is attached after import.
+    tpc::OnnxFrameworkInfo framework_info = tpc::OnnxFrameworkInfo::Default();
+    if (absl::Status st = framework_info.ApplyOverride(
+            request.quantization().framework_info());
+        !st.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("quantization.", st.message()));
+    }
+  }
   auto options =
       ResolvePtqOptions(request.quantization(), request.gptq().enabled());
   if (!options.ok()) return options.status();
   return RejectUnsupported(request, *options);
 }
 
-int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
-                               const JobLimits& limits, int samples_in_flight) {
+int64_t EstimateJobMemoryBytesBeforeImport(const v1::QuantizeRequest& request) {
   int64_t samples = 0;
   for (const auto& s : request.calibration_samples()) {
     for (const auto& t : s.inputs()) samples += t.raw_data().size();
@@ -299,16 +317,22 @@ int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
   }
   const int64_t model = static_cast<int64_t>(request.onnx_model().size());
   // Parsed model, prepared copy, fake-quant copy and QDQ export each hold
-  // the weights. Per sample in flight, evaluation keeps a float copy of
-  // every quantized activation while the fake-quant run makes its own:
-  // at most twice the sum of all activations.
+  // the weights.
+  return samples * 2 + model * 5 + (int64_t{64} << 20);
+}
+
+int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
+                               const JobLimits& limits, int samples_in_flight) {
+  // Per sample in flight, evaluation keeps a float copy of every quantized
+  // activation while the fake-quant run makes its own: at most twice the sum
+  // of all activations.
   const int64_t in_flight = std::max<int64_t>(
       1, std::min<int64_t>({samples_in_flight, 1024,
                             std::max(1, request.calibration_samples_size())}));
   const int64_t activations =
       std::min(int64_t{1} << 50,
                2 * in_flight * ActivationBytesPerSample(request, limits));
-  return samples * 2 + model * 5 + activations + (int64_t{64} << 20);
+  return EstimateJobMemoryBytesBeforeImport(request) + activations;
 }
 
 absl::StatusOr<v1::QuantizeResult> RunQuantizeJob(
@@ -335,7 +359,11 @@ absl::StatusOr<v1::QuantizeResult> RunQuantizeJobWithArtifacts(
   }
   ThreadPool* pool = context.pool;
   const CancellationToken* cancel = context.cancel;
-  StageClock clock(context.progress, cancel, context.on_stage_start);
+  // Stages report from several threads; clients must never see a stage's
+  // fraction go back.
+  MonotonicProgressSink progress(context.progress);
+  StageClock clock(context.progress != nullptr ? &progress : nullptr, cancel,
+                   context.on_stage_start);
   JobState state;
   ASSIGN_OR_RETURN(state.options, ResolvePtqOptions(request.quantization(),
                                                     request.gptq().enabled()));

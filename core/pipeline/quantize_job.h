@@ -52,6 +52,11 @@ struct JobContext {
 absl::Status ValidateQuantizeRequest(const v1::QuantizeRequest& request,
                                      const JobLimits& limits);
 
+// The part of EstimateJobMemoryBytes known without parsing the model: the
+// request's bytes, the model's copies and a fixed overhead. Admission
+// reserves it before the import so that parsing is paid from the budget.
+int64_t EstimateJobMemoryBytesBeforeImport(const v1::QuantizeRequest& request);
+
 // A rough upper bound of the job's peak memory, for admission control: the
 // request's bytes, the model's copies and the activations of
 // `samples_in_flight` samples at once (twice the sum of every activation of

@@ -93,9 +93,10 @@ absl::StatusOr<StatisticsResult> CollectStatistics(
           absl::StrCat("calibration sample ", i, ": ", out.status().message()));
       return;
     }
-    const int64_t d = ++done;
     if (progress != nullptr) {
+      // Counted under the lock so that reports leave in counting order.
       std::lock_guard<std::mutex> lock(progress_mu);
+      const int64_t d = ++done;
       progress->Report({"calibrate", static_cast<double>(d) / n,
                         absl::StrCat(d, "/", n, " samples")});
     }

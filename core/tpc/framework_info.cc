@@ -1,9 +1,15 @@
 #include "core/tpc/framework_info.h"
 
+#include <cmath>
+#include <tuple>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 
 namespace quantd::tpc {
 namespace {
+
+constexpr int kMaxKernelRank = 5;
 
 OnnxFrameworkInfo* BuildDefault() {
   auto* info = new OnnxFrameworkInfo();
@@ -68,6 +74,17 @@ absl::Status OnnxFrameworkInfo::ApplyOverride(
           absl::StrCat(path, " (", k.op_type(),
                        ").weight_input: ", k.weight_input(), " is negative"));
     }
+    // Axes of the weight tensor, counted from 0 (ONNX kernels have at most
+    // 5 dims: Conv3D's; the per-node rank is checked when attaching).
+    for (const auto& [field, axis] :
+         {std::pair<const char*, int>{"out_channel_axis", k.out_channel_axis()},
+          {"in_channel_axis", k.in_channel_axis()}}) {
+      if (axis < 0 || axis >= kMaxKernelRank) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            path, " (", k.op_type(), ").", field, ": ", axis,
+            " is not a weight axis in [0, ", kMaxKernelRank - 1, "]"));
+      }
+    }
     kernels_[k.op_type()] = {k.weight_input(), k.out_channel_axis(),
                              k.in_channel_axis()};
   }
@@ -78,9 +95,18 @@ absl::Status OnnxFrameworkInfo::ApplyOverride(
     if (r.op_type().empty()) {
       return absl::InvalidArgumentError(path + ".op_type: empty");
     }
+    for (const auto& [field, has, value] :
+         {std::tuple<const char*, bool, double>{"min", r.has_min(), r.min()},
+          {"max", r.has_max(), r.max()}}) {
+      if (has && std::isnan(value)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            path, " (", r.op_type(), ").", field, ": NaN is not a bound"));
+      }
+    }
     if (r.has_min() && r.has_max() && !(r.min() <= r.max())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          path, " (", r.op_type(), "): min ", r.min(), " > max ", r.max()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, " (", r.op_type(), ").min: ", r.min(),
+                       " is greater than max ", r.max()));
     }
     OutputRange range;
     if (r.has_min()) range.min = r.min();

@@ -18,6 +18,11 @@ using quantd::v1::OpQuantizationConfig;
 using quantd::v1::QuantizationConfigOptions;
 using quantd::v1::TargetPlatformCapabilities;
 
+// The quantizers' widest grid; MCT's float bit width (32) is allowed only
+// where quantization is disabled.
+constexpr int kMaxQuantizedBits = 16;
+constexpr int kMaxInputBits = 32;
+
 class Checker {
  public:
   Checker(const ValidationOptions& options) : options_(options) {}
@@ -40,6 +45,12 @@ class Checker {
     if (a.weights_n_bits() <= 0) {
       Error(path + ".weights_n_bits",
             absl::StrCat("must be positive, got ", a.weights_n_bits()));
+    } else if (a.enable_weights_quantization() &&
+               a.weights_n_bits() > kMaxQuantizedBits) {
+      // The quantizers stop at 16 bits: more would silently keep floats.
+      Error(path + ".weights_n_bits",
+            absl::StrCat(a.weights_n_bits(), " is over ", kMaxQuantizedBits,
+                         " bits (quantized weights)"));
     }
     if (a.has_lut_values_bitwidth() && a.lut_values_bitwidth() <= 0) {
       Error(path + ".lut_values_bitwidth",
@@ -66,6 +77,11 @@ class Checker {
     if (c.activation_n_bits() <= 0) {
       Error(path + ".activation_n_bits",
             absl::StrCat("must be positive, got ", c.activation_n_bits()));
+    } else if (c.enable_activation_quantization() &&
+               c.activation_n_bits() > kMaxQuantizedBits) {
+      Error(path + ".activation_n_bits",
+            absl::StrCat(c.activation_n_bits(), " is over ", kMaxQuantizedBits,
+                         " bits (quantized activations)"));
     }
     if (c.supported_input_activation_n_bits().empty()) {
       Error(path + ".supported_input_activation_n_bits",
@@ -76,6 +92,10 @@ class Checker {
         Error(absl::StrCat(path, ".supported_input_activation_n_bits[", i, "]"),
               absl::StrCat("must be positive, got ",
                            c.supported_input_activation_n_bits(i)));
+      } else if (c.supported_input_activation_n_bits(i) > kMaxInputBits) {
+        Error(absl::StrCat(path, ".supported_input_activation_n_bits[", i, "]"),
+              absl::StrCat(c.supported_input_activation_n_bits(i), " is over ",
+                           kMaxInputBits, " bits"));
       }
     }
     if (c.enable_activation_quantization() && c.quantization_preserving()) {

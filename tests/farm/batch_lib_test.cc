@@ -113,6 +113,13 @@ TEST(ManifestTest, ErrorsNameLineAndField) {
        "m:1: field 'options.bits': unknown option"},
       {"{\"id\":\"../evil\",\"model\":\"x\",\"calib\":\"c\",\"tpc\":\"t\"}",
        "m:1: field 'id': '../evil' is not a folder name"},
+      // The job's folder would replace the batch's summary.
+      {"{\"id\":\"summary.json\",\"model\":\"x\",\"calib\":\"c\","
+       "\"tpc\":\"t\"}",
+       "m:1: field 'id': 'summary.json' is not a folder name"},
+      {"{\"id\":\"Summary.JSON\",\"model\":\"x\",\"calib\":\"c\","
+       "\"tpc\":\"t\"}",
+       "m:1: field 'id': 'Summary.JSON' is not a folder name"},
       {"{\"id\":\"a\",\"model\":\"x\",\"calib\":\"c\",\"tpc\":\"t\"}\n"
        "{\"id\":\"a\",\"model\":\"y\",\"calib\":\"c\",\"tpc\":\"t\"}",
        "m:2: field 'id': 'a' is already used on line 1"},
@@ -277,6 +284,32 @@ TEST_F(OutputDirTest, LockKeepsASecondRunnerOut) {
       HasSubstr(absl::StrCat("another quantctl batch (pid ", getpid(), ")")));
   first->reset();
   EXPECT_TRUE(OutputDir::Open(dir_).ok());
+}
+
+TEST_F(OutputDirTest, SymlinkedLockIsRefusedAndItsTargetKept) {
+  std::filesystem::create_directories(dir_);
+  const std::string victim = dir_ + "-victim";
+  ASSERT_TRUE(WriteFileAtomically(victim, "precious").ok());
+  std::filesystem::create_symlink(victim, dir_ + "/.lock");
+  auto out = OutputDir::Open(dir_);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(out.status().message()),
+              HasSubstr("/.lock is a symbolic link; refusing to follow it"));
+  EXPECT_EQ(*ReadFileLimited(victim, 100), "precious");
+  std::filesystem::remove(victim);
+}
+
+TEST_F(OutputDirTest, HardLinkedLockIsRefusedAndItsTargetKept) {
+  std::filesystem::create_directories(dir_);
+  const std::string victim = dir_ + "/victim";
+  ASSERT_TRUE(WriteFileAtomically(victim, "precious").ok());
+  std::filesystem::create_hard_link(victim, dir_ + "/.lock");
+  auto out = OutputDir::Open(dir_);
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(std::string(out.status().message()),
+              HasSubstr("/.lock is not a regular file of its own"));
+  EXPECT_EQ(*ReadFileLimited(victim, 100), "precious");
 }
 
 TEST_F(OutputDirTest, LeftoversOfADeadRunnerAreRemovedOnOpen) {

@@ -1,7 +1,10 @@
 // TLS, mutual TLS and bearer tokens against the real quantd binary. The
 // certificates are throwaway ones made with the openssl CLI in a temp dir.
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +12,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "clients/cpp/client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -64,6 +68,32 @@ class Certificates {
   std::filesystem::path dir_;
 };
 
+// ServerReflectionInfo with one list_services request, called as a unary
+// method (one message each way) through a generic stub: the status says
+// whether reflection is served.
+grpc::Status ListServicesByReflection(const std::string& target) {
+  grpc::GenericStub stub(
+      grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
+  // ServerReflectionRequest{list_services: "*"}: field 7, length 1.
+  const std::string request_bytes = "\x3a\x01*";
+  grpc::Slice slice(request_bytes);
+  grpc::ByteBuffer request(&slice, 1);
+  grpc::ByteBuffer response;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  grpc::Status status;
+  absl::Notification done;
+  stub.UnaryCall(&ctx,
+                 "/grpc.reflection.v1alpha.ServerReflection/"
+                 "ServerReflectionInfo",
+                 grpc::StubOptions(), &request, &response, [&](grpc::Status s) {
+                   status = std::move(s);
+                   done.Notify();
+                 });
+  done.WaitForNotification();
+  return status;
+}
+
 class SecurityTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -71,6 +101,7 @@ class SecurityTest : public ::testing::Test {
     ASSERT_TRUE(certs.ok()) << certs.status();
     certs_ = new Certificates(*std::move(certs));
     std::ofstream(certs_->Path("token")) << "s3cret-token\n";
+    std::ofstream(certs_->Path("two_tokens")) << "token-of-a\n\ntoken-of-b\n";
   }
   static void TearDownTestSuite() {
     certs_->Remove();
@@ -101,6 +132,38 @@ TEST_F(SecurityTest, TokenAuthAcceptsRightTokenAndRejectsOthers) {
   const absl::Status missing = Ping({.target = target}).status();
   EXPECT_EQ(missing.code(), absl::StatusCode::kUnauthenticated);
   EXPECT_THAT(std::string(missing.message()), HasSubstr("missing"));
+}
+
+TEST_F(SecurityTest, EachTokenHasItsOwnUploads) {
+  // One store used to serve every client: B could use (and learn of, and
+  // keep alive) what A uploaded by its digest.
+  auto server =
+      ServerProcess::Start({"--auth_token_file=" + certs_->Path("two_tokens")});
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string target = (*server)->target();
+  auto a =
+      client::Client::Create({.target = target, .auth_token = "token-of-a"});
+  auto b =
+      client::Client::Create({.target = target, .auth_token = "token-of-b"});
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto receipt = (*a)->Upload(v1::UPLOAD_KIND_MODEL, "a's model bytes",
+                              absl::Now() + absl::Seconds(10));
+  ASSERT_TRUE(receipt.ok()) << receipt.status();
+  v1::QuantizeRequest request;
+  request.set_model_ref(receipt->sha256());
+  request.mutable_tpc()->set_name("imx500@4.0");
+  // A's reference resolves (the job then fails validation: no samples).
+  const absl::Status for_a = (*a)->Quantize(request).status();
+  EXPECT_EQ(for_a.code(), absl::StatusCode::kInvalidArgument) << for_a;
+  const absl::Status for_b = (*b)->Quantize(request).status();
+  EXPECT_EQ(for_b.code(), absl::StatusCode::kNotFound) << for_b;
+  EXPECT_THAT(std::string(for_b.message()),
+              HasSubstr("model_ref: no upload with sha256"));
+  // Uploading the same bytes, B is not told A has them.
+  auto again = (*b)->Upload(v1::UPLOAD_KIND_MODEL, "a's model bytes",
+                            absl::Now() + absl::Seconds(10));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE(again->already_present());
 }
 
 TEST_F(SecurityTest, TokenAuthAppliesToStreamsToo) {
@@ -192,6 +255,38 @@ TEST_F(SecurityTest, MutualTlsRequiresAClientCertificateFromTheCa) {
                 .status()
                 .code(),
             absl::StatusCode::kUnavailable);
+}
+
+TEST_F(SecurityTest, MutualTlsRefusesTheServersOwnCertificateAsAClient) {
+  // The client CA signed the server's certificate too: anyone holding the
+  // server's key used to pass as a client.
+  auto server =
+      ServerProcess::Start({"--tls_cert=" + certs_->Path("server.pem"),
+                            "--tls_key=" + certs_->Path("server.key"),
+                            "--tls_client_ca=" + certs_->Path("ca.pem")});
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string target = absl::StrCat("localhost:", (*server)->port());
+  const absl::Status status = Ping({.target = target,
+                                    .tls_ca = certs_->Path("ca.pem"),
+                                    .tls_cert = certs_->Path("server.pem"),
+                                    .tls_key = certs_->Path("server.key")})
+                                  .status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("the client certificate is this server's own"));
+}
+
+TEST_F(SecurityTest, ReflectionIsServedOnlyWithItsFlag) {
+  // It used to answer anyone, token or not.
+  auto closed =
+      ServerProcess::Start({"--auth_token_file=" + certs_->Path("token")});
+  ASSERT_TRUE(closed.ok()) << closed.status();
+  EXPECT_EQ(ListServicesByReflection((*closed)->target()).error_code(),
+            grpc::StatusCode::UNIMPLEMENTED);
+  auto open = ServerProcess::Start({"--enable_reflection"});
+  ASSERT_TRUE(open.ok()) << open.status();
+  const grpc::Status status = ListServicesByReflection((*open)->target());
+  EXPECT_TRUE(status.ok()) << status.error_message();
 }
 
 TEST_F(SecurityTest, TlsWithTokenNeedsBoth) {

@@ -4,8 +4,12 @@
 #include <google/protobuf/util/message_differencer.h>
 #include <grpcpp/grpcpp.h>
 
+#include <cmath>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "clients/cpp/client.h"
@@ -16,7 +20,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "quantd/v1/quantization_service.grpc.pb.h"
+#include "tests/data/onnx/model_builder.h"
 #include "tests/integration/server_process.h"
+#include "tests/integration/test_jobs.h"
 
 namespace quantd::testing {
 namespace {
@@ -26,6 +32,8 @@ using ::testing::Contains;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAreArray;
+
+using ::quantd::testing::SmallJob;
 
 class ServiceBasicsTest : public ::testing::Test {
  protected:
@@ -78,6 +86,9 @@ TEST_F(ServiceBasicsTest, ServerInfoReportsFlagsAndTpcs) {
   EXPECT_EQ(info->limits().max_tensor_elements(), 4096);
   EXPECT_EQ(info->limits().max_running_jobs(), 2);
   EXPECT_EQ(info->limits().max_queued_jobs(), 3);
+  // Defaults: max(256, 4 x --max_message_mb) MiB and 1024 KiB.
+  EXPECT_EQ(info->limits().max_receive_memory_bytes(), int64_t{256} << 20);
+  EXPECT_EQ(info->limits().max_tpc_json_bytes(), 1024 << 10);
   // No --max_job_memory_mb: 3/4 of the machine's memory, never unlimited.
   EXPECT_GT(info->limits().max_job_memory_bytes(), 0);
   EXPECT_EQ(info->heartbeat_seconds(), 1);
@@ -142,6 +153,84 @@ TEST_F(ServiceBasicsTest, ValidateTpcAcceptsBuiltinAsMctJson) {
   auto response = client_->ValidateTpc(request);
   ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_TRUE(response->valid()) << response->DebugString();
+}
+
+TEST_F(ServiceBasicsTest, TpcJsonOverMaxTpcJsonKbIsRefusedUnparsed) {
+  // 1.5 MiB: under --max_message_mb=2, over the default --max_tpc_json_kb.
+  v1::ValidateTpcRequest request;
+  request.set_mct_json(std::string(3 << 19, '['));
+  auto response = client_->ValidateTpc(request);
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_FALSE(response->valid());
+  EXPECT_THAT(response->errors(),
+              Contains(HasSubstr("mct_json: 1572864 bytes of JSON exceed the "
+                                 "limit of 1048576 bytes "
+                                 "(--max_tpc_json_kb=1024)")));
+}
+
+TEST_F(ServiceBasicsTest, OutOfRangeOptionsAreRejectedNamingTheField) {
+  // Each of these used to be accepted (docs/reliability.md, validation gaps).
+  const struct {
+    std::function<void(v1::QuantizeRequest&)> edit;
+    std::string message;
+  } cases[] = {
+      {[](v1::QuantizeRequest& r) {
+         r.mutable_mixed_precision()->set_metric_epsilon(std::nan(""));
+       },
+       "mixed_precision.metric_epsilon: nan is not a finite number >= 0"},
+      {[](v1::QuantizeRequest& r) {
+         r.mutable_mixed_precision()->set_exp_distance_weighting_sigma(0);
+       },
+       "mixed_precision.exp_distance_weighting_sigma: 0 is not a finite "
+       "number > 0"},
+      {[](v1::QuantizeRequest& r) {
+         r.mutable_mixed_precision()->set_kernel_weights_bits(-4);
+       },
+       "mixed_precision.kernel_weights_bits: -4 is not in [1, 16]"},
+      {[](v1::QuantizeRequest& r) {
+         r.mutable_export_options()->set_activation_storage(
+             static_cast<v1::ActivationStorage>(99));
+       },
+       "export_options.activation_storage: 99 is not"},
+      {[](v1::QuantizeRequest& r) {
+         auto* k = r.mutable_quantization()
+                       ->mutable_framework_info()
+                       ->add_kernel_ops();
+         k->set_op_type("Conv");
+         k->set_weight_input(1);
+         k->set_out_channel_axis(100);
+       },
+       "quantization.framework_info.kernel_ops[0] (Conv).out_channel_axis: "
+       "100 is not a weight axis"},
+      {[](v1::QuantizeRequest& r) {
+         auto* range = r.mutable_quantization()
+                           ->mutable_framework_info()
+                           ->add_activation_ranges();
+         range->set_op_type("Relu");
+         range->set_min(std::nan(""));
+       },
+       "quantization.framework_info.activation_ranges[0] (Relu).min: NaN"},
+  };
+  for (const auto& c : cases) {
+    v1::QuantizeRequest request = SmallJob("bad-option");
+    c.edit(request);
+    const absl::Status status = QuantizeStatus(request);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.message;
+    EXPECT_THAT(std::string(status.message()), HasSubstr(c.message));
+  }
+}
+
+TEST_F(ServiceBasicsTest, ModelWithoutOutputsFailsNamingGraphOutput) {
+  // It used to finish "OK" with SQNR 0.0.
+  OnnxModelBuilder b;
+  b.Input("x", DType::kFloat, {1, 3, 8, 8});
+  b.AddNode("Relu", {"x"}, {"y"}, "relu_1");
+  v1::QuantizeRequest request = SmallJob("no-outputs");
+  request.set_onnx_model(b.Serialize());
+  const absl::Status status = QuantizeStatus(request);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("graph.output: the model has no outputs"));
 }
 
 TEST_F(ServiceBasicsTest, QuantizeWithoutModelNamesTheField) {
@@ -257,6 +346,89 @@ TEST_F(ServiceBasicsTest, UploadOfModelUsedAsSamplesIsInvalid) {
   EXPECT_THAT(std::string(status.message()),
               HasSubstr("samples_ref: upload " + receipt->sha256() +
                         " is a UPLOAD_KIND_MODEL"));
+}
+
+// One UploadModel stream of `chunks` (the first carries the header).
+grpc::Status UploadChunks(client::Client& c,
+                          const std::vector<v1::UploadChunk>& chunks,
+                          v1::UploadReceipt* receipt) {
+  grpc::ClientContext ctx;
+  auto writer = c.stub().UploadModel(&ctx, receipt);
+  for (const v1::UploadChunk& chunk : chunks) {
+    if (!writer->Write(chunk)) break;
+  }
+  writer->WritesDone();
+  return writer->Finish();
+}
+
+TEST_F(ServiceBasicsTest, UploadOfUnknownKindIsRejected) {
+  v1::UploadChunk chunk;
+  chunk.set_kind(static_cast<v1::UploadKind>(99));
+  chunk.set_total_size(5);
+  chunk.set_sha256(client::Sha256Hex("hello"));
+  chunk.set_data("hello");
+  v1::UploadReceipt receipt;
+  const grpc::Status status = UploadChunks(*client_, {chunk}, &receipt);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("chunk[0].kind: 99 is not"));
+}
+
+TEST_F(ServiceBasicsTest, KnowingTheDigestIsNotEnoughToClaimAnUpload) {
+  const std::string content = "content only its uploader has";
+  ASSERT_TRUE(client_
+                  ->Upload(v1::UPLOAD_KIND_MODEL, content,
+                           absl::Now() + absl::Seconds(30))
+                  .ok());
+  // The header of the same content without its bytes used to get
+  // already_present=true (and refresh the upload's TTL).
+  v1::UploadChunk header;
+  header.set_kind(v1::UPLOAD_KIND_MODEL);
+  header.set_total_size(static_cast<int64_t>(content.size()));
+  header.set_sha256(client::Sha256Hex(content));
+  v1::UploadReceipt receipt;
+  const grpc::Status status = UploadChunks(*client_, {header}, &receipt);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("stream ended after 0 of"));
+  EXPECT_FALSE(receipt.already_present());
+}
+
+TEST_F(ServiceBasicsTest, SamplesUploadedAgainAsModelAreUsableAsModel) {
+  const v1::QuantizeRequest job = SmallJob("samples-then-model");
+  auto as_samples = client_->Upload(v1::UPLOAD_KIND_SAMPLES, job.onnx_model(),
+                                    absl::Now() + absl::Seconds(30));
+  ASSERT_TRUE(as_samples.ok()) << as_samples.status();
+  auto as_model = client_->Upload(v1::UPLOAD_KIND_MODEL, job.onnx_model(),
+                                  absl::Now() + absl::Seconds(30));
+  ASSERT_TRUE(as_model.ok()) << as_model.status();
+  EXPECT_TRUE(as_model->already_present());
+  v1::QuantizeRequest request = job;
+  request.clear_onnx_model();
+  request.set_model_ref(as_model->sha256());
+  // It used to be "model_ref: upload ... is a UPLOAD_KIND_SAMPLES".
+  auto result = client_->Quantize(request);
+  EXPECT_TRUE(result.ok()) << result.status();
+}
+
+TEST_F(ServiceBasicsTest, ProgressFractionsNeverGoBackWithinAStage) {
+  // Calibration and the report stage count samples on the compute threads;
+  // their reports used to reach the client out of order (3/n, then 2/n).
+  const v1::QuantizeRequest request =
+      testing::ConvJob(3, 8, 4, 64, "monotonic-progress");
+  std::map<std::string, double> last;
+  std::vector<std::string> backwards;
+  auto result = client_->Quantize(request, [&](const v1::JobEvent& e) {
+    if (!e.has_progress()) return;
+    const auto& p = e.progress();
+    auto [it, first] = last.emplace(p.stage(), p.fraction());
+    if (!first && p.fraction() < it->second) {
+      backwards.push_back(
+          absl::StrCat(p.stage(), ": ", it->second, " then ", p.fraction()));
+    }
+    it->second = p.fraction();
+  });
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_THAT(backwards, ::testing::IsEmpty());
+  EXPECT_TRUE(last.count("report"));
 }
 
 TEST_F(ServiceBasicsTest, MetricsCountRpcsByCodeWithGoGrpcLabels) {

@@ -49,11 +49,12 @@ TEST(AdmissionTest, ReleasedTicketFreesItsPlace) {
   EXPECT_TRUE(admission.TryAdmit(0).ok());
 }
 
-TEST(AdmissionTest, JobLargerThanBudgetIsRejected) {
+TEST(AdmissionTest, JobLargerThanBudgetIsAFailedPreconditionNotARetry) {
   AdmissionController admission(
       {.workers = 4, .max_queued_jobs = 4, .max_memory_bytes = 100 * kMiB});
   auto rejected = admission.TryAdmit(101 * kMiB);
-  EXPECT_EQ(rejected.status().code(), absl::StatusCode::kResourceExhausted);
+  // RESOURCE_EXHAUSTED would make clients retry a job that never fits.
+  EXPECT_EQ(rejected.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(rejected.status().message()),
               HasSubstr("101 MiB, more than the whole budget "
                         "(--max_job_memory_mb=100)"));
@@ -71,6 +72,28 @@ TEST(AdmissionTest, MemoryOfAdmittedJobsCountsAgainstTheBudget) {
               HasSubstr("only 40 MiB of the budget are free"));
   first->reset();
   EXPECT_TRUE(admission.TryAdmit(50 * kMiB).ok());
+}
+
+TEST(AdmissionTest, GrowChecksTheBudgetAndKeepsTheTicketOnFailure) {
+  AdmissionController admission(
+      {.workers = 4, .max_queued_jobs = 4, .max_memory_bytes = 100 * kMiB});
+  auto first = admission.TryAdmit(30 * kMiB);
+  auto second = admission.TryAdmit(30 * kMiB);
+  ASSERT_TRUE(first.ok() && second.ok());
+  ASSERT_TRUE((*first)->Grow(20 * kMiB).ok());  // 50 + 30 of 100
+  EXPECT_EQ((*first)->memory_bytes(), 50 * kMiB);
+  // 50 + 30 + 30 > 100: the 50 MiB ticket could have 70 MiB.
+  const absl::Status more = (*first)->Grow(30 * kMiB);
+  EXPECT_EQ(more.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(more.message()),
+              HasSubstr("80 MiB but only 70 MiB of the budget are free"));
+  EXPECT_EQ((*first)->memory_bytes(), 50 * kMiB);
+  EXPECT_EQ(admission.snapshot().memory_bytes, 80 * kMiB);
+  EXPECT_EQ((*first)->Grow(60 * kMiB).code(),
+            absl::StatusCode::kFailedPrecondition);
+  first->reset();
+  second->reset();
+  EXPECT_EQ(admission.snapshot().memory_bytes, 0);
 }
 
 TEST(AdmissionTest, SnapshotAndObserverTrackQueuedAndRunning) {

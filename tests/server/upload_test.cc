@@ -150,5 +150,72 @@ TEST_F(UploadStoreTest, EvictedEntryStaysAliveForItsHolder) {
   EXPECT_EQ(held->data->size(), 40u);
 }
 
+TEST_F(UploadStoreTest, UploadsInFlightCountAgainstTheBudget) {
+  UploadStore store = MakeStore(100);
+  auto first = store.Reserve(60);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(store.reserved_bytes(), 60);
+  // 60 + 60 > 100: refused before any byte of it is kept.
+  auto second = store.Reserve(60);
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(second.status().message()),
+              HasSubstr("uploads in flight hold 60 of the upload store's 100 "
+                        "bytes (--upload_store_mb=0)"));
+  first->reset();  // the upload failed or was abandoned
+  EXPECT_EQ(store.reserved_bytes(), 0);
+  EXPECT_TRUE(store.Reserve(60).ok());
+}
+
+TEST_F(UploadStoreTest, ReservationEvictsStoredEntriesButNotOtherUploads) {
+  UploadStore store = MakeStore(100);
+  ASSERT_TRUE(store.Put("a", 1, Bytes(50)).ok());
+  auto reservation = store.Reserve(70);
+  ASSERT_TRUE(reservation.ok());
+  EXPECT_FALSE(store.Contains("a"));
+  EXPECT_EQ(store.bytes() + store.reserved_bytes(), 70);
+}
+
+TEST_F(UploadStoreTest, PutTakesTheReservationsPlace) {
+  UploadStore store = MakeStore(100);
+  auto reservation = store.Reserve(80);
+  ASSERT_TRUE(reservation.ok());
+  ASSERT_TRUE(store.Put("a", 1, Bytes(80), *std::move(reservation)).ok());
+  EXPECT_EQ(store.reserved_bytes(), 0);
+  EXPECT_EQ(store.bytes(), 80);
+  EXPECT_TRUE(store.Reserve(20).ok());
+}
+
+TEST_F(UploadStoreTest, SameBytesAsAnotherKindAreUsableAsBoth) {
+  UploadStore store = MakeStore(100);
+  ASSERT_EQ(store.Put("k", 2, Bytes(10)).value(), false);  // SAMPLES
+  ASSERT_EQ(store.Put("k", 1, Bytes(10)).value(), true);   // MODEL
+  auto entry = store.Get("k");
+  ASSERT_TRUE(entry.ok());
+  EXPECT_TRUE(entry->has_kind(1));
+  EXPECT_TRUE(entry->has_kind(2));
+  EXPECT_EQ(entry->first_kind(), 1);
+}
+
+TEST(UploadAssemblerTest, UnknownKindIsRejected) {
+  UploadAssembler assembler(1024);
+  EXPECT_THAT(std::string(assembler.Begin(99, 3, Sha256Hex("abc")).message()),
+              HasSubstr("chunk[0].kind: 99 is not UPLOAD_KIND_MODEL (1) or "
+                        "UPLOAD_KIND_SAMPLES (2)"));
+}
+
+TEST_F(UploadStoreTest, SpacesKeepClientsApart) {
+  UploadStore store = MakeStore(100);
+  ASSERT_EQ(store.Put("k", 1, Bytes(10), nullptr, "token:0").value(), false);
+  EXPECT_TRUE(store.Contains("k", "token:0"));
+  EXPECT_FALSE(store.Contains("k", "token:1"));
+  EXPECT_FALSE(store.Contains("k"));
+  // The other client's copy is its own entry; the budget is shared.
+  ASSERT_EQ(store.Put("k", 1, Bytes(10), nullptr, "token:1").value(), false);
+  EXPECT_EQ(store.bytes(), 20);
+  const auto missing = store.Get("k", "token:2");
+  EXPECT_THAT(std::string(missing.status().message()),
+              HasSubstr("no upload with sha256 k "));
+}
+
 }  // namespace
 }  // namespace quantd::server

@@ -287,6 +287,51 @@ TEST(OnnxImportMalformed, NodeWithoutOutputNamesTheNode) {
   }
 }
 
+TEST(OnnxImportMalformed, ModelWithoutOutputsIsRejected) {
+  // It used to import and the job reported "OK" with SQNR 0.0.
+  OnnxModelBuilder b;
+  b.Input("x", DType::kFloat, {2});
+  b.AddNode("Relu", {"x"}, {"y"}, "relu_1");
+  EXPECT_THAT(ImportOnnx(b.Serialize()).status().message(),
+              HasSubstr("graph.output: the model has no outputs"));
+}
+
+// `depth` If nodes, each in the then_branch of the previous one.
+std::string NestedIfModel(int depth) {
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(15);
+  onnx::GraphProto* graph = model.mutable_graph();
+  graph->set_name("g");
+  for (int d = 0; d < depth; ++d) {
+    onnx::NodeProto* node = graph->add_node();
+    node->set_op_type("If");
+    node->add_input("c");
+    node->add_output("y");
+    onnx::AttributeProto* then_branch = node->add_attribute();
+    then_branch->set_name("then_branch");
+    then_branch->set_type(onnx::AttributeProto::GRAPH);
+    graph = then_branch->mutable_g();
+    graph->set_name("then");
+  }
+  std::string bytes;
+  model.SerializeToString(&bytes);
+  return bytes;
+}
+
+TEST(OnnxImportMalformed, DeeplyNestedSubgraphsAreNamedNotCorrupt) {
+  // Depth 60 used to say "truncated or corrupt".
+  const absl::Status status = ImportOnnx(NestedIfModel(60)).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(),
+              HasSubstr("graph: subgraphs (If/Loop/Scan bodies) are nested "
+                        "deeper than the 100 message levels"));
+  std::string truncated = NestedIfModel(3);
+  truncated.resize(truncated.size() - 3);
+  EXPECT_THAT(ImportOnnx(truncated).status().message(),
+              HasSubstr("truncated or corrupt"));
+}
+
 TEST(OnnxImportMalformed, UnsupportedDomainAndOpset) {
   OnnxModelBuilder b;
   b.Input("x", DType::kFloat, {2});

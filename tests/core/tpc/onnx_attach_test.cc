@@ -1,5 +1,7 @@
 // Layer filters and attaching TPCs to ONNX nodes (MCT's
 // LayerFilterParams / AttributeFilter / fetch_qc_options_for_node).
+#include <cmath>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -419,8 +421,40 @@ TEST(FrameworkInfoTest, BadOverrideNamesTheField) {
   absl::Status s = fi.ApplyOverride(o);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()),
-              HasSubstr("framework_info.activation_ranges[0] (Relu): min 2 > "
-                        "max 1"));
+              HasSubstr("framework_info.activation_ranges[0] (Relu).min: 2 "
+                        "is greater than max 1"));
+}
+
+TEST(FrameworkInfoTest, NanBoundNamesItsField) {
+  // Was "min nan > max inf", without the field.
+  OnnxFrameworkInfo fi = OnnxFrameworkInfo::Default();
+  quantd::v1::FrameworkInfoOverride o;
+  auto* r = o.add_activation_ranges();
+  r->set_op_type("Relu");
+  r->set_min(std::nan(""));
+  r->set_max(std::numeric_limits<double>::infinity());
+  EXPECT_THAT(std::string(fi.ApplyOverride(o).message()),
+              HasSubstr("framework_info.activation_ranges[0] (Relu).min: NaN "
+                        "is not a bound"));
+}
+
+TEST(FrameworkInfoTest, KernelAxesOutsideAWeightAreRejected) {
+  for (const int axis : {100, -100, 5}) {
+    OnnxFrameworkInfo fi = OnnxFrameworkInfo::Default();
+    quantd::v1::FrameworkInfoOverride o;
+    auto* k = o.add_kernel_ops();
+    k->set_op_type("Conv");
+    k->set_weight_input(1);
+    k->set_out_channel_axis(0);
+    k->set_in_channel_axis(axis);
+    const absl::Status s = fi.ApplyOverride(o);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << axis;
+    EXPECT_THAT(
+        std::string(s.message()),
+        HasSubstr(absl::StrCat("framework_info.kernel_ops[0] (Conv)."
+                               "in_channel_axis: ",
+                               axis, " is not a weight axis in [0, 4]")));
+  }
 }
 
 }  // namespace

@@ -149,6 +149,38 @@ TEST(ValidationTest, WeightBitsMustBePositive) {
                           "quantization_configurations"));
 }
 
+TEST(ValidationTest, QuantizedBitsAreAtMostSixteen) {
+  // 17 kernel bits used to pass and the job kept float weights silently.
+  TargetPlatformCapabilities tpc = Minimal();
+  OpQuantizationConfig c = Config(1000);
+  *c.mutable_default_weight_attr_config() = MakeAttrConfig(
+      quantd::v1::QUANTIZATION_METHOD_POWER_OF_TWO, 17, false, true);
+  c.set_supported_input_activation_n_bits(0, 33);
+  *tpc.mutable_operator_set(0)->mutable_qc_options() = MakeQco({c});
+  EXPECT_THAT(
+      TpcErrors(tpc),
+      ElementsAre("operator_set[0] (\"Conv\").qc_options.quantization_"
+                  "configurations[0].default_weight_attr_config."
+                  "weights_n_bits: 17 is over 16 bits (quantized weights)",
+                  "operator_set[0] (\"Conv\").qc_options.quantization_"
+                  "configurations[0].activation_n_bits: 1000 is over 16 bits "
+                  "(quantized activations)",
+                  "operator_set[0] (\"Conv\").qc_options.quantization_"
+                  "configurations[0].supported_input_activation_n_bits[0]: 33 "
+                  "is over 32 bits"));
+}
+
+TEST(ValidationTest, FloatBitWidthIsAllowedWhereQuantizationIsOff) {
+  // MCT's bias and float configs say 32 bits with quantization disabled.
+  TargetPlatformCapabilities tpc = Minimal();
+  OpQuantizationConfig c = Config(32);
+  c.set_enable_activation_quantization(false);
+  *c.mutable_default_weight_attr_config() = MakeAttrConfig(
+      quantd::v1::QUANTIZATION_METHOD_POWER_OF_TWO, 32, false, false);
+  *tpc.mutable_operator_set(0)->mutable_qc_options() = MakeQco({c});
+  EXPECT_THAT(TpcErrors(tpc), ::testing::IsEmpty());
+}
+
 TEST(ValidationTest, SupportedInputBitsMustBeNonEmptyAndPositive) {
   TargetPlatformCapabilities tpc = Minimal();
   OpQuantizationConfig c = Config(8);
