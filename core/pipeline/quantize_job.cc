@@ -33,6 +33,7 @@
 #include "core/pipeline/samples.h"
 #include "core/pipeline/stages.h"
 #include "core/pipeline/statistics.h"
+#include "core/qdq/mctq_export.h"
 #include "core/qdq/qdq_export.h"
 #include "core/report/report.h"
 #include "core/tpc/json_io.h"
@@ -236,6 +237,46 @@ int64_t ActivationBytesPerSample(const v1::QuantizeRequest& request,
   return total;
 }
 
+// An empty format list means QDQ only.
+bool WantsFormat(const v1::ExportOptions& options, v1::ExportFormat format) {
+  if (options.formats().empty()) return format == v1::EXPORT_FORMAT_QDQ;
+  for (int f : options.formats()) {
+    if (f == format) return true;
+  }
+  return false;
+}
+
+absl::Status ValidateExportOptions(const v1::ExportOptions& options) {
+  for (int i = 0; i < options.formats_size(); ++i) {
+    const int f = options.formats(i);
+    if (f != v1::EXPORT_FORMAT_QDQ && f != v1::EXPORT_FORMAT_MCTQ) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("export_options.formats[", i, "]: ", f,
+                       " is not a format (EXPORT_FORMAT_QDQ or "
+                       "EXPORT_FORMAT_MCTQ)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The MCTQ model as MCT 2.3 exports it: opset 15 (or the model's, if
+// higher), the TPC's metadata when it asks for it.
+absl::StatusOr<std::string> ExportMctq(
+    const Model& prepared, const v1::QuantizedGraph& qg,
+    const v1::TargetPlatformCapabilities& tpc) {
+  Model model = prepared;
+  if (model.DefaultOpset() < kMctqDefaultOpset) {
+    RETURN_IF_ERROR(UpgradeForQdq(kMctqDefaultOpset, &model));
+  }
+  MctqExportOptions options;
+  options.insert_preserving_quantizers = tpc.insert_preserving_quantizers();
+  options.metadata = MctqMetadata(
+      tpc.add_metadata(), tpc.name(), tpc.tpc_minor_version(),
+      tpc.tpc_patch_version(), tpc.tpc_platform_type(), tpc.schema_version());
+  ASSIGN_OR_RETURN(Model mctq, BuildMctqModel(model, qg, options));
+  return ExportOnnx(mctq);
+}
+
 }  // namespace
 
 absl::Status ValidateQuantizeRequest(const v1::QuantizeRequest& request,
@@ -281,6 +322,7 @@ absl::Status ValidateQuantizeRequest(const v1::QuantizeRequest& request,
     return absl::InvalidArgumentError(
         absl::StrCat("num_threads: must be >= 0, got ", request.num_threads()));
   }
+  RETURN_IF_ERROR(ValidateExportOptions(request.export_options()));
   auto options =
       ResolvePtqOptions(request.quantization(), request.gptq().enabled());
   if (!options.ok()) return options.status();
@@ -485,7 +527,8 @@ absl::StatusOr<v1::QuantizeResult> RunQuantizeJobWithArtifacts(
   AddMixedPrecisionResults(mixed_precision, &qg);
   ASSIGN_OR_RETURN(QdqPlan plan,
                    LowerToQdqPlan(state.model, qg, request.export_options()));
-  if (!request.export_options().skip_qdq_onnx()) {
+  if (WantsFormat(request.export_options(), v1::EXPORT_FORMAT_QDQ) &&
+      !request.export_options().skip_qdq_onnx()) {
     Model export_model = state.model;
     const int64_t need = RequiredQdqOpset(plan);
     if (export_model.DefaultOpset() < need) {
@@ -494,6 +537,11 @@ absl::StatusOr<v1::QuantizeResult> RunQuantizeJobWithArtifacts(
     ASSIGN_OR_RETURN(Model qdq, BuildQdqModel(export_model, plan));
     ASSIGN_OR_RETURN(std::string bytes, ExportOnnx(qdq));
     result.set_qdq_onnx(std::move(bytes));
+  }
+  if (WantsFormat(request.export_options(), v1::EXPORT_FORMAT_MCTQ)) {
+    RETURN_IF_ERROR(clock.Begin("export", "writing the MCTQ model"));
+    ASSIGN_OR_RETURN(std::string bytes, ExportMctq(state.model, qg, *tpc.tpc));
+    result.set_mctq_onnx(std::move(bytes));
   }
 
   // 8. Report: error figures on the evaluation samples.

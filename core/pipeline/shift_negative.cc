@@ -318,24 +318,37 @@ absl::Status ApplyShiftNegativeCorrection(JobState* state) {
       pp.output_channel_axis = add_plan.output_channel_axis;
       pad.emplace(std::move(pn), std::move(pp));
     }
-    // Input means of the linear node move by the shift (bias correction).
+    // Input means of the linear node move by the shift (bias correction),
+    // except for a Conv: MCT's PyTorch SNC puts a Pad before every Conv2d
+    // (padding 0 included) and gives it the Add's statistics collector
+    // *before* shifting it (shift_stats_collector replaces the Add's with a
+    // shifted deep copy), so MCT's bias correction of the Conv reads the
+    // unshifted mean. MCT 2.3.0's export of the fixture in
+    // tests/core/qdq/mctq_fixture_test.cc has that bias.
     const std::string lin_in = g.nodes[c.linear].Input(0);
+    const bool mct_keeps_mean = g.nodes[c.linear].op_type == "Conv";
     auto mean = state->input_means.find(original_lin_in);
     if (mean != state->input_means.end()) {
       std::vector<double> moved = mean->second;
-      for (double& v : moved) v += shift;
+      if (!mct_keeps_mean) {
+        for (double& v : moved) v += shift;
+      }
       state->input_means.erase(mean);
       state->input_means[lin_in] = std::move(moved);
     }
-    // The activation itself at 16 bits from its own statistics.
+    // The activation itself at 16 bits. MCT (2.3 to 2.4) only widens the
+    // candidates' activation_n_bits: the threshold and signedness stay those
+    // selected at the original bits (shift_negative_activation.py; they are
+    // recomputed only with threshold recalculation, which quantd rejects).
+    // MCT 2.3.0's own export of tests/core/qdq's fixture has T=8 at 16 bits
+    // where a 16-bit re-selection gives T=16.
     v1::OpQuantizationConfig wide = ap.config;
     wide.set_activation_n_bits(kNonLinearBits);
-    ASSIGN_OR_RETURN(
-        v1::ActivationQuantization a16,
-        SelectActivationParams(y, wide, &state->stats[y], ap.known_min,
-                               ap.known_max, ap.forced_signed, state->options));
     ap.config = wide;
-    ap.activation = a16;
+    ap.activation.set_n_bits(kNonLinearBits);
+    ap.activation.set_scale(quantizers::CalculateDelta(
+        ap.activation.threshold(), kNonLinearBits, ap.activation.is_signed()));
+    ap.activation.set_zero_point(0);
     state->warnings.push_back(
         absl::StrCat(act.Label(), ": shift-negative correction, shift ", shift,
                      " absorbed by ", g.nodes[c.linear].Label()));
