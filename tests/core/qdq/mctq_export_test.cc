@@ -141,6 +141,21 @@ TEST_F(MctqExportTest, PotActivationsAndSymmetricWeights) {
   ExpectRunsLikeFakeQuant(*m);
 }
 
+TEST_F(MctqExportTest, TpcWithAddMetadataGetsMctsVersionKeys) {
+  v1::TargetPlatformCapabilities tpc = Builtin("imx500@1.0");
+  tpc.set_add_metadata(true);
+  auto m = Export(tpc);
+  ASSERT_TRUE(m.ok()) << m.status();
+  std::map<std::string, std::string> meta(m->metadata_props.begin(),
+                                          m->metadata_props.end());
+  EXPECT_EQ(meta["tpc_name"], "imx500_tpc");
+  EXPECT_EQ(meta["tpc_minor_version"], "1");
+  EXPECT_EQ(meta["tpc_patch_version"], "0");
+  EXPECT_EQ(meta["mctq_version"], "1.5.2");
+  EXPECT_TRUE(meta.count("tpc_platform_type"));
+  EXPECT_TRUE(meta.count("tpc_schema"));
+}
+
 TEST_F(MctqExportTest, SymmetricActivationsUseTheSymmetricOp) {
   v1::TargetPlatformCapabilities tpc = Builtin("imx500@1.0");
   ForEachConfig(&tpc, [](v1::OpQuantizationConfig* c) {
