@@ -158,6 +158,13 @@ TEST(MctqKernelsTest, WeightsLutPicksTheNearestCentroid) {
   EXPECT_THAT(*y, ElementsAreArray({0.0f, 0.5f, -1.0f, 0.0f}));
 }
 
+TEST(MctqKernelsTest, OtherOpsOfTheDomainAreRejected) {
+  auto y = RunMctq("ActivationLUTPOTQuantizer", F({1}, {1}), {},
+                   {{"num_bits", Int(8)}});
+  ASSERT_FALSE(y.ok());
+  EXPECT_THAT(y.status().message(), HasSubstr("mct_quantizers"));
+}
+
 TEST(MctqKernelsTest, MissingAttributeNamesIt) {
   auto y = RunMctq("ActivationPOTQuantizer", F({1}, {1}), {},
                    {{"threshold", Float(1)}, {"signed", Int(1)}});
