@@ -340,16 +340,20 @@ int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
   }
   const int64_t model = static_cast<int64_t>(request.onnx_model().size());
   // Parsed model, prepared copy, fake-quant copy and QDQ export each hold
-  // the weights. Per sample in flight, evaluation keeps a float copy of
-  // every quantized activation while the fake-quant run makes its own:
-  // at most twice the sum of all activations.
+  // the weights; an MCTQ export holds them twice more (its graph and its
+  // bytes, float weights). Per sample in flight, evaluation keeps a float copy
+  // of every quantized activation while the fake-quant run makes its own: at
+  // most twice the sum of all activations.
   const int64_t in_flight = std::max<int64_t>(
       1, std::min<int64_t>({samples_in_flight, 1024,
                             std::max(1, request.calibration_samples_size())}));
   const int64_t activations =
       std::min(int64_t{1} << 50,
                2 * in_flight * ActivationBytesPerSample(request, limits));
-  return samples * 2 + model * 5 + activations + (int64_t{64} << 20);
+  const int64_t model_copies =
+      5 +
+      (WantsFormat(request.export_options(), v1::EXPORT_FORMAT_MCTQ) ? 2 : 0);
+  return samples * 2 + model * model_copies + activations + (int64_t{64} << 20);
 }
 
 absl::StatusOr<v1::QuantizeResult> RunQuantizeJob(
