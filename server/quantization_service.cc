@@ -17,7 +17,8 @@ grpc::ServerUnaryReactor* QuantizationServiceImpl::Unary(
   metrics.RpcMsgReceived(RpcType::kUnary, method);
   absl::Status status = service_->Authorize(*ctx);
   if (status.ok()) status = handler();
-  const grpc::Status grpc_status = ToGrpcStatus(status);
+  const grpc::Status grpc_status =
+      ToGrpcStatus(status, {{"rpc", method}, {"peer", ctx->peer()}});
   if (grpc_status.ok()) metrics.RpcMsgSent(RpcType::kUnary, method);
   metrics.RpcHandled(RpcType::kUnary, method,
                      static_cast<int>(grpc_status.error_code()),

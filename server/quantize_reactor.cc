@@ -18,6 +18,7 @@
 #include "core/runtime/cancellation.h"
 #include "core/runtime/progress.h"
 #include "quantd/v1/quantization_service.pb.h"
+#include "server/client_metadata.h"
 #include "server/json_log.h"
 #include "server/result_chunks.h"
 #include "server/sha256.h"
@@ -400,8 +401,9 @@ QuantizeReactor::QuantizeReactor(ServiceContext* service,
   job_ = std::make_shared<JobState>(service_, this, request->request_id(),
                                     ctx_->peer());
   if (!request->request_id().empty()) {
-    ctx_->AddInitialMetadata(
-        "x-request-id", request->request_id().substr(0, kMaxRequestIdLength));
+    // Before any check, so even a rejected call is answered with its id.
+    ctx_->AddInitialMetadata("x-request-id", MetadataSafe(request->request_id(),
+                                                          kMaxRequestIdLength));
   }
   ctx_->AddInitialMetadata("x-job-id", job_->job_id());
   Start(request);
@@ -475,7 +477,7 @@ void QuantizeReactor::StartWrite(const v1::JobEvent* event) {
 }
 
 void QuantizeReactor::Finish(const absl::Status& status) {
-  const grpc::Status grpc_status = ToGrpcStatus(status);
+  const grpc::Status grpc_status = ToGrpcStatus(status, job_->Fields());
   final_code_ = static_cast<int>(grpc_status.error_code());
   grpc::ServerWriteReactor<v1::JobEvent>::Finish(grpc_status);
 }

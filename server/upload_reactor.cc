@@ -82,7 +82,8 @@ absl::Status UploadReactor::Store(std::shared_ptr<const std::string> data) {
 }
 
 void UploadReactor::End(const absl::Status& status) {
-  const grpc::Status grpc_status = ToGrpcStatus(status);
+  const grpc::Status grpc_status =
+      ToGrpcStatus(status, {{"rpc", kMethod}, {"peer", ctx_->peer()}});
   final_code_ = static_cast<int>(grpc_status.error_code());
   Finish(grpc_status);
 }

@@ -71,6 +71,8 @@ bool ParseActivationStorage(const std::string& text,
   const std::string lower = absl::AsciiStrToLower(text);
   if (lower.empty() || lower == "default") {
     *storage = v1::ACTIVATION_STORAGE_UNSPECIFIED;
+  } else if (lower == "auto") {
+    *storage = v1::ACTIVATION_STORAGE_AUTO;
   } else if (lower == "uint8") {
     *storage = v1::ACTIVATION_STORAGE_UINT8;
   } else if (lower == "int8") {

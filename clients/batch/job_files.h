@@ -43,7 +43,8 @@ absl::StatusOr<v1::QuantizeRequest> BuildQuantizeRequest(const JobFiles& files);
 absl::Status ParseMpTargets(const std::string& spec,
                             v1::MixedPrecisionConfig* mp);
 
-// "uint8" | "int8" | "" (default) -> the enum; false for anything else.
+// "int8" | "uint8" | "auto" | "" (default: int8) -> the enum; false for
+// anything else.
 bool ParseActivationStorage(const std::string& text,
                             v1::ActivationStorage* storage);
 

@@ -163,7 +163,7 @@ class LineParser {
                             "options.activation_storage", false));
     if (!ParseActivationStorage(storage, &job.files.activation_storage)) {
       return Error("options.activation_storage",
-                   absl::StrCat("'", storage, "' is not uint8 or int8"));
+                   absl::StrCat("'", storage, "' is not int8, uint8 or auto"));
     }
     ASSIGN_OR_RETURN(std::string formats,
                      String(options, "export", "options.export", false));

@@ -1,7 +1,8 @@
 // quantctl quantize MODEL.onnx --tpc NAME[@VERSION]|FILE --calib DIR --out DIR
 //     [--server HOST:PORT] [--mp weights=F,activation=F,total=F,bops=F]
 //     [--weights-bits N] [--gptq] [--threads N] [--eval DIR]
-//     [--config QUANTIZATION_CONFIG_TEXTPROTO] [--export qdq,mctq]
+//     [--config QUANTIZATION_CONFIG_TEXTPROTO]
+//     [--activation-storage int8|uint8|auto] [--export qdq,mctq]
 //
 // Runs a PTQ job in-process (or through a quantd server with --server) with
 // a progress bar on stderr, then writes into DIR: model.qdq.onnx (and/or
@@ -43,7 +44,7 @@ constexpr char kUsage[] =
     "[--weights-bits N] [--bits-override 'type:Conv=4,name:conv_3=2'] "
     "[--gptq] [--threads N] [--eval DIR] "
     "[--config 'z_threshold: 8 shift_negative_params_search: true'] "
-    "[--export qdq,mctq]";
+    "[--activation-storage int8|uint8|auto] [--export qdq,mctq]";
 
 struct Args {
   std::string model, tpc, calib, out, server, eval, mp;
@@ -54,6 +55,8 @@ struct Args {
   // ONNX formats (job_files.h ParseExportFormats); empty = qdq.
   std::vector<v1::ExportFormat> export_formats;
   int weights_bits = 0;
+  // 8-bit activations of the QDQ model (job.proto ActivationStorage).
+  v1::ActivationStorage activation_storage = v1::ACTIVATION_STORAGE_UNSPECIFIED;
   bool gptq = false;
   int threads = 0;  // 0 = hardware concurrency
   bool quiet = false;
@@ -102,6 +105,12 @@ int ParseArgs(const std::vector<std::string>& args, Args* out) {
       if (!value(&v) || !absl::SimpleAtoi(v, &out->threads) ||
           out->threads < 1 || out->threads > 1024) {
         return UsageError("--threads needs an integer in [1, 1024]");
+      }
+    } else if (a == "--activation-storage") {
+      std::string text;
+      if (!value(&text) ||
+          !ParseActivationStorage(text, &out->activation_storage)) {
+        return UsageError("--activation-storage needs int8, uint8 or auto");
       }
     } else if (a == "--gptq") {
       out->gptq = true;
@@ -212,6 +221,7 @@ absl::StatusOr<v1::QuantizeResult> Run(const Args& args) {
                             .tpc = args.tpc,
                             .mp = args.mp,
                             .weights_bits = args.weights_bits,
+                            .activation_storage = args.activation_storage,
                             .gptq = args.gptq,
                             .threads = args.threads,
                             .export_formats = args.export_formats}));

@@ -10,6 +10,7 @@
 #define QUANTD_CORE_GRAPH_TRANSFORMS_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "absl/status/status.h"
@@ -20,6 +21,13 @@ namespace quantd {
 struct ConstantFoldingOptions {
   // Results above this many elements stay computed at run time.
   int64_t max_folded_elements = int64_t{1} << 20;
+  // A second binding of the graph inputs (InferShapes' input_shapes rules)
+  // in which the dimensions the model leaves dynamic have other sizes. When
+  // set, a value is folded only if it comes out the same under it: shape
+  // computations that depend on a dynamic dimension (the batch in
+  // Shape -> Gather -> Concat -> Reshape) stay in the graph, which so keeps
+  // working at any size of that dimension.
+  std::map<std::string, std::vector<int64_t>> probe_input_shapes;
 };
 
 // Evaluates every node whose inputs are constant (initializers, or shapes

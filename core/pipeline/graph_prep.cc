@@ -4,6 +4,7 @@
 #include "core/graph/shape_inference.h"
 #include "core/graph/transforms.h"
 #include "core/pipeline/channel_equalization.h"
+#include "core/pipeline/dynamic_shapes.h"
 #include "core/pipeline/hard_swish_fusion.h"
 #include "core/pipeline/stages.h"
 #include "core/util/status_macros.h"
@@ -24,11 +25,28 @@ absl::Status PrepareGraph(
     warnings->push_back(
         absl::StrCat("model upgraded from opset ", from, " to 13"));
   }
+  // Folding keeps what depends on a dynamic dimension (dynamic_shapes.h),
+  // unless the graph cannot run at other sizes of it anyway.
+  ConstantFoldingOptions folding;
+  folding.probe_input_shapes = ProbeShapes(model->graph.inputs, input_shapes);
+  if (!folding.probe_input_shapes.empty()) {
+    Model probe = *model;
+    ShapeInferenceOptions probe_options;
+    probe_options.input_shapes = folding.probe_input_shapes;
+    const auto probed = InferShapes(&probe, probe_options);
+    if (!probed.ok()) {
+      warnings->push_back(absl::StrCat(
+          "dynamic input dimensions are fixed to the samples' sizes: the "
+          "graph does not infer at other sizes: ",
+          probed.status().message()));
+      folding.probe_input_shapes.clear();
+    }
+  }
   ShapeInferenceOptions shape_options;
   shape_options.input_shapes = input_shapes;
   ASSIGN_OR_RETURN(ShapeInferenceResult shapes,
                    InferShapes(model, shape_options));
-  RETURN_IF_ERROR(FoldConstants(model));
+  RETURN_IF_ERROR(FoldConstants(model, folding));
   RETURN_IF_ERROR(RemoveIdentities(model));
   if (options.activation_channel_equalization) {
     // Before folding: the BatchNorms are the prior MCT equalizes from.

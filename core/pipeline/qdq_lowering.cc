@@ -29,12 +29,13 @@ absl::StatusOr<QdqActivation> LowerActivation(
   q.scale = static_cast<float>(a.scale());
   q.zero_point = a.zero_point();
   // 8-bit grids may be stored with the other signedness by shifting the
-  // zero point (same real values).
+  // zero point (same real values); int8 unless asked otherwise (job.proto,
+  // ActivationStorage: ORT's U8S8 kernels saturate on CPUs without VNNI).
   if (a.n_bits() == 8) {
-    const bool want_unsigned =
-        options.activation_storage() == v1::ACTIVATION_STORAGE_UINT8;
-    const bool want_signed =
-        options.activation_storage() == v1::ACTIVATION_STORAGE_INT8;
+    const v1::ActivationStorage storage = options.activation_storage();
+    const bool want_unsigned = storage == v1::ACTIVATION_STORAGE_UINT8;
+    const bool want_signed = storage == v1::ACTIVATION_STORAGE_INT8 ||
+                             storage == v1::ACTIVATION_STORAGE_UNSPECIFIED;
     const bool stored_signed = q.storage.dtype == DType::kInt8;
     if ((want_unsigned && stored_signed) || (want_signed && !stored_signed)) {
       const int64_t shift = stored_signed ? 128 : -128;

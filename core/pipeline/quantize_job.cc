@@ -18,6 +18,7 @@
 #include "core/graph/shape_inference.h"
 #include "core/pipeline/activation_bias_correction.h"
 #include "core/pipeline/bias_correction.h"
+#include "core/pipeline/dynamic_shapes.h"
 #include "core/pipeline/evaluation.h"
 #include "core/pipeline/fake_quant.h"
 #include "core/pipeline/gptq_options.h"
@@ -260,10 +261,14 @@ absl::Status ValidateExportOptions(const v1::ExportOptions& options) {
 }
 
 // The MCTQ model as MCT 2.3 exports it: opset 15 (or the model's, if
-// higher), the TPC's metadata when it asks for it.
+// higher), the TPC's metadata when it asks for it, and the float model's
+// declared (dynamic) inputs and outputs as for QDQ.
 absl::StatusOr<std::string> ExportMctq(
     const Model& prepared, const v1::QuantizedGraph& qg,
-    const v1::TargetPlatformCapabilities& tpc) {
+    const v1::TargetPlatformCapabilities& tpc,
+    const std::vector<ValueInfo>& declared_inputs,
+    const std::vector<ValueInfo>& declared_outputs,
+    std::vector<std::string>* warnings) {
   Model model = prepared;
   if (model.DefaultOpset() < kMctqDefaultOpset) {
     RETURN_IF_ERROR(UpgradeForQdq(kMctqDefaultOpset, &model));
@@ -274,6 +279,7 @@ absl::StatusOr<std::string> ExportMctq(
       tpc.add_metadata(), tpc.name(), tpc.tpc_minor_version(),
       tpc.tpc_patch_version(), tpc.tpc_platform_type(), tpc.schema_version());
   ASSIGN_OR_RETURN(Model mctq, BuildMctqModel(model, qg, options));
+  RestoreDeclaredShapes(declared_inputs, declared_outputs, &mctq, warnings);
   return ExportOnnx(mctq);
 }
 
@@ -424,8 +430,11 @@ absl::StatusOr<v1::QuantizeResult> RunQuantizeJobWithArtifacts(
     evaluation = calibration;
   }
 
-  // 3. Graph preparation.
+  // 3. Graph preparation. The declared inputs and outputs go back into the
+  // exported model (dynamic_shapes.h).
   RETURN_IF_ERROR(clock.Begin("prepare", "preparing the graph"));
+  const std::vector<ValueInfo> declared_inputs = state.model.graph.inputs;
+  const std::vector<ValueInfo> declared_outputs = state.model.graph.outputs;
   RETURN_IF_ERROR(PrepareGraph(state.options,
                                CommonInputShapes(calibration, evaluation),
                                &state.model, &state.warnings));
@@ -539,12 +548,16 @@ absl::StatusOr<v1::QuantizeResult> RunQuantizeJobWithArtifacts(
       RETURN_IF_ERROR(UpgradeForQdq(need, &export_model));
     }
     ASSIGN_OR_RETURN(Model qdq, BuildQdqModel(export_model, plan));
+    RestoreDeclaredShapes(declared_inputs, declared_outputs, &qdq,
+                          &state.warnings);
     ASSIGN_OR_RETURN(std::string bytes, ExportOnnx(qdq));
     result.set_qdq_onnx(std::move(bytes));
   }
   if (WantsFormat(request.export_options(), v1::EXPORT_FORMAT_MCTQ)) {
     RETURN_IF_ERROR(clock.Begin("export", "writing the MCTQ model"));
-    ASSIGN_OR_RETURN(std::string bytes, ExportMctq(state.model, qg, *tpc.tpc));
+    ASSIGN_OR_RETURN(std::string bytes,
+                     ExportMctq(state.model, qg, *tpc.tpc, declared_inputs,
+                                declared_outputs, &state.warnings));
     result.set_mctq_onnx(std::move(bytes));
   }
 

@@ -80,10 +80,13 @@ quantizers::Histogram MergeHistograms(
       mx = std::max(mx, static_cast<float>(e));
     }
   }
-  // w and the grid in float64 (np.arange of float64 scalars): start + i *
-  // ((start + w) - start), length ceil((stop - start) / w).
+  // max - min is a float32 subtraction (NumPy scalars), its quotient by
+  // n_bins float64; the grid in float64 (np.arange of float64 scalars):
+  // start + i * ((start + w) - start), length ceil((stop - start) / w).
+  // Subtracting in float64 gave 2049 edges where MCT has 2050 in ~1 case of
+  // 5 (tests/core/stats/testdata/make_merge_grid.py).
   const double start = mn;
-  const double w = (static_cast<double>(mx) - start) / n_bins;
+  const double w = static_cast<double>(mx - mn) / n_bins;
   const double stop = static_cast<double>(mx) + w;
   const int64_t length = static_cast<int64_t>(std::ceil((stop - start) / w));
   quantizers::Histogram out;

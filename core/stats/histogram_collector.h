@@ -3,8 +3,9 @@
 // Every Update() takes np.histogram(x, bins=2048) of one batch (float32 edges
 // from the batch min/max, last bin closed). GetHistogram() merges the batches
 // in arrival order exactly as MCT does: a grid np.arange(min, max + w, w)
-// with w = (max - min) / n_bins from the float32 batch edges (2049 or 2050
-// edges), and per batch diff(interp(grid, batch_edges, [0, cumsum(counts)]))
+// with w = (max - min) / n_bins from the float32 batch edges (max - min in
+// float32; 2049 or 2050 edges), and per batch
+// diff(interp(grid, batch_edges, [0, cumsum(counts)]))
 // summed. The merged histogram has float64 edges and fractional counts.
 #ifndef QUANTD_CORE_STATS_HISTOGRAM_COLLECTOR_H_
 #define QUANTD_CORE_STATS_HISTOGRAM_COLLECTOR_H_

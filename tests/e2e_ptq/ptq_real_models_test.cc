@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -24,11 +25,14 @@
 #include "core/io/sample_set.h"
 #include "core/pipeline/fake_quant.h"
 #include "core/pipeline/job_artifacts.h"
+#include "core/pipeline/mixed_precision_flags.h"
 #include "core/pipeline/samples.h"
 #include "core/runtime/thread_pool.h"
 #include "core/tpc/builtins.h"
 #include "core/tpc/registry.h"
 #include "gtest/gtest.h"
+#include "onnx/onnx_pb.h"
+#include "tests/data/onnx/model_builder.h"
 #include "tests/e2e/e2e_scale.h"
 #include "tests/e2e_ptq/qdq_layerwise.h"
 
@@ -103,13 +107,15 @@ void AddSamples(const SampleSet& set,
   }
 }
 
-// Runs ORT (optimizations disabled) on `model_bytes` over `inputs` (the
-// held-out set when null) and reads `outputs` (the graph outputs when empty).
+// Runs ORT (optimizations disabled unless `optimization` says otherwise) on
+// `model_bytes` over `inputs` (the held-out set when null) and reads
+// `outputs` (the graph outputs when empty).
 absl::StatusOr<SampleSet> RunOrt(const std::string& model_bytes,
                                  const std::string& name, const Loaded& loaded,
                                  const std::string& tag,
                                  std::vector<std::string> outputs = {},
-                                 const SampleSet* inputs = nullptr) {
+                                 const SampleSet* inputs = nullptr,
+                                 const std::string& optimization = "disabled") {
   if (outputs.empty()) outputs = loaded.outputs;
   const fs::path dir =
       fs::temp_directory_path() /
@@ -127,8 +133,8 @@ absl::StatusOr<SampleSet> RunOrt(const std::string& model_bytes,
   const std::string out = (dir / "out").string();
   const std::string cmd = absl::StrCat(
       "node ", SourceDir(), "/tools/ort/run_model.js ", model, " --inputs ",
-      input_dir, " --out ", out, " --threads 1 --optimization disabled > ",
-      (dir / "log.txt").string(), " 2>&1");
+      input_dir, " --out ", out, " --threads 1 --optimization ", optimization,
+      " > ", (dir / "log.txt").string(), " 2>&1");
   if (std::system(cmd.c_str()) != 0) {
     auto log = ReadFileLimited((dir / "log.txt").string(), 1 << 20);
     return absl::InternalError(absl::StrCat(
@@ -231,6 +237,9 @@ class PtqRealModels : public ::testing::Test {
     ASSERT_TRUE(result.ok()) << name << ": " << result.status();
     auto ort_qdq = RunOrt(result->qdq_onnx(), name, loaded, "qdq");
     ASSERT_TRUE(ort_qdq.ok()) << ort_qdq.status();
+    if (!IsMinMax(r)) {
+      CheckOrtDefaultLevelAgrees(name, loaded, result->qdq_onnx(), *ort_qdq);
+    }
     auto fq_model =
         WithFakeQuantWeights(artifacts.prepared_model, artifacts.plan);
     ASSERT_TRUE(fq_model.ok()) << fq_model.status();
@@ -238,6 +247,33 @@ class PtqRealModels : public ::testing::Test {
     PrintEndToEnd(name, loaded, *ort_qdq, *fq_model, artifacts.plan);
     *metrics = Compare(loaded.ort_float, *ort_qdq, output);
     if (result_out != nullptr) *result_out = *result;
+  }
+
+  // What users run: ORT at its default level ('all') fuses QDQ pairs into
+  // integer kernels. Its outputs must equal the graph as written (ORT,
+  // optimizations disabled): same top-1, >= 40 dB between the two. With
+  // uint8 activations (U8S8) this failed on AVX2 CPUs without VNNI (ORT's
+  // kernels saturate): quantd stores 8-bit activations as int8 by default.
+  void CheckOrtDefaultLevelAgrees(const std::string& name, const Loaded& loaded,
+                                  const std::string& qdq,
+                                  const SampleSet& ort_disabled,
+                                  const std::string& tag = "all") {
+    auto ort_all = RunOrt(qdq, name, loaded, "qdq_" + tag, {}, nullptr, "all");
+    ASSERT_TRUE(ort_all.ok()) << ort_all.status();
+    for (const std::string& o : loaded.outputs) {
+      if (ort_disabled.samples.empty() ||
+          ort_disabled.samples[0].at(o).dtype() != DType::kFloat) {
+        continue;
+      }
+      const Metrics m = Compare(ort_disabled, *ort_all, o);
+      std::printf(
+          "[%s/%s] ORT 'all' vs 'disabled' on output %s: SQNR %.2f dB, top-1 "
+          "%.4f, max |diff| %.6f\n",
+          name.c_str(), tag.c_str(), o.c_str(), m.sqnr_db, m.top1, m.max_abs);
+      EXPECT_GE(m.sqnr_db, 40) << name << " output " << o;
+      // Rows of a classifier (the last dim holds the classes).
+      if (name == "ppocr_cls") EXPECT_EQ(m.top1, 1.0) << name;
+    }
   }
 
   // The QDQ model equals quantd's fake quant layer by layer: every quantized
@@ -381,6 +417,37 @@ TEST_F(PtqRealModels, ClassifierKeepsTop1AndBeatsMinMax) {
   EXPECT_GT(ours.cosine, 0.9);
 }
 
+// 4-bit weights and 16-bit activations (int4 / int16 QDQ, opset 21): ORT at
+// its default level must run them as written too.
+TEST_F(PtqRealModels, Int4WeightsAnd16BitActivationsRunAtTheDefaultLevel) {
+  Loaded loaded;
+  if (!Load("ppocr_cls", &loaded)) GTEST_SKIP() << "ppocr_cls missing";
+  v1::QuantizeRequest r = Imx500Request();
+  r.set_onnx_model(loaded.bytes);
+  AddSamples(loaded.calib, r.mutable_calibration_samples());
+  r.mutable_mixed_precision()->set_kernel_weights_bits(4);
+  ASSERT_TRUE(ParseBitWidthOverrides("type:Conv@activation=16",
+                                     r.mutable_mixed_precision())
+                  .ok());
+  ThreadPool pool(1);
+  JobContext ctx;
+  ctx.registry = &registry_;
+  ctx.pool = &pool;
+  auto result = RunQuantizeJob(r, ctx);
+  ASSERT_TRUE(result.ok()) << result.status();
+  int w4 = 0, a16 = 0;
+  for (const auto& n : result->quantized_graph().nodes()) {
+    w4 += n.weights_bits() == 4;
+    a16 += n.activation_bits() == 16;
+  }
+  ASSERT_GT(w4, 0);
+  ASSERT_GT(a16, 0);
+  auto ort = RunOrt(result->qdq_onnx(), "ppocr_cls", loaded, "w4a16");
+  ASSERT_TRUE(ort.ok()) << ort.status();
+  CheckOrtDefaultLevelAgrees("ppocr_cls", loaded, result->qdq_onnx(), *ort,
+                             "w4a16");
+}
+
 TEST_F(PtqRealModels, DetectorMapStaysClose) {
   Metrics ours, minmax;
   QuantizeAndCheck("ppocr_det", "sigmoid_0.tmp_0", Imx500Request(), &ours);
@@ -429,6 +496,122 @@ TEST_F(PtqRealModels, IfModelQuantizes) {
   // 8-bit step of the [0, 1] output grid (SQNR is meaningless there): the
   // score may move by at most two steps.
   EXPECT_LE(ours.max_abs, 2.0 / 256);
+}
+
+// x[batch,3,8,8] -> Conv -> Relu -> Reshape to [Shape(.)[0], -1] (the
+// batch-dependent shape computation exporters write for a flatten) -> Gemm
+// -> y[batch,10], with seeded random weights.
+std::string SymbolicBatchModel() {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 0.3f);
+  auto random = [&](std::vector<int64_t> shape) {
+    Tensor t(DType::kFloat, shape);
+    for (float& v : t.mutable_span<float>()) v = normal(rng);
+    return t;
+  };
+  OnnxModelBuilder b(13);
+  b.Input("x", DType::kFloat, {-1, 3, 8, 8});
+  b.Initializer("w", random({4, 3, 3, 3}));
+  b.Initializer("b", random({4}));
+  b.Initializer("fc_w", random({10, 256}));
+  b.Initializer("fc_b", random({10}));
+  b.Int64Initializer("zero", {0}, {});
+  b.Int64Initializer("axes", {0}, {1});
+  b.Int64Initializer("rest", {-1}, {1});
+  b.AddNode("Conv", {"x", "w", "b"}, {"c"}, "conv")
+      .Ints("kernel_shape", {3, 3})
+      .Ints("pads", {1, 1, 1, 1});
+  b.AddNode("Relu", {"c"}, {"r"}, "relu");
+  b.AddNode("Shape", {"r"}, {"s"}, "shape");
+  b.AddNode("Gather", {"s", "zero"}, {"n"}, "gather");
+  b.AddNode("Unsqueeze", {"n", "axes"}, {"n1"}, "unsqueeze");
+  b.AddNode("Concat", {"n1", "rest"}, {"target"}, "concat").Int("axis", 0);
+  b.AddNode("Reshape", {"r", "target"}, {"flat"}, "flatten");
+  b.AddNode("Gemm", {"flat", "fc_w", "fc_b"}, {"y"}, "fc").Int("transB", 1);
+  b.Output("y", DType::kFloat, {-1, 10}, true);
+  for (auto* v : {b.graph()->mutable_input(0), b.graph()->mutable_output(0)}) {
+    v->mutable_type()
+        ->mutable_tensor_type()
+        ->mutable_shape()
+        ->mutable_dim(0)
+        ->set_dim_param("batch");
+  }
+  return b.Serialize();
+}
+
+// The batch stays symbolic whatever the calibration batch: quantized on
+// batch-1 samples, the QDQ model runs in ORT (default level) at batch 1, 4
+// and 7, every row as the batch-1 run of that sample gives it.
+TEST_F(PtqRealModels, SymbolicBatchStaysSymbolicInTheQdqModel) {
+  const std::string model = SymbolicBatchModel();
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  auto batch = [&](int64_t n) {
+    Tensor t(DType::kFloat, {n, 3, 8, 8});
+    for (float& v : t.mutable_span<float>()) v = normal(rng);
+    return t;
+  };
+  v1::QuantizeRequest r = Imx500Request();
+  r.set_onnx_model(model);
+  for (int i = 0; i < 16; ++i) {
+    *r.add_calibration_samples()->add_inputs() =
+        TensorToSampleProto(batch(1), "x");
+  }
+  ThreadPool pool(1);
+  JobContext ctx;
+  ctx.registry = &registry_;
+  ctx.pool = &pool;
+  auto result = RunQuantizeJob(r, ctx);
+  ASSERT_TRUE(result.ok()) << result.status();
+
+  onnx::ModelProto qdq;
+  ASSERT_TRUE(qdq.ParseFromString(result->qdq_onnx()));
+  EXPECT_EQ(
+      qdq.graph().input(0).type().tensor_type().shape().dim(0).dim_param(),
+      "batch");
+  EXPECT_EQ(
+      qdq.graph().output(0).type().tensor_type().shape().dim(0).dim_param(),
+      "batch");
+
+  // Seven samples; ORT runs them as batches of 1 (each), 4 and 7.
+  const Tensor all = batch(7);
+  auto rows = [&](int64_t first, int64_t n) {
+    Tensor t(DType::kFloat, {n, 3, 8, 8});
+    const int64_t size = 3 * 8 * 8;
+    std::copy_n(all.data<float>() + first * size, n * size,
+                t.mutable_data<float>());
+    return t;
+  };
+  Loaded loaded;
+  loaded.inputs = {"x"};
+  loaded.outputs = {"y"};
+  SampleSet singles, four, seven;
+  for (int64_t i = 0; i < 7; ++i) {
+    singles.names.push_back(absl::StrCat("s", i));
+    singles.samples.push_back({{"x", rows(i, 1)}});
+  }
+  four.names = {"b4"};
+  four.samples = {{{"x", rows(0, 4)}}};
+  seven.names = {"b7"};
+  seven.samples = {{{"x", rows(0, 7)}}};
+  auto one_each =
+      RunOrt(result->qdq_onnx(), "symbolic", loaded, "b1", {}, &singles, "all");
+  ASSERT_TRUE(one_each.ok()) << one_each.status();
+  for (const SampleSet* set : {&four, &seven}) {
+    auto out = RunOrt(result->qdq_onnx(), "symbolic", loaded, set->names[0], {},
+                      set, "all");
+    ASSERT_TRUE(out.ok()) << set->names[0] << ": " << out.status();
+    const Tensor& y = out->samples[0].at("y");
+    const int64_t n = set->samples[0].at("x").dim(0);
+    ASSERT_EQ(y.shape(), (std::vector<int64_t>{n, 10}));
+    for (int64_t i = 0; i < n; ++i) {
+      auto single = one_each->samples[i].at("y").span<float>();
+      for (int64_t k = 0; k < 10; ++k) {
+        EXPECT_NEAR(y.data<float>()[i * 10 + k], single[k], 1e-5)
+            << "batch " << n << " row " << i << " class " << k;
+      }
+    }
+  }
 }
 
 }  // namespace

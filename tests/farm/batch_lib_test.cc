@@ -119,7 +119,8 @@ TEST(ManifestTest, ErrorsNameLineAndField) {
        "m:2: field 'options.weights_bits': 20 is not an integer in [1, 16]"},
       {"{\"model\":\"x\",\"calib\":\"c\",\"tpc\":\"t\",\"options\":"
        "{\"activation_storage\":\"int4\"}}",
-       "m:1: field 'options.activation_storage': 'int4' is not uint8 or int8"},
+       "m:1: field 'options.activation_storage': 'int4' is not int8, uint8 or "
+       "auto"},
       {"{\"model\":\"x\",\"calib\":\"c\",\"tpc\":\"t\",\"options\":"
        "{\"mp\":\"weights=abc\"}}",
        "m:1: field 'options.mp': --mp: 'weights=abc' is not KEY=NUMBER"},

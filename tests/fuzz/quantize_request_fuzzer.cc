@@ -1,14 +1,25 @@
 // QuantizeRequest validation (what the server runs before admission) and the
-// admission memory estimate, on a serialized request.
+// admission memory estimate, on a serialized request; and what the server
+// sends back from it: the request id as a header, the error as a status
+// message (server/client_metadata.h).
 #include <cstddef>
 #include <cstdint>
 
 #include "core/pipeline/quantize_job.h"
 #include "quantd/v1/job.pb.h"
+#include "server/client_metadata.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using quantd::server::IsLegalMetadataValue;
+  using quantd::server::MetadataSafe;
+  // Any bytes a client sends as metadata (the header path needs no parse).
+  const absl::string_view raw(reinterpret_cast<const char*>(data), size);
+  if (!IsLegalMetadataValue(MetadataSafe(raw, 128))) __builtin_trap();
   quantd::v1::QuantizeRequest request;
   if (!request.ParseFromArray(data, static_cast<int>(size))) return 0;
+  if (!IsLegalMetadataValue(MetadataSafe(request.request_id(), 128))) {
+    __builtin_trap();
+  }
   quantd::JobLimits limits;
   limits.max_model_bytes = int64_t{1} << 20;
   limits.max_nodes = 4096;
@@ -16,7 +27,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   limits.max_samples = 64;
   limits.max_sample_bytes = int64_t{1} << 24;
   // The server estimates only requests that passed validation.
-  if (!quantd::ValidateQuantizeRequest(request, limits).ok()) return 0;
+  const absl::Status valid = quantd::ValidateQuantizeRequest(request, limits);
+  if (!valid.ok()) {
+    if (quantd::server::TruncateStatusMessage(valid.message()).size() >
+        quantd::server::kMaxStatusMessageBytes) {
+      __builtin_trap();
+    }
+    return 0;
+  }
   // The estimate parses the model and infers its shapes: never negative.
   if (quantd::EstimateJobMemoryBytes(request, limits, 4) < 0) __builtin_trap();
   return 0;

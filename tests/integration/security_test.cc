@@ -121,6 +121,28 @@ TEST_F(SecurityTest, TokenAuthAppliesToStreamsToo) {
       absl::StatusCode::kUnauthenticated);
 }
 
+// Found by an outside attacker: a request id with a byte outside printable
+// ASCII was copied into the x-request-id header and gRPC aborted the
+// process, before and after the UNAUTHENTICATED rejection.
+TEST_F(SecurityTest, AnyRequestIdIsSafeWithoutAToken) {
+  auto server =
+      ServerProcess::Start({"--auth_token_file=" + certs_->Path("token")});
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto client = client::Client::Create({.target = (*server)->target()});
+  ASSERT_TRUE(client.ok());
+  for (const std::string id :
+       {"mod\xC3\xA8le-1", "line\nbreak", "tab\there", "del\x7F", "%41"}) {
+    v1::QuantizeRequest request;
+    request.set_request_id(id);
+    request.set_onnx_model("m");
+    EXPECT_EQ((*client)->Quantize(request).status().code(),
+              absl::StatusCode::kUnauthenticated)
+        << id;
+  }
+  // Still serving: the process survived every one of them.
+  EXPECT_EQ((*client)->Health("").value(), "SERVING");
+}
+
 TEST_F(SecurityTest, HealthNeedsNoTokenSoProbesWork) {
   auto server =
       ServerProcess::Start({"--auth_token_file=" + certs_->Path("token")});

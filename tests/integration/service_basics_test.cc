@@ -2,6 +2,7 @@
 // server info, TPC registry RPCs, request validation, uploads, metrics and
 // the QUANTD_* environment flags.
 #include <google/protobuf/util/message_differencer.h>
+#include <grpcpp/grpcpp.h>
 
 #include <memory>
 #include <string>
@@ -14,6 +15,7 @@
 #include "core/tpc/validation.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "quantd/v1/quantization_service.grpc.pb.h"
 #include "tests/integration/server_process.h"
 
 namespace quantd::testing {
@@ -295,6 +297,44 @@ TEST_F(ServiceBasicsTest, EveryRejectedJobIsLoggedWithItsRequestId) {
   EXPECT_TRUE(line->contains("job_id"));
   EXPECT_TRUE(line->contains("peer"));
   EXPECT_TRUE(line->contains("ts"));
+}
+
+// The id comes back percent-escaped (server/client_metadata.h): the raw
+// bytes made gRPC abort the server.
+TEST_F(ServiceBasicsTest, RequestIdHeaderIsEscaped) {
+  auto channel = grpc::CreateChannel(server_->target(),
+                                     grpc::InsecureChannelCredentials());
+  auto stub = v1::QuantizationService::NewStub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  v1::QuantizeRequest request;
+  request.set_request_id("mod\xC3\xA8le-1\n%");
+  auto reader = stub->Quantize(&ctx, request);
+  v1::JobEvent event;
+  while (reader->Read(&event)) {
+  }
+  const grpc::Status status = reader->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  const auto& headers = ctx.GetServerInitialMetadata();
+  const auto found = headers.find("x-request-id");
+  ASSERT_NE(found, headers.end());
+  EXPECT_EQ(std::string(found->second.data(), found->second.size()),
+            "mod%C3%A8le-1%0A%25");
+}
+
+// A 100 KB name echoed in the error used to exceed the client's 8 KiB
+// metadata limit: the client saw RESOURCE_EXHAUSTED instead of NOT_FOUND
+// (and quantctl batch retried it). The whole message goes to the log.
+TEST_F(ServiceBasicsTest, LongErrorKeepsItsCodeAndIsLoggedWhole) {
+  const std::string name(100000, 'n');
+  const absl::Status status = client_->GetTpc(name).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound) << status.message();
+  EXPECT_LE(status.message().size(), 4096u);
+  EXPECT_THAT(std::string(status.message()), HasSubstr(" more bytes)"));
+  auto line = server_->WaitForLog("error message cut for the client",
+                                  {{"rpc", "GetTpc"}, {"code", "NOT_FOUND"}});
+  ASSERT_TRUE(line.ok()) << line.status();
+  EXPECT_THAT((*line)["error"].get<std::string>(), HasSubstr(name));
 }
 
 TEST(ServerFlagsTest, EnvironmentSetsFlagsAndCommandLineWins) {

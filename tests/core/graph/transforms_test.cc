@@ -227,6 +227,47 @@ TEST(FoldConstants, ResolvesShapeSubgraphIntoReshapeInitializer) {
   EXPECT_THAT(m.graph.outputs[0].shape, ElementsAre(2, 12));
 }
 
+// x[N,4,3] bound to N = 2 for calibration, with a probe at N = 4: Shape(x)[0]
+// differs between the two and stays computed; Shape(x)[1] * Shape(x)[2]
+// (the same 12 in both) folds.
+TEST(FoldConstants, KeepsWhatDependsOnADynamicDimension) {
+  OnnxModelBuilder b;
+  b.Input("x", DType::kFloat, {-1, 4, 3});
+  b.AddNode("Shape", {"x"}, {"s"});
+  b.Int64Initializer("zero", {0}, {});
+  b.AddNode("Gather", {"s", "zero"}, {"n"}, "batch");
+  b.Int64Initializer("axes", {0}, {1});
+  b.AddNode("Unsqueeze", {"n", "axes"}, {"n1"});
+  b.Int64Initializer("starts", {1}, {1});
+  b.Int64Initializer("ends", {3}, {1});
+  b.AddNode("Slice", {"s", "starts", "ends"}, {"hw"}, "tail");
+  b.AddNode("ReduceProd", {"hw"}, {"k"}, "prod").Int("keepdims", 1);
+  b.AddNode("Concat", {"n1", "k"}, {"shape"}, "concat").Int("axis", 0);
+  b.AddNode("Reshape", {"x", "shape"}, {"y"}, "reshape");
+  b.Output("y", DType::kFloat);
+  Model m = Import(b.Build());
+  ASSERT_TRUE(InferShapes(&m, {.input_shapes = {{"x", {2, 4, 3}}}}).ok());
+  ConstantFoldingOptions options;
+  options.probe_input_shapes = {{"x", {4, 4, 3}}};
+  const absl::Status folded = FoldConstants(&m, options);
+  ASSERT_TRUE(folded.ok()) << folded;
+  // The batch path (Shape, Gather, Unsqueeze, Concat) stays; the product of
+  // the static dims became an initializer.
+  std::vector<std::string> ops;
+  for (const Node& n : m.graph.nodes) ops.push_back(n.op_type);
+  EXPECT_THAT(ops,
+              ElementsAre("Shape", "Gather", "Unsqueeze", "Concat", "Reshape"));
+  const Tensor* k = m.graph.FindInitializer("k");
+  ASSERT_NE(k, nullptr);
+  EXPECT_THAT(k->span<int64_t>(), ElementsAre(12));
+  // Without the probe the calibration batch is baked in.
+  Model baked = Import(b.Build());
+  ASSERT_TRUE(InferShapes(&baked, {.input_shapes = {{"x", {2, 4, 3}}}}).ok());
+  ASSERT_TRUE(FoldConstants(&baked).ok());
+  EXPECT_THAT(baked.graph.FindInitializer("shape")->span<int64_t>(),
+              ElementsAre(2, 12));
+}
+
 TEST(FoldConstants, FoldsArithmeticOnInitializersButKeepsGraphOutputs) {
   OnnxModelBuilder b;
   b.Input("x", DType::kFloat, {2});

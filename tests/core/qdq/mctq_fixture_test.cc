@@ -450,6 +450,10 @@ void ExpectMctqHeader(const Model& m) {
   EXPECT_EQ(m.DefaultOpset(), 15);
   // imx500 v1 has add_metadata false: MCT writes no metadata_props.
   EXPECT_TRUE(m.metadata_props.empty());
+  // The batch axis stays dynamic, as in the float model (and MCT's export).
+  ASSERT_EQ(m.graph.inputs.size(), 1u);
+  ASSERT_FALSE(m.graph.inputs[0].shape.empty());
+  EXPECT_LT(m.graph.inputs[0].shape[0], 0);
 }
 
 TEST_F(MctqFixtureTest, NoSncMatchesMctNodeByNode) {
