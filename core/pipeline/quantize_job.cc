@@ -275,9 +275,7 @@ absl::StatusOr<std::string> ExportMctq(
   }
   MctqExportOptions options;
   options.insert_preserving_quantizers = tpc.insert_preserving_quantizers();
-  options.metadata = MctqMetadata(
-      tpc.add_metadata(), tpc.name(), tpc.tpc_minor_version(),
-      tpc.tpc_patch_version(), tpc.tpc_platform_type(), tpc.schema_version());
+  options.metadata = MctqMetadata(tpc);
   ASSIGN_OR_RETURN(Model mctq, BuildMctqModel(model, qg, options));
   RestoreDeclaredShapes(declared_inputs, declared_outputs, &mctq, warnings);
   return ExportOnnx(mctq);

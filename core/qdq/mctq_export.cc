@@ -215,15 +215,14 @@ absl::StatusOr<std::string> AddWeightQuantizer(const Node& node,
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> MctqMetadata(
-    bool add_metadata, const std::string& tpc_name, int tpc_minor_version,
-    int tpc_patch_version, const std::string& tpc_platform_type,
-    int tpc_schema_version) {
-  if (!add_metadata) return {};
-  return {{"tpc_minor_version", absl::StrCat(tpc_minor_version)},
-          {"tpc_patch_version", absl::StrCat(tpc_patch_version)},
-          {"tpc_platform_type", tpc_platform_type},
-          {"tpc_name", tpc_name},
-          {"tpc_schema", absl::StrCat(tpc_schema_version)},
+    const v1::TargetPlatformCapabilities& tpc) {
+  if (!tpc.add_metadata()) return {};
+  // MCT's get_versions_dict (minus mct_version) and mct_quantizers' own key.
+  return {{"tpc_minor_version", absl::StrCat(tpc.tpc_minor_version())},
+          {"tpc_patch_version", absl::StrCat(tpc.tpc_patch_version())},
+          {"tpc_platform_type", tpc.tpc_platform_type()},
+          {"tpc_name", tpc.name()},
+          {"tpc_schema", absl::StrCat(tpc.schema_version())},
           {"mctq_version", std::string(kMctqVersion)}};
 }
 

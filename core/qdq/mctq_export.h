@@ -22,6 +22,7 @@
 #ifndef QUANTD_CORE_QDQ_MCTQ_EXPORT_H_
 #define QUANTD_CORE_QDQ_MCTQ_EXPORT_H_
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "core/graph/graph.h"
 #include "quantd/v1/quantized_graph.pb.h"
+#include "quantd/v1/tpc.pb.h"
 
 namespace quantd {
 
@@ -47,9 +49,7 @@ struct MctqExportOptions {
 // versions and mct_quantizers' version), in MCT's key order; empty when
 // add_metadata is false.
 std::vector<std::pair<std::string, std::string>> MctqMetadata(
-    bool add_metadata, const std::string& tpc_name, int tpc_minor_version,
-    int tpc_patch_version, const std::string& tpc_platform_type,
-    int tpc_schema_version);
+    const v1::TargetPlatformCapabilities& tpc);
 
 // The model must hold every node and initializer the QuantizedGraph names
 // (INVALID_ARGUMENT naming it otherwise). The default-domain opset is left
