@@ -1,9 +1,12 @@
 #include "clients/batch/job_files.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "core/graph/onnx_import.h"
 #include "core/io/file_util.h"
 #include "core/io/sample_set.h"
@@ -39,6 +42,28 @@ absl::Status AddSamples(const std::string& dir,
 absl::Status ParseMpTargets(const std::string& spec,
                             v1::MixedPrecisionConfig* mp) {
   return ParseMixedPrecisionTargets(spec, mp);
+}
+
+bool ParseExportFormats(const std::string& text,
+                        std::vector<v1::ExportFormat>* formats) {
+  formats->clear();
+  for (absl::string_view part : absl::StrSplit(text, absl::ByAnyChar(",;+"))) {
+    const std::string name =
+        absl::AsciiStrToLower(absl::StripAsciiWhitespace(part));
+    v1::ExportFormat f;
+    if (name.empty()) continue;
+    if (name == "qdq") {
+      f = v1::EXPORT_FORMAT_QDQ;
+    } else if (name == "mctq") {
+      f = v1::EXPORT_FORMAT_MCTQ;
+    } else {
+      return false;
+    }
+    if (std::find(formats->begin(), formats->end(), f) == formats->end()) {
+      formats->push_back(f);
+    }
+  }
+  return true;
 }
 
 bool ParseActivationStorage(const std::string& text,
@@ -109,6 +134,9 @@ absl::StatusOr<v1::QuantizeRequest> BuildQuantizeRequest(
     request.mutable_export_options()->set_activation_storage(
         files.activation_storage);
   }
+  for (v1::ExportFormat f : files.export_formats) {
+    request.mutable_export_options()->add_formats(f);
+  }
   if (files.gptq) request.mutable_gptq()->set_enabled(true);
   request.set_num_threads(files.threads);
   return request;
@@ -119,6 +147,9 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ResultFiles(
   std::vector<std::pair<std::string, std::string>> files;
   if (!result.qdq_onnx().empty()) {
     files.emplace_back("model.qdq.onnx", result.qdq_onnx());
+  }
+  if (!result.mctq_onnx().empty()) {
+    files.emplace_back("model.mctq.onnx", result.mctq_onnx());
   }
   files.emplace_back("quantized_graph.pb",
                      SerializeDeterministic(result.quantized_graph()));

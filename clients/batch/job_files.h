@@ -31,6 +31,8 @@ struct JobFiles {
   v1::ActivationStorage activation_storage = v1::ACTIVATION_STORAGE_UNSPECIFIED;
   bool gptq = false;
   int threads = 0;  // 0 = server / hardware default
+  // ONNX formats to write (ParseExportFormats); empty = QDQ only.
+  std::vector<v1::ExportFormat> export_formats;
 };
 
 // Reads the model (to learn its input names), the samples and a TPC file.
@@ -46,12 +48,18 @@ absl::Status ParseMpTargets(const std::string& spec,
 bool ParseActivationStorage(const std::string& text,
                             v1::ActivationStorage* storage);
 
+// "qdq", "mctq", "qdq,mctq" (',', ';' or '+' between names; "" = QDQ only)
+// -> the formats, each once; false for an unknown name.
+bool ParseExportFormats(const std::string& text,
+                        std::vector<v1::ExportFormat>* formats);
+
 // A TPC given as a file (known extension or a path with '/') rather than a
 // registry name.
 bool IsTpcFile(const std::string& tpc);
 
 // The files a result is written as, in this order: model.qdq.onnx (unless
-// the job skipped it), quantized_graph.pb, quantized_graph.json,
+// the job skipped it), model.mctq.onnx (if the job wrote it),
+// quantized_graph.pb, quantized_graph.json,
 // report.json, report.html. Protos are serialized deterministically.
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ResultFiles(
     const v1::QuantizeResult& result);

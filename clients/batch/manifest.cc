@@ -32,7 +32,7 @@ const std::set<std::string>& TopLevelFields() {
 }
 const std::set<std::string>& OptionFields() {
   static const auto* fields = new std::set<std::string>{
-      "weights_bits", "activation_storage", "mp", "gptq", "threads"};
+      "weights_bits", "activation_storage", "mp", "gptq", "threads", "export"};
   return *fields;
 }
 
@@ -151,7 +151,7 @@ class LineParser {
       if (OptionFields().count(key) == 0) {
         return Error(absl::StrCat("options.", key),
                      "unknown option (weights_bits, activation_storage, mp, "
-                     "gptq, threads)");
+                     "gptq, threads, export)");
       }
     }
     ASSIGN_OR_RETURN(
@@ -166,6 +166,14 @@ class LineParser {
     if (!ParseActivationStorage(storage, &job.files.activation_storage)) {
       return Error("options.activation_storage",
                    absl::StrCat("'", storage, "' is not int8, uint8 or auto"));
+    }
+    ASSIGN_OR_RETURN(std::string formats,
+                     String(options, "export", "options.export", false));
+    if (!ParseExportFormats(formats, &job.files.export_formats)) {
+      return Error("options.export",
+                   absl::StrCat("'", formats,
+                                "' is not a list of qdq and mctq (e.g. "
+                                "qdq,mctq)"));
     }
     ASSIGN_OR_RETURN(job.files.mp, String(options, "mp", "options.mp", false));
     if (!job.files.mp.empty()) {
@@ -278,7 +286,8 @@ absl::StatusOr<std::vector<BatchJob>> ParseManifest(const std::string& text,
             return absl::InvalidArgumentError(absl::StrCat(
                 where, ": header column '", column,
                 "' is not a job field (id, model, calib, heldout, tpc, "
-                "weights_bits, activation_storage, mp, gptq, threads)"));
+                "weights_bits, activation_storage, mp, gptq, threads, "
+                "export)"));
           }
         }
         header = std::move(cells);

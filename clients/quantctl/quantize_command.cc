@@ -2,13 +2,14 @@
 //     [--server HOST:PORT] [--mp weights=F,activation=F,total=F,bops=F]
 //     [--weights-bits N] [--gptq] [--threads N] [--eval DIR]
 //     [--config QUANTIZATION_CONFIG_TEXTPROTO]
-//     [--activation-storage int8|uint8|auto]
+//     [--activation-storage int8|uint8|auto] [--export qdq,mctq]
 //
 // Runs a PTQ job in-process (or through a quantd server with --server) with
-// a progress bar on stderr, then writes into DIR: model.qdq.onnx,
-// quantized_graph.pb, quantized_graph.json, report.json and report.html,
-// each atomically (temp file + rename). Options the job cannot honour are
-// rejected by the job with UNIMPLEMENTED naming the option.
+// a progress bar on stderr, then writes into DIR: model.qdq.onnx (and/or
+// model.mctq.onnx, per --export; default qdq), quantized_graph.pb,
+// quantized_graph.json, report.json and report.html, each atomically (temp file
+// + rename). Options the job cannot honour are rejected by the job with
+// UNIMPLEMENTED naming the option.
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -43,7 +44,7 @@ constexpr char kUsage[] =
     "[--weights-bits N] [--bits-override 'type:Conv=4,name:conv_3=2'] "
     "[--gptq] [--threads N] [--eval DIR] "
     "[--config 'z_threshold: 8 shift_negative_params_search: true'] "
-    "[--activation-storage int8|uint8|auto]";
+    "[--activation-storage int8|uint8|auto] [--export qdq,mctq]";
 
 struct Args {
   std::string model, tpc, calib, out, server, eval, mp;
@@ -51,6 +52,8 @@ struct Args {
   std::string bits_override;
   // QuantizationConfig fields in protobuf text format (job.proto).
   std::string config;
+  // ONNX formats (job_files.h ParseExportFormats); empty = qdq.
+  std::vector<v1::ExportFormat> export_formats;
   int weights_bits = 0;
   // 8-bit activations of the QDQ model (job.proto ActivationStorage).
   v1::ActivationStorage activation_storage = v1::ACTIVATION_STORAGE_UNSPECIFIED;
@@ -87,6 +90,11 @@ int ParseArgs(const std::vector<std::string>& args, Args* out) {
     } else if (a == "--config") {
       if (!value(&out->config)) {
         return UsageError("--config needs QuantizationConfig text");
+      }
+    } else if (a == "--export") {
+      if (!value(&v) || !ParseExportFormats(v, &out->export_formats) ||
+          out->export_formats.empty()) {
+        return UsageError("--export needs qdq, mctq or qdq,mctq");
       }
     } else if (a == "--weights-bits") {
       if (!value(&v) || !absl::SimpleAtoi(v, &out->weights_bits) ||
@@ -195,10 +203,13 @@ void PrintSummary(const v1::QuantizeResult& result, const std::string& dir) {
             ? ru["activation_memory_bytes"].get<double>()
             : 0.0);
   }
+  std::string models;
+  if (!result.qdq_onnx().empty()) models += "model.qdq.onnx, ";
+  if (!result.mctq_onnx().empty()) models += "model.mctq.onnx, ";
   std::printf(
-      "wrote %s/{model.qdq.onnx, quantized_graph.pb, "
-      "quantized_graph.json, report.json, report.html}\n",
-      dir.c_str());
+      "wrote %s/{%squantized_graph.pb, quantized_graph.json, report.json, "
+      "report.html}\n",
+      dir.c_str(), models.c_str());
 }
 
 absl::StatusOr<v1::QuantizeResult> Run(const Args& args) {
@@ -212,7 +223,8 @@ absl::StatusOr<v1::QuantizeResult> Run(const Args& args) {
                             .weights_bits = args.weights_bits,
                             .activation_storage = args.activation_storage,
                             .gptq = args.gptq,
-                            .threads = args.threads}));
+                            .threads = args.threads,
+                            .export_formats = args.export_formats}));
   if (!args.bits_override.empty()) {
     RETURN_IF_ERROR(ParseBitWidthOverrides(args.bits_override,
                                            request.mutable_mixed_precision()));

@@ -10,6 +10,7 @@
 #include "core/executor/kernel.h"
 #include "core/executor/kernel_util.h"
 #include "core/executor/subgraph.h"
+#include "core/graph/mctq_ops.h"
 #include "core/util/status_macros.h"
 
 namespace quantd {
@@ -210,12 +211,14 @@ absl::Status Executor::Impl::Prepare(
   const exec::KernelRegistry& registry = exec::KernelRegistry::Get();
   for (int i : order) {
     const Node& n = g.nodes[i];
-    if (!IsDefaultDomain(n.domain)) {
+    const bool default_domain = IsDefaultDomain(n.domain);
+    if (!default_domain && !IsMctqQuantizerOp(n.domain, n.op_type)) {
       return absl::UnimplementedError(
           absl::StrCat(n.Label(), ": operator ", n.op_type, " of domain '",
                        n.domain, "' is not supported by the executor"));
     }
-    const exec::KernelFactory* factory = registry.Find(n.op_type);
+    const exec::KernelFactory* factory = registry.Find(
+        default_domain ? n.op_type : QualifiedOpType(n.domain, n.op_type));
     if (factory == nullptr) {
       return absl::UnimplementedError(
           absl::StrCat(n.Label(), ": operator ", n.op_type,

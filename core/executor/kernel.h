@@ -133,7 +133,7 @@ void ParallelFor(ThreadPool* pool, int64_t n, int64_t grain,
   X(Pad) X(ShapeOps) X(Transpose) X(Expand) X(Tile) X(Gather)       \
   X(Cast) X(Constant) X(Range) X(Reduce) X(ArgMinMax)               \
   X(Normalization) X(DepthSpace) X(If) X(Rnn) X(Quantize) X(Einsum) \
-  X(IndexOps)
+  X(IndexOps) X(MctqQuantizers)
 // clang-format on
 #define QUANTD_DECLARE_REGISTER(name) void Register##name(KernelRegistry& r);
 QUANTD_KERNEL_FILES(QUANTD_DECLARE_REGISTER)

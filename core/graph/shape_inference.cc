@@ -9,6 +9,7 @@
 #include "core/graph/constant_eval.h"
 #include "core/graph/graph_edit.h"
 #include "core/graph/internal/shape_rules.h"
+#include "core/graph/mctq_ops.h"
 #include "core/graph/onnx_import.h"
 #include "core/graph/validation.h"
 #include "core/util/status_macros.h"
@@ -171,6 +172,20 @@ class Inferencer {
 
  private:
   absl::Status InferNode(const Node& node, Env* env, bool top_level) {
+    if (IsMctqQuantizerOp(node.domain, node.op_type)) {
+      // Fake quantizers: output 0 has the type and shape of input 0.
+      if (!node.outputs.empty() && !node.outputs[0].empty()) {
+        ValueInfo info{node.outputs[0]};
+        auto it = env->types.find(node.Input(0));
+        if (it != env->types.end()) {
+          info = it->second;
+          info.name = node.outputs[0];
+          info.dim_params.assign(info.shape.size(), "");
+        }
+        env->types[node.outputs[0]] = std::move(info);
+      }
+      return absl::OkStatus();
+    }
     if (!IsDefaultDomain(node.domain)) {
       return absl::UnimplementedError(absl::StrCat(
           node.Label(), ": domain '", node.domain, "' is not supported"));

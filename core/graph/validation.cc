@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/graph/mctq_ops.h"
 #include "core/util/status_macros.h"
 
 namespace quantd {
@@ -167,10 +168,17 @@ absl::Status ValidateGraph(Graph* graph,
       return absl::InvalidArgumentError(
           absl::StrCat("node '", node.name, "': empty op_type"));
     }
-    if (!IsDefaultDomain(node.domain)) {
+    if (!IsDefaultDomain(node.domain) &&
+        !IsMctqQuantizerOp(node.domain, node.op_type)) {
       return absl::UnimplementedError(
           absl::StrCat(node.Label(), ": domain '", node.domain,
-                       "' is not supported (only the default ONNX domain is)"));
+                       "' is not supported (only the default ONNX domain and "
+                       "mct_quantizers' quantizer ops are)"));
+    }
+    if (IsMctqQuantizerOp(node.domain, node.op_type) &&
+        (node.Input(0).empty() || node.outputs.size() != 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(node.Label(), ": needs input 0 and exactly one output"));
     }
     // Every ONNX op computes something: a node without a named output is
     // malformed (or dead), and later stages read its outputs.

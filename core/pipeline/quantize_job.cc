@@ -34,6 +34,7 @@
 #include "core/pipeline/samples.h"
 #include "core/pipeline/stages.h"
 #include "core/pipeline/statistics.h"
+#include "core/qdq/mctq_export.h"
 #include "core/qdq/qdq_export.h"
 #include "core/report/report.h"
 #include "core/runtime/monotonic_progress.h"
@@ -239,6 +240,49 @@ int64_t ActivationBytesPerSample(const v1::QuantizeRequest& request,
   return total;
 }
 
+// An empty format list means QDQ only.
+bool WantsFormat(const v1::ExportOptions& options, v1::ExportFormat format) {
+  if (options.formats().empty()) return format == v1::EXPORT_FORMAT_QDQ;
+  for (int f : options.formats()) {
+    if (f == format) return true;
+  }
+  return false;
+}
+
+absl::Status ValidateExportOptions(const v1::ExportOptions& options) {
+  for (int i = 0; i < options.formats_size(); ++i) {
+    const int f = options.formats(i);
+    if (f != v1::EXPORT_FORMAT_QDQ && f != v1::EXPORT_FORMAT_MCTQ) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("export_options.formats[", i, "]: ", f,
+                       " is not a format (EXPORT_FORMAT_QDQ or "
+                       "EXPORT_FORMAT_MCTQ)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The MCTQ model as MCT 2.3 exports it: opset 15 (or the model's, if
+// higher), the TPC's metadata when it asks for it, and the float model's
+// declared (dynamic) inputs and outputs as for QDQ.
+absl::StatusOr<std::string> ExportMctq(
+    const Model& prepared, const v1::QuantizedGraph& qg,
+    const v1::TargetPlatformCapabilities& tpc,
+    const std::vector<ValueInfo>& declared_inputs,
+    const std::vector<ValueInfo>& declared_outputs,
+    std::vector<std::string>* warnings) {
+  Model model = prepared;
+  if (model.DefaultOpset() < kMctqDefaultOpset) {
+    RETURN_IF_ERROR(UpgradeForQdq(kMctqDefaultOpset, &model));
+  }
+  MctqExportOptions options;
+  options.insert_preserving_quantizers = tpc.insert_preserving_quantizers();
+  options.metadata = MctqMetadata(tpc);
+  ASSIGN_OR_RETURN(Model mctq, BuildMctqModel(model, qg, options));
+  RestoreDeclaredShapes(declared_inputs, declared_outputs, &mctq, warnings);
+  return ExportOnnx(mctq);
+}
+
 }  // namespace
 
 absl::Status ValidateQuantizeRequest(const v1::QuantizeRequest& request,
@@ -289,7 +333,7 @@ absl::Status ValidateQuantizeRequest(const v1::QuantizeRequest& request,
     return absl::InvalidArgumentError(absl::StrCat(
         "export_options.activation_storage: ",
         request.export_options().activation_storage(),
-        " is not ACTIVATION_STORAGE_UNSPECIFIED, _UINT8 or _INT8"));
+        " is not ACTIVATION_STORAGE_UNSPECIFIED, _UINT8, _INT8 or _AUTO"));
   }
   if (request.quantization().has_framework_info()) {
     // Checked here, not first when the TPC is attached after import.
@@ -301,6 +345,7 @@ absl::Status ValidateQuantizeRequest(const v1::QuantizeRequest& request,
           absl::StrCat("quantization.", st.message()));
     }
   }
+  RETURN_IF_ERROR(ValidateExportOptions(request.export_options()));
   auto options =
       ResolvePtqOptions(request.quantization(), request.gptq().enabled());
   if (!options.ok()) return options.status();
@@ -317,8 +362,12 @@ int64_t EstimateJobMemoryBytesBeforeImport(const v1::QuantizeRequest& request) {
   }
   const int64_t model = static_cast<int64_t>(request.onnx_model().size());
   // Parsed model, prepared copy, fake-quant copy and QDQ export each hold
-  // the weights.
-  return samples * 2 + model * 5 + (int64_t{64} << 20);
+  // the weights; an MCTQ export holds them twice more (its graph and its
+  // bytes, float weights).
+  const int64_t model_copies =
+      5 +
+      (WantsFormat(request.export_options(), v1::EXPORT_FORMAT_MCTQ) ? 2 : 0);
+  return samples * 2 + model * model_copies + (int64_t{64} << 20);
 }
 
 int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
@@ -517,7 +566,8 @@ absl::StatusOr<v1::QuantizeResult> RunQuantizeJobWithArtifacts(
   AddMixedPrecisionResults(mixed_precision, &qg);
   ASSIGN_OR_RETURN(QdqPlan plan,
                    LowerToQdqPlan(state.model, qg, request.export_options()));
-  if (!request.export_options().skip_qdq_onnx()) {
+  if (WantsFormat(request.export_options(), v1::EXPORT_FORMAT_QDQ) &&
+      !request.export_options().skip_qdq_onnx()) {
     Model export_model = state.model;
     const int64_t need = RequiredQdqOpset(plan);
     if (export_model.DefaultOpset() < need) {
@@ -528,6 +578,13 @@ absl::StatusOr<v1::QuantizeResult> RunQuantizeJobWithArtifacts(
                           &state.warnings);
     ASSIGN_OR_RETURN(std::string bytes, ExportOnnx(qdq));
     result.set_qdq_onnx(std::move(bytes));
+  }
+  if (WantsFormat(request.export_options(), v1::EXPORT_FORMAT_MCTQ)) {
+    RETURN_IF_ERROR(clock.Begin("export", "writing the MCTQ model"));
+    ASSIGN_OR_RETURN(std::string bytes,
+                     ExportMctq(state.model, qg, *tpc.tpc, declared_inputs,
+                                declared_outputs, &state.warnings));
+    result.set_mctq_onnx(std::move(bytes));
   }
 
   // 8. Report: error figures on the evaluation samples.

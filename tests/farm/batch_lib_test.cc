@@ -83,6 +83,24 @@ TEST(ManifestTest, CsvWithHeaderAndQuotedMpString) {
   EXPECT_EQ((*jobs)[1].files.model, "/base/y.onnx");
 }
 
+TEST(ManifestTest, ExportOptionListsFormats) {
+  auto jobs = Parse(
+      "{\"model\":\"x.onnx\",\"calib\":\"c\",\"tpc\":\"t\",\"options\":"
+      "{\"export\":\"qdq,mctq\"}}\n"
+      "{\"model\":\"y.onnx\",\"calib\":\"c\",\"tpc\":\"t\"}\n",
+      ManifestFormat::kJsonLines);
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  EXPECT_EQ((*jobs)[0].files.export_formats,
+            (std::vector<v1::ExportFormat>{v1::EXPORT_FORMAT_QDQ,
+                                           v1::EXPORT_FORMAT_MCTQ}));
+  EXPECT_TRUE((*jobs)[1].files.export_formats.empty());  // QDQ only
+  auto csv =
+      Parse("model,calib,tpc,export\nx.onnx,c,t,mctq\n", ManifestFormat::kCsv);
+  ASSERT_TRUE(csv.ok()) << csv.status();
+  EXPECT_EQ((*csv)[0].files.export_formats,
+            (std::vector<v1::ExportFormat>{v1::EXPORT_FORMAT_MCTQ}));
+}
+
 TEST(ManifestTest, AutoDetectsJsonFromTheFirstLine) {
   auto jobs = Parse("{\"model\":\"x.onnx\",\"calib\":\"c\",\"tpc\":\"t\"}",
                     ManifestFormat::kAuto);
@@ -106,6 +124,10 @@ TEST(ManifestTest, ErrorsNameLineAndField) {
       {"{\"model\":\"x\",\"calib\":\"c\",\"tpc\":\"t\",\"options\":"
        "{\"mp\":\"weights=abc\"}}",
        "m:1: field 'options.mp': --mp: 'weights=abc' is not KEY=NUMBER"},
+      {"{\"model\":\"x\",\"calib\":\"c\",\"tpc\":\"t\",\"options\":"
+       "{\"export\":\"qdq,tflite\"}}",
+       "m:1: field 'options.export': 'qdq,tflite' is not a list of qdq and "
+       "mctq"},
       {"{\"model\":\"x\",\"calib\":\"c\",\"tpc\":\"t\",\"modle\":1}",
        "m:1: field 'modle': unknown field"},
       {"{\"model\":\"x\",\"calib\":\"c\",\"tpc\":\"t\",\"options\":"

@@ -22,6 +22,15 @@ TEST(EstimateJobMemoryBytes, CountsSamplesModelAndActivations) {
             2 * 3072 + 5 * model + 2 * 1024 + kBase);
 }
 
+// The MCTQ export holds two more copies of the (float) weights.
+TEST(EstimateJobMemoryBytes, MctqExportCountsTwoMoreModelCopies) {
+  v1::QuantizeRequest r = testing::ConvJob(3, 8, 4, 4, "r");
+  const int64_t model = static_cast<int64_t>(r.onnx_model().size());
+  const int64_t qdq_only = EstimateJobMemoryBytes(r, JobLimits{}, 1);
+  r.mutable_export_options()->add_formats(v1::EXPORT_FORMAT_MCTQ);
+  EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1), qdq_only + 2 * model);
+}
+
 TEST(EstimateJobMemoryBytes, ActivationsScaleWithSamplesInFlight) {
   const v1::QuantizeRequest r = testing::ConvJob(3, 8, 4, 4, "r");
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 3) -

@@ -47,6 +47,8 @@ def main():
     parser.add_argument("--token", help="bearer token")
     parser.add_argument("--ca", help="CA certificate (PEM) for TLS")
     parser.add_argument("--timeout", type=float, default=3600)
+    parser.add_argument("--export", default="qdq",
+                        help="ONNX formats: qdq, mctq or qdq,mctq")
     args = parser.parse_args()
 
     root = open(args.ca, "rb").read() if args.ca else None
@@ -58,7 +60,8 @@ def main():
             for event in c.quantize(onnx_model=model, tpc=args.tpc,
                                     samples=load_samples(args.calib,
                                                          args.input),
-                                    timeout=args.timeout):
+                                    timeout=args.timeout,
+                                    export=args.export.split(",")):
                 kind = event.WhichOneof("event")
                 if kind == "accepted":
                     print(f"job {event.job_id} accepted "
@@ -75,8 +78,11 @@ def main():
         except QuantdError as e:
             sys.exit(f"quantize failed: {e}")
     os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "model.qdq.onnx"), "wb") as f:
-        f.write(result.qdq_onnx)
+    for name, data in (("model.qdq.onnx", result.qdq_onnx),
+                       ("model.mctq.onnx", result.mctq_onnx)):
+        if data:
+            with open(os.path.join(args.out, name), "wb") as f:
+                f.write(data)
     with open(os.path.join(args.out, "quantized_graph.pb"), "wb") as f:
         f.write(result.quantized_graph.SerializeToString())
     with open(os.path.join(args.out, "report.json"), "w") as f:

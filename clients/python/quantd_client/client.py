@@ -112,14 +112,15 @@ class Client:
 
     def quantize(self, request=None, *, onnx_model=None, tpc=None,
                  samples=None, request_id="", timeout=None,
-                 inline_limit_bytes=None):
+                 inline_limit_bytes=None, export=None):
         """Runs a job and yields its JobEvents in order.
 
         The first event is `accepted`; the last carries `result` (when the
         server sent the result in chunks, they are yielded as they come and
         then one event with the reassembled, sha256-verified result).
         Pass a QuantizeRequest, or onnx_model (bytes), tpc ("name@version")
-        and samples (Sample messages or {input name: numpy array} dicts).
+        and samples (Sample messages or {input name: numpy array} dicts);
+        export lists the ONNX formats ("qdq", "mctq"; default QDQ only).
         Raises QuantdError on failure. Models or samples too large for one
         message are sent through UploadModel first.
         """
@@ -133,6 +134,10 @@ class Client:
                 request.calibration_samples.append(
                     s if isinstance(s, tensor_pb2.Sample)
                     else sample_from_arrays(s))
+            for name in export or []:
+                request.export_options.formats.append(
+                    job_pb2.ExportFormat.Value(
+                        "EXPORT_FORMAT_" + name.strip().upper()))
         else:
             copy = job_pb2.QuantizeRequest()
             copy.CopyFrom(request)

@@ -158,8 +158,13 @@ TEST(ShiftNegative, SmallNegativeTailIsShiftedIntoTheNextBias) {
   EXPECT_EQ(conv.inputs[0], add.outputs[0]);
   EXPECT_THAT(s.model.graph.FindInitializer(conv.inputs[2])->span<float>(),
               ElementsAre(FloatEq(0.375f), FloatEq(0.25f)));
-  // The activation is now 16-bit; the Add carries T=16 unsigned 8-bit.
+  // The activation is now 16-bit with the threshold selected at 8 bits, as
+  // MCT keeps it (T=16 signed -> step 2^-11; unsigned 2^-12); the Add
+  // carries T=16 unsigned 8-bit.
   EXPECT_EQ(s.plans[0].activation.n_bits(), 16);
+  EXPECT_EQ(s.plans[0].activation.threshold(), 16.0);
+  EXPECT_DOUBLE_EQ(s.plans[0].activation.scale(),
+                   s.plans[0].activation.is_signed() ? 1.0 / 2048 : 1.0 / 4096);
   EXPECT_TRUE(s.plans[1].quantize_activation);
   EXPECT_FALSE(s.plans[1].activation.is_signed());
   EXPECT_EQ(s.plans[1].activation.threshold(), 16.0);
