@@ -179,8 +179,13 @@ absl::Status ApplyShiftNegativeCorrection(JobState* state) {
       continue;
     }
     // Smallest point of the unsigned n-bit grid of T that is >= |min|.
+    // HardSwish's minimum is -3/8 exactly; float32 evaluation of ONNX's
+    // formula can come out 1 ulp below it, which would take the next grid
+    // point (13/32 instead of MCT's 12/32 at T=8; MCT computes it in torch).
+    double min = st->second.min;
+    if (n.op_type == "HardSwish") min = std::max(min, -0.375);
     const double delta = t / std::ldexp(1.0, p.activation.n_bits());
-    c.shift = std::ceil(-st->second.min / delta) * delta;
+    c.shift = std::ceil(-min / delta) * delta;
     c.threshold = t;
     if (state->options.shift_negative_params_search) {
       RETURN_IF_ERROR(SearchShiftParams(

@@ -155,14 +155,14 @@ void RegisterActivations(KernelRegistry& r) {
                                                static_cast<T>(beta)));
     };
   });
-  // ONNX's x * clamp(x/6 + 1/2, 0, 1), evaluated as torch (and so MCT)
-  // does: x * clamp(x + 3, 0, 6) / 6. Near the minimum x = -3/2 the sum is
-  // exact and x(x+3) >= -9/4, so float32 never goes below the true minimum
-  // -3/8; the other form can (-0.37500003), and shift-negative correction
-  // then picks the next grid point (13/32 instead of MCT's 12/32 at T=8).
+  // y = x * max(0, min(1, x / 6 + 0.5)), as ONNX Runtime computes it (the
+  // runtime the exported model meets). Near x = -3/2 float32 gives
+  // -0.37500003, below the true minimum -3/8: shift-negative correction
+  // clamps to the latter (shift_negative.cc), as torch's x*clamp(x+3,0,6)/6
+  // never goes below it.
   RegisterFloatUnary(r, "HardSwish", [](const KernelInfo&) {
     return []<typename T>(T v) {
-      return v * std::min(std::max(v + T(3), T(0)), T(6)) / T(6);
+      return v * std::max(T(0), std::min(T(1), v / T(6) + T(0.5)));
     };
   });
   // y = x >= 0 ? x : alpha * (exp(x) - 1)
