@@ -10,62 +10,21 @@
 #include "absl/strings/str_cat.h"
 #include "core/graph/mctq_ops.h"
 #include "core/graph/validation.h"
+#include "core/qdq/internal/export_util.h"
 #include "core/util/status_macros.h"
 
 namespace quantd {
 namespace {
 
-Attribute IntAttr(int64_t v) {
-  Attribute a;
-  a.type = Attribute::Type::kInt;
-  a.i = v;
-  return a;
-}
-
-Attribute FloatAttr(double v) {
-  Attribute a;
-  a.type = Attribute::Type::kFloat;
-  a.f = static_cast<float>(v);
-  return a;
-}
-
-Attribute StringAttr(absl::string_view v) {
-  Attribute a;
-  a.type = Attribute::Type::kString;
-  a.s = std::string(v);
-  return a;
-}
+using qdq_internal::FloatAttr;
+using qdq_internal::IntAttr;
+using qdq_internal::NameTable;
+using qdq_internal::StringAttr;
 
 bool IsLut(v1::QuantizationMethod m) {
   return m == v1::QUANTIZATION_METHOD_LUT_POT_QUANTIZER ||
          m == v1::QUANTIZATION_METHOD_LUT_SYM_QUANTIZER;
 }
-
-// Names that do not collide with anything in the graph.
-class NameSet {
- public:
-  explicit NameSet(const Graph& g) {
-    for (const auto& in : g.inputs) used_.insert(in.name);
-    for (const auto& out : g.outputs) used_.insert(out.name);
-    for (const auto& [name, t] : g.initializers) used_.insert(name);
-    for (const Node& n : g.nodes) {
-      used_.insert(n.name);
-      for (const auto& o : n.outputs) used_.insert(o);
-      for (const auto& i : n.inputs) used_.insert(i);
-    }
-  }
-  std::string Unique(const std::string& base) {
-    std::string name = base;
-    for (int k = 1; used_.count(name) != 0; ++k) {
-      name = absl::StrCat(base, "_", k);
-    }
-    used_.insert(name);
-    return name;
-  }
-
- private:
-  std::set<std::string> used_;
-};
 
 Node MakeConstant(const std::string& name, std::vector<float> values) {
   Node c;
@@ -83,7 +42,8 @@ Node MakeConstant(const std::string& name, std::vector<float> values) {
 // The activation quantizer node for one tensor (attributes as
 // mct_quantizers' Activation*F.symbolic writes them).
 absl::StatusOr<Node> ActivationNode(const v1::ActivationQuantization& a,
-                                    const std::string& input, NameSet* names) {
+                                    const std::string& input,
+                                    NameTable* names) {
   Node q;
   q.domain = std::string(kMctqDomain);
   q.inputs = {input};
@@ -129,7 +89,7 @@ std::vector<float> ToFloats(const google::protobuf::RepeatedField<double>& v) {
 absl::StatusOr<std::string> AddWeightQuantizer(const Node& node,
                                                const v1::WeightQuantization& w,
                                                const Tensor& weight,
-                                               NameSet* names,
+                                               NameTable* names,
                                                std::vector<Node>* out) {
   const std::string what =
       absl::StrCat(node.Label(), " input ", w.input_index());
@@ -231,7 +191,7 @@ absl::StatusOr<Model> BuildMctqModel(const Model& float_model,
                                      const MctqExportOptions& options) {
   Model model = float_model;
   Graph& g = model.graph;
-  NameSet names(g);
+  NameTable names(g);
 
   // Decisions by tensor and by node.
   std::map<std::string, const v1::ActivationQuantization*> activations;

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/graph/graph_edit.h"
 #include "core/graph/graph_index.h"
+#include "core/qdq/internal/export_util.h"
 #include "core/qdq/qdq_math.h"
 #include "core/util/status_macros.h"
 
@@ -22,43 +23,8 @@ namespace {
 
 constexpr int64_t kOnnxInt64 = 7;  // TensorProto.INT64 for Cast's `to`
 
-// Hands out tensor/node names that collide with nothing in the model.
-class NameTable {
- public:
-  explicit NameTable(const Model& model) { AddGraph(model.graph); }
-
-  std::string Unique(const std::string& base) {
-    std::string name = base;
-    for (int k = 1; used_.count(name) != 0; ++k) {
-      name = absl::StrCat(base, "_", k);
-    }
-    used_.insert(name);
-    return name;
-  }
-
- private:
-  void AddGraph(const Graph& g) {
-    for (const auto& in : g.inputs) used_.insert(in.name);
-    for (const auto& out : g.outputs) used_.insert(out.name);
-    for (const auto& [name, t] : g.initializers) used_.insert(name);
-    for (const Node& n : g.nodes) {
-      used_.insert(n.name);
-      for (const auto& o : n.outputs) used_.insert(o);
-      for (const auto& i : n.inputs) used_.insert(i);
-      for (const auto& [key, a] : n.attributes) {
-        if (a.g) AddGraph(*a.g);
-      }
-    }
-  }
-  std::set<std::string> used_;
-};
-
-Attribute IntAttr(int64_t v) {
-  Attribute a;
-  a.type = Attribute::Type::kInt;
-  a.i = v;
-  return a;
-}
+using qdq_internal::IntAttr;
+using qdq_internal::NameTable;
 
 Tensor ScalarOrVector(const std::vector<float>& v, bool scalar) {
   if (scalar) return Tensor::FromVector<float>({v[0]}, {});
@@ -229,7 +195,7 @@ absl::StatusOr<Model> BuildQdqModel(const Model& float_model,
   // IR 7 carries opset 13; int4/int16 Q/DQ (opset 21) need IR 10.
   model.ir_version = std::max<int64_t>(model.ir_version, need >= 21 ? 10 : 7);
   Graph& g = model.graph;
-  Builder b{&model, NameTable(float_model), {}};
+  Builder b{&model, NameTable(float_model.graph), {}};
 
   // Index the graph.
   std::map<std::string, int> node_by_name;
