@@ -30,8 +30,15 @@ using ::testing::HasSubstr;
 
 #ifdef QUANTD_SANITIZED
 constexpr int64_t kSlackMb = 320;  // ASan's quarantine and shadow
+// Under ASan, 30 whole requests of 20-54 MiB leave 700-1000 MiB resident
+// (its allocator neither reuses those blocks across size classes nor gives
+// them back; a 16 MiB quarantine changed nothing): RSS then measures ASan,
+// not the server. The plain tree asserts those bounds (ctest -L load in
+// build/; docs/reliability.md has the figures); here only the codes.
+constexpr bool kWholeRequestRssIsTheServers = false;
 #else
 constexpr int64_t kSlackMb = 64;
+constexpr bool kWholeRequestRssIsTheServers = true;
 #endif
 constexpr int64_t kMiB = int64_t{1} << 20;
 constexpr int64_t kStoreMb = 50, kReceiveMb = 128, kJobBudgetMb = 300;
@@ -120,7 +127,9 @@ TEST_F(HostileTest, ModelsLargerThanTheBudgetAreRefusedUnparsed) {
     EXPECT_THAT(report->messages["FAILED_PRECONDITION"],
                 HasSubstr("more than the whole budget (--max_job_memory_mb"));
   }
-  EXPECT_LE(GrowthMb(*report), kWholeRequestsBoundMb) << report->ToString();
+  if (kWholeRequestRssIsTheServers) {
+    EXPECT_LE(GrowthMb(*report), kWholeRequestsBoundMb) << report->ToString();
+  }
 }
 
 TEST_F(HostileTest, HugeTpcJsonIsRefusedUnparsed) {
@@ -143,7 +152,9 @@ TEST_F(HostileTest, HugeTpcJsonIsRefusedUnparsed) {
     EXPECT_THAT(report->messages["INVALID_ARGUMENT"],
                 HasSubstr("(--max_tpc_json_kb=1024)"));
   }
-  EXPECT_LE(GrowthMb(*report), kWholeRequestsBoundMb) << report->ToString();
+  if (kWholeRequestRssIsTheServers) {
+    EXPECT_LE(GrowthMb(*report), kWholeRequestsBoundMb) << report->ToString();
+  }
 }
 
 }  // namespace
