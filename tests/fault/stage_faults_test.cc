@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "clients/cpp/client.h"
 #include "gtest/gtest.h"
@@ -151,10 +152,16 @@ TEST(QueuedFault, CancelWhileQueuedLeavesTheQueue) {
   auto client = Connect(*server);
   ASSERT_NE(client, nullptr);
   client::CallCanceller first;
+  // The second job is sent once the first runs on the only worker. Waiting
+  // for "job accepted" was not enough: two reactors can reach the job pool
+  // in the other order than admission counted them (then the "queued" job
+  // ran first; 1 run in 12 under ASan).
+  absl::Notification first_running;
   std::thread running([&] {
-    (void)RunUntilStage(*client, "import", nullptr, {.canceller = &first});
+    (void)RunUntilStage(*client, "import", [&] { first_running.Notify(); },
+                        {.canceller = &first});
   });
-  ASSERT_TRUE(server->WaitForLog("job accepted").ok());
+  first_running.WaitForNotification();
   client::CallCanceller second;
   auto queued =
       client->Quantize(SmallJob("queued"),
