@@ -1,6 +1,7 @@
 // Chunked upload assembly as UploadModel drives it: a header (kind, claimed
 // total size, claimed sha256) then chunks with offsets, all chosen by the
-// input. Properties: a claimed size beyond the cap never allocates; Finish
+// input. Properties: an unknown kind is refused; a claimed size beyond the
+// cap never allocates; Finish
 // succeeds only for exactly total_size bytes whose sha256 is the claimed one;
 // a well-formed upload (in-order offsets, true size and digest) always
 // succeeds and returns the bytes sent.
@@ -76,13 +77,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       honest_sha ? quantd::server::Sha256Hex(sent) : claimed_sha;
 
   quantd::server::UploadAssembler assembler(kMaxBytes);
-  bool well_formed = kind > 0 && honest_size && honest_sha && honest_offsets &&
-                     !sent.empty() &&
+  // UPLOAD_KIND_MODEL (1) and UPLOAD_KIND_SAMPLES (2) are the only kinds.
+  const bool known_kind = kind == 1 || kind == 2;
+  bool well_formed = known_kind && honest_size && honest_sha &&
+                     honest_offsets && !sent.empty() &&
                      static_cast<int64_t>(sent.size()) <= kMaxBytes;
   if (!assembler.Begin(kind, total, sha).ok()) {
     if (well_formed) abort();
     return 0;
   }
+  if (!known_kind) abort();  // an unknown kind is never stored
   for (size_t i = 0; i < pieces.size(); ++i) {
     if (!assembler.Append(offsets[i], pieces[i]).ok()) {
       if (well_formed) abort();
