@@ -5,6 +5,7 @@
 #include <random>
 #include <vector>
 
+#include "absl/time/clock.h"
 #include "benchmark/benchmark.h"
 #include "core/quantizers/selection.h"
 #include "core/runtime/cancellation.h"
@@ -57,6 +58,23 @@ void BM_SymmetricPerChannelMsePool2(benchmark::State& state) {
   RunSymmetricPerChannel(state, &pool);
 }
 BENCHMARK(BM_SymmetricPerChannelMsePool2)->Unit(benchmark::kMillisecond);
+
+// The same search with a job's live token: what polling it costs (the peer
+// is BM_SymmetricPerChannelMse, which has none).
+void BM_SymmetricPerChannelMseLiveToken(benchmark::State& state) {
+  const std::vector<float> w = Kernel();
+  const TensorView t{w, {256, 256, 3, 3}};
+  CancellationToken cancel(absl::Now() + absl::Hours(1));
+  WeightsSearchOptions o;
+  o.error_method = ErrorMethod::kMse;
+  o.channel_axis = 0;
+  o.cancel = &cancel;
+  for (auto _ : state) {
+    auto r = SymmetricSelectionTensor(t, o);
+    benchmark::DoNotOptimize(r);
+  }
+}
+BENCHMARK(BM_SymmetricPerChannelMseLiveToken)->Unit(benchmark::kMillisecond);
 
 // The same search once its job is cancelled: every error evaluation returns
 // at once. A cancel that lands mid-search costs at most one row error plus

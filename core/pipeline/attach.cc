@@ -220,9 +220,12 @@ absl::Status AttachTpc(tpc::TpcPtr tpc_ptr,
     if (p.config.signedness() == v1::SIGNEDNESS_UNSIGNED) {
       p.forced_signed = false;
     }
-    if (auto r = fi.KnownOutputRange(node.op_type); r && r->bounded()) {
-      p.known_min = r->min;
-      p.known_max = r->max;
+    if (auto r = fi.KnownOutputRange(node.op_type)) {
+      p.known_lower_bound = r->min;
+      if (r->bounded()) {
+        p.known_min = r->min;
+        p.known_max = r->max;
+      }
     }
     if (p.preserving) {
       // An integer input computed at run time (Reshape's shape kept

@@ -43,6 +43,9 @@ struct NodePlan {
   std::optional<bool> forced_signed;  // TPC signedness SIGNED/UNSIGNED
   // FrameworkInfo's known output range (both set = bounded).
   std::optional<double> known_min, known_max;
+  // FrameworkInfo's lower bound even when the range is open above
+  // (HardSwish: -3/8): what shift-negative correction shifts by at most.
+  std::optional<double> known_lower_bound;
   std::string float_reason;
   std::vector<WeightSlot> weights;
   // Results.

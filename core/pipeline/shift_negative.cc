@@ -179,11 +179,16 @@ absl::Status ApplyShiftNegativeCorrection(JobState* state) {
       continue;
     }
     // Smallest point of the unsigned n-bit grid of T that is >= |min|.
-    // HardSwish's minimum is -3/8 exactly; float32 evaluation of ONNX's
-    // formula can come out 1 ulp below it, which would take the next grid
-    // point (13/32 instead of MCT's 12/32 at T=8; MCT computes it in torch).
+    // A minimum a float32 rounding below the op's known one (FrameworkInfo)
+    // is that one: ONNX's HardSwish can give -0.37500003 for -3/8, which
+    // would take the next grid point (13/32 instead of MCT's 12/32 at T=8;
+    // MCT computes it in torch). Further below, the observed value stands
+    // (Elu with alpha > 1 goes below FrameworkInfo's -1).
     double min = st->second.min;
-    if (n.op_type == "HardSwish") min = std::max(min, -0.375);
+    if (p.known_lower_bound && min < *p.known_lower_bound &&
+        min >= *p.known_lower_bound * (1 + 1e-6)) {
+      min = *p.known_lower_bound;
+    }
     const double delta = t / std::ldexp(1.0, p.activation.n_bits());
     c.shift = std::ceil(-min / delta) * delta;
     c.threshold = t;

@@ -211,6 +211,16 @@ class PtqRealModels : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(registry_.AddBuiltins().ok()); }
 
+  // The job in-process on one thread (the e2e figures are per thread).
+  absl::StatusOr<v1::QuantizeResult> RunJob(const v1::QuantizeRequest& r,
+                                            JobArtifacts* artifacts) {
+    ThreadPool pool(1);
+    JobContext ctx;
+    ctx.registry = &registry_;
+    ctx.pool = &pool;
+    return RunQuantizeJobWithArtifacts(r, ctx, artifacts);
+  }
+
   // Quantizes, checks QDQ (ORT) == fake quant within one step, returns the
   // ORT QDQ outputs' metrics against ORT float for `output`.
   void QuantizeAndCheck(const std::string& name, const std::string& output,
@@ -228,12 +238,8 @@ class PtqRealModels : public ::testing::Test {
     if (!IsMinMax(r)) {
       AddSamples(loaded.heldout, r.mutable_evaluation_samples());
     }
-    ThreadPool pool(1);
-    JobContext ctx;
-    ctx.registry = &registry_;
-    ctx.pool = &pool;
     JobArtifacts artifacts;
-    auto result = RunQuantizeJobWithArtifacts(r, ctx, &artifacts);
+    auto result = RunJob(r, &artifacts);
     ASSERT_TRUE(result.ok()) << name << ": " << result.status();
     auto ort_qdq = RunOrt(result->qdq_onnx(), name, loaded, "qdq");
     ASSERT_TRUE(ort_qdq.ok()) << ort_qdq.status();
@@ -463,12 +469,8 @@ TEST_F(PtqRealModels, Int4WeightsAnd16BitActivationsRunAtTheDefaultLevel) {
   r.set_onnx_model(loaded.bytes);
   AddSamples(loaded.calib, r.mutable_calibration_samples());
   r.mutable_mixed_precision()->set_kernel_weights_bits(4);
-  ThreadPool pool(1);
-  JobContext ctx;
-  ctx.registry = &registry_;
-  ctx.pool = &pool;
   JobArtifacts artifacts;
-  auto result = RunQuantizeJobWithArtifacts(r, ctx, &artifacts);
+  auto result = RunJob(r, &artifacts);
   ASSERT_TRUE(result.ok()) << result.status();
   int w4 = 0, a16 = 0;
   for (const auto& n : result->quantized_graph().nodes()) {
@@ -569,13 +571,7 @@ std::string SymbolicBatchModel() {
   b.AddNode("Reshape", {"r", "target"}, {"flat"}, "flatten");
   b.AddNode("Gemm", {"flat", "fc_w", "fc_b"}, {"y"}, "fc").Int("transB", 1);
   b.Output("y", DType::kFloat, {-1, 10}, true);
-  for (auto* v : {b.graph()->mutable_input(0), b.graph()->mutable_output(0)}) {
-    v->mutable_type()
-        ->mutable_tensor_type()
-        ->mutable_shape()
-        ->mutable_dim(0)
-        ->set_dim_param("batch");
-  }
+  b.NameDim0("batch");
   return b.Serialize();
 }
 
@@ -597,11 +593,8 @@ TEST_F(PtqRealModels, SymbolicBatchStaysSymbolicInTheQdqModel) {
     *r.add_calibration_samples()->add_inputs() =
         TensorToSampleProto(batch(1), "x");
   }
-  ThreadPool pool(1);
-  JobContext ctx;
-  ctx.registry = &registry_;
-  ctx.pool = &pool;
-  auto result = RunQuantizeJob(r, ctx);
+  JobArtifacts artifacts;
+  auto result = RunJob(r, &artifacts);
   ASSERT_TRUE(result.ok()) << result.status();
 
   onnx::ModelProto qdq;

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "core/executor/elementwise.h"
 #include "core/executor/kernel.h"
 #include "core/executor/kernel_util.h"
 #include "core/graph/mctq_ops.h"
@@ -85,6 +86,21 @@ absl::Status RequireFloatInput(const KernelContext& ctx, const Tensor& x) {
 
 // ---- Activations ----------------------------------------------------------
 
+// An activation quantizer: `op` on every element of the float input 0
+// (elementwise.h's UnaryLoop, chunked on the pool).
+template <typename Op>
+std::unique_ptr<Kernel> MakeActivationKernel(Op op) {
+  return MakeKernel([op](KernelContext& ctx) -> absl::Status {
+    const Tensor& x = *ctx.input(0);
+    RETURN_IF_ERROR(RequireFloatInput(ctx, x));
+    ASSIGN_OR_RETURN(Tensor * y,
+                     ctx.AllocateUninitialized(0, DType::kFloat, x.shape()));
+    UnaryLoop(ctx.pool(), x.data<float>(), y->mutable_data<float>(),
+              x.num_elements(), op);
+    return absl::OkStatus();
+  });
+}
+
 // Activation{POT,Symmetric}Quantizer.
 absl::StatusOr<std::unique_ptr<Kernel>> MakeSymmetricActivation(
     const KernelInfo& info, bool power_of_two) {
@@ -105,21 +121,9 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeSymmetricActivation(
   const float scale = static_cast<float>(scale_d);
   const float lo = is_signed ? static_cast<float>(-t) : 0.0f;
   const float hi = static_cast<float>(t - scale_d);
-  return MakeKernel([=](KernelContext& ctx) -> absl::Status {
-    const Tensor& x = *ctx.input(0);
-    RETURN_IF_ERROR(RequireFloatInput(ctx, x));
-    ASSIGN_OR_RETURN(Tensor * y,
-                     ctx.AllocateUninitialized(0, DType::kFloat, x.shape()));
-    const float* in = x.data<float>();
-    float* out = y->mutable_data<float>();
-    ParallelFor(ctx.pool(), x.num_elements(), 1 << 14,
-                [&](int64_t b, int64_t e) {
-                  for (int64_t i = b; i < e; ++i) {
-                    const float c = std::fmin(std::fmax(in[i], lo), hi);
-                    out[i] = std::nearbyint(c / scale) * scale;
-                  }
-                });
-    return absl::OkStatus();
+  return MakeActivationKernel([=](float v) {
+    const float c = std::fmin(std::fmax(v, lo), hi);
+    return std::nearbyint(c / scale) * scale;
   });
 }
 
@@ -154,22 +158,9 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeUniformActivation(
   const float a = static_cast<float>(a_d);
   const float b = static_cast<float>(b_d);
   const float delta = static_cast<float>((b_d - a_d) / (std::exp2(bits) - 1));
-  return MakeKernel([=](KernelContext& ctx) -> absl::Status {
-    const Tensor& x = *ctx.input(0);
-    RETURN_IF_ERROR(RequireFloatInput(ctx, x));
-    ASSIGN_OR_RETURN(Tensor * y,
-                     ctx.AllocateUninitialized(0, DType::kFloat, x.shape()));
-    const float* in = x.data<float>();
-    float* out = y->mutable_data<float>();
-    ParallelFor(ctx.pool(), x.num_elements(), 1 << 14,
-                [&](int64_t lo, int64_t hi) {
-                  for (int64_t i = lo; i < hi; ++i) {
-                    const float c = std::fmin(std::fmax(in[i], a), b);
-                    const float r = std::nearbyint((c - a) / delta);
-                    out[i] = delta * r + a;
-                  }
-                });
-    return absl::OkStatus();
+  return MakeActivationKernel([=](float v) {
+    const float c = std::fmin(std::fmax(v, a), b);
+    return delta * std::nearbyint((c - a) / delta) + a;
   });
 }
 

@@ -56,13 +56,7 @@ Model BoundReluModel(bool static_reshape) {
     b.AddNode("Relu", {"r"}, {"y"}, "relu2");
   }
   b.Output("y", DType::kFloat, {-1, 4}, true);
-  for (auto* v : {b.graph()->mutable_input(0), b.graph()->mutable_output(0)}) {
-    v->mutable_type()
-        ->mutable_tensor_type()
-        ->mutable_shape()
-        ->mutable_dim(0)
-        ->set_dim_param("batch");
-  }
+  b.NameDim0("batch");
   auto model = ImportOnnxModel(b.Build());
   EXPECT_TRUE(model.ok()) << model.status();
   return *std::move(model);

@@ -115,6 +115,16 @@ OnnxModelBuilder& OnnxModelBuilder::Output(const std::string& name, DType dtype,
   return *this;
 }
 
+OnnxModelBuilder& OnnxModelBuilder::NameDim0(const std::string& name) {
+  for (auto* infos : {graph()->mutable_input(), graph()->mutable_output()}) {
+    for (onnx::ValueInfoProto& v : *infos) {
+      auto* shape = v.mutable_type()->mutable_tensor_type()->mutable_shape();
+      if (shape->dim_size() > 0) shape->mutable_dim(0)->set_dim_param(name);
+    }
+  }
+  return *this;
+}
+
 OnnxModelBuilder& OnnxModelBuilder::Initializer(const std::string& name,
                                                 const Tensor& value) {
   *graph()->add_initializer() = MakeTensorProto(name, value);

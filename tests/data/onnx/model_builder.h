@@ -56,6 +56,9 @@ class OnnxModelBuilder {
   OnnxModelBuilder& Int64Initializer(const std::string& name,
                                      const std::vector<int64_t>& values,
                                      const std::vector<int64_t>& shape);
+  // Names dim 0 of every graph input and output that has one: a symbolic
+  // batch ("batch") instead of the default "d0".
+  OnnxModelBuilder& NameDim0(const std::string& name);
   NodeRef AddNode(const std::string& op_type,
                   const std::vector<std::string>& inputs,
                   const std::vector<std::string>& outputs,
