@@ -6,7 +6,9 @@
 # stay in $BUILD_DIR/fuzz/ (corpus/<target>, crashes/<target>); a crash
 # fails the script. Prints one line per target: executions, coverage
 # (libFuzzer's cov:/ft:), corpus size. Needs `scripts/sanitize.sh asan`
-# (or the same build) first.
+# (or the same build) first. FUZZ_SEED (default 0: random) fixes libFuzzer's
+# seed: the test command uses 1, so a CI run is reproducible and a finding
+# reappears on the next run instead of at random.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-20}
@@ -61,7 +63,7 @@ fuzz_one() {
     "$src/tests/fuzz/regressions/$t" $(extra_seeds "$t") \
     -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2560 \
     -max_len="$(max_len "$t")" -artifact_prefix="$crashes/" \
-    -print_final_stats=1 >"$log" 2>&1; then
+    -seed="${FUZZ_SEED:-0}" -print_final_stats=1 >"$log" 2>&1; then
     echo "fuzz $t: FAILED, input in $crashes/, log $log"
     grep -E "ERROR|SUMMARY|==[0-9]+==|#[0-9]+ +in " "$log" | head -20 || true
     return 1

@@ -7,7 +7,7 @@
 #      ctest suite, real-model tests on fewer samples (tests/e2e/e2e_scale.h)
 #      (scripts/sanitize.sh asan)
 #   4. fuzz: every fuzz target for FUZZ_SECONDS (default 20) each, one per
-#      core (scripts/fuzz.sh)
+#      core, libFuzzer seed FUZZ_SEED (default 1) (scripts/fuzz.sh)
 #   5. tsan: TSan tree of the core libraries and the core tests
 #      (scripts/sanitize.sh tsan); TSAN=0 skips it
 #   6. only with PLAIN=1: the plain optimised build (scripts/build.sh) and
@@ -60,6 +60,7 @@ plain() {
 phase setup scripts/setup.sh
 phase format scripts/check_format.sh
 phase asan scripts/sanitize.sh asan "$@"
+export FUZZ_SEED=${FUZZ_SEED:-1}
 phase fuzz scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
 if [ "${TSAN:-1}" = 1 ]; then
   phase tsan scripts/sanitize.sh tsan

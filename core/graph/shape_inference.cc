@@ -178,6 +178,8 @@ class Inferencer {
         ValueInfo info{node.outputs[0]};
         auto it = env->types.find(node.Input(0));
         if (it != env->types.end()) {
+          RETURN_IF_ERROR(
+              CheckRank(node, node.outputs[0], it->second.shape));
           info = it->second;
           info.name = node.outputs[0];
           info.dim_params.assign(info.shape.size(), "");
@@ -238,13 +240,17 @@ class Inferencer {
     }
     if (all_constant && !node.inputs.empty() && CanEvaluate(node) &&
         node.op_type != "Shape" && node.op_type != "Size") {
-      auto values = EvaluateNode(node, c.constants, opset_,
-                                 options_.max_constant_elements);
+      // Within what the total budget has left: evaluating a value that
+      // would not be kept is wasted work.
+      auto values = EvaluateNode(
+          node, c.constants, opset_,
+          std::min(options_.max_constant_elements,
+                   options_.max_total_constant_elements - tracked_elements_));
       if (values.ok()) {
         for (size_t i = 0; i < values->size() && i < node.outputs.size(); ++i) {
-          if (!node.outputs[i].empty()) {
-            SetConstant(node.outputs[i], (*values)[i], env);
-          }
+          if (node.outputs[i].empty()) continue;
+          RETURN_IF_ERROR(CheckRank(node, node.outputs[i], (*values)[i].shape()));
+          SetConstant(node.outputs[i], (*values)[i], env);
         }
         return absl::OkStatus();
       }
@@ -292,6 +298,7 @@ class Inferencer {
     RETURN_IF_ERROR((*rule)(&c));
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       if (node.outputs[i].empty()) continue;
+      RETURN_IF_ERROR(CheckRank(node, node.outputs[i], c.outputs[i].shape));
       ValueInfo info = std::move(c.outputs[i]);
       info.name = node.outputs[i];
       info.dim_params.assign(info.shape.size(), "");
@@ -300,14 +307,29 @@ class Inferencer {
     return absl::OkStatus();
   }
 
+  absl::Status CheckRank(const Node& node, const std::string& output,
+                         const std::vector<int64_t>& shape) const {
+    if (static_cast<int64_t>(shape.size()) <= options_.max_rank) {
+      return absl::OkStatus();
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        node.Label(), ": output '", output, "' would have rank ", shape.size(),
+        "; tensors of rank above ", options_.max_rank, " are not supported"));
+  }
+
+  // Past the total budget a computed value keeps its type only.
   void SetConstant(const std::string& name, const Tensor& value, Env* env) {
     env->types[name] = InfoOf(name, value, value.dtype());
+    const int64_t n = value.num_elements();
+    if (n > options_.max_total_constant_elements - tracked_elements_) return;
+    tracked_elements_ += n;
     env->constants[name] = value;
   }
 
   int64_t opset_;
   const ShapeInferenceOptions& options_;
   ShapeInferenceResult* result_;
+  int64_t tracked_elements_ = 0;
 };
 
 }  // namespace

@@ -36,6 +36,14 @@ struct ShapeInferenceOptions {
   bool strict = false;
   // Values computed from shapes are tracked up to this many elements.
   int64_t max_constant_elements = int64_t{1} << 20;
+  // ...and up to this many elements in all: past it, further computed values
+  // are not tracked (their shapes still are). Thousands of nodes that each
+  // make a large constant from a few bytes would otherwise hold gigabytes.
+  int64_t max_total_constant_elements = int64_t{1} << 26;
+  // A tensor of higher rank is an error naming its node: no real model comes
+  // near, and a shape of a million dims copied along a chain of nodes would
+  // exhaust memory.
+  int64_t max_rank = 64;
 };
 
 struct ShapeInferenceResult {

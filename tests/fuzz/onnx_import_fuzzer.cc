@@ -19,6 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!model.ok()) return 0;
   quantd::ShapeInferenceOptions shape_options;
   shape_options.max_constant_elements = 1 << 16;
+  shape_options.max_total_constant_elements = 1 << 20;
   (void)quantd::InferShapes(&*model, shape_options);
   return 0;
 }

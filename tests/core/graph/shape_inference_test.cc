@@ -267,5 +267,37 @@ TEST(InferShapes, LeavesSubgraphsOfModelCopiesAlone) {
                   ->g->value_info.empty());
 }
 
+TEST(InferShapes, RankAboveTheLimitNamesTheNode) {
+  OnnxModelBuilder b;
+  b.Input("x", DType::kFloat, {1});
+  // A shape of 65 ones: one element, rank 65.
+  b.Initializer("s", Tensor::FromVector<int64_t>(std::vector<int64_t>(65, 1),
+                                                 {65}));
+  b.AddNode("Reshape", {"x", "s"}, {"y"}, "reshape_9");
+  b.Output("y", DType::kFloat);
+  Model m = Import(b.Build());
+  EXPECT_THAT(InferShapes(&m).status().message(),
+              HasSubstr("node 'reshape_9' (Reshape): output 'y' would have "
+                        "rank 65; tensors of rank above 64"));
+}
+
+TEST(InferShapes, ValuesPastTheConstantBudgetKeepOnlyTheirTypes) {
+  OnnxModelBuilder b;
+  b.Initializer("s", Tensor::FromVector<int64_t>({6}, {1}));
+  // Each ConstantOfShape makes 6 elements; a budget of 10 tracks the first.
+  b.AddNode("ConstantOfShape", {"s"}, {"a"});
+  b.AddNode("ConstantOfShape", {"s"}, {"b"});
+  b.Output("a", DType::kFloat);
+  b.Output("b", DType::kFloat);
+  Model m = Import(b.Build());
+  ShapeInferenceOptions options;
+  options.max_total_constant_elements = 10;
+  absl::StatusOr<ShapeInferenceResult> r = InferShapes(&m, options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->constants.count("a"), 1u);
+  EXPECT_EQ(r->constants.count("b"), 0u);
+  EXPECT_THAT(m.graph.outputs[1].shape, ElementsAre(6));
+}
+
 }  // namespace
 }  // namespace quantd
