@@ -7,6 +7,7 @@
 #include <malloc.h>
 #endif
 #include <new>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -60,11 +61,12 @@ class JobState final : public ProgressSink {
     return {{"job_id", job_id_}, {"request_id", request_id_}, {"peer", peer_}};
   }
 
-  void Admitted(std::unique_ptr<AdmissionTicket> ticket,
-                const std::string& tpc) {
+  // `tpc` is what the job runs with (JobContext.sources): resolved once.
+  void Admitted(std::unique_ptr<AdmissionTicket> ticket, ResolvedTpc tpc) {
     v1::JobEvent event = NewEvent();
     event.mutable_accepted()->set_queue_position(ticket->queue_position());
-    event.mutable_accepted()->set_tpc(tpc);
+    event.mutable_accepted()->set_tpc(tpc.ref);
+    tpc_ = std::move(tpc);
     {
       absl::MutexLock lock(&mu_);
       ticket_ = std::move(ticket);
@@ -72,6 +74,19 @@ class JobState final : public ProgressSink {
       stage_started_ = accepted_at_;
     }
     coalescer_.Post(std::move(event), /*droppable=*/false);
+  }
+
+  // Set by Admitted before the job is scheduled; read by its worker.
+  const ResolvedTpc& tpc() const { return tpc_; }
+
+  // Raises the job's memory reservation to `total_bytes` (the estimate from
+  // the parsed model); never lowers it.
+  absl::Status GrowReservation(int64_t total_bytes) {
+    absl::MutexLock lock(&mu_);
+    if (ticket_ == nullptr || total_bytes <= ticket_->memory_bytes()) {
+      return absl::OkStatus();
+    }
+    return ticket_->Grow(total_bytes - ticket_->memory_bytes());
   }
 
   void SetHeartbeatId(int64_t id) {
@@ -116,12 +131,12 @@ class JobState final : public ProgressSink {
   }
 
   // The job produced a result: post it (chunked if needed) and finish OK.
-  void Succeed(const v1::QuantizeResult& result) {
+  void Succeed(v1::QuantizeResult result) {
     const int64_t max_send = service_->max_message_bytes();
     const int64_t size = static_cast<int64_t>(result.ByteSizeLong());
     if (size + kEventEnvelopeBytes <= max_send) {
       v1::JobEvent event = NewEvent();
-      *event.mutable_result() = result;
+      *event.mutable_result() = std::move(result);
       coalescer_.Post(std::move(event), /*droppable=*/false);
     } else {
       const std::string serialized = result.SerializeAsString();
@@ -219,6 +234,7 @@ class JobState final : public ProgressSink {
   const std::string request_id_;
   const std::string peer_;
   const absl::Time accepted_at_;
+  ResolvedTpc tpc_;
 
   absl::Mutex mu_;
   std::unique_ptr<AdmissionTicket> ticket_ ABSL_GUARDED_BY(mu_);
@@ -303,19 +319,24 @@ absl::Status CheckRequestShape(const v1::QuantizeRequest& request,
   return absl::OkStatus();
 }
 
-// The request with uploads substituted for model_ref / samples_ref.
-absl::StatusOr<v1::QuantizeRequest> ResolveRefs(
+// What the request's model_ref / samples_ref point to, held for the job's
+// duration; the job reads them in place (JobContext.sources).
+struct ResolvedUploads {
+  std::shared_ptr<const std::string> model;
+  std::optional<v1::SampleSet> samples;
+};
+
+absl::StatusOr<ResolvedUploads> ResolveUploads(
     const v1::QuantizeRequest& request, UploadStore& uploads,
     const std::string& principal) {
-  v1::QuantizeRequest resolved = request;
+  ResolvedUploads out;
   if (!request.model_ref().empty()) {
     auto entry = uploads.Get(request.model_ref(), principal);
     if (!entry.ok()) {
       return absl::NotFoundError(
           absl::StrCat("model_ref: ", entry.status().message()));
     }
-    resolved.clear_model_ref();
-    resolved.set_onnx_model(*entry->data);
+    out.model = entry->data;
   }
   if (!request.samples_ref().empty()) {
     auto entry = uploads.Get(request.samples_ref(), principal);
@@ -323,16 +344,14 @@ absl::StatusOr<v1::QuantizeRequest> ResolveRefs(
       return absl::NotFoundError(
           absl::StrCat("samples_ref: ", entry.status().message()));
     }
-    v1::SampleSet samples;
-    if (!samples.ParseFromString(*entry->data)) {
+    out.samples.emplace();
+    if (!out.samples->ParseFromString(*entry->data)) {
       return absl::InvalidArgumentError(
           absl::StrCat("samples_ref: upload ", request.samples_ref(),
                        " is not a serialized quantd.v1.SampleSet"));
     }
-    resolved.clear_samples_ref();
-    resolved.mutable_calibration_samples()->Swap(samples.mutable_samples());
   }
-  return resolved;
+  return out;
 }
 
 JobLimits LimitsFor(const ServiceContext& service) {
@@ -350,15 +369,11 @@ void RunJobOnWorker(ServiceContext* service, JobState* job,
                     const std::string& principal) {
   absl::StatusOr<v1::QuantizeResult> result;
   try {
-    const v1::QuantizeRequest* effective = request;
-    absl::StatusOr<v1::QuantizeRequest> resolved;
-    if (!request->model_ref().empty() || !request->samples_ref().empty()) {
-      resolved = ResolveRefs(*request, *service->uploads, principal);
-      if (!resolved.ok()) {
-        job->End(resolved.status());
-        return;
-      }
-      effective = &*resolved;
+    absl::StatusOr<ResolvedUploads> uploads =
+        ResolveUploads(*request, *service->uploads, principal);
+    if (!uploads.ok()) {
+      job->End(uploads.status());
+      return;
     }
     JobContext context;
     context.registry = service->tpcs->registry();
@@ -366,8 +381,20 @@ void RunJobOnWorker(ServiceContext* service, JobState* job,
     context.cancel = &job->token();
     context.progress = job;
     context.limits = LimitsFor(*service);
+    context.sources.tpc = &job->tpc();
+    if (uploads->model != nullptr)
+      context.sources.model_bytes = *uploads->model;
+    if (uploads->samples.has_value()) {
+      context.sources.calibration_samples = &uploads->samples->samples();
+    }
     context.on_stage_start = service->faults.HookFor(&job->token());
-    result = RunQuantizeJob(*effective, context);
+    // The parsed model refines the reservation admitted before the import.
+    // A job runs samples on the shared compute threads and its own worker.
+    const int in_flight = service->compute_pool->num_threads() + 1;
+    context.on_preflight = [job, in_flight](const JobInput& input) {
+      return job->GrowReservation(EstimateJobMemoryBytes(input, in_flight));
+    };
+    result = RunQuantizeJob(*request, context);
   } catch (const std::bad_alloc&) {
     result = absl::ResourceExhaustedError("job ran out of memory");
   } catch (const std::exception& e) {
@@ -375,7 +402,7 @@ void RunJobOnWorker(ServiceContext* service, JobState* job,
   }
   service->tpcs->UpdateCacheMetrics(*service->metrics);
   if (result.ok()) {
-    job->Succeed(*result);
+    job->Succeed(*std::move(result));
   } else {
     job->End(result.status());
   }
@@ -429,38 +456,27 @@ void QuantizeReactor::Start(const v1::QuantizeRequest* request) {
     status = CheckRequestShape(*request, service_->options, *service_->uploads,
                                principal, &ref_bytes);
   }
-  absl::StatusOr<std::string> tpc;
+  absl::StatusOr<ResolvedTpc> tpc;
   if (status.ok()) {
     tpc = service_->tpcs->Resolve(request->tpc());
     service_->tpcs->UpdateCacheMetrics(*service_->metrics);
     if (!tpc.ok()) status = tpc.status();
   }
-  // With references the bytes are only known on the worker, which validates
-  // again after substituting them.
-  if (status.ok() && ref_bytes == 0) {
+  if (status.ok()) {
     status = ValidateQuantizeRequest(*request, LimitsFor(*service_));
   }
   absl::StatusOr<std::unique_ptr<AdmissionTicket> > ticket;
   if (status.ok()) {
-    // Admitted first for what is known without parsing the model, whose
-    // copies cover the import the finer estimate costs: a job that cannot
-    // fit is rejected before anything is parsed.
-    // A referenced upload is copied into the job's request, hence twice.
+    // Only what is known without parsing the model, whose copies cover the
+    // import: a job that cannot fit is rejected before anything is parsed.
+    // The worker refines it from the parsed model (JobContext.on_preflight).
+    // A referenced upload is held by the store and parsed (samples) by the
+    // job, hence twice.
     ticket = service_->admission->TryAdmit(
         EstimateJobMemoryBytesBeforeImport(*request) + 2 * ref_bytes);
     if (!ticket.ok()) status = ticket.status();
   }
-  if (status.ok()) {
-    // A job runs samples on the shared compute threads and its own worker.
-    const int in_flight = service_->compute_pool->num_threads() + 1;
-    const int64_t estimate =
-        EstimateJobMemoryBytes(*request, LimitsFor(*service_), in_flight) +
-        2 * ref_bytes;
-    status = (*ticket)->Grow(estimate - (*ticket)->memory_bytes());
-  }
   if (!status.ok()) {
-    // A ticket whose Grow failed frees its place before the client hears.
-    if (ticket.ok()) ticket->reset();
     LogFields fields = job_->Fields();
     fields.emplace_back("error", std::string(status.message()));
     fields.emplace_back("code", absl::StatusCodeToString(status.code()));
@@ -473,12 +489,12 @@ void QuantizeReactor::Start(const v1::QuantizeRequest* request) {
   }
   {
     LogFields fields = job_->Fields();
-    fields.emplace_back("tpc", *tpc);
+    fields.emplace_back("tpc", tpc->ref);
     fields.emplace_back("queue_position",
                         absl::StrCat((*ticket)->queue_position()));
     Log(LogLevel::kInfo, "job accepted", fields);
   }
-  job_->Admitted(*std::move(ticket), *tpc);
+  job_->Admitted(*std::move(ticket), *std::move(tpc));
   std::weak_ptr<JobState> weak = job_;
   job_->SetHeartbeatId(service_->heartbeats->Register([weak] {
     if (auto job = weak.lock()) job->Heartbeat();

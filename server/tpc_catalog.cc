@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/tpc/json_io.h"
 #include "core/tpc/validation.h"
+#include "core/util/status_macros.h"
 
 namespace quantd::server {
 namespace {
@@ -104,38 +105,11 @@ v1::ValidateTpcResponse TpcCatalog::Validate(
   return response;
 }
 
-absl::StatusOr<std::string> TpcCatalog::Resolve(const v1::TpcRef& ref) {
-  v1::TargetPlatformCapabilities inline_tpc;
-  const char* field = "tpc.inline_tpc";
-  switch (ref.source_case()) {
-    case v1::TpcRef::kName: {
-      auto entry = registry_.ResolveEntry(ref.name());
-      if (!entry.ok()) return Prefixed("tpc.name", entry.status());
-      return absl::StrCat(entry->name, "@", entry->version);
-    }
-    case v1::TpcRef::kInlineTpc:
-      inline_tpc = ref.inline_tpc();
-      break;
-    case v1::TpcRef::kInlineJson: {
-      field = "tpc.inline_json";
-      if (absl::Status s = CheckJsonSize(field, ref.inline_json()); !s.ok()) {
-        return s;
-      }
-      auto parsed = tpc::TpcFromJson(ref.inline_json());
-      if (!parsed.ok()) return Prefixed(field, parsed.status());
-      inline_tpc = *std::move(parsed);
-      break;
-    }
-    case v1::TpcRef::SOURCE_NOT_SET:
-      return absl::InvalidArgumentError(
-          "tpc: no TPC given (set tpc.name, tpc.inline_tpc or "
-          "tpc.inline_json)");
+absl::StatusOr<ResolvedTpc> TpcCatalog::Resolve(const v1::TpcRef& ref) const {
+  if (ref.source_case() == v1::TpcRef::kInlineJson) {
+    RETURN_IF_ERROR(CheckJsonSize("tpc.inline_json", ref.inline_json()));
   }
-  auto resolved = registry_.ResolveInline(inline_tpc);
-  if (!resolved.ok()) return Prefixed(field, resolved.status());
-  return absl::StrCat(
-      (*resolved)->name().empty() ? "inline" : (*resolved)->name(), "@",
-      (*resolved)->version().empty() ? "inline" : (*resolved)->version());
+  return ResolveTpc(ref, registry_);
 }
 
 void TpcCatalog::UpdateCacheMetrics(Metrics& metrics) const {

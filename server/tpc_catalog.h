@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/pipeline/preflight.h"
 #include "core/tpc/registry.h"
 #include "quantd/v1/job.pb.h"
 #include "quantd/v1/quantization_service.pb.h"
@@ -28,9 +29,10 @@ class TpcCatalog {
   // NOT_FOUND lists the known ids.
   absl::StatusOr<v1::GetTpcResponse> Get(const std::string& name) const;
   v1::ValidateTpcResponse Validate(const v1::ValidateTpcRequest& request) const;
-  // "name@version" a job with this reference will use; inline TPCs are
+  // The TPC a job with this reference uses (core/pipeline/preflight.h's
+  // ResolveTpc, after the --max_tpc_json_kb check); inline TPCs are
   // validated and cached by the registry.
-  absl::StatusOr<std::string> Resolve(const v1::TpcRef& ref);
+  absl::StatusOr<ResolvedTpc> Resolve(const v1::TpcRef& ref) const;
 
   const tpc::TpcRegistry* registry() const { return &registry_; }
   // Copies the registry's cache hit/miss counters into the metrics.

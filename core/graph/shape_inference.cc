@@ -178,8 +178,7 @@ class Inferencer {
         ValueInfo info{node.outputs[0]};
         auto it = env->types.find(node.Input(0));
         if (it != env->types.end()) {
-          RETURN_IF_ERROR(
-              CheckRank(node, node.outputs[0], it->second.shape));
+          RETURN_IF_ERROR(CheckRank(node, node.outputs[0], it->second.shape));
           info = it->second;
           info.name = node.outputs[0];
           info.dim_params.assign(info.shape.size(), "");
@@ -249,7 +248,8 @@ class Inferencer {
       if (values.ok()) {
         for (size_t i = 0; i < values->size() && i < node.outputs.size(); ++i) {
           if (node.outputs[i].empty()) continue;
-          RETURN_IF_ERROR(CheckRank(node, node.outputs[i], (*values)[i].shape()));
+          RETURN_IF_ERROR(
+              CheckRank(node, node.outputs[i], (*values)[i].shape()));
           SetConstant(node.outputs[i], (*values)[i], env);
         }
         return absl::OkStatus();

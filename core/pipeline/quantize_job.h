@@ -15,59 +15,48 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/pipeline/preflight.h"
 #include "core/runtime/cancellation.h"
 #include "core/runtime/progress.h"
 #include "core/runtime/thread_pool.h"
-#include "core/tpc/registry.h"
 #include "quantd/v1/job.pb.h"
 
 namespace quantd {
 
-using TpcRegistry = tpc::TpcRegistry;
-
-// Limits on untrusted input; the server exposes them as flags and in
-// GetServerInfo.
-struct JobLimits {
-  int64_t max_model_bytes = int64_t{1} << 31;  // protobuf's 2 GiB
-  int64_t max_nodes = 100000;
-  int64_t max_tensor_elements = int64_t{1} << 31;
-  int64_t max_samples = 10000;
-  int64_t max_sample_bytes = int64_t{4} << 30;  // all samples together
+// Where the preflight takes what the caller already has (the server: the
+// TPC it named in the Accepted event, an upload's bytes). Views: they must
+// outlive the job.
+struct PreflightSources {
+  // Non-null: the request passed ValidateQuantizeRequest and its TPC is
+  // resolved; neither is done again.
+  const ResolvedTpc* tpc = nullptr;
+  // Non-empty: the model bytes (else request.onnx_model).
+  absl::string_view model_bytes;
+  // Non-null: the calibration samples (else the request's).
+  const google::protobuf::RepeatedPtrField<v1::Sample>* calibration_samples =
+      nullptr;
 };
 
 struct JobContext {
-  const TpcRegistry* registry = nullptr;  // required
+  const TpcRegistry* registry = nullptr;  // required unless sources.tpc is set
   ThreadPool* pool = nullptr;             // null: run single-threaded
   const CancellationToken* cancel = nullptr;
   ProgressSink* progress = nullptr;
   JobLimits limits;
+  PreflightSources sources;
   // Called as each stage starts ("import", "prepare", "calibrate", ...); an
   // error ends the job with it. The server's --fault_injection uses it.
   std::function<absl::Status(const std::string& stage)> on_stage_start;
+  // Called once the model is imported and the samples decoded, before any
+  // stage runs on them; an error ends the job with it. The server refines
+  // the job's admission ticket with EstimateJobMemoryBytes here.
+  std::function<absl::Status(const JobInput& input)> on_preflight;
 };
 
-// Cheap checks that need no model parsing: sizes, sample tensors (dtype,
-// dims vs bytes, NaN/Inf), option ranges, TPC reference syntax. The server
-// runs this before admission; RunQuantizeJob runs it again.
-absl::Status ValidateQuantizeRequest(const v1::QuantizeRequest& request,
-                                     const JobLimits& limits);
-
-// The part of EstimateJobMemoryBytes known without parsing the model: the
-// request's bytes, the model's copies and a fixed overhead. Admission
-// reserves it before the import so that parsing is paid from the budget.
-int64_t EstimateJobMemoryBytesBeforeImport(const v1::QuantizeRequest& request);
-
-// A rough upper bound of the job's peak memory, for admission control: the
-// request's bytes, the model's copies and the activations of
-// `samples_in_flight` samples at once (twice the sum of every activation of
-// one sample, from the model parsed with `limits` and its shapes inferred
-// for the first calibration sample). Parses the model: costs an import.
-int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
-                               const JobLimits& limits = {},
-                               int samples_in_flight = 1);
-
-// Runs the whole job. Errors name the field or node at fault; CANCELLED or
-// DEADLINE_EXCEEDED when the token fires.
+// Runs the whole job: preflight (preflight.h) in the "import" stage, then
+// every stage on the parsed input. Errors name the field or node at fault;
+// CANCELLED or DEADLINE_EXCEEDED when the token fires.
 absl::StatusOr<v1::QuantizeResult> RunQuantizeJob(
     const v1::QuantizeRequest& request, const JobContext& context);
 

@@ -113,6 +113,54 @@ TEST_F(JobsTest, ResultEqualsInProcessRunAndEventsAreOrdered) {
   EXPECT_EQ(Metric("quantd_jobs_total{status=\"ok\"}"), 1);
 }
 
+// One TPC resolution: the Accepted event, the result and the in-process run
+// name an inline TPC without a version alike.
+TEST_F(JobsTest, InlineTpcIsNamedAlikeInAcceptedAndResult) {
+  StartServer({});
+  if (HasFatalFailure() || IsSkipped()) return;
+  auto catalog = server::TpcCatalog::Create("");
+  ASSERT_TRUE(catalog.ok());
+  auto builtin = (*catalog)->registry()->Resolve("imx500@4.0");
+  ASSERT_TRUE(builtin.ok()) << builtin.status();
+  v1::QuantizeRequest request = SmallJob("inline-tpc");
+  v1::TargetPlatformCapabilities* tpc =
+      request.mutable_tpc()->mutable_inline_tpc();
+  *tpc = **builtin;
+  tpc->set_name("my_board");
+  tpc->clear_version();
+  std::string accepted;
+  auto remote = client_->Quantize(request, [&](const v1::JobEvent& e) {
+    if (e.has_accepted()) accepted = e.accepted().tpc();
+  });
+  ASSERT_TRUE(remote.ok()) << remote.status();
+  EXPECT_EQ(accepted, "my_board@inline");
+  EXPECT_EQ(remote->tpc(), "my_board@inline");
+  auto local = InProcess(request);
+  ASSERT_TRUE(local.ok()) << local.status();
+  EXPECT_EQ(local->tpc(), "my_board@inline");
+}
+
+// Admission before the import counts what is known unparsed (64 MiB + the
+// 4 MiB sample twice): it fits 100 MiB. The worker's import then finds
+// 16 x 1024 x 1024 float activations (64 MiB, twice per sample in flight):
+// more than the whole budget, after Accepted.
+TEST_F(JobsTest, EstimateFromTheParsedModelEndsAJobThatCannotFit) {
+  StartServer({"--max_job_memory_mb=100"});
+  if (HasFatalFailure() || IsSkipped()) return;
+  bool accepted = false;
+  auto result = client_->Quantize(ConvJob(1, 1024, 16, 1, "too-big"),
+                                  [&](const v1::JobEvent& e) {
+                                    if (e.has_accepted()) accepted = true;
+                                  });
+  ASSERT_FALSE(result.ok());
+  EXPECT_TRUE(accepted);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(result.status().message()),
+              ::testing::HasSubstr("--max_job_memory_mb=100"));
+  // The server goes on: a small job still runs.
+  EXPECT_TRUE(client_->Quantize(SmallJob("after"), nullptr).ok());
+}
+
 TEST_F(JobsTest, LargeResultArrivesInVerifiedChunks) {
   StartServer({"--max_message_mb=1"});
   if (HasFatalFailure() || IsSkipped()) return;

@@ -271,8 +271,8 @@ TEST(InferShapes, RankAboveTheLimitNamesTheNode) {
   OnnxModelBuilder b;
   b.Input("x", DType::kFloat, {1});
   // A shape of 65 ones: one element, rank 65.
-  b.Initializer("s", Tensor::FromVector<int64_t>(std::vector<int64_t>(65, 1),
-                                                 {65}));
+  b.Initializer("s",
+                Tensor::FromVector<int64_t>(std::vector<int64_t>(65, 1), {65}));
   b.AddNode("Reshape", {"x", "s"}, {"y"}, "reshape_9");
   b.Output("y", DType::kFloat);
   Model m = Import(b.Build());
