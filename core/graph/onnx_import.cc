@@ -184,16 +184,10 @@ absl::StatusOr<Tensor> ConstantValue(const Node& node) {
       "' is not supported (value, value_float(s), value_int(s) are)"));
 }
 
-absl::StatusOr<Graph> ImportGraph(const onnx::GraphProto& proto,
-                                  ImportContext* ctx) {
-  Graph graph;
-  graph.name = proto.name();
-  ctx->nodes += proto.node_size();
-  if (ctx->nodes > ctx->options.max_nodes) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("model has more than ", ctx->options.max_nodes,
-                     " nodes (ImportOptions.max_nodes)"));
-  }
+// The graph's initializers, each checked against the tensor limit and the
+// total budget left before it is allocated.
+absl::Status ImportInitializers(const onnx::GraphProto& proto,
+                                ImportContext* ctx, Graph& graph) {
   if (proto.sparse_initializer_size() > 0) {
     return absl::UnimplementedError(absl::StrCat(
         "graph '", proto.name(), "': sparse initializer '",
@@ -233,6 +227,20 @@ absl::StatusOr<Graph> ImportGraph(const onnx::GraphProto& proto,
       graph.sub_byte_types[init.name()] = sub_byte;
     graph.initializers.emplace(init.name(), std::move(t));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Graph> ImportGraph(const onnx::GraphProto& proto,
+                                  ImportContext* ctx) {
+  Graph graph;
+  graph.name = proto.name();
+  ctx->nodes += proto.node_size();
+  if (ctx->nodes > ctx->options.max_nodes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("model has more than ", ctx->options.max_nodes,
+                     " nodes (ImportOptions.max_nodes)"));
+  }
+  RETURN_IF_ERROR(ImportInitializers(proto, ctx, graph));
   for (const auto& input : proto.input()) {
     ASSIGN_OR_RETURN(ValueInfo info, ImportValueInfo(input, "graph input"));
     if (info.name.empty()) {
