@@ -139,6 +139,7 @@ absl::StatusOr<v1::QuantizeRequest> BuildQuantizeRequest(
   }
   if (files.gptq) request.mutable_gptq()->set_enabled(true);
   request.set_num_threads(files.threads);
+  request.set_report_samples(files.report_samples);
   return request;
 }
 

@@ -31,6 +31,8 @@ struct JobFiles {
   v1::ActivationStorage activation_storage = v1::ACTIVATION_STORAGE_UNSPECIFIED;
   bool gptq = false;
   int threads = 0;  // 0 = server / hardware default
+  // QuantizeRequest.report_samples: 0 = 16, -1 = all.
+  int report_samples = 0;
   // ONNX formats to write (ParseExportFormats); empty = QDQ only.
   std::vector<v1::ExportFormat> export_formats;
 };

@@ -1,6 +1,7 @@
 // quantctl quantize MODEL.onnx --tpc NAME[@VERSION]|FILE --calib DIR --out DIR
 //     [--server HOST:PORT] [--mp weights=F,activation=F,total=F,bops=F]
 //     [--weights-bits N] [--gptq] [--threads N] [--eval DIR]
+//     [--report-samples N|all]  (without --eval; default 16)
 //     [--config QUANTIZATION_CONFIG_TEXTPROTO]
 //     [--activation-storage int8|uint8|auto] [--export qdq,mctq]
 //
@@ -42,7 +43,7 @@ constexpr char kUsage[] =
     "quantize MODEL.onnx --tpc NAME[@VERSION]|FILE --calib DIR --out DIR "
     "[--server HOST:PORT] [--mp weights=F,activation=F,total=F,bops=F] "
     "[--weights-bits N] [--bits-override 'type:Conv=4,name:conv_3=2'] "
-    "[--gptq] [--threads N] [--eval DIR] "
+    "[--gptq] [--threads N] [--eval DIR] [--report-samples N|all] "
     "[--config 'z_threshold: 8 shift_negative_params_search: true'] "
     "[--activation-storage int8|uint8|auto] [--export qdq,mctq]";
 
@@ -59,6 +60,8 @@ struct Args {
   v1::ActivationStorage activation_storage = v1::ACTIVATION_STORAGE_UNSPECIFIED;
   bool gptq = false;
   int threads = 0;  // 0 = hardware concurrency
+  // Calibration samples the report evaluates without --eval: 0 = 16, -1 = all.
+  int report_samples = 0;
   bool quiet = false;
 };
 
@@ -105,6 +108,14 @@ int ParseArgs(const std::vector<std::string>& args, Args* out) {
       if (!value(&v) || !absl::SimpleAtoi(v, &out->threads) ||
           out->threads < 1 || out->threads > 1024) {
         return UsageError("--threads needs an integer in [1, 1024]");
+      }
+    } else if (a == "--report-samples") {
+      if (!value(&v)) return UsageError("--report-samples needs a value");
+      if (v == "all") {
+        out->report_samples = -1;
+      } else if (!absl::SimpleAtoi(v, &out->report_samples) ||
+                 out->report_samples < 1) {
+        return UsageError("--report-samples needs a count >= 1 or 'all'");
       }
     } else if (a == "--activation-storage") {
       std::string text;
@@ -224,6 +235,7 @@ absl::StatusOr<v1::QuantizeResult> Run(const Args& args) {
                             .activation_storage = args.activation_storage,
                             .gptq = args.gptq,
                             .threads = args.threads,
+                            .report_samples = args.report_samples,
                             .export_formats = args.export_formats}));
   if (!args.bits_override.empty()) {
     RETURN_IF_ERROR(ParseBitWidthOverrides(args.bits_override,

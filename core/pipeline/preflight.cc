@@ -127,6 +127,11 @@ int64_t ActivationsInFlight(int64_t per_sample, int samples_in_flight,
 
 }  // namespace
 
+int ReportSampleCount(int report_samples) {
+  if (report_samples == 0) return kDefaultReportSamples;
+  return report_samples < 0 ? -1 : report_samples;
+}
+
 absl::StatusOr<ResolvedTpc> ResolveTpc(const v1::TpcRef& ref,
                                        const TpcRegistry& registry) {
   ResolvedTpc out;
@@ -205,6 +210,12 @@ absl::Status ValidateQuantizeRequest(const v1::QuantizeRequest& request,
     default:
       break;
   }
+  if (request.report_samples() < -1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "report_samples: must be -1 (all), 0 (the default, 16) or a count, "
+        "got ",
+        request.report_samples()));
+  }
   if (request.num_threads() < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("num_threads: must be >= 0, got ", request.num_threads()));
@@ -278,6 +289,10 @@ absl::StatusOr<JobInput> PreflightJob(
                       "evaluation_samples", max_bytes));
   } else {
     input.evaluation = input.calibration;
+    const int n = ReportSampleCount(request.report_samples());
+    if (n >= 0 && static_cast<int>(input.evaluation.size()) > n) {
+      input.evaluation.resize(n);
+    }
   }
   input.activation_bytes_per_sample =
       ActivationBytesPerSample(input.model, input.calibration);

@@ -100,6 +100,50 @@ TEST_F(QuantizeJobTest, ExampleCnnQuantizesAndKeepsTheClassifierOutput) {
   EXPECT_GE(report["outputs"][0]["top1_agreement"].get<double>(), 0.75);
 }
 
+// Without evaluation samples the report evaluates on the first 16
+// calibration samples (report_samples 0), all of them (-1) or the first N;
+// the figures equal those of a request that sends those samples as its
+// evaluation set.
+TEST_F(QuantizeJobTest, ReportEvaluatesOnABoundedCalibrationSubset) {
+  v1::QuantizeRequest r = ExampleRequest();
+  r.clear_evaluation_samples();
+  for (const auto& s : MakeExampleImages(4, 3)) {
+    v1::Sample* p = r.add_calibration_samples();
+    for (const auto& [name, t] : s) {
+      *p->add_inputs() = TensorToSampleProto(t, name);
+    }
+  }
+  ASSERT_EQ(r.calibration_samples_size(), 20);
+  const auto evaluated = [&](int report_samples) {
+    v1::QuantizeRequest q = r;
+    q.set_report_samples(report_samples);
+    auto result = Run(q);
+    EXPECT_TRUE(result.ok()) << result.status();
+    if (!result.ok()) return -1;
+    return nlohmann::json::parse(result->report_json())
+        .at("num_evaluation_samples")
+        .get<int>();
+  };
+  EXPECT_EQ(evaluated(0), 16);
+  EXPECT_EQ(evaluated(-1), 20);
+  EXPECT_EQ(evaluated(5), 5);
+
+  v1::QuantizeRequest five = r;
+  five.set_report_samples(5);
+  v1::QuantizeRequest explicit_five = r;
+  for (int i = 0; i < 5; ++i) {
+    *explicit_five.add_evaluation_samples() = r.calibration_samples(i);
+  }
+  auto a = Run(five);
+  auto b = Run(explicit_five);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->output_sqnr_db(), b->output_sqnr_db());
+  EXPECT_EQ(WithoutTimings(a->report_json()), WithoutTimings(b->report_json()));
+
+  r.set_report_samples(-2);
+  EXPECT_THAT(Run(r).status().message(), HasSubstr("report_samples: must be"));
+}
+
 TEST_F(QuantizeJobTest, EveryConvKernelIsQuantizedPerChannel) {
   auto result = Run(ExampleRequest());
   ASSERT_TRUE(result.ok()) << result.status();
