@@ -13,7 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "server/sha256.h"
+#include "core/util/sha256.h"
 
 namespace quantd::server {
 

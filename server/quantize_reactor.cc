@@ -18,11 +18,11 @@
 #include "core/pipeline/quantize_job.h"
 #include "core/runtime/cancellation.h"
 #include "core/runtime/progress.h"
+#include "core/util/sha256.h"
 #include "quantd/v1/quantization_service.pb.h"
 #include "server/client_metadata.h"
 #include "server/json_log.h"
 #include "server/result_chunks.h"
-#include "server/sha256.h"
 #include "server/status_util.h"
 
 namespace quantd::server {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "server/sha256.h"
+#include "core/util/sha256.h"
 
 namespace quantd::server {
 

@@ -3,8 +3,8 @@
 #include <grpc/grpc_security_constants.h>
 
 #include "absl/strings/str_cat.h"
+#include "core/util/sha256.h"
 #include "server/auth.h"
-#include "server/sha256.h"
 
 namespace quantd::server {
 

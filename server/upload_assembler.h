@@ -12,7 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "server/sha256.h"
+#include "core/util/sha256.h"
 
 namespace quantd::server {
 

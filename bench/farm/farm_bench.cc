@@ -21,6 +21,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/farm/farm_testing.h"
 #include "tests/integration/server_process.h"
+#include "tests/testing/subprocess.h"
 
 namespace quantd::testing {
 namespace {
@@ -67,7 +68,7 @@ int Main(int argc, char** argv) {
     }
     const std::string out = absl::StrCat(dir, "/out", replicas);
     const absl::Time start = absl::Now();
-    auto run = ChildProcess::Start(
+    auto run = Subprocess::Start(
         {QuantctlBinary(), "batch", "--manifest", *manifest, "--servers",
          absl::StrJoin(targets, ","), "--out", out, "--concurrency",
          std::to_string(2 * replicas), "--plain"});

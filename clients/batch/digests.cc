@@ -1,8 +1,8 @@
 #include "clients/batch/digests.h"
 
 #include "absl/strings/str_cat.h"
-#include "clients/cpp/result_assembler.h"
 #include "core/pipeline/proto_output.h"
+#include "core/util/sha256.h"
 #include "nlohmann/json.hpp"
 
 namespace quantd::batch {
@@ -11,7 +11,7 @@ std::string InputDigest(const v1::QuantizeRequest& request) {
   v1::QuantizeRequest copy = request;
   copy.clear_request_id();
   // The version prefix changes when what the digest covers changes.
-  return client::Sha256Hex(
+  return Sha256Hex(
       absl::StrCat("quantd-batch-input-v1\n", SerializeDeterministic(copy)));
 }
 
@@ -22,7 +22,7 @@ std::vector<FileDigest> DigestFiles(
     FileDigest d;
     d.name = name;
     d.bytes = static_cast<int64_t>(bytes.size());
-    d.sha256 = client::Sha256Hex(bytes);
+    d.sha256 = Sha256Hex(bytes);
     d.compared_sha256 = d.sha256;
     if (name == "report.json") {
       d.deterministic = false;
@@ -31,7 +31,7 @@ std::vector<FileDigest> DigestFiles(
       if (report.is_object()) {
         report.erase("timings_seconds");
         // dump() writes keys in sorted order: a canonical text.
-        d.compared_sha256 = client::Sha256Hex(report.dump());
+        d.compared_sha256 = Sha256Hex(report.dump());
       }
     } else if (name == "report.html") {
       d.deterministic = false;
@@ -48,7 +48,7 @@ std::string ResultDigest(const std::vector<FileDigest>& files) {
     if (f.compared_sha256.empty()) continue;
     absl::StrAppend(&text, f.name, " ", f.compared_sha256, "\n");
   }
-  return client::Sha256Hex(text);
+  return Sha256Hex(text);
 }
 
 }  // namespace quantd::batch

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "clients/cpp/result_assembler.h"
+#include "core/util/sha256.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 
 namespace quantd::client {

@@ -1,23 +1,9 @@
 #include "clients/cpp/result_assembler.h"
 
-#include <openssl/sha.h>
-
 #include "absl/strings/str_cat.h"
+#include "core/util/sha256.h"
 
 namespace quantd::client {
-
-std::string Sha256Hex(const std::string& data) {
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(),
-         digest);
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned char b : digest) {
-    hex.push_back(kDigits[b >> 4]);
-    hex.push_back(kDigits[b & 0xf]);
-  }
-  return hex;
-}
 
 absl::Status ResultAssembler::Add(const v1::ResultChunk& chunk) {
   if (!started_) {

@@ -30,9 +30,6 @@ class ResultAssembler {
   std::string data_;
 };
 
-// Lowercase hex SHA-256.
-std::string Sha256Hex(const std::string& data);
-
 }  // namespace quantd::client
 
 #endif  // QUANTD_CLIENTS_CPP_RESULT_ASSEMBLER_H_

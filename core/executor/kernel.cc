@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include "core/executor/half.h"
+#include "core/util/half.h"
 
 namespace quantd::exec {
 

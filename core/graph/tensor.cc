@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/util/half.h"
 
 namespace quantd {
 
@@ -238,33 +239,6 @@ Tensor Tensor::Clone() const {
 
 namespace {
 
-float HalfToFloat(uint16_t h) {
-  const uint32_t sign = (h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1f;
-  uint32_t mant = h & 0x3ffu;
-  uint32_t bits;
-  if (exp == 0) {
-    if (mant == 0) {
-      bits = sign;
-    } else {  // subnormal: normalise
-      exp = 127 - 15 + 1;
-      while ((mant & 0x400u) == 0) {
-        mant <<= 1;
-        --exp;
-      }
-      mant &= 0x3ffu;
-      bits = sign | (exp << 23) | (mant << 13);
-    }
-  } else if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (mant << 13);
-  } else {
-    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return f;
-}
-
 template <typename T>
 void CastLoop(const Tensor& in, float* out) {
   const T* p = in.data<T>();
@@ -316,10 +290,7 @@ absl::StatusOr<Tensor> Tensor::CastToFloat() const {
     }
     case DType::kBfloat16: {
       const auto* p = static_cast<const uint16_t*>(raw());
-      for (int64_t i = 0; i < num_elements_; ++i) {
-        const uint32_t bits = static_cast<uint32_t>(p[i]) << 16;
-        std::memcpy(&o[i], &bits, sizeof(float));
-      }
+      for (int64_t i = 0; i < num_elements_; ++i) o[i] = Bfloat16ToFloat(p[i]);
       break;
     }
     default:

@@ -1,11 +1,10 @@
 #include "core/pipeline/evaluation.h"
 
-#include <atomic>
 #include <cmath>
 #include <limits>
-#include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "core/pipeline/parallel_samples.h"
 #include "core/util/status_macros.h"
 
 namespace quantd {
@@ -23,7 +22,6 @@ struct OutputSums {
 };
 
 struct SampleResult {
-  absl::Status status;
   std::map<std::string, Sums> tensors;
   std::map<std::string, OutputSums> outputs;
 };
@@ -97,73 +95,60 @@ absl::StatusOr<EvaluationResult> EvaluateFakeQuant(
     const CancellationToken* cancel, ProgressSink* progress) {
   const int64_t n = static_cast<int64_t>(samples.size());
   std::vector<SampleResult> results(n);
-  std::atomic<int64_t> done{0};
-  // std::mutex: Debian's Abseil is not TSan-instrumented.
-  std::mutex progress_mu;
-  auto run_one = [&](int64_t i) {
-    SampleResult& r = results[i];
-    if (cancel != nullptr && !(r.status = cancel->Check()).ok()) return;
-    std::map<std::string, Tensor> float_values;
-    TensorObserver keep = [&](const Node& node, int k, const Tensor& v) {
-      if (tensors.count(node.outputs[k])) {
-        float_values[node.outputs[k]] = v.Clone();
-      }
-    };
-    RunOptions fo;
-    fo.observer = &keep;
-    fo.cancel = cancel;
-    auto f_out = float_model.Run(samples[i], fo);
-    if (!f_out.ok()) {
-      r.status = absl::Status(f_out.status().code(),
+  SampleProgress report{progress, "report", [](int64_t d, int64_t total) {
+                          return absl::StrCat("evaluated ", d, "/", total,
+                                              " samples");
+                        }};
+  RETURN_IF_ERROR(ParallelForSamples(
+      n, pool, cancel, report, [&](int64_t i) -> absl::Status {
+        SampleResult& r = results[i];
+        std::map<std::string, Tensor> float_values;
+        TensorObserver keep = [&](const Node& node, int k, const Tensor& v) {
+          if (tensors.count(node.outputs[k])) {
+            float_values[node.outputs[k]] = v.Clone();
+          }
+        };
+        RunOptions fo;
+        fo.observer = &keep;
+        fo.cancel = cancel;
+        auto f_out = float_model.Run(samples[i], fo);
+        if (!f_out.ok()) {
+          return absl::Status(f_out.status().code(),
                               absl::StrCat("evaluation sample ", i, ": ",
                                            f_out.status().message()));
-      return;
-    }
-    TensorObserver compare = [&](const Node& node, int k, const Tensor& v) {
-      auto it = float_values.find(node.outputs[k]);
-      if (it == float_values.end()) return;
-      Sums s = Compare(it->second, v);
-      Sums& acc = r.tensors[it->first];
-      acc.signal += s.signal;
-      acc.noise += s.noise;
-      float_values.erase(it);  // free early
-    };
-    RunOptions qo;
-    qo.observer = &compare;
-    qo.rewriter = &quantizer.rewriter();
-    qo.cancel = cancel;
-    auto q_out =
-        fake_quant_model.Run(quantizer.FakeQuantizeFeeds(samples[i]), qo);
-    if (!q_out.ok()) {
-      r.status = absl::Status(
-          q_out.status().code(),
-          absl::StrCat("evaluation sample ", i,
-                       " (fake-quant): ", q_out.status().message()));
-      return;
-    }
-    for (const auto& [name, f] : *f_out) {
-      auto it = q_out->find(name);
-      if (it != q_out->end()) CompareOutput(f, it->second, &r.outputs[name]);
-    }
-    if (progress != nullptr) {
-      // Counted under the lock so that reports leave in counting order.
-      std::lock_guard<std::mutex> lock(progress_mu);
-      const int64_t d = ++done;
-      progress->Report({"report", static_cast<double>(d) / n,
-                        absl::StrCat("evaluated ", d, "/", n, " samples")});
-    }
-  };
-  if (pool != nullptr && pool->num_threads() > 0) {
-    pool->ParallelFor(n, 1, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) run_one(i);
-    });
-  } else {
-    for (int64_t i = 0; i < n; ++i) run_one(i);
-  }
+        }
+        TensorObserver compare = [&](const Node& node, int k, const Tensor& v) {
+          auto it = float_values.find(node.outputs[k]);
+          if (it == float_values.end()) return;
+          Sums s = Compare(it->second, v);
+          Sums& acc = r.tensors[it->first];
+          acc.signal += s.signal;
+          acc.noise += s.noise;
+          float_values.erase(it);  // free early
+        };
+        RunOptions qo;
+        qo.observer = &compare;
+        qo.rewriter = &quantizer.rewriter();
+        qo.cancel = cancel;
+        auto q_out =
+            fake_quant_model.Run(quantizer.FakeQuantizeFeeds(samples[i]), qo);
+        if (!q_out.ok()) {
+          return absl::Status(
+              q_out.status().code(),
+              absl::StrCat("evaluation sample ", i,
+                           " (fake-quant): ", q_out.status().message()));
+        }
+        for (const auto& [name, f] : *f_out) {
+          auto it = q_out->find(name);
+          if (it != q_out->end()) {
+            CompareOutput(f, it->second, &r.outputs[name]);
+          }
+        }
+        return absl::OkStatus();
+      }));
   std::map<std::string, Sums> tensor_sums;
   std::map<std::string, OutputSums> output_sums;
   for (const SampleResult& r : results) {
-    RETURN_IF_ERROR(r.status);
     for (const auto& [name, s] : r.tensors) {
       tensor_sums[name].signal += s.signal;
       tensor_sums[name].noise += s.noise;

@@ -1,12 +1,12 @@
 #include "core/pipeline/param_selection.h"
 
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <map>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/pipeline/parallel_samples.h"
 #include "core/quantizers/lut_kmeans.h"
 #include "core/quantizers/outlier_filter.h"
 #include "core/quantizers/primitives.h"
@@ -345,12 +345,12 @@ absl::Status SelectAllParams(JobState* state, ThreadPool* pool,
                              ProgressSink* progress) {
   Graph& g = state->model.graph;
   const int64_t n = static_cast<int64_t>(g.nodes.size());
-  std::vector<absl::Status> status(n);
-  auto select_node = [&](int64_t i) {
-    if (cancel != nullptr && !cancel->Check().ok()) {
-      status[i] = cancel->Check();
-      return;
-    }
+  SampleProgress report{progress, "select",
+                        [](int64_t d, int64_t total) {
+                          return absl::StrCat(d, "/", total, " nodes");
+                        },
+                        /*every=*/16};
+  auto select_node = [&](int64_t i) -> absl::Status {
     const Node& node = g.nodes[i];
     NodePlan& p = state->plans[i];
     if (p.quantize_activation && !p.preserving) {
@@ -360,10 +360,9 @@ absl::Status SelectAllParams(JobState* state, ThreadPool* pool,
           it == state->stats.end() ? nullptr : &it->second, p.known_min,
           p.known_max, p.forced_signed, state->options);
       if (!a.ok()) {
-        status[i] = absl::Status(
+        return absl::Status(
             a.status().code(),
             absl::StrCat(node.Label(), ": ", a.status().message()));
-        return;
       }
       p.activation = *std::move(a);
       // Further float outputs: their own statistics, the same config.
@@ -375,10 +374,9 @@ absl::Status SelectAllParams(JobState* state, ThreadPool* pool,
                                          std::nullopt, std::nullopt,
                                          p.forced_signed, state->options);
         if (!ak.ok()) {
-          status[i] = absl::Status(ak.status().code(),
-                                   absl::StrCat(node.Label(), " output ", k,
-                                                ": ", ak.status().message()));
-          return;
+          return absl::Status(ak.status().code(),
+                              absl::StrCat(node.Label(), " output ", k, ": ",
+                                           ak.status().message()));
         }
         p.extra_activations.push_back(*std::move(ak));
       }
@@ -392,32 +390,15 @@ absl::Status SelectAllParams(JobState* state, ThreadPool* pool,
       auto w =
           SelectWeightParams(name, *t, slot, state->options, nullptr, cancel);
       if (!w.ok()) {
-        status[i] = absl::Status(
+        return absl::Status(
             w.status().code(),
             absl::StrCat(node.Label(), ": ", w.status().message()));
-        return;
       }
       p.weight_results.push_back(*std::move(w));
     }
+    return absl::OkStatus();
   };
-  std::atomic<int64_t> done{0};
-  auto body = [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      select_node(i);
-      int64_t d = ++done;
-      if (progress != nullptr && (d % 16 == 0 || d == n)) {
-        // Reports may interleave across threads; the sink takes the latest.
-        progress->Report({"select", static_cast<double>(d) / n,
-                          absl::StrCat(d, "/", n, " nodes")});
-      }
-    }
-  };
-  if (pool != nullptr && pool->num_threads() > 0) {
-    pool->ParallelFor(n, 1, body);
-  } else {
-    body(0, n);
-  }
-  for (const auto& st : status) RETURN_IF_ERROR(st);
+  RETURN_IF_ERROR(ParallelForSamples(n, pool, cancel, report, select_node));
   // Graph inputs.
   if (state->input_config.has_value()) {
     for (const auto& in : g.inputs) {

@@ -13,6 +13,7 @@
 #include "core/executor/executor.h"
 #include "core/mixed_precision/sensitivity_metric.h"
 #include "core/pipeline/fake_quant.h"
+#include "core/pipeline/parallel_samples.h"
 #include "core/pipeline/qdq_lowering.h"
 #include "core/util/status_macros.h"
 
@@ -224,7 +225,6 @@ absl::StatusOr<std::vector<std::vector<double>>> ComputeSensitivities(
     const size_t n_chunk = end - begin;
     // 1. Float runs: every tensor any cone or point needs.
     std::vector<std::map<std::string, Tensor>> cache(n_chunk);
-    std::vector<absl::Status> status(n_chunk);
     RunOptions float_run;
     float_run.cancel = cancel;
     for (const Node& n : g.nodes) {
@@ -234,23 +234,15 @@ absl::StatusOr<std::vector<std::vector<double>>> ComputeSensitivities(
         }
       }
     }
-    auto run_float = [&](int64_t b, int64_t e) {
-      for (int64_t s = b; s < e; ++s) {
-        auto r = float_exec->Run(samples[begin + s], float_run);
-        if (!r.ok()) {
-          status[s] = r.status();
-          continue;
-        }
-        cache[s] = *std::move(r);
-        for (const auto& [name, t] : samples[begin + s]) cache[s][name] = t;
-      }
-    };
-    if (pool != nullptr) {
-      pool->ParallelFor(static_cast<int64_t>(n_chunk), 1, run_float);
-    } else {
-      run_float(0, static_cast<int64_t>(n_chunk));
-    }
-    for (const auto& st : status) RETURN_IF_ERROR(st);
+    RETURN_IF_ERROR(ParallelForSamples(
+        static_cast<int64_t>(n_chunk), pool, /*cancel=*/nullptr,
+        SampleProgress(), [&](int64_t s) -> absl::Status {
+          auto r = float_exec->Run(samples[begin + s], float_run);
+          if (!r.ok()) return r.status();
+          cache[s] = *std::move(r);
+          for (const auto& [name, t] : samples[begin + s]) cache[s][name] = t;
+          return absl::OkStatus();
+        }));
     if (cones.empty()) {
       std::map<std::string, DType> dtypes;
       for (const auto& [name, t] : cache[0]) dtypes[name] = t.dtype();

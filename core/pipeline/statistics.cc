@@ -1,11 +1,10 @@
 #include "core/pipeline/statistics.h"
 
 #include <algorithm>
-#include <atomic>
-#include <mutex>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/pipeline/parallel_samples.h"
 #include "core/stats/channel_collectors.h"
 #include "core/stats/histogram_collector.h"
 #include "core/util/status_macros.h"
@@ -66,54 +65,34 @@ absl::StatusOr<StatisticsResult> CollectStatistics(
     const CancellationToken* cancel, ProgressSink* progress) {
   const int64_t n = static_cast<int64_t>(samples.size());
   std::vector<SampleStats> per_sample(n);
-  std::atomic<int64_t> done{0};
-  // std::mutex: Debian's Abseil is not TSan-instrumented.
-  std::mutex progress_mu;
-  auto run_one = [&](int64_t i) {
-    SampleStats& s = per_sample[i];
-    if (cancel != nullptr) {
-      s.status = cancel->Check();
-      if (!s.status.ok()) return;
-    }
-    const bool record_shapes = i == 0;
-    for (const auto& [name, t] : samples[i]) {
-      Observe(name, t, request, record_shapes, &s);
-    }
-    TensorObserver observer = [&](const Node& node, int k,
-                                  const Tensor& value) {
-      Observe(node.outputs[k], value, request, record_shapes, &s);
-    };
-    RunOptions options;
-    options.observer = &observer;
-    options.cancel = cancel;
-    auto out = executor.Run(samples[i], options);
-    if (!out.ok()) {
-      s.status = absl::Status(
-          out.status().code(),
-          absl::StrCat("calibration sample ", i, ": ", out.status().message()));
-      return;
-    }
-    if (progress != nullptr) {
-      // Counted under the lock so that reports leave in counting order.
-      std::lock_guard<std::mutex> lock(progress_mu);
-      const int64_t d = ++done;
-      progress->Report({"calibrate", static_cast<double>(d) / n,
-                        absl::StrCat(d, "/", n, " samples")});
-    }
-  };
-  if (pool != nullptr && pool->num_threads() > 0) {
-    pool->ParallelFor(n, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) run_one(i);
-    });
-  } else {
-    for (int64_t i = 0; i < n; ++i) run_one(i);
-  }
-  // Merge in sample order: the first error wins, histograms merge as MCT
-  // merges batches, means average with equal weight per sample.
+  SampleProgress report{progress, "calibrate", [](int64_t d, int64_t total) {
+                          return absl::StrCat(d, "/", total, " samples");
+                        }};
+  RETURN_IF_ERROR(ParallelForSamples(
+      n, pool, cancel, report, [&](int64_t i) -> absl::Status {
+        SampleStats& s = per_sample[i];
+        const bool record_shapes = i == 0;
+        for (const auto& [name, t] : samples[i]) {
+          Observe(name, t, request, record_shapes, &s);
+        }
+        TensorObserver observer = [&](const Node& node, int k,
+                                      const Tensor& value) {
+          Observe(node.outputs[k], value, request, record_shapes, &s);
+        };
+        RunOptions options;
+        options.observer = &observer;
+        options.cancel = cancel;
+        auto out = executor.Run(samples[i], options);
+        if (!out.ok()) {
+          return absl::Status(out.status().code(),
+                              absl::StrCat("calibration sample ", i, ": ",
+                                           out.status().message()));
+        }
+        return s.status;
+      }));
+  // Merge in sample order: histograms merge as MCT merges batches, means
+  // average with equal weight per sample.
   StatisticsResult result;
-  for (int64_t i = 0; i < n; ++i) {
-    RETURN_IF_ERROR(per_sample[i].status);
-  }
   if (n > 0) result.shapes = std::move(per_sample[0].shapes);
   std::map<std::string, std::vector<quantizers::Histogram>> batches;
   std::map<std::string, std::vector<double>> mean_sums;

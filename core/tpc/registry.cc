@@ -8,9 +8,9 @@
 #include "absl/strings/str_join.h"
 #include "core/tpc/builtins.h"
 #include "core/tpc/json_io.h"
-#include "core/tpc/sha256.h"
 #include "core/tpc/tpc_ref.h"
 #include "core/tpc/validation.h"
+#include "core/util/sha256.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 

@@ -18,6 +18,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/farm/farm_testing.h"
 #include "tests/integration/server_process.h"
+#include "tests/testing/subprocess.h"
 
 namespace quantd::testing {
 namespace {
@@ -108,9 +109,9 @@ TEST(FarmReplicasTest, KilledAndDrainedReplicasLoseNoJobAndRepeatNone) {
   const std::string reference = dir + "/reference";
   {
     auto run =
-        ChildProcess::Start({QuantctlBinary(), "batch", "--manifest", *manifest,
-                             "--servers", survivor.target(), "--out", reference,
-                             "--concurrency", "1", "--plain"});
+        Subprocess::Start({QuantctlBinary(), "batch", "--manifest", *manifest,
+                           "--servers", survivor.target(), "--out", reference,
+                           "--concurrency", "1", "--plain"});
     ASSERT_TRUE(run.ok()) << run.status();
     auto rc = (*run)->Wait(absl::Seconds(120));
     ASSERT_TRUE(rc.ok()) << rc.status() << (*run)->Output();
@@ -118,13 +119,13 @@ TEST(FarmReplicasTest, KilledAndDrainedReplicasLoseNoJobAndRepeatNone) {
   }
 
   const std::string out = dir + "/farm";
-  auto run = ChildProcess::Start(
+  auto run = Subprocess::Start(
       {QuantctlBinary(), "batch", "--manifest", *manifest, "--servers",
        absl::StrJoin({killed.target(), drained.target(), survivor.target()},
                      ","),
        "--out", out, "--concurrency", "3", "--retries", "6", "--plain"});
   ASSERT_TRUE(run.ok()) << run.status();
-  ChildProcess& runner = **run;
+  Subprocess& runner = **run;
 
   // SIGKILL the first replica while it runs a job; SIGTERM the second once
   // it has finished one job and runs another.

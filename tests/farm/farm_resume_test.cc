@@ -18,6 +18,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/farm/farm_testing.h"
 #include "tests/integration/server_process.h"
+#include "tests/testing/subprocess.h"
 
 namespace quantd::testing {
 namespace {
@@ -84,8 +85,8 @@ class FarmResumeTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  absl::StatusOr<std::unique_ptr<ChildProcess>> StartBatch() {
-    return ChildProcess::Start(
+  absl::StatusOr<std::unique_ptr<Subprocess>> StartBatch() {
+    return Subprocess::Start(
         {QuantctlBinary(), "batch", "--manifest", manifest_, "--servers",
          absl::StrJoin({servers_[0]->target(), servers_[1]->target()}, ","),
          "--out", out(), "--concurrency", "2", "--plain"});

@@ -1,9 +1,5 @@
 #include "tests/farm/farm_testing.h"
 
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <filesystem>
 
@@ -15,8 +11,6 @@
 #include "core/pipeline/example_model.h"
 #include "core/util/status_macros.h"
 #include "tests/integration/server_process.h"
-
-extern char** environ;
 
 namespace quantd::testing {
 
@@ -48,72 +42,6 @@ absl::StatusOr<std::string> WriteFarmManifest(const std::string& dir, int sets,
 
 std::string QuantctlBinary() {
   return BuildDir() + "/clients/quantctl/quantctl";
-}
-
-absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Start(
-    std::vector<std::string> argv_storage) {
-  std::vector<char*> argv;
-  for (auto& a : argv_storage) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  int fds[2];
-  if (pipe(fds) != 0) return absl::InternalError("pipe failed");
-  const pid_t pid = fork();
-  if (pid < 0) return absl::InternalError("fork failed");
-  if (pid == 0) {
-    dup2(fds[1], STDOUT_FILENO);
-    dup2(fds[1], STDERR_FILENO);
-    close(fds[0]);
-    close(fds[1]);
-    execve(argv[0], argv.data(), environ);
-    _exit(127);
-  }
-  close(fds[1]);
-  std::unique_ptr<ChildProcess> child(new ChildProcess());
-  child->pid_ = pid;
-  ChildProcess* raw = child.get();
-  const int fd = fds[0];
-  child->reader_ = std::thread([raw, fd] {
-    char buffer[4096];
-    ssize_t n;
-    while ((n = read(fd, buffer, sizeof(buffer))) > 0) {
-      absl::MutexLock lock(&raw->mu_);
-      raw->output_.append(buffer, static_cast<size_t>(n));
-    }
-    close(fd);
-    int status = 0;
-    waitpid(raw->pid_, &status, 0);
-    absl::MutexLock lock(&raw->mu_);
-    raw->exited_ = true;
-    raw->wait_status_ = status;
-  });
-  return child;
-}
-
-ChildProcess::~ChildProcess() {
-  bool exited;
-  {
-    absl::MutexLock lock(&mu_);
-    exited = exited_;
-  }
-  if (!exited) kill(pid_, SIGKILL);
-  if (reader_.joinable()) reader_.join();
-}
-
-void ChildProcess::Signal(int signal) { kill(pid_, signal); }
-
-absl::StatusOr<int> ChildProcess::Wait(absl::Duration timeout) {
-  absl::MutexLock lock(&mu_);
-  if (!mu_.AwaitWithTimeout(absl::Condition(&exited_), timeout)) {
-    return absl::DeadlineExceededError(
-        absl::StrCat("still running after ", absl::FormatDuration(timeout)));
-  }
-  if (WIFSIGNALED(wait_status_)) return -WTERMSIG(wait_status_);
-  return WEXITSTATUS(wait_status_);
-}
-
-std::string ChildProcess::Output() const {
-  absl::MutexLock lock(&mu_);
-  return output_;
 }
 
 bool PollUntil(const std::function<bool()>& condition, absl::Duration timeout) {

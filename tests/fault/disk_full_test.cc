@@ -15,8 +15,9 @@
 #include "core/io/sample_set.h"
 #include "core/pipeline/samples.h"
 #include "gtest/gtest.h"
-#include "tests/fault/child_process.h"
+#include "tests/integration/server_process.h"
 #include "tests/integration/test_jobs.h"
+#include "tests/testing/subprocess.h"
 
 namespace quantd::testing {
 namespace {
@@ -52,7 +53,7 @@ class DiskFullTest : public ::testing::Test {
 
   // quantctl quantize in-process, files limited to `max_file_bytes`.
   int RunQuantctl(int64_t max_file_bytes, std::string* output) {
-    auto child = ChildProcess::Start(
+    auto child = Subprocess::Start(
         {BuildPath("clients/quantctl/quantctl"), "quantize",
          (dir_ / "model.onnx").string(), "--tpc", "imx500@4", "--calib",
          (dir_ / "calib").string(), "--out", (dir_ / "out").string(), "--quiet",
@@ -62,8 +63,10 @@ class DiskFullTest : public ::testing::Test {
     if (!child.ok()) return -1;
     while ((*child)->ReadLine().has_value()) {
     }
-    *output = absl::StrJoin((*child)->lines(), "\n");
-    return (*child)->Wait();
+    *output = absl::StrJoin((*child)->Lines(), "\n");
+    const absl::StatusOr<int> code = (*child)->Wait();
+    EXPECT_TRUE(code.ok()) << code.status();
+    return code.ok() ? *code : -1;
   }
 
   fs::path dir_;

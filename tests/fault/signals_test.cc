@@ -8,7 +8,6 @@
 #include "absl/synchronization/notification.h"
 #include "clients/cpp/client.h"
 #include "gtest/gtest.h"
-#include "tests/fault/child_process.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/test_jobs.h"
 

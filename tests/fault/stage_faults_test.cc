@@ -17,9 +17,9 @@
 #include "absl/time/clock.h"
 #include "clients/cpp/client.h"
 #include "gtest/gtest.h"
-#include "tests/fault/child_process.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/test_jobs.h"
+#include "tests/testing/subprocess.h"
 
 namespace quantd::testing {
 namespace {
@@ -114,13 +114,15 @@ TEST_P(StageFaultTest, ClientProcessKilledStopsTheJob) {
   const std::string stage = GetParam();
   auto server = StartServer("stall:" + stage);
   ASSERT_NE(server, nullptr);
-  auto child = ChildProcess::Start(
+  auto child = Subprocess::Start(
       {BuildPath("tests/fault/fault_client"), server->target()});
   ASSERT_TRUE(child.ok()) << child.status();
   ASSERT_TRUE((*child)->ReadUntil("stage " + stage).has_value())
-      << absl::StrJoin((*child)->lines(), "\n");
-  (*child)->Kill(SIGKILL);
-  EXPECT_EQ((*child)->Wait(), -SIGKILL);
+      << absl::StrJoin((*child)->Lines(), "\n");
+  (*child)->Signal(SIGKILL);
+  const absl::StatusOr<int> code = (*child)->Wait();
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(*code, -SIGKILL);
   auto client = Connect(*server);
   ASSERT_NE(client, nullptr);
   ExpectServerRecovered(*server, *client, {"CANCELLED"}, stage);

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "server/sha256.h"
+#include "core/util/sha256.h"
 #include "server/upload_assembler.h"
 
 namespace {
@@ -73,8 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const int64_t total =
       honest_size ? static_cast<int64_t>(sent.size()) : claimed_size;
-  const std::string sha =
-      honest_sha ? quantd::server::Sha256Hex(sent) : claimed_sha;
+  const std::string sha = honest_sha ? quantd::Sha256Hex(sent) : claimed_sha;
 
   quantd::server::UploadAssembler assembler(kMaxBytes);
   // UPLOAD_KIND_MODEL (1) and UPLOAD_KIND_SAMPLES (2) are the only kinds.
@@ -96,7 +95,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto content = assembler.Finish();
   if (well_formed && (!content.ok() || **content != sent)) abort();
   if (content.ok() && (static_cast<int64_t>((*content)->size()) != total ||
-                       quantd::server::Sha256Hex(**content) != sha)) {
+                       quantd::Sha256Hex(**content) != sha)) {
     abort();
   }
   return 0;

@@ -2,22 +2,20 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 
+#include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-
-extern char** environ;
 
 namespace quantd::testing {
 
@@ -29,6 +27,10 @@ std::string BuildDir() {
   const std::filesystem::path self =
       std::filesystem::read_symlink("/proc/self/exe", ec);
   return ec ? "." : self.parent_path().parent_path().parent_path().string();
+}
+
+std::string BuildPath(const std::string& relative) {
+  return BuildDir() + "/" + relative;
 }
 
 std::string QuantdBinary() { return BuildDir() + "/server/quantd"; }
@@ -44,35 +46,12 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   if (!has("--port")) args.push_back("--port=0");
   if (!has("--metrics_port")) args.push_back("--metrics_port=0");
 
-  std::vector<std::string> argv_storage = {QuantdBinary()};
-  argv_storage.insert(argv_storage.end(), args.begin(), args.end());
-  std::vector<std::string> env_storage;
-  for (char** e = environ; *e != nullptr; ++e) env_storage.push_back(*e);
-  env_storage.insert(env_storage.end(), env.begin(), env.end());
-  std::vector<char*> argv, envp;
-  for (auto& a : argv_storage) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  for (auto& e : env_storage) envp.push_back(e.data());
-  envp.push_back(nullptr);
-
-  int fds[2];
-  if (pipe(fds) != 0) return absl::InternalError("pipe failed");
-  const pid_t pid = fork();
-  if (pid < 0) return absl::InternalError("fork failed");
-  if (pid == 0) {
-    dup2(fds[1], STDOUT_FILENO);
-    dup2(fds[1], STDERR_FILENO);
-    close(fds[0]);
-    close(fds[1]);
-    execve(argv[0], argv.data(), envp.data());
-    _exit(127);
-  }
-  close(fds[1]);
+  std::vector<std::string> argv = {QuantdBinary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto started = Subprocess::Start(std::move(argv), {.env = std::move(env)});
+  if (!started.ok()) return started.status();
   std::unique_ptr<ServerProcess> process(new ServerProcess());
-  process->pid_ = pid;
-  const int fd = fds[0];
-  ServerProcess* raw = process.get();
-  process->reader_ = std::thread([raw, fd] { raw->ReadLoop(fd); });
+  process->process_ = *std::move(started);
   auto listening = process->WaitForLog("listening");
   if (!listening.ok()) {
     return absl::Status(
@@ -87,91 +66,46 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   return process;
 }
 
-void ServerProcess::ReadLoop(int fd) {
-  std::string pending;
-  char buffer[4096];
-  while (true) {
-    const ssize_t n = read(fd, buffer, sizeof(buffer));
-    if (n <= 0) break;
-    pending.append(buffer, static_cast<size_t>(n));
-    size_t newline;
-    while ((newline = pending.find('\n')) != std::string::npos) {
-      absl::MutexLock lock(&mu_);
-      lines_.push_back(pending.substr(0, newline));
-      pending.erase(0, newline + 1);
-    }
-  }
-  close(fd);
-  int status = 0;
-  waitpid(pid_, &status, 0);
-  absl::MutexLock lock(&mu_);
-  if (!pending.empty()) lines_.push_back(pending);
-  exited_ = true;
-  wait_status_ = status;
-}
-
-ServerProcess::~ServerProcess() {
-  bool exited;
-  {
-    absl::MutexLock lock(&mu_);
-    exited = exited_;
-  }
-  if (!exited) kill(pid_, SIGKILL);
-  if (reader_.joinable()) reader_.join();
-}
-
 absl::StatusOr<nlohmann::json> ServerProcess::WaitForLog(
     const std::string& msg,
     const std::vector<std::pair<std::string, std::string>>& match,
     absl::Duration timeout) {
   nlohmann::json found;
-  size_t scanned = 0;
-  const auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    for (; scanned < lines_.size(); ++scanned) {
-      nlohmann::json line = nlohmann::json::parse(lines_[scanned], nullptr,
-                                                  /*allow_exceptions=*/false);
-      if (!line.is_object() || line.value("msg", "") != msg) continue;
-      bool all = true;
-      for (const auto& [key, value] : match) {
-        if (!line.contains(key) || line[key] != value) all = false;
-      }
-      if (all) {
+  auto line = process_->WaitForLine(
+      [&](absl::string_view text) {
+        nlohmann::json line = nlohmann::json::parse(text, nullptr,
+                                                    /*allow_exceptions=*/false);
+        if (!line.is_object() || line.value("msg", "") != msg) return false;
+        for (const auto& [key, value] : match) {
+          if (!line.contains(key) || line[key] != value) return false;
+        }
         found = std::move(line);
         return true;
-      }
-    }
-    return exited_;
-  };
-  absl::MutexLock lock(&mu_);
-  if (!mu_.AwaitWithTimeout(absl::Condition(&ready), timeout)) {
+      },
+      timeout);
+  if (absl::IsDeadlineExceeded(line.status())) {
     return absl::DeadlineExceededError(
         absl::StrCat("no log line with msg \"", msg, "\" within ",
                      absl::FormatDuration(timeout)));
   }
-  if (found.is_null()) {
+  if (!line.ok()) {
     return absl::NotFoundError(
         absl::StrCat("quantd exited before logging \"", msg, "\""));
   }
   return found;
 }
 
-std::vector<std::string> ServerProcess::Lines() const {
-  absl::MutexLock lock(&mu_);
-  return lines_;
-}
-
-void ServerProcess::Signal(int signal) { kill(pid_, signal); }
-
 absl::StatusOr<int> ServerProcess::WaitExit(absl::Duration timeout) {
-  absl::MutexLock lock(&mu_);
-  if (!mu_.AwaitWithTimeout(absl::Condition(&exited_), timeout)) {
+  auto code = process_->Wait(timeout);
+  if (absl::IsDeadlineExceeded(code.status())) {
     return absl::DeadlineExceededError("quantd did not exit in time");
   }
-  if (!WIFEXITED(wait_status_)) {
-    return absl::InternalError(absl::StrCat(
-        "quantd did not exit normally (wait status ", wait_status_, ")"));
+  if (!code.ok()) return code.status();
+  if (*code < 0) {
+    return absl::InternalError(
+        absl::StrCat("quantd did not exit normally (signal ", -*code, ")"));
   }
-  return WEXITSTATUS(wait_status_);
+  return *code;
 }
 
 absl::StatusOr<std::string> HttpGet(int port, const std::string& path) {

@@ -5,25 +5,23 @@
 #ifndef QUANTD_TESTS_INTEGRATION_SERVER_PROCESS_H_
 #define QUANTD_TESTS_INTEGRATION_SERVER_PROCESS_H_
 
-#include <sys/types.h>
-
 #include <memory>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
+#include "tests/testing/subprocess.h"
 
 namespace quantd::testing {
 
 // The build tree: $QUANTD_BINARY_DIR, else found from this test's own path
 // (<build>/tests/integration/<test>).
 std::string BuildDir();
+// <build>/<relative>.
+std::string BuildPath(const std::string& relative);
 // <build>/server/quantd.
 std::string QuantdBinary();
 
@@ -34,7 +32,7 @@ class ServerProcess {
   // for it to listen.
   static absl::StatusOr<std::unique_ptr<ServerProcess>> Start(
       std::vector<std::string> args, std::vector<std::string> env = {});
-  ~ServerProcess();  // SIGKILL if still running
+  // SIGKILL if still running.
 
   int port() const { return port_; }
   int metrics_port() const { return metrics_port_; }
@@ -46,24 +44,18 @@ class ServerProcess {
       const std::string& msg,
       const std::vector<std::pair<std::string, std::string>>& match = {},
       absl::Duration timeout = absl::Seconds(30));
-  std::vector<std::string> Lines() const;
+  std::vector<std::string> Lines() const { return process_->Lines(); }
 
-  void Signal(int signal);
+  void Signal(int signal) { process_->Signal(signal); }
   // Exit code, or an error if it did not exit in time / was killed.
   absl::StatusOr<int> WaitExit(absl::Duration timeout = absl::Seconds(30));
 
  private:
   ServerProcess() = default;
-  void ReadLoop(int fd);
 
-  pid_t pid_ = -1;
+  std::unique_ptr<Subprocess> process_;
   int port_ = 0;
   int metrics_port_ = 0;
-  std::thread reader_;
-  mutable absl::Mutex mu_;
-  std::vector<std::string> lines_ ABSL_GUARDED_BY(mu_);
-  bool exited_ ABSL_GUARDED_BY(mu_) = false;
-  int wait_status_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // GET http://127.0.0.1:<port><path>; the response body.

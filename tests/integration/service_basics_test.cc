@@ -17,6 +17,7 @@
 #include "core/tpc/builtins.h"
 #include "core/tpc/json_io.h"
 #include "core/tpc/validation.h"
+#include "core/util/sha256.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "quantd/v1/quantization_service.grpc.pb.h"
@@ -244,7 +245,7 @@ TEST_F(ServiceBasicsTest, QuantizeWithoutModelNamesTheField) {
 TEST_F(ServiceBasicsTest, QuantizeWithModelAndModelRefIsInvalid) {
   v1::QuantizeRequest request;
   request.set_onnx_model("x");
-  request.set_model_ref(client::Sha256Hex("x"));
+  request.set_model_ref(Sha256Hex("x"));
   const absl::Status status = QuantizeStatus(request);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(status.message()),
@@ -261,7 +262,7 @@ TEST_F(ServiceBasicsTest, MalformedModelRefNamesTheField) {
 
 TEST_F(ServiceBasicsTest, MissingUploadIsNotFound) {
   v1::QuantizeRequest request;
-  request.set_model_ref(client::Sha256Hex("never uploaded"));
+  request.set_model_ref(Sha256Hex("never uploaded"));
   const absl::Status status = QuantizeStatus(request);
   EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(status.message()), HasSubstr("model_ref: no upload"));
@@ -306,7 +307,7 @@ TEST_F(ServiceBasicsTest, UploadRoundTripIsIdempotent) {
   auto first = client_->Upload(v1::UPLOAD_KIND_MODEL, content,
                                absl::Now() + absl::Seconds(30));
   ASSERT_TRUE(first.ok()) << first.status();
-  EXPECT_EQ(first->sha256(), client::Sha256Hex(content));
+  EXPECT_EQ(first->sha256(), Sha256Hex(content));
   EXPECT_EQ(first->size(), static_cast<int64_t>(content.size()));
   EXPECT_FALSE(first->already_present());
   auto again = client_->Upload(v1::UPLOAD_KIND_MODEL, content,
@@ -323,14 +324,14 @@ TEST_F(ServiceBasicsTest, UploadWithWrongDigestIsRejected) {
   v1::UploadChunk chunk;
   chunk.set_kind(v1::UPLOAD_KIND_MODEL);
   chunk.set_total_size(5);
-  chunk.set_sha256(client::Sha256Hex("other"));
+  chunk.set_sha256(Sha256Hex("other"));
   chunk.set_data("hello");
   writer->Write(chunk);
   writer->WritesDone();
   const grpc::Status status = writer->Finish();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(status.error_message(),
-              HasSubstr("content hashes to " + client::Sha256Hex("hello")));
+              HasSubstr("content hashes to " + Sha256Hex("hello")));
 }
 
 TEST_F(ServiceBasicsTest, UploadOfModelUsedAsSamplesIsInvalid) {
@@ -365,7 +366,7 @@ TEST_F(ServiceBasicsTest, UploadOfUnknownKindIsRejected) {
   v1::UploadChunk chunk;
   chunk.set_kind(static_cast<v1::UploadKind>(99));
   chunk.set_total_size(5);
-  chunk.set_sha256(client::Sha256Hex("hello"));
+  chunk.set_sha256(Sha256Hex("hello"));
   chunk.set_data("hello");
   v1::UploadReceipt receipt;
   const grpc::Status status = UploadChunks(*client_, {chunk}, &receipt);
@@ -384,7 +385,7 @@ TEST_F(ServiceBasicsTest, KnowingTheDigestIsNotEnoughToClaimAnUpload) {
   v1::UploadChunk header;
   header.set_kind(v1::UPLOAD_KIND_MODEL);
   header.set_total_size(static_cast<int64_t>(content.size()));
-  header.set_sha256(client::Sha256Hex(content));
+  header.set_sha256(Sha256Hex(content));
   v1::UploadReceipt receipt;
   const grpc::Status status = UploadChunks(*client_, {header}, &receipt);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);

@@ -3,9 +3,9 @@
 #include <string>
 
 #include "clients/cpp/result_assembler.h"
+#include "core/util/sha256.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/sha256.h"
 
 namespace quantd::server {
 namespace {

@@ -1,9 +1,9 @@
 #include <memory>
 #include <string>
 
+#include "core/util/sha256.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/sha256.h"
 #include "server/upload_assembler.h"
 #include "server/upload_store.h"
 
@@ -11,21 +11,6 @@ namespace quantd::server {
 namespace {
 
 using ::testing::HasSubstr;
-
-// FIPS 180-2 test vectors.
-TEST(Sha256Test, KnownVectors) {
-  EXPECT_EQ(Sha256Hex(""),
-            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-  EXPECT_EQ(Sha256Hex("abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-}
-
-TEST(Sha256Test, IncrementalEqualsOneShot) {
-  Sha256Hasher hasher;
-  hasher.Update("a");
-  hasher.Update("bc");
-  EXPECT_EQ(hasher.FinishHex(), Sha256Hex("abc"));
-}
 
 TEST(UploadAssemblerTest, ReassemblesInOrderChunks) {
   const std::string content = "hello, quantd";

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <limits>
 
-#include "core/executor/half.h"
 #include "core/executor/kernel.h"
 #include "core/executor/kernel_util.h"
+#include "core/util/half.h"
 #include "core/util/status_macros.h"
 
 namespace quantd::exec {

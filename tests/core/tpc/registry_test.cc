@@ -8,7 +8,6 @@
 
 #include "core/tpc/builtins.h"
 #include "core/tpc/json_io.h"
-#include "core/tpc/sha256.h"
 #include "core/tpc/tpc_ref.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -19,33 +18,6 @@ namespace {
 
 using quantd::v1::TargetPlatformCapabilities;
 using ::testing::HasSubstr;
-
-// FIPS 180-4 / NIST CAVP example vectors.
-TEST(Sha256Test, MatchesNistVectors) {
-  EXPECT_EQ(Sha256Hex(""),
-            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-  EXPECT_EQ(Sha256Hex("abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-  EXPECT_EQ(
-      Sha256Hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
-      "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-  EXPECT_EQ(Sha256Hex(std::string(1000000, 'a')),
-            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
-}
-
-TEST(Sha256Test, IncrementalUpdatesEqualOneShot) {
-  Sha256 sha;
-  const std::string data(200, 'x');
-  for (size_t i = 0; i < data.size(); i += 7) sha.Update(data.substr(i, 7));
-  auto digest = sha.Finish();
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (uint8_t b : digest) {
-    hex.push_back(kHex[b >> 4]);
-    hex.push_back(kHex[b & 15]);
-  }
-  EXPECT_EQ(hex, Sha256Hex(data));
-}
 
 TpcRegistry& Builtins() {
   static TpcRegistry* r = [] {

@@ -1,11 +1,12 @@
-// IEEE half and bfloat16 conversions (round to nearest even).
-#ifndef QUANTD_CORE_EXECUTOR_HALF_H_
-#define QUANTD_CORE_EXECUTOR_HALF_H_
+// IEEE half and bfloat16 <-> float conversions (to the 16-bit types: round
+// to nearest even; NaN stays NaN), for tensors and kernels alike.
+#ifndef QUANTD_CORE_UTIL_HALF_H_
+#define QUANTD_CORE_UTIL_HALF_H_
 
 #include <cstdint>
 #include <cstring>
 
-namespace quantd::exec {
+namespace quantd {
 
 inline float HalfToFloat(uint16_t h) {
   const uint32_t sign = (h & 0x8000u) << 16;
@@ -77,6 +78,6 @@ inline uint16_t FloatToBfloat16(float f) {
   return static_cast<uint16_t>(x >> 16);
 }
 
-}  // namespace quantd::exec
+}  // namespace quantd
 
-#endif  // QUANTD_CORE_EXECUTOR_HALF_H_
+#endif  // QUANTD_CORE_UTIL_HALF_H_

@@ -1,12 +1,8 @@
-#include "server/sha256.h"
+#include "core/util/sha256.h"
 
 #include <openssl/evp.h>
 
-#include <cstdint>
-
-#include "absl/strings/ascii.h"
-
-namespace quantd::server {
+namespace quantd {
 namespace {
 
 std::string ToHex(const unsigned char* bytes, unsigned int size) {
@@ -53,9 +49,9 @@ std::string Sha256Hex(absl::string_view data) {
 bool IsSha256Hex(absl::string_view text) {
   if (text.size() != 64) return false;
   for (char c : text) {
-    if (!absl::ascii_isdigit(c) && !(c >= 'a' && c <= 'f')) return false;
+    if (!(c >= '0' && c <= '9') && !(c >= 'a' && c <= 'f')) return false;
   }
   return true;
 }
 
-}  // namespace quantd::server
+}  // namespace quantd

@@ -1,13 +1,14 @@
-// SHA-256 (OpenSSL) as lowercase hex, one-shot or incremental.
-#ifndef QUANTD_SERVER_SHA256_H_
-#define QUANTD_SERVER_SHA256_H_
+// SHA-256 as lowercase hex (OpenSSL's EVP), one-shot or incremental: the
+// content digests of TPCs, uploads, results and output files.
+#ifndef QUANTD_CORE_UTIL_SHA256_H_
+#define QUANTD_CORE_UTIL_SHA256_H_
 
 #include <memory>
 #include <string>
 
 #include "absl/strings/string_view.h"
 
-namespace quantd::server {
+namespace quantd {
 
 std::string Sha256Hex(absl::string_view data);
 
@@ -30,6 +31,6 @@ class Sha256Hasher {
   std::unique_ptr<Ctx> ctx_;
 };
 
-}  // namespace quantd::server
+}  // namespace quantd
 
-#endif  // QUANTD_SERVER_SHA256_H_
+#endif  // QUANTD_CORE_UTIL_SHA256_H_
