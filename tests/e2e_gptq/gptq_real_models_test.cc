@@ -1,12 +1,13 @@
 // GPTQ on ppocr_cls (MobileNetV3-small text-direction classifier) with
 // imx500@4.1: the held-out output SQNR (quantd's fake-quant execution of the
-// QuantizedGraph against float, on the 64 held-out samples) after GPTQ
+// QuantizedGraph against float, on 512 held-out samples) after GPTQ
 // against plain PTQ of the same request.
 //  - W4A8 (kernel_weights_bits = 4): GPTQ must gain >= 3 dB;
 //  - W8A8: GPTQ must not lose more than 0.1 dB.
-// Budget: 16 calibration samples, 12 epochs of 1024 sampled positions per
-// block (batch 64: 192 steps per block, MCT's other defaults): about 35 s
-// per GPTQ job on one core of a loaded machine, ~80 s for the whole test.
+// Budget: 32 calibration samples, GPTQ's defaults (5 epochs of 4096
+// sampled positions per block, batch 128): ~20 s per GPTQ job, ~55 s for
+// the whole test. With 16 samples and 64 held-out samples (the budget until
+// session 5) the W8A8 figure was noise: -2 dB on those 64, -0.2 dB on 512.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -82,9 +83,9 @@ class GptqRealModels : public ::testing::Test {
   double Run(int kernel_bits, bool gptq, std::string* report = nullptr) {
     v1::QuantizeRequest r;
     r.set_onnx_model(model_.bytes);
-    AddSamples(model_.calib, e2e::Scaled(16, 8),
+    AddSamples(model_.calib, e2e::Scaled(32, 8),
                r.mutable_calibration_samples());
-    AddSamples(model_.heldout, e2e::Scaled(64, 16),
+    AddSamples(model_.heldout, e2e::Scaled(512, 16),
                r.mutable_evaluation_samples());
     r.mutable_tpc()->set_name("imx500@4.1");
     r.mutable_export_options()->set_skip_qdq_onnx(true);
@@ -94,10 +95,9 @@ class GptqRealModels : public ::testing::Test {
     if (gptq) {
       v1::GptqConfig* g = r.mutable_gptq();
       g->set_enabled(true);
-      // Under sanitizers 4 epochs (e2e_scale.h): a third of the steps.
-      g->set_n_epochs(e2e::Scaled(12, 4));
-      g->set_rows_per_block(1024);
-      g->set_batch_rows(64);
+      // MCT's defaults otherwise: what a user gets. Under sanitizers 2
+      // epochs (e2e_scale.h).
+      g->set_n_epochs(e2e::Scaled(5, 2));
     }
     ThreadPool pool(1);
     JobContext ctx;
