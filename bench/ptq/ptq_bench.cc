@@ -1,8 +1,12 @@
-// ptq_bench [--threads N] [--models DIR] [--samples DIR]: time of the whole
-// PTQ job (W8A8, imx500@4.1 default TPC) per model and per stage, for the
-// bundled example CNN and the real models of scripts/fetch_models.sh when
-// they are present (.cache/models, .cache/samples). Prints one table row per
-// model and stage, and the share of the job each stage takes.
+// ptq_bench [--threads N] [--models DIR] [--samples DIR] [--mobilenet FILE]:
+// time of the whole PTQ job (W8A8, imx500@4.1 default TPC) per model and per
+// stage, for the bundled example CNN, the real models of
+// scripts/fetch_models.sh when they are present (.cache/models,
+// .cache/samples) and the shared MobileNetV2 (64 random 224x224 samples,
+// untrained weights: timing only). Prints one table row per model and stage,
+// and the share of the job each stage takes. MobileNetV2 runs twice: the
+// report on the default 16 samples and on all 64 (report_samples = -1, the
+// behaviour before session 5); the ratio is printed.
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -56,6 +60,30 @@ bool LoadReal(const std::string& models, const std::string& samples,
   return true;
 }
 
+// `count` samples of the model's single input, uniform in [-1, 1], seeded.
+bool LoadRandomInputs(const std::string& path, const std::string& name,
+                      int count, Case* c) {
+  auto bytes = quantd::ReadFileLimited(path, int64_t{1} << 31);
+  if (!bytes.ok()) return false;
+  auto model = quantd::ImportOnnx(*bytes);
+  if (!model.ok() || model->graph.inputs.size() != 1) return false;
+  const quantd::ValueInfo& in = model->graph.inputs[0];
+  std::vector<int64_t> shape = in.shape;
+  for (int64_t& d : shape) d = d > 0 ? d : 1;
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  for (int i = 0; i < count; ++i) {
+    quantd::Tensor t(quantd::DType::kFloat, shape);
+    for (float& v : t.mutable_span<float>()) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      v = static_cast<float>((state >> 40) * (2.0 / (1 << 24)) - 1.0);
+    }
+    c->calib.push_back({{in.name, std::move(t)}});
+  }
+  c->name = name;
+  c->model_bytes = *std::move(bytes);
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -65,12 +93,14 @@ int main(int argc, char** argv) {
   if (env != nullptr && *env) root = env;
   std::string models = root + "/models", samples = root + "/samples";
   std::string tpc = "imx500@4.1";
+  std::string mobilenet = "../shared/fixtures/bench-models/mobilenet_v2.onnx";
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--threads") absl::SimpleAtoi(argv[i + 1], &threads);
     if (a == "--models") models = argv[i + 1];
     if (a == "--samples") samples = argv[i + 1];
     if (a == "--tpc") tpc = argv[i + 1];
+    if (a == "--mobilenet") mobilenet = argv[i + 1];
   }
   std::vector<Case> cases;
   Case example{"example_cnn", *quantd::ExportOnnx(quantd::MakeExampleCnn()),
@@ -80,13 +110,23 @@ int main(int argc, char** argv) {
     Case c;
     if (LoadReal(models, samples, name, &c)) cases.push_back(std::move(c));
   }
+  std::vector<int> report_samples(cases.size(), 0);
+  for (int report : {0, -1}) {
+    Case c;
+    if (!LoadRandomInputs(mobilenet, "mobilenet_v2", 64, &c)) break;
+    cases.push_back(std::move(c));
+    report_samples.push_back(report);
+  }
   quantd::tpc::TpcRegistry registry;
   if (!registry.AddBuiltins().ok()) return 1;
   quantd::ThreadPool pool(threads - 1);
   std::printf("PTQ job time (%s, %d threads)\n", tpc.c_str(), threads);
   std::printf("%-16s %-10s %10s %7s\n", "model", "stage", "seconds", "share");
-  for (const Case& c : cases) {
+  std::vector<double> mobilenet_seconds;
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const Case& c = cases[ci];
     quantd::v1::QuantizeRequest r;
+    r.set_report_samples(report_samples[ci]);
     r.set_onnx_model(c.model_bytes);
     AddSamples(c.calib, r.mutable_calibration_samples());
     r.mutable_tpc()->set_name(tpc);
@@ -109,9 +149,20 @@ int main(int argc, char** argv) {
       std::printf("%-16s %-10s %10.3f %6.1f%%\n", c.name.c_str(), stage.c_str(),
                   seconds.get<double>(), 100 * seconds.get<double>() / wall);
     }
-    std::printf("%-16s %-10s %10.3f (%zu calibration samples, SQNR %.2f dB)\n",
-                c.name.c_str(), "TOTAL", wall, c.calib.size(),
-                result->output_sqnr_db());
+    std::printf(
+        "%-16s %-10s %10.3f (%zu calibration samples, report on %s, SQNR "
+        "%.2f dB)\n",
+        c.name.c_str(), "TOTAL", wall, c.calib.size(),
+        report_samples[ci] < 0 ? "all" : "the default 16 at most",
+        result->output_sqnr_db());
+    if (c.name == "mobilenet_v2") mobilenet_seconds.push_back(wall);
+  }
+  if (mobilenet_seconds.size() == 2) {
+    std::printf(
+        "mobilenet_v2 job, report on 16 vs all 64 samples: %.2f s vs %.2f s "
+        "(%.2fx faster)\n",
+        mobilenet_seconds[0], mobilenet_seconds[1],
+        mobilenet_seconds[1] / mobilenet_seconds[0]);
   }
   return 0;
 }

@@ -50,7 +50,10 @@ v1::QuantizeRequest SmallJob(const std::string& request_id) {
 }
 
 v1::QuantizeRequest LongJob(const std::string& request_id) {
-  return ConvJob(4, 96, 64, 300, request_id);
+  v1::QuantizeRequest request = ConvJob(4, 96, 64, 300, request_id);
+  // The report evaluates on all 300 samples, not the default 16.
+  request.set_report_samples(-1);
+  return request;
 }
 
 }  // namespace quantd::testing

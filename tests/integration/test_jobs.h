@@ -17,7 +17,8 @@ v1::QuantizeRequest ConvJob(int64_t c, int64_t hw, int64_t m, int samples,
                             const std::string& request_id);
 // Finishes in well under a second.
 v1::QuantizeRequest SmallJob(const std::string& request_id);
-// Runs for many seconds (300 calibration passes over a 96x96 conv); tests
+// Runs for many seconds (300 calibration passes over a 96x96 conv and 300
+// report passes); tests
 // cancel it, never wait for it.
 v1::QuantizeRequest LongJob(const std::string& request_id);
 
