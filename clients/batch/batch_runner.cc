@@ -22,6 +22,81 @@ std::string CodeName(const absl::Status& status) {
   return absl::StatusCodeToString(status.code());
 }
 
+// Connect phase: the channel must become ready in time. A channel that
+// fails to connect (replica down) fails the attempt at once instead of
+// waiting out the connect timeout in gRPC's reconnect backoff. OK when the
+// channel is ready; `unreachable` says the replica is down.
+absl::Status WaitForChannel(client::Client& client,
+                            absl::Duration connect_timeout,
+                            const std::string& replica, bool* unreachable_out) {
+  absl::Status status;
+  const absl::Time connect_deadline = absl::Now() + connect_timeout;
+  grpc::Channel& channel = *client.channel();
+  grpc_connectivity_state state = channel.GetState(/*try_to_connect=*/true);
+  while (state == GRPC_CHANNEL_IDLE || state == GRPC_CHANNEL_CONNECTING) {
+    if (!channel.WaitForStateChange(state,
+                                    absl::ToChronoTime(connect_deadline))) {
+      break;
+    }
+    state = channel.GetState(/*try_to_connect=*/true);
+  }
+  const bool unreachable =
+      state == GRPC_CHANNEL_TRANSIENT_FAILURE || state == GRPC_CHANNEL_SHUTDOWN;
+  if (unreachable) {
+    status = absl::UnavailableError(
+        absl::StrCat("replica ", replica, ": not reachable"));
+  } else if (state != GRPC_CHANNEL_READY) {
+    status = absl::DeadlineExceededError(
+        absl::StrCat("replica ", replica, ": no connection within ",
+                     absl::FormatDuration(connect_timeout)));
+  }
+  *unreachable_out = unreachable;
+  return status;
+}
+
+// The output record of a job that attempt `attempt` (`rec`) completed.
+nlohmann::json SuccessRecord(const BatchJob& job,
+                             const v1::QuantizeResult& result,
+                             const AttemptRecord& rec, int attempt,
+                             const std::vector<AttemptRecord>& attempts,
+                             const std::string& input_digest,
+                             int64_t model_bytes, absl::Time job_start,
+                             const std::vector<FileDigest>& digests) {
+  nlohmann::json record = {
+      {"id", job.id},
+      {"line", job.line},
+      {"status", "ok"},
+      {"input_digest", input_digest},
+      {"model", job.files.model},
+      {"tpc", result.tpc()},
+      {"tpc_digest", result.tpc_digest()},
+      {"replica", rec.replica},
+      {"request_id", rec.request_id},
+      {"server_job_id", rec.server_job_id},
+      {"attempt_count", attempt},
+      {"seconds", absl::ToDoubleSeconds(absl::Now() - job_start)},
+      {"model_bytes", model_bytes},
+      {"qdq_onnx_bytes", static_cast<int64_t>(result.qdq_onnx().size())},
+      {"output_sqnr_db", result.output_sqnr_db()},
+      {"result_digest", ResultDigest(digests)},
+      {"finished_at",
+       absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone())}};
+  record["attempts"] = AttemptsJson(attempts);
+  nlohmann::json file_list = nlohmann::json::array();
+  for (const auto& d : digests) {
+    nlohmann::json f = {{"name", d.name},
+                        {"bytes", d.bytes},
+                        {"sha256", d.sha256},
+                        {"deterministic", d.deterministic}};
+    if (!d.compared_sha256.empty() && d.compared_sha256 != d.sha256) {
+      f["sha256_without_timings"] = d.compared_sha256;
+    }
+    file_list.push_back(std::move(f));
+  }
+  record["files"] = std::move(file_list);
+  return record;
+}
+
 }  // namespace
 
 const char* JobStatusName(JobStatus status) {
@@ -173,6 +248,53 @@ std::vector<JobOutcome> BatchRunner::Run(const std::vector<BatchJob>& jobs) {
   return outcomes;
 }
 
+bool BatchRunner::DoneEarlier(const BatchJob& job,
+                              const std::string& input_digest,
+                              JobOutcome* outcome) {
+  if (std::optional<nlohmann::json> record = out_->ReadRecord(job.id)) {
+    if (record->value("status", "") == "ok" &&
+        record->value("input_digest", "") == input_digest) {
+      outcome->record = *std::move(record);
+      listener_->Log(absl::StrCat("job ", job.id,
+                                  " skipped: done earlier with the same "
+                                  "inputs"));
+      return true;
+    }
+    listener_->Log(absl::StrCat("job ", job.id,
+                                ": inputs changed since its output was "
+                                "written; redoing it"));
+  }
+  return false;
+}
+
+absl::StatusOr<v1::QuantizeResult> BatchRunner::CallReplica(
+    client::Client& client, const v1::QuantizeRequest& request,
+    AttemptRecord* record, bool* runner_cancelled) {
+  AttemptRecord& rec = *record;
+  client::CallCanceller canceller;
+  {
+    absl::MutexLock lock(&mu_);
+    if (cancelled_) canceller.Cancel();
+    active_.insert(&canceller);
+  }
+  v1::QuantizeRequest attempt_request = request;
+  attempt_request.set_request_id(rec.request_id);
+  absl::StatusOr<v1::QuantizeResult> result =
+      client.Quantize(std::move(attempt_request),
+                      [&rec](const v1::JobEvent& event) {
+                        if (event.has_accepted())
+                          rec.server_job_id = event.job_id();
+                      },
+                      {.deadline = absl::Now() + options_.attempt_deadline,
+                       .canceller = &canceller});
+  {
+    absl::MutexLock lock(&mu_);
+    active_.erase(&canceller);
+  }
+  *runner_cancelled = canceller.cancelled();
+  return result;
+}
+
 JobOutcome BatchRunner::RunJob(const BatchJob& job) {
   JobOutcome outcome;
   outcome.id = job.id;
@@ -199,18 +321,8 @@ JobOutcome BatchRunner::RunJob(const BatchJob& job) {
   v1::QuantizeRequest request = *std::move(built);
   const std::string input_digest = InputDigest(request);
   const int64_t model_bytes = static_cast<int64_t>(request.onnx_model().size());
-  if (std::optional<nlohmann::json> record = out_->ReadRecord(job.id)) {
-    if (record->value("status", "") == "ok" &&
-        record->value("input_digest", "") == input_digest) {
-      outcome.record = *std::move(record);
-      listener_->Log(absl::StrCat("job ", job.id,
-                                  " skipped: done earlier with the same "
-                                  "inputs"));
-      return finish(JobStatus::kSkipped, "");
-    }
-    listener_->Log(absl::StrCat("job ", job.id,
-                                ": inputs changed since its output was "
-                                "written; redoing it"));
+  if (DoneEarlier(job, input_digest, &outcome)) {
+    return finish(JobStatus::kSkipped, "");
   }
 
   int previous = -1;
@@ -237,31 +349,11 @@ JobOutcome BatchRunner::RunJob(const BatchJob& job) {
     const absl::Time attempt_start = absl::Now();
     client::Client& client = *clients_[replica];
 
-    // Connect phase: the channel must become ready in time. A channel that
-    // fails to connect (replica down) fails the attempt at once instead of
-    // waiting out the connect timeout in gRPC's reconnect backoff.
-    absl::Status status;
+    // Connect phase: the channel must become ready in time.
     AttemptPhase phase = AttemptPhase::kConnect;
-    const absl::Time connect_deadline = absl::Now() + options_.connect_timeout;
-    grpc::Channel& channel = *client.channel();
-    grpc_connectivity_state state = channel.GetState(/*try_to_connect=*/true);
-    while (state == GRPC_CHANNEL_IDLE || state == GRPC_CHANNEL_CONNECTING) {
-      if (!channel.WaitForStateChange(state,
-                                      absl::ToChronoTime(connect_deadline))) {
-        break;
-      }
-      state = channel.GetState(/*try_to_connect=*/true);
-    }
-    const bool unreachable = state == GRPC_CHANNEL_TRANSIENT_FAILURE ||
-                             state == GRPC_CHANNEL_SHUTDOWN;
-    if (unreachable) {
-      status = absl::UnavailableError(
-          absl::StrCat("replica ", rec.replica, ": not reachable"));
-    } else if (state != GRPC_CHANNEL_READY) {
-      status = absl::DeadlineExceededError(
-          absl::StrCat("replica ", rec.replica, ": no connection within ",
-                       absl::FormatDuration(options_.connect_timeout)));
-    }
+    bool unreachable = false;
+    const absl::Status status = WaitForChannel(client, options_.connect_timeout,
+                                               rec.replica, &unreachable);
     if (unreachable && unreachable_skips < picker_->size()) {
       // A replica that is down costs the job no attempt: rest it and take
       // the next one (at most once per replica and job).
@@ -277,30 +369,10 @@ JobOutcome BatchRunner::RunJob(const BatchJob& job) {
     // Holds the connect failure until the call replaces it.
     absl::StatusOr<v1::QuantizeResult> result =
         status.ok() ? absl::UnknownError("not sent") : status;
-    client::CallCanceller canceller;
     bool runner_cancelled = false;
     if (status.ok()) {
       phase = AttemptPhase::kCall;
-      {
-        absl::MutexLock lock(&mu_);
-        if (cancelled_) canceller.Cancel();
-        active_.insert(&canceller);
-      }
-      v1::QuantizeRequest attempt_request = request;
-      attempt_request.set_request_id(rec.request_id);
-      result =
-          client.Quantize(std::move(attempt_request),
-                          [&rec](const v1::JobEvent& event) {
-                            if (event.has_accepted())
-                              rec.server_job_id = event.job_id();
-                          },
-                          {.deadline = absl::Now() + options_.attempt_deadline,
-                           .canceller = &canceller});
-      {
-        absl::MutexLock lock(&mu_);
-        active_.erase(&canceller);
-      }
-      runner_cancelled = canceller.cancelled();
+      result = CallReplica(client, request, &rec, &runner_cancelled);
     }
     rec.seconds = absl::ToDoubleSeconds(absl::Now() - attempt_start);
     rec.status = result.ok() ? "OK" : CodeName(result.status());
@@ -318,38 +390,9 @@ JobOutcome BatchRunner::RunJob(const BatchJob& job) {
             absl::StrCat("formatting the result: ", files.status().message()));
       }
       const std::vector<FileDigest> digests = DigestFiles(*files);
-      nlohmann::json record = {
-          {"id", job.id},
-          {"line", job.line},
-          {"status", "ok"},
-          {"input_digest", input_digest},
-          {"model", job.files.model},
-          {"tpc", result->tpc()},
-          {"tpc_digest", result->tpc_digest()},
-          {"replica", rec.replica},
-          {"request_id", rec.request_id},
-          {"server_job_id", rec.server_job_id},
-          {"attempt_count", attempt},
-          {"seconds", absl::ToDoubleSeconds(absl::Now() - job_start)},
-          {"model_bytes", model_bytes},
-          {"qdq_onnx_bytes", static_cast<int64_t>(result->qdq_onnx().size())},
-          {"output_sqnr_db", result->output_sqnr_db()},
-          {"result_digest", ResultDigest(digests)},
-          {"finished_at", absl::FormatTime(absl::RFC3339_sec, absl::Now(),
-                                           absl::UTCTimeZone())}};
-      record["attempts"] = AttemptsJson(outcome.attempts);
-      nlohmann::json file_list = nlohmann::json::array();
-      for (const auto& d : digests) {
-        nlohmann::json f = {{"name", d.name},
-                            {"bytes", d.bytes},
-                            {"sha256", d.sha256},
-                            {"deterministic", d.deterministic}};
-        if (!d.compared_sha256.empty() && d.compared_sha256 != d.sha256) {
-          f["sha256_without_timings"] = d.compared_sha256;
-        }
-        file_list.push_back(std::move(f));
-      }
-      record["files"] = std::move(file_list);
+      nlohmann::json record =
+          SuccessRecord(job, *result, rec, attempt, outcome.attempts,
+                        input_digest, model_bytes, job_start, digests);
       absl::Status st = out_->Commit(job.id, *files, record);
       if (!st.ok()) {
         const std::string error =

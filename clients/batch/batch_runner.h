@@ -108,6 +108,16 @@ class BatchRunner {
 
  private:
   JobOutcome RunJob(const BatchJob& job);
+  // True when the output directory holds an "ok" record of `job` with the
+  // same inputs (the record goes into `outcome`); logs a redo otherwise.
+  bool DoneEarlier(const BatchJob& job, const std::string& input_digest,
+                   JobOutcome* outcome);
+  // The call phase of an attempt: `request` on `client` under the attempt's
+  // id and deadline, stopped by Cancel(); `runner_cancelled` says whether
+  // Cancel() stopped it.
+  absl::StatusOr<v1::QuantizeResult> CallReplica(
+      client::Client& client, const v1::QuantizeRequest& request,
+      AttemptRecord* record, bool* runner_cancelled);
   // Waits until `t` or Cancel(); false when cancelled.
   bool SleepUntil(absl::Time t);
   double UniformDraw();

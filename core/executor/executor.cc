@@ -47,6 +47,54 @@ void CollectFreeNames(const Graph& g, std::set<std::string>* out) {
   }
 }
 
+// Kahn's algorithm over the nodes' reads, keeping the given order among
+// ready nodes; fails on a node that reads its own output or sits in a
+// cycle.
+absl::StatusOr<std::vector<int>> TopologicalOrder(
+    const Graph& g, const std::unordered_map<std::string, int>& producer,
+    const std::set<std::string>& sources,
+    const std::vector<std::vector<std::string>>& reads) {
+  std::vector<int> pending(g.nodes.size(), 0);
+  std::vector<std::vector<int>> consumers(g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    std::set<int> deps;
+    for (const std::string& name : reads[i]) {
+      auto it = producer.find(name);
+      if (it != producer.end() && !sources.count(name)) deps.insert(it->second);
+    }
+    for (int d : deps) {
+      if (d == static_cast<int>(i)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(g.nodes[i].Label(), ": reads its own output"));
+      }
+      consumers[d].push_back(static_cast<int>(i));
+    }
+    pending[i] = static_cast<int>(deps.size());
+  }
+  std::set<int> ready;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (pending[i] == 0) ready.insert(static_cast<int>(i));
+  }
+  std::vector<int> order;
+  while (!ready.empty()) {
+    const int i = *ready.begin();
+    ready.erase(ready.begin());
+    order.push_back(i);
+    for (int c : consumers[i]) {
+      if (--pending[c] == 0) ready.insert(c);
+    }
+  }
+  if (order.size() != g.nodes.size()) {
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      if (pending[i] > 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(g.nodes[i].Label(), ": is part of a cycle"));
+      }
+    }
+  }
+  return order;
+}
+
 }  // namespace
 
 class Executor::Impl {
@@ -91,6 +139,13 @@ class Executor::Impl {
 
   absl::Status Prepare(int64_t opset,
                        const std::vector<std::string>& outer_scope);
+  // The steps of the nodes in `order`, each with its kernel and slots.
+  absl::Status CreateSteps(
+      int64_t opset, const std::vector<std::string>& outer_scope,
+      const std::vector<int>& order,
+      const std::vector<std::vector<std::string>>& implicit);
+  // Releases each slot after its last reader (or its producer if unread).
+  void PlanReleases();
 
   std::shared_ptr<const Model> model_;
   const Graph* graph_ = nullptr;
@@ -155,45 +210,8 @@ absl::Status Executor::Impl::Prepare(
                        "input"));
     }
   }
-  // Kahn's algorithm, keeping the given order among ready nodes.
-  std::vector<int> pending(g.nodes.size(), 0);
-  std::vector<std::vector<int>> consumers(g.nodes.size());
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    std::set<int> deps;
-    for (const std::string& name : reads[i]) {
-      auto it = producer.find(name);
-      if (it != producer.end() && !sources.count(name)) deps.insert(it->second);
-    }
-    for (int d : deps) {
-      if (d == static_cast<int>(i)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(g.nodes[i].Label(), ": reads its own output"));
-      }
-      consumers[d].push_back(static_cast<int>(i));
-    }
-    pending[i] = static_cast<int>(deps.size());
-  }
-  std::set<int> ready;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    if (pending[i] == 0) ready.insert(static_cast<int>(i));
-  }
-  std::vector<int> order;
-  while (!ready.empty()) {
-    const int i = *ready.begin();
-    ready.erase(ready.begin());
-    order.push_back(i);
-    for (int c : consumers[i]) {
-      if (--pending[c] == 0) ready.insert(c);
-    }
-  }
-  if (order.size() != g.nodes.size()) {
-    for (size_t i = 0; i < g.nodes.size(); ++i) {
-      if (pending[i] > 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(g.nodes[i].Label(), ": is part of a cycle"));
-      }
-    }
-  }
+  ASSIGN_OR_RETURN(const std::vector<int> order,
+                   TopologicalOrder(g, producer, sources, reads));
 
   // Slots.
   for (const auto& [name, t] : g.initializers) {
@@ -208,6 +226,25 @@ absl::Status Executor::Impl::Prepare(
       outer_inputs_.emplace_back(name, SlotOf(name));
     }
   }
+  RETURN_IF_ERROR(CreateSteps(opset, outer_scope, order, implicit));
+  for (const ValueInfo& v : g.outputs) {
+    if (!sources.count(v.name) && !producer.count(v.name) &&
+        !outer.count(v.name)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "graph output '", v.name, "' is not produced by any node"));
+    }
+    outputs_.emplace_back(v.name, SlotOf(v.name));
+  }
+
+  PlanReleases();
+  return absl::OkStatus();
+}
+
+absl::Status Executor::Impl::CreateSteps(
+    int64_t opset, const std::vector<std::string>& outer_scope,
+    const std::vector<int>& order,
+    const std::vector<std::vector<std::string>>& implicit) {
+  const Graph& g = *graph_;
   const exec::KernelRegistry& registry = exec::KernelRegistry::Get();
   for (int i : order) {
     const Node& n = g.nodes[i];
@@ -242,16 +279,10 @@ absl::Status Executor::Impl::Prepare(
     }
     steps_.push_back(std::move(step));
   }
-  for (const ValueInfo& v : g.outputs) {
-    if (!sources.count(v.name) && !producer.count(v.name) &&
-        !outer.count(v.name)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "graph output '", v.name, "' is not produced by any node"));
-    }
-    outputs_.emplace_back(v.name, SlotOf(v.name));
-  }
+  return absl::OkStatus();
+}
 
-  // Release each slot after its last reader (or its producer if unread).
+void Executor::Impl::PlanReleases() {
   is_constant_.assign(names_.size(), 0);
   for (const auto& [slot, t] : constants_) is_constant_[slot] = 1;
   std::vector<int> last(names_.size(), -1);
@@ -274,7 +305,6 @@ absl::Status Executor::Impl::Prepare(
     if (is_constant_[slot] || is_output[slot] || last[slot] < 0) continue;
     steps_[last[slot]].release.push_back(static_cast<int>(slot));
   }
-  return absl::OkStatus();
 }
 
 absl::StatusOr<std::map<std::string, Tensor>> Executor::Impl::Run(

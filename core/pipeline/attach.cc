@@ -170,127 +170,106 @@ absl::Status ChooseConfig(const Node& node,
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::Status AttachTpc(tpc::TpcPtr tpc_ptr,
-                       const v1::QuantizationConfig& config,
-                       int kernel_weights_bits, JobState* state) {
-  const v1::TargetPlatformCapabilities& tpc = *tpc_ptr;
-  const v1::OpsetLayerMapping* custom =
-      config.custom_tpc_opset_to_layer().entries_size() > 0
-          ? &config.custom_tpc_opset_to_layer()
-          : nullptr;
-  auto attachment = tpc::OnnxTpcAttachment::Create(tpc_ptr, custom);
-  if (!attachment.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("tpc does not fit ONNX: ", attachment.status().message()));
+// Attaches node `node` of `g`: its op set, candidates, config, weights and
+// known ranges, and why it stays float.
+absl::Status AttachNode(const Node& node, const Graph& g,
+                        const tpc::OnnxTpcAttachment& attachment,
+                        const tpc::OnnxFrameworkInfo& fi,
+                        int kernel_weights_bits, NodePlan* plan) {
+  NodePlan& p = *plan;
+  tpc::OpView view = MakeOpView(node, g);
+  ASSIGN_OR_RETURN(tpc::AttachedOp op, attachment.Attach(view));
+  p.op_set = op.op_set;
+  p.qco = *op.qco;
+  RETURN_IF_ERROR(ChooseConfig(node, p.qco, kernel_weights_bits, &p));
+  p.output_channel_axis = fi.OutputChannelAxis(node.op_type);
+  if (fi.IsNoQuantizationOp(node.op_type)) {
+    p.float_reason = "no-quantization op (FrameworkInfo)";
+    AppendReason(&p.float_reason, SubgraphFloatReason(node));
+    return absl::OkStatus();
   }
-  tpc::OnnxFrameworkInfo fi = tpc::OnnxFrameworkInfo::Default();
-  if (config.has_framework_info()) {
-    absl::Status st = fi.ApplyOverride(config.framework_info());
-    if (!st.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("quantization.framework_info: ", st.message()));
+  p.quantize_activation =
+      p.config.enable_activation_quantization() && !node.outputs.empty();
+  p.preserving = p.config.quantization_preserving() && !node.outputs.empty();
+  if (p.config.signedness() == v1::SIGNEDNESS_SIGNED) p.forced_signed = true;
+  if (p.config.signedness() == v1::SIGNEDNESS_UNSIGNED) {
+    p.forced_signed = false;
+  }
+  if (auto r = fi.KnownOutputRange(node.op_type)) {
+    p.known_lower_bound = r->min;
+    if (r->bounded()) {
+      p.known_min = r->min;
+      p.known_max = r->max;
     }
   }
-  Graph& g = state->model.graph;
-  state->plans.assign(g.nodes.size(), NodePlan());
-  std::map<std::string, int> index_of;
-  for (size_t i = 0; i < g.nodes.size(); ++i) index_of[g.nodes[i].name] = i;
-
-  // Op set, candidates, config, weights, ranges per node.
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const Node& node = g.nodes[i];
-    NodePlan& p = state->plans[i];
-    tpc::OpView view = MakeOpView(node, g);
-    ASSIGN_OR_RETURN(tpc::AttachedOp op, attachment->Attach(view));
-    p.op_set = op.op_set;
-    p.qco = *op.qco;
-    RETURN_IF_ERROR(ChooseConfig(node, p.qco, kernel_weights_bits, &p));
-    p.output_channel_axis = fi.OutputChannelAxis(node.op_type);
-    if (fi.IsNoQuantizationOp(node.op_type)) {
-      p.float_reason = "no-quantization op (FrameworkInfo)";
-      AppendReason(&p.float_reason, SubgraphFloatReason(node));
-      continue;
-    }
-    p.quantize_activation =
-        p.config.enable_activation_quantization() && !node.outputs.empty();
-    p.preserving = p.config.quantization_preserving() && !node.outputs.empty();
-    if (p.config.signedness() == v1::SIGNEDNESS_SIGNED) p.forced_signed = true;
-    if (p.config.signedness() == v1::SIGNEDNESS_UNSIGNED) {
-      p.forced_signed = false;
-    }
-    if (auto r = fi.KnownOutputRange(node.op_type)) {
-      p.known_lower_bound = r->min;
-      if (r->bounded()) {
-        p.known_min = r->min;
-        p.known_max = r->max;
-      }
-    }
-    if (p.preserving) {
-      // An integer input computed at run time (Reshape's shape kept
-      // because it depends on a dynamic dimension) is no activation: MCT's
-      // graph holds such shapes as attributes.
-      std::vector<std::string> activation_inputs;
-      for (const auto& in : node.inputs) {
-        if (in.empty() || g.IsConstant(in)) continue;
-        auto type = g.value_info.find(in);
-        if (type != g.value_info.end() &&
-            (type->second.dtype == DType::kInt64 ||
-             type->second.dtype == DType::kInt32 ||
-             type->second.dtype == DType::kBool)) {
-          continue;
-        }
-        activation_inputs.push_back(in);
-      }
-      if (activation_inputs.size() != 1) {
-        // MCT disables preserving with != 1 input: the output stays float.
-        p.preserving = false;
-        p.float_reason =
-            absl::StrCat("quantization preserving with ",
-                         activation_inputs.size(), " activation inputs");
-      } else {
-        p.preserved_from = activation_inputs[0];
-      }
-    }
-    if (!p.quantize_activation && !p.preserving && p.float_reason.empty()) {
-      p.float_reason = p.op_set.empty()
-                           ? "TPC default config: activation not quantized"
-                           : absl::StrCat("op set '", p.op_set,
-                                          "': activation not quantized");
-    }
-    std::optional<tpc::KernelChannels> kernel = fi.Kernel(view);
-    bool float_weights = false;
-    for (int k = 0; k < static_cast<int>(node.inputs.size()); ++k) {
-      const Tensor* t = g.FindInitializer(node.Input(k));
-      if (t == nullptr || t->dtype() != DType::kFloat) continue;
-      const v1::AttributeQuantizationConfig& wc =
-          tpc::WeightConfigForInput(op, p.config, k);
-      if (!wc.enable_weights_quantization() ||
-          wc.weights_n_bits() > kMaxWeightBits) {
-        float_weights = true;
+  if (p.preserving) {
+    // An integer input computed at run time (Reshape's shape kept
+    // because it depends on a dynamic dimension) is no activation: MCT's
+    // graph holds such shapes as attributes.
+    std::vector<std::string> activation_inputs;
+    for (const auto& in : node.inputs) {
+      if (in.empty() || g.IsConstant(in)) continue;
+      auto type = g.value_info.find(in);
+      if (type != g.value_info.end() && (type->second.dtype == DType::kInt64 ||
+                                         type->second.dtype == DType::kInt32 ||
+                                         type->second.dtype == DType::kBool)) {
         continue;
       }
-      WeightSlot slot;
-      slot.input_index = k;
-      slot.config = wc;
-      slot.attr = "pos_attr";
-      for (const auto& [attr, input] : op.attr_inputs) {
-        if (input == k) slot.attr = attr;
-      }
-      if (kernel && kernel->weight_input == k) {
-        slot.channel_axis = kernel->out_channel_axis;
-      }
-      p.weights.push_back(std::move(slot));
+      activation_inputs.push_back(in);
     }
-    if (float_weights && p.op_set.empty() && p.weights.empty()) {
-      AppendReason(&p.float_reason,
-                   "op not covered by the TPC: weights stay float");
+    if (activation_inputs.size() != 1) {
+      // MCT disables preserving with != 1 input: the output stays float.
+      p.preserving = false;
+      p.float_reason =
+          absl::StrCat("quantization preserving with ",
+                       activation_inputs.size(), " activation inputs");
+    } else {
+      p.preserved_from = activation_inputs[0];
     }
-    AppendReason(&p.float_reason, SubgraphFloatReason(node));
   }
+  if (!p.quantize_activation && !p.preserving && p.float_reason.empty()) {
+    p.float_reason =
+        p.op_set.empty()
+            ? "TPC default config: activation not quantized"
+            : absl::StrCat("op set '", p.op_set, "': activation not quantized");
+  }
+  std::optional<tpc::KernelChannels> kernel = fi.Kernel(view);
+  bool float_weights = false;
+  for (int k = 0; k < static_cast<int>(node.inputs.size()); ++k) {
+    const Tensor* t = g.FindInitializer(node.Input(k));
+    if (t == nullptr || t->dtype() != DType::kFloat) continue;
+    const v1::AttributeQuantizationConfig& wc =
+        tpc::WeightConfigForInput(op, p.config, k);
+    if (!wc.enable_weights_quantization() ||
+        wc.weights_n_bits() > kMaxWeightBits) {
+      float_weights = true;
+      continue;
+    }
+    WeightSlot slot;
+    slot.input_index = k;
+    slot.config = wc;
+    slot.attr = "pos_attr";
+    for (const auto& [attr, input] : op.attr_inputs) {
+      if (input == k) slot.attr = attr;
+    }
+    if (kernel && kernel->weight_input == k) {
+      slot.channel_axis = kernel->out_channel_axis;
+    }
+    p.weights.push_back(std::move(slot));
+  }
+  if (float_weights && p.op_set.empty() && p.weights.empty()) {
+    AppendReason(&p.float_reason,
+                 "op not covered by the TPC: weights stay float");
+  }
+  AppendReason(&p.float_reason, SubgraphFloatReason(node));
+  return absl::OkStatus();
+}
 
-  // Fusing: TPC patterns over the attached op sets.
+// Fusing: TPC patterns over the attached op sets. Inner nodes of a match
+// take the fusing's activation config, or stay float.
+void ApplyFusing(const v1::TargetPlatformCapabilities& tpc,
+                 const std::map<std::string, int>& index_of, JobState* state) {
+  Graph& g = state->model.graph;
   std::vector<FusionPattern> patterns;
   std::vector<const v1::Fusing*> fusings;
   for (const v1::Fusing& f : tpc.fusing_patterns()) {
@@ -356,9 +335,12 @@ absl::Status AttachTpc(tpc::TpcPtr tpc_ptr,
       state->fused_groups.push_back(std::move(group));
     }
   }
+}
 
-  // Next-node input-bits filter: a node's activation bits may not exceed
-  // what every consumer accepts (through quantization-preserving nodes).
+// Next-node input-bits filter: a node's activation bits may not exceed
+// what every consumer accepts (through quantization-preserving nodes).
+absl::Status ApplyInputBitsFilter(JobState* state) {
+  Graph& g = state->model.graph;
   GraphIndex index(g);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     NodePlan& p = state->plans[i];
@@ -406,6 +388,45 @@ absl::Status AttachTpc(tpc::TpcPtr tpc_ptr,
     }
     p.config = chosen;
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status AttachTpc(tpc::TpcPtr tpc_ptr,
+                       const v1::QuantizationConfig& config,
+                       int kernel_weights_bits, JobState* state) {
+  const v1::TargetPlatformCapabilities& tpc = *tpc_ptr;
+  const v1::OpsetLayerMapping* custom =
+      config.custom_tpc_opset_to_layer().entries_size() > 0
+          ? &config.custom_tpc_opset_to_layer()
+          : nullptr;
+  auto attachment = tpc::OnnxTpcAttachment::Create(tpc_ptr, custom);
+  if (!attachment.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tpc does not fit ONNX: ", attachment.status().message()));
+  }
+  tpc::OnnxFrameworkInfo fi = tpc::OnnxFrameworkInfo::Default();
+  if (config.has_framework_info()) {
+    absl::Status st = fi.ApplyOverride(config.framework_info());
+    if (!st.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("quantization.framework_info: ", st.message()));
+    }
+  }
+  Graph& g = state->model.graph;
+  state->plans.assign(g.nodes.size(), NodePlan());
+  std::map<std::string, int> index_of;
+  for (size_t i = 0; i < g.nodes.size(); ++i) index_of[g.nodes[i].name] = i;
+
+  // Op set, candidates, config, weights, ranges per node.
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    RETURN_IF_ERROR(AttachNode(g.nodes[i], g, *attachment, fi,
+                               kernel_weights_bits, &state->plans[i]));
+  }
+
+  ApplyFusing(tpc, index_of, state);
+  RETURN_IF_ERROR(ApplyInputBitsFilter(state));
 
   // Graph inputs: MCT's input layer takes the default config.
   if (tpc.default_qco().quantization_configurations_size() > 0) {

@@ -218,6 +218,77 @@ absl::Status WriteBias(const GptqBlock& block, const std::vector<double>& bias,
   return absl::OkStatus();
 }
 
+// The block's inputs at its sampled positions in the fake-quant model with
+// every block trained so far: patches into `data`, their width into `cols`.
+// False if an input does not match the float pass.
+absl::StatusOr<bool> CollectQuantizedInputs(
+    const GptqBlock& block, const BlockTargets& block_targets,
+    const std::vector<SampleFeeds>& samples,
+    const v1::ExportOptions& export_options,
+    const ExecutorOptions& exec_options, const std::string& label,
+    const CancellationToken* cancel, const JobState& state,
+    GptqBlockData* block_data, int64_t* block_cols) {
+  GptqBlockData& data = *block_data;
+  int64_t& cols = *block_cols;
+  v1::QuantizedGraph qg = BuildQuantizedGraph(state, "", "");
+  ASSIGN_OR_RETURN(QdqPlan plan,
+                   LowerToQdqPlan(state.model, qg, export_options));
+  ASSIGN_OR_RETURN(Model fq_model, WithFakeQuantWeights(state.model, plan));
+  ASSIGN_OR_RETURN(std::unique_ptr<Executor> fq_exec,
+                   Executor::Create(std::move(fq_model), exec_options));
+  ActivationFakeQuantizer quantizer(plan);
+  bool ok = true;
+  for (size_t s = 0; s < samples.size() && ok; ++s) {
+    const SampleFeeds feeds = quantizer.FakeQuantizeFeeds(samples[s]);
+    const auto& rows = block_targets.rows[s];
+    const int64_t total = block_targets.total_rows[s];
+    auto feed = feeds.find(block.input);
+    if (feed != feeds.end()) {
+      ok =
+          AppendPatches(block, feed->second, rows, total, &data.patches, &cols);
+      continue;
+    }
+    bool seen = false;
+    TensorObserver observer = [&](const Node& n, int index,
+                                  const Tensor& value) {
+      if (n.outputs[index] != block.input || seen) return;
+      seen = true;
+      ok = AppendPatches(block, value, rows, total, &data.patches, &cols);
+    };
+    RunOptions run;
+    run.observer = &observer;
+    run.rewriter = &quantizer.rewriter();
+    run.cancel = cancel;
+    auto out = fq_exec->Run(feeds, run);
+    if (!out.ok()) {
+      return absl::Status(
+          out.status().code(),
+          absl::StrCat("GPTQ quantized pass for ", label, ", sample ", s, ": ",
+                       out.status().message()));
+    }
+    ok = ok && seen;
+  }
+  return ok;
+}
+
+// The current bias of the block's kernel node (`bias_name`, zeros if none).
+absl::StatusOr<std::vector<double>> CurrentBias(const GptqBlock& block,
+                                                const Graph& g,
+                                                const std::string& bias_name) {
+  std::vector<double> bias(block.out_features, 0.0);
+  if (!bias_name.empty()) {
+    const Tensor* b = g.FindInitializer(bias_name);
+    if (b == nullptr || b->num_elements() != block.out_features) {
+      return absl::InternalError("GPTQ: bias vanished");
+    }
+    ASSIGN_OR_RETURN(Tensor bf, b->CastToFloat());
+    for (int64_t i = 0; i < block.out_features; ++i) {
+      bias[i] = bf.data<float>()[i];
+    }
+  }
+  return bias;
+}
+
 }  // namespace
 
 absl::Status RunGptq(const GptqOptions& options, const Executor& float_exec,
@@ -263,47 +334,12 @@ absl::Status RunGptq(const GptqOptions& options, const Executor& float_exec,
                         absl::StrCat("block ", bi + 1, "/", blocks.size(), ": ",
                                      label, ", collecting inputs")});
     }
-    // The fake-quant model with every block trained so far.
-    v1::QuantizedGraph qg = BuildQuantizedGraph(*state, "", "");
-    ASSIGN_OR_RETURN(QdqPlan plan,
-                     LowerToQdqPlan(state->model, qg, export_options));
-    ASSIGN_OR_RETURN(Model fq_model, WithFakeQuantWeights(state->model, plan));
-    ASSIGN_OR_RETURN(std::unique_ptr<Executor> fq_exec,
-                     Executor::Create(std::move(fq_model), exec_options));
-    ActivationFakeQuantizer quantizer(plan);
     GptqBlockData data;
     int64_t cols = 0;
-    bool ok = true;
-    for (size_t s = 0; s < samples.size() && ok; ++s) {
-      const SampleFeeds feeds = quantizer.FakeQuantizeFeeds(samples[s]);
-      const auto& rows = targets[bi].rows[s];
-      const int64_t total = targets[bi].total_rows[s];
-      auto feed = feeds.find(block.input);
-      if (feed != feeds.end()) {
-        ok = AppendPatches(block, feed->second, rows, total, &data.patches,
-                           &cols);
-        continue;
-      }
-      bool seen = false;
-      TensorObserver observer = [&](const Node& n, int index,
-                                    const Tensor& value) {
-        if (n.outputs[index] != block.input || seen) return;
-        seen = true;
-        ok = AppendPatches(block, value, rows, total, &data.patches, &cols);
-      };
-      RunOptions run;
-      run.observer = &observer;
-      run.rewriter = &quantizer.rewriter();
-      run.cancel = cancel;
-      auto out = fq_exec->Run(feeds, run);
-      if (!out.ok()) {
-        return absl::Status(
-            out.status().code(),
-            absl::StrCat("GPTQ quantized pass for ", label, ", sample ", s,
-                         ": ", out.status().message()));
-      }
-      ok = ok && seen;
-    }
+    ASSIGN_OR_RETURN(const bool ok,
+                     CollectQuantizedInputs(block, targets[bi], samples,
+                                            export_options, exec_options, label,
+                                            cancel, *state, &data, &cols));
     if (!ok) {
       state->warnings.push_back(
           absl::StrCat("GPTQ keeps the PTQ weights of ", label,
@@ -319,18 +355,9 @@ absl::Status RunGptq(const GptqOptions& options, const Executor& float_exec,
     const Graph& g = state->model.graph;
     const Tensor* weight = g.FindInitializer(node.Input(1));
     if (weight == nullptr) return absl::InternalError("GPTQ: kernel vanished");
-    std::vector<double> bias(block.out_features, 0.0);
     const std::string bias_name = node.Input(2);
-    if (!bias_name.empty()) {
-      const Tensor* b = g.FindInitializer(bias_name);
-      if (b == nullptr || b->num_elements() != block.out_features) {
-        return absl::InternalError("GPTQ: bias vanished");
-      }
-      ASSIGN_OR_RETURN(Tensor bf, b->CastToFloat());
-      for (int64_t i = 0; i < block.out_features; ++i) {
-        bias[i] = bf.data<float>()[i];
-      }
-    }
+    ASSIGN_OR_RETURN(std::vector<double> bias,
+                     CurrentBias(block, g, bias_name));
     GptqBlock current = block;
     current.bias = bias_name;  // bias correction may have renamed it
     v1::WeightQuantization& wq =

@@ -110,9 +110,10 @@ absl::Status SearchShiftParams(const quantizers::Histogram& histogram, double t,
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::Status ApplyShiftNegativeCorrection(JobState* state) {
+// The activations to correct: each with a small negative tail whose single
+// consumers lead through bypass nodes to a linear node; warns about those
+// that cannot be corrected.
+absl::StatusOr<std::vector<Candidate>> FindCandidates(JobState* state) {
   Graph& g = state->model.graph;
   GraphIndex index(g);
   std::vector<Candidate> found;
@@ -202,171 +203,207 @@ absl::Status ApplyShiftNegativeCorrection(JobState* state) {
     for (int b : c.bypass) c.bypass_names.push_back(g.nodes[b].name);
     found.push_back(c);
   }
+  return found;
+}
+
+// Folds the shift into the bias of linear node `lin`: b -= s * sum over
+// non-output axes of W, into a new initializer. False (nothing changed)
+// when the bias is computed or of the wrong size.
+absl::StatusOr<bool> AbsorbShiftInBias(float shift, Node* linear,
+                                       Graph* graph) {
+  Graph& g = *graph;
+  Node& lin = *linear;
+  ASSIGN_OR_RETURN(Tensor w, g.FindInitializer(lin.Input(1))->CastToFloat());
+  const bool gemm = lin.op_type == "Gemm";
+  const bool trans_b = gemm && lin.GetInt("transB", 0) != 0;
+  const int64_t m = gemm ? (trans_b ? w.dim(0) : w.dim(1)) : w.dim(0);
+  const int64_t k = w.num_elements() / m;
+  std::vector<float> bias(m, 0.0f);
+  if (const Tensor* b = g.FindInitializer(lin.Input(2))) {
+    ASSIGN_OR_RETURN(Tensor bf, b->CastToFloat());
+    if (bf.num_elements() != m) return false;
+    for (int64_t j = 0; j < m; ++j) bias[j] = bf.data<float>()[j];
+  } else if (!lin.Input(2).empty()) {
+    return false;  // a computed bias cannot absorb the shift
+  }
+  const float* wd = w.data<float>();
+  for (int64_t o = 0; o < m; ++o) {
+    double sum = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      sum += gemm && !trans_b ? wd[j * m + o] : wd[o * k + j];
+    }
+    bias[o] = static_cast<float>(bias[o] - shift * sum);
+  }
+  const std::string bname =
+      UniqueTensorName(g, absl::StrCat(lin.name, "_bias_snc"));
+  g.initializers[bname] = Tensor::FromVector<float>(bias, {m});
+  if (lin.inputs.size() < 3) lin.inputs.resize(3);
+  lin.inputs[2] = bname;
+  return true;
+}
+
+// The Pad node (and its plan) that moves a Conv's padding in front of it,
+// padding with the shift instead of zero (MCT inserts an explicit Pad): zero
+// would be -shift in the original activation. Takes the Conv's pads.
+std::pair<Node, NodePlan> MakeShiftPad(float shift, const NodePlan& add_plan,
+                                       Node* linear, Graph* graph) {
+  Graph& g = *graph;
+  Node& lin = *linear;
+  std::vector<int64_t> conv_pads = lin.GetInts("pads");
+  const int64_t spatial = static_cast<int64_t>(conv_pads.size()) / 2;
+  std::vector<int64_t> pads(2 * (spatial + 2), 0);
+  for (int64_t d = 0; d < spatial; ++d) {
+    pads[2 + d] = conv_pads[d];
+    pads[spatial + 4 + d] = conv_pads[spatial + d];
+  }
+  const std::string pads_name =
+      UniqueTensorName(g, absl::StrCat(lin.name, "_snc_pads"));
+  g.initializers[pads_name] =
+      Tensor::FromVector<int64_t>(pads, {2 * (spatial + 2)});
+  const std::string value_name =
+      UniqueTensorName(g, absl::StrCat(lin.name, "_snc_pad_value"));
+  g.initializers[value_name] = Tensor::FromVector<float>({shift}, {});
+  Node pn;
+  pn.op_type = "Pad";
+  pn.name = UniqueTensorName(g, absl::StrCat(lin.name, "_snc_pad"));
+  pn.inputs = {lin.Input(0), pads_name, value_name};
+  pn.outputs = {UniqueTensorName(g, absl::StrCat(lin.Input(0), "_padded"))};
+  Attribute mode;
+  mode.type = Attribute::Type::kString;
+  mode.s = "constant";
+  pn.attributes["mode"] = mode;
+  lin.inputs[0] = pn.outputs[0];
+  Attribute zeros;
+  zeros.type = Attribute::Type::kInts;
+  zeros.ints.assign(conv_pads.size(), 0);
+  lin.attributes["pads"] = zeros;
+  // The padded tensor holds the shifted values and the shift itself,
+  // both points of the Add's grid: it keeps that quantization.
+  NodePlan pp;
+  pp.op_set = add_plan.op_set;
+  pp.config = add_plan.config;
+  pp.quantize_activation = true;
+  pp.preserving = true;
+  pp.preserved_from = pn.inputs[0];
+  pp.activation = add_plan.activation;
+  pp.activation.set_tensor(pn.outputs[0]);
+  pp.activation.set_preserved_from(pn.inputs[0]);
+  pp.output_channel_axis = add_plan.output_channel_axis;
+  return {std::move(pn), std::move(pp)};
+}
+
+// Corrects one candidate: the bias, the Add after the activation (and a Pad
+// before a padded Conv), the bypass plans, the input means and the
+// activation's own 16-bit grid.
+absl::Status ApplyCandidate(Candidate& c, JobState* state) {
+  Graph& g = state->model.graph;
+  c.node = IndexOf(g, c.node_name);
+  c.linear = IndexOf(g, c.linear_name);
+  for (size_t b = 0; b < c.bypass.size(); ++b) {
+    c.bypass[b] = IndexOf(g, c.bypass_names[b]);
+  }
+  Node& act = g.nodes[c.node];
+  NodePlan& ap = state->plans[c.node];
+  const std::string y = act.outputs[0];
+  const float shift = static_cast<float>(c.shift);
+  // Linear node bias: b -= s * sum over non-output axes of W.
+  Node& lin = g.nodes[c.linear];
+  const std::string original_lin_in = lin.Input(0);
+  ASSIGN_OR_RETURN(const bool absorbed, AbsorbShiftInBias(shift, &lin, &g));
+  if (!absorbed) return absl::OkStatus();
+  // The Add after the activation.
+  const std::string sname =
+      UniqueTensorName(g, absl::StrCat(act.name, "_snc_shift"));
+  g.initializers[sname] = Tensor::FromVector<float>({shift}, {});
+  const std::string shifted = UniqueTensorName(g, absl::StrCat(y, "_shifted"));
+  Node add;
+  add.op_type = "Add";
+  add.name = UniqueTensorName(g, absl::StrCat(act.name, "_snc_add"));
+  add.inputs = {y, sname};
+  add.outputs = {shifted};
+  const int first = c.bypass.empty() ? c.linear : c.bypass.front();
+  for (auto& in : g.nodes[first].inputs) {
+    if (in == y) in = shifted;
+  }
+  NodePlan add_plan;
+  add_plan.op_set = ap.op_set;
+  add_plan.config = ap.config;
+  add_plan.quantize_activation = true;
+  add_plan.activation = ap.activation;
+  add_plan.activation.set_tensor(shifted);
+  add_plan.activation.set_is_signed(false);
+  add_plan.activation.set_threshold(c.threshold);
+  add_plan.activation.set_scale(
+      quantizers::CalculateDelta(c.threshold, ap.activation.n_bits(), false));
+  add_plan.activation.set_zero_point(0);
+  add_plan.output_channel_axis = ap.output_channel_axis;
+  // Preserving bypass nodes now carry the shifted, unsigned grid.
+  std::string carried = shifted;
+  for (int b : c.bypass) {
+    NodePlan& bp = state->plans[b];
+    if (bp.preserving && !g.nodes[b].outputs.empty()) {
+      bp.preserved_from = carried;
+      bp.activation = add_plan.activation;
+      bp.activation.set_tensor(g.nodes[b].outputs[0]);
+      bp.activation.set_preserved_from(carried);
+    }
+    carried = g.nodes[b].outputs.empty() ? carried : g.nodes[b].outputs[0];
+  }
+  // A padded Conv pads with the shift instead of zero.
+  std::optional<std::pair<Node, NodePlan>> pad;
+  if (lin.op_type == "Conv" && !ZeroPadding(lin)) {
+    pad.emplace(MakeShiftPad(shift, add_plan, &lin, &g));
+  }
+  // Input means of the linear node move by the shift (bias correction).
+  // MCT 2.3's PyTorch SNC does not do this for a Conv2d: it puts a Pad
+  // before every Conv2d (padding 0 included) and hands it the Add's
+  // statistics collector before shift_stats_collector replaces the Add's
+  // with a shifted copy, so its bias correction reads the unshifted mean
+  // (MCT 2.3.0's export in tests/core/qdq/mctq_fixture_test.cc shows it).
+  // quantd keeps the shifted, correct mean: copying that stale mean cost
+  // 2.5 dB of output SQNR on ppocr_cls (imx500@4.1).
+  const std::string lin_in = g.nodes[c.linear].Input(0);
+  auto mean = state->input_means.find(original_lin_in);
+  if (mean != state->input_means.end()) {
+    std::vector<double> moved = mean->second;
+    for (double& v : moved) v += shift;
+    state->input_means.erase(mean);
+    state->input_means[lin_in] = std::move(moved);
+  }
+  // The activation itself at 16 bits. MCT (2.3 to 2.4) only widens the
+  // candidates' activation_n_bits: the threshold and signedness stay those
+  // selected at the original bits (shift_negative_activation.py; they are
+  // recomputed only with threshold recalculation, which quantd rejects).
+  // MCT 2.3.0's own export of tests/core/qdq's fixture has T=8 at 16 bits
+  // where a 16-bit re-selection gives T=16.
+  v1::OpQuantizationConfig wide = ap.config;
+  wide.set_activation_n_bits(kNonLinearBits);
+  ap.config = wide;
+  ap.activation.set_n_bits(kNonLinearBits);
+  ap.activation.set_scale(quantizers::CalculateDelta(
+      ap.activation.threshold(), kNonLinearBits, ap.activation.is_signed()));
+  ap.activation.set_zero_point(0);
+  state->warnings.push_back(
+      absl::StrCat(act.Label(), ": shift-negative correction, shift ", shift,
+                   " absorbed by ", g.nodes[c.linear].Label()));
+  if (pad.has_value()) {  // right before the linear node
+    g.nodes.insert(g.nodes.begin() + c.linear, std::move(pad->first));
+    state->plans.insert(state->plans.begin() + c.linear,
+                        std::move(pad->second));
+  }
+  g.nodes.insert(g.nodes.begin() + c.node + 1, std::move(add));
+  state->plans.insert(state->plans.begin() + c.node + 1, std::move(add_plan));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ApplyShiftNegativeCorrection(JobState* state) {
+  Graph& g = state->model.graph;
+  ASSIGN_OR_RETURN(std::vector<Candidate> found, FindCandidates(state));
   // Apply from the last node back so earlier indices stay valid.
   for (auto it = found.rbegin(); it != found.rend(); ++it) {
-    Candidate& c = *it;
-    c.node = IndexOf(g, c.node_name);
-    c.linear = IndexOf(g, c.linear_name);
-    for (size_t b = 0; b < c.bypass.size(); ++b) {
-      c.bypass[b] = IndexOf(g, c.bypass_names[b]);
-    }
-    Node& act = g.nodes[c.node];
-    NodePlan& ap = state->plans[c.node];
-    const std::string y = act.outputs[0];
-    const float shift = static_cast<float>(c.shift);
-    // Linear node bias: b -= s * sum over non-output axes of W.
-    Node& lin = g.nodes[c.linear];
-    const std::string original_lin_in = lin.Input(0);
-    ASSIGN_OR_RETURN(Tensor w, g.FindInitializer(lin.Input(1))->CastToFloat());
-    const bool gemm = lin.op_type == "Gemm";
-    const bool trans_b = gemm && lin.GetInt("transB", 0) != 0;
-    const int64_t m = gemm ? (trans_b ? w.dim(0) : w.dim(1)) : w.dim(0);
-    const int64_t k = w.num_elements() / m;
-    std::vector<float> bias(m, 0.0f);
-    if (const Tensor* b = g.FindInitializer(lin.Input(2))) {
-      ASSIGN_OR_RETURN(Tensor bf, b->CastToFloat());
-      if (bf.num_elements() != m) continue;
-      for (int64_t j = 0; j < m; ++j) bias[j] = bf.data<float>()[j];
-    } else if (!lin.Input(2).empty()) {
-      continue;  // a computed bias cannot absorb the shift
-    }
-    const float* wd = w.data<float>();
-    for (int64_t o = 0; o < m; ++o) {
-      double sum = 0;
-      for (int64_t j = 0; j < k; ++j) {
-        sum += gemm && !trans_b ? wd[j * m + o] : wd[o * k + j];
-      }
-      bias[o] = static_cast<float>(bias[o] - shift * sum);
-    }
-    const std::string bname =
-        UniqueTensorName(g, absl::StrCat(lin.name, "_bias_snc"));
-    g.initializers[bname] = Tensor::FromVector<float>(bias, {m});
-    if (lin.inputs.size() < 3) lin.inputs.resize(3);
-    lin.inputs[2] = bname;
-    // The Add after the activation.
-    const std::string sname =
-        UniqueTensorName(g, absl::StrCat(act.name, "_snc_shift"));
-    g.initializers[sname] = Tensor::FromVector<float>({shift}, {});
-    const std::string shifted =
-        UniqueTensorName(g, absl::StrCat(y, "_shifted"));
-    Node add;
-    add.op_type = "Add";
-    add.name = UniqueTensorName(g, absl::StrCat(act.name, "_snc_add"));
-    add.inputs = {y, sname};
-    add.outputs = {shifted};
-    const int first = c.bypass.empty() ? c.linear : c.bypass.front();
-    for (auto& in : g.nodes[first].inputs) {
-      if (in == y) in = shifted;
-    }
-    NodePlan add_plan;
-    add_plan.op_set = ap.op_set;
-    add_plan.config = ap.config;
-    add_plan.quantize_activation = true;
-    add_plan.activation = ap.activation;
-    add_plan.activation.set_tensor(shifted);
-    add_plan.activation.set_is_signed(false);
-    add_plan.activation.set_threshold(c.threshold);
-    add_plan.activation.set_scale(
-        quantizers::CalculateDelta(c.threshold, ap.activation.n_bits(), false));
-    add_plan.activation.set_zero_point(0);
-    add_plan.output_channel_axis = ap.output_channel_axis;
-    // Preserving bypass nodes now carry the shifted, unsigned grid.
-    std::string carried = shifted;
-    for (int b : c.bypass) {
-      NodePlan& bp = state->plans[b];
-      if (bp.preserving && !g.nodes[b].outputs.empty()) {
-        bp.preserved_from = carried;
-        bp.activation = add_plan.activation;
-        bp.activation.set_tensor(g.nodes[b].outputs[0]);
-        bp.activation.set_preserved_from(carried);
-      }
-      carried = g.nodes[b].outputs.empty() ? carried : g.nodes[b].outputs[0];
-    }
-    // A padded Conv pads with the shift instead of zero (MCT inserts an
-    // explicit Pad): zero would be -shift in the original activation.
-    std::optional<std::pair<Node, NodePlan>> pad;
-    if (lin.op_type == "Conv" && !ZeroPadding(lin)) {
-      std::vector<int64_t> conv_pads = lin.GetInts("pads");
-      const int64_t spatial = static_cast<int64_t>(conv_pads.size()) / 2;
-      std::vector<int64_t> pads(2 * (spatial + 2), 0);
-      for (int64_t d = 0; d < spatial; ++d) {
-        pads[2 + d] = conv_pads[d];
-        pads[spatial + 4 + d] = conv_pads[spatial + d];
-      }
-      const std::string pads_name =
-          UniqueTensorName(g, absl::StrCat(lin.name, "_snc_pads"));
-      g.initializers[pads_name] =
-          Tensor::FromVector<int64_t>(pads, {2 * (spatial + 2)});
-      const std::string value_name =
-          UniqueTensorName(g, absl::StrCat(lin.name, "_snc_pad_value"));
-      g.initializers[value_name] = Tensor::FromVector<float>({shift}, {});
-      Node pn;
-      pn.op_type = "Pad";
-      pn.name = UniqueTensorName(g, absl::StrCat(lin.name, "_snc_pad"));
-      pn.inputs = {lin.Input(0), pads_name, value_name};
-      pn.outputs = {UniqueTensorName(g, absl::StrCat(lin.Input(0), "_padded"))};
-      Attribute mode;
-      mode.type = Attribute::Type::kString;
-      mode.s = "constant";
-      pn.attributes["mode"] = mode;
-      lin.inputs[0] = pn.outputs[0];
-      Attribute zeros;
-      zeros.type = Attribute::Type::kInts;
-      zeros.ints.assign(conv_pads.size(), 0);
-      lin.attributes["pads"] = zeros;
-      // The padded tensor holds the shifted values and the shift itself,
-      // both points of the Add's grid: it keeps that quantization.
-      NodePlan pp;
-      pp.op_set = add_plan.op_set;
-      pp.config = add_plan.config;
-      pp.quantize_activation = true;
-      pp.preserving = true;
-      pp.preserved_from = pn.inputs[0];
-      pp.activation = add_plan.activation;
-      pp.activation.set_tensor(pn.outputs[0]);
-      pp.activation.set_preserved_from(pn.inputs[0]);
-      pp.output_channel_axis = add_plan.output_channel_axis;
-      pad.emplace(std::move(pn), std::move(pp));
-    }
-    // Input means of the linear node move by the shift (bias correction).
-    // MCT 2.3's PyTorch SNC does not do this for a Conv2d: it puts a Pad
-    // before every Conv2d (padding 0 included) and hands it the Add's
-    // statistics collector before shift_stats_collector replaces the Add's
-    // with a shifted copy, so its bias correction reads the unshifted mean
-    // (MCT 2.3.0's export in tests/core/qdq/mctq_fixture_test.cc shows it).
-    // quantd keeps the shifted, correct mean: copying that stale mean cost
-    // 2.5 dB of output SQNR on ppocr_cls (imx500@4.1).
-    const std::string lin_in = g.nodes[c.linear].Input(0);
-    auto mean = state->input_means.find(original_lin_in);
-    if (mean != state->input_means.end()) {
-      std::vector<double> moved = mean->second;
-      for (double& v : moved) v += shift;
-      state->input_means.erase(mean);
-      state->input_means[lin_in] = std::move(moved);
-    }
-    // The activation itself at 16 bits. MCT (2.3 to 2.4) only widens the
-    // candidates' activation_n_bits: the threshold and signedness stay those
-    // selected at the original bits (shift_negative_activation.py; they are
-    // recomputed only with threshold recalculation, which quantd rejects).
-    // MCT 2.3.0's own export of tests/core/qdq's fixture has T=8 at 16 bits
-    // where a 16-bit re-selection gives T=16.
-    v1::OpQuantizationConfig wide = ap.config;
-    wide.set_activation_n_bits(kNonLinearBits);
-    ap.config = wide;
-    ap.activation.set_n_bits(kNonLinearBits);
-    ap.activation.set_scale(quantizers::CalculateDelta(
-        ap.activation.threshold(), kNonLinearBits, ap.activation.is_signed()));
-    ap.activation.set_zero_point(0);
-    state->warnings.push_back(
-        absl::StrCat(act.Label(), ": shift-negative correction, shift ", shift,
-                     " absorbed by ", g.nodes[c.linear].Label()));
-    if (pad.has_value()) {  // right before the linear node
-      g.nodes.insert(g.nodes.begin() + c.linear, std::move(pad->first));
-      state->plans.insert(state->plans.begin() + c.linear,
-                          std::move(pad->second));
-    }
-    g.nodes.insert(g.nodes.begin() + c.node + 1, std::move(add));
-    state->plans.insert(state->plans.begin() + c.node + 1, std::move(add_plan));
+    RETURN_IF_ERROR(ApplyCandidate(*it, state));
   }
   RemoveUnusedInitializers(&g);
   return absl::OkStatus();

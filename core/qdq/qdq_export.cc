@@ -167,51 +167,15 @@ absl::Status CheckActivation(const QdqActivation& a) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-int64_t RequiredQdqOpset(const QdqPlan& plan) {
-  int64_t opset = 13;
-  for (const auto& a : plan.activations) {
-    opset = std::max(opset, MinOpsetFor(a.storage.dtype));
-  }
-  for (const auto& w : plan.weights) {
-    // LUT indices are stored as uint8 (Cast from uint8 exists at 13).
-    if (w.codebook.empty()) {
-      opset = std::max(opset, MinOpsetFor(w.storage.dtype));
-    }
-  }
-  return opset;
-}
-
-absl::StatusOr<Model> BuildQdqModel(const Model& float_model,
-                                    const QdqPlan& plan) {
-  const int64_t need = RequiredQdqOpset(plan);
-  if (float_model.DefaultOpset() < need) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "QDQ export needs default-domain opset >= ", need, ", model has ",
-        float_model.DefaultOpset(), " (upgrade the model first)"));
-  }
-  Model model = float_model;
-  // IR 7 carries opset 13; int4/int16 Q/DQ (opset 21) need IR 10.
-  model.ir_version = std::max<int64_t>(model.ir_version, need >= 21 ? 10 : 7);
-  Graph& g = model.graph;
-  Builder b{&model, NameTable(float_model.graph), {}};
-
-  // Index the graph.
-  std::map<std::string, int> node_by_name;
-  std::map<std::string, int> producer;  // tensor -> node index
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    node_by_name[g.nodes[i].name] = static_cast<int>(i);
-    for (const auto& o : g.nodes[i].outputs) {
-      if (!o.empty()) producer[o] = static_cast<int>(i);
-    }
-  }
-  std::set<std::string> graph_inputs, graph_outputs;
-  for (const auto& in : g.inputs) graph_inputs.insert(in.name);
-  for (const auto& out : g.outputs) graph_outputs.insert(out.name);
-
-  // Validate the plan up front (names, params) before touching the model.
-  std::map<std::string, const QdqActivation*> act_by_tensor;
+// Validates the plan's activations against the graph (names, params) and
+// indexes them by tensor.
+absl::Status IndexActivations(
+    const QdqPlan& plan, const std::map<std::string, int>& producer,
+    const std::set<std::string>& graph_inputs,
+    const std::set<std::string>& graph_outputs,
+    std::map<std::string, const QdqActivation*>* act_by_tensor_out) {
+  std::map<std::string, const QdqActivation*>& act_by_tensor =
+      *act_by_tensor_out;
   for (const auto& a : plan.activations) {
     RETURN_IF_ERROR(CheckActivation(a));
     if (producer.count(a.tensor) == 0 && graph_inputs.count(a.tensor) == 0) {
@@ -229,7 +193,17 @@ absl::StatusOr<Model> BuildQdqModel(const Model& float_model,
           absl::StrCat("activation '", a.tensor, "' quantized twice"));
     }
   }
-  std::map<int, std::vector<const QdqWeight*>> weights_by_node;
+  return absl::OkStatus();
+}
+
+// Validates the plan's weights (node, constant input, shape, scales) and
+// indexes them by node.
+absl::Status IndexWeights(
+    const QdqPlan& plan, const Graph& g,
+    const std::map<std::string, int>& node_by_name,
+    std::map<int, std::vector<const QdqWeight*>>* weights_by_node_out) {
+  std::map<int, std::vector<const QdqWeight*>>& weights_by_node =
+      *weights_by_node_out;
   for (const auto& w : plan.weights) {
     auto it = node_by_name.find(w.node);
     if (it == node_by_name.end()) {
@@ -266,11 +240,60 @@ absl::StatusOr<Model> BuildQdqModel(const Model& float_model,
     }
     weights_by_node[it->second].push_back(&w);
   }
+  return absl::OkStatus();
+}
 
+// Drops float initializers nothing reads any more.
+void DropUnreadInitializers(Graph* graph) {
+  Graph& g = *graph;
+  std::set<std::string> read;
+  std::function<void(const Graph&)> collect = [&](const Graph& sg) {
+    for (const Node& n : sg.nodes) {
+      for (const auto& in : n.inputs) read.insert(in);
+      for (const auto& [key, a] : n.attributes) {
+        if (a.g) collect(*a.g);
+      }
+    }
+    for (const auto& out : sg.outputs) read.insert(out.name);
+  };
+  collect(g);
+  for (auto it = g.initializers.begin(); it != g.initializers.end();) {
+    if (read.count(it->first) == 0) {
+      g.sub_byte_types.erase(it->first);
+      g.value_info.erase(it->first);
+      it = g.initializers.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+// One export's rewrite of the graph: the plan indexed by tensor and node,
+// and the per-consumer DQ outputs filled as the Q nodes are emitted.
+struct QdqRewrite {
+  QdqRewrite(Model* model, const Graph& float_graph)
+      : b{model, NameTable(float_graph), {}}, g(model->graph) {}
+
+  Builder b;
+  Graph& g;
+  std::set<std::string> graph_outputs;
+  std::map<std::string, const QdqActivation*> act_by_tensor;
+  std::map<int, std::vector<const QdqWeight*>> weights_by_node;
   // Consumers of each quantized activation, by node index.
   std::map<std::string, std::vector<int>> consumers;
   // Outer-scope names each node's subgraphs (If/Loop bodies) read.
-  std::vector<absl::flat_hash_set<std::string>> outer_reads(g.nodes.size());
+  std::vector<absl::flat_hash_set<std::string>> outer_reads;
+  // Per-consumer DQ output names, filled when the Q is emitted.
+  std::map<std::pair<std::string, int>, std::string> dq_for_consumer;
+
+  void FindConsumers();
+  absl::Status EmitQdq(const QdqActivation& a, const std::string& float_name);
+  absl::Status EmitWeight(Node& n, const QdqWeight& w);
+  absl::Status RewriteNodes();
+};
+
+void QdqRewrite::FindConsumers() {
+  outer_reads.resize(g.nodes.size());
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     for (const auto& [key, a] : g.nodes[i].attributes) {
       if (a.g) CollectOuterReads(*a.g, &outer_reads[i]);
@@ -289,155 +312,151 @@ absl::StatusOr<Model> BuildQdqModel(const Model& float_model,
       }
     }
   }
+}
 
-  // Per-consumer DQ output names, filled when the Q is emitted.
-  std::map<std::pair<std::string, int>, std::string> dq_for_consumer;
+absl::Status QdqRewrite::EmitQdq(const QdqActivation& a,
+                                 const std::string& float_name) {
+  const DType holder = HolderOf(a.storage.dtype);
+  const DType sub =
+      holder != a.storage.dtype ? a.storage.dtype : DType::kUndefined;
+  std::string scale =
+      b.AddInitializer(absl::StrCat(a.tensor, "_scale"),
+                       Tensor::FromVector<float>({a.scale}, {}));
+  Tensor zp_t(holder, {});
+  switch (holder) {
+    case DType::kInt8:
+      zp_t.mutable_data<int8_t>()[0] = a.zero_point;
+      break;
+    case DType::kUint8:
+      zp_t.mutable_data<uint8_t>()[0] = a.zero_point;
+      break;
+    case DType::kInt16:
+      zp_t.mutable_data<int16_t>()[0] = a.zero_point;
+      break;
+    case DType::kUint16:
+      zp_t.mutable_data<uint16_t>()[0] = a.zero_point;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("activation '", a.tensor, "': storage ",
+                       DTypeName(a.storage.dtype), " not supported"));
+  }
+  std::string zp =
+      b.AddInitializer(absl::StrCat(a.tensor, "_zero_point"), zp_t, sub);
+  std::string q_input = float_name;
+  if (NeedsClip(a.storage)) {
+    // QuantizeLinear saturates to the dtype; narrower grids clip first.
+    std::string lo = b.AddInitializer(
+        absl::StrCat(a.tensor, "_clip_min"),
+        Tensor::FromVector<float>(
+            {DequantizeValue(a.storage.qmin, a.scale, a.zero_point)}, {}));
+    std::string hi = b.AddInitializer(
+        absl::StrCat(a.tensor, "_clip_max"),
+        Tensor::FromVector<float>(
+            {DequantizeValue(a.storage.qmax, a.scale, a.zero_point)}, {}));
+    std::string clipped = b.names.Unique(absl::StrCat(a.tensor, "_clipped"));
+    b.out_nodes.push_back(b.MakeNode("Clip", absl::StrCat(a.tensor, "_Clip"),
+                                     {q_input, lo, hi}, {clipped}));
+    q_input = clipped;
+  }
+  std::string q_out = b.names.Unique(absl::StrCat(a.tensor, "_quantized"));
+  b.out_nodes.push_back(b.MakeNode("QuantizeLinear",
+                                   absl::StrCat(a.tensor, "_QuantizeLinear"),
+                                   {q_input, scale, zp}, {q_out}));
+  int k = 0;
+  for (int consumer : consumers[a.tensor]) {
+    std::string dq_out =
+        b.names.Unique(absl::StrCat(a.tensor, "_dequantized_", k++));
+    b.out_nodes.push_back(b.MakeNode(
+        "DequantizeLinear",
+        absl::StrCat(a.tensor, "_DequantizeLinear_", g.nodes[consumer].name),
+        {q_out, scale, zp}, {dq_out}));
+    dq_for_consumer[{a.tensor, consumer}] = dq_out;
+  }
+  if (graph_outputs.count(a.tensor)) {
+    b.out_nodes.push_back(b.MakeNode(
+        "DequantizeLinear", absl::StrCat(a.tensor, "_DequantizeLinear_output"),
+        {q_out, scale, zp}, {a.tensor}));
+  }
+  return absl::OkStatus();
+}
 
-  auto emit_qdq = [&](const QdqActivation& a,
-                      const std::string& float_name) -> absl::Status {
-    const DType holder = HolderOf(a.storage.dtype);
+absl::Status QdqRewrite::EmitWeight(Node& n, const QdqWeight& w) {
+  const std::string init = n.Input(w.input_index);
+  const std::string what =
+      absl::StrCat(n.Label(), " input ", w.input_index, " ('", init, "')");
+  const bool scalar = w.axis < 0;
+  std::string deq = b.names.Unique(absl::StrCat(init, "_dequantized"));
+  if (!w.codebook.empty()) {
+    // LUT: uint8 indices -> Cast(int64) -> Gather(codebook) -> Mul(scale).
+    if (w.codebook.size() > 256) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": codebook of ", w.codebook.size(),
+                       " entries does not fit uint8 indices"));
+    }
+    ASSIGN_OR_RETURN(Tensor idx, ToStorage(w.int_values, DType::kUint8, what));
+    for (int64_t i = 0; i < idx.num_elements(); ++i) {
+      if (idx.data<uint8_t>()[i] >= w.codebook.size()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, ": LUT index ", int{idx.data<uint8_t>()[i]},
+                         " out of a codebook of ", w.codebook.size()));
+      }
+    }
+    std::string idx_name =
+        b.AddInitializer(absl::StrCat(init, "_lut_indices"), idx);
+    std::string book = b.AddInitializer(
+        absl::StrCat(init, "_codebook"),
+        Tensor::FromVector<float>(w.codebook,
+                                  {static_cast<int64_t>(w.codebook.size())}));
+    std::vector<int64_t> scale_shape(w.int_values.rank(), 1);
+    if (!scalar) scale_shape[w.axis] = static_cast<int64_t>(w.scales.size());
+    std::string scale = b.AddInitializer(
+        absl::StrCat(init, "_scale"),
+        Tensor::FromVector<float>(
+            w.scales, scalar ? std::vector<int64_t>{} : scale_shape));
+    std::string idx64 = b.names.Unique(absl::StrCat(init, "_lut_indices64"));
+    Node cast =
+        b.MakeNode("Cast", absl::StrCat(init, "_Cast"), {idx_name}, {idx64});
+    cast.attributes["to"] = IntAttr(kOnnxInt64);
+    b.out_nodes.push_back(std::move(cast));
+    std::string gathered = b.names.Unique(absl::StrCat(init, "_lut_values"));
+    Node gather = b.MakeNode("Gather", absl::StrCat(init, "_Gather"),
+                             {book, idx64}, {gathered});
+    gather.attributes["axis"] = IntAttr(0);
+    b.out_nodes.push_back(std::move(gather));
+    b.out_nodes.push_back(b.MakeNode("Mul", absl::StrCat(init, "_LutScale"),
+                                     {gathered, scale}, {deq}));
+  } else {
+    ASSIGN_OR_RETURN(Tensor q, ToStorage(w.int_values, w.storage.dtype, what));
+    const DType holder = HolderOf(w.storage.dtype);
     const DType sub =
-        holder != a.storage.dtype ? a.storage.dtype : DType::kUndefined;
-    std::string scale =
-        b.AddInitializer(absl::StrCat(a.tensor, "_scale"),
-                         Tensor::FromVector<float>({a.scale}, {}));
-    Tensor zp_t(holder, {});
-    switch (holder) {
-      case DType::kInt8:
-        zp_t.mutable_data<int8_t>()[0] = a.zero_point;
-        break;
-      case DType::kUint8:
-        zp_t.mutable_data<uint8_t>()[0] = a.zero_point;
-        break;
-      case DType::kInt16:
-        zp_t.mutable_data<int16_t>()[0] = a.zero_point;
-        break;
-      case DType::kUint16:
-        zp_t.mutable_data<uint16_t>()[0] = a.zero_point;
-        break;
-      default:
-        return absl::InvalidArgumentError(
-            absl::StrCat("activation '", a.tensor, "': storage ",
-                         DTypeName(a.storage.dtype), " not supported"));
+        holder != w.storage.dtype ? w.storage.dtype : DType::kUndefined;
+    std::string q_name =
+        b.AddInitializer(absl::StrCat(init, "_quantized"), q, sub);
+    std::string scale = b.AddInitializer(absl::StrCat(init, "_scale"),
+                                         ScalarOrVector(w.scales, scalar));
+    std::vector<std::string> inputs = {q_name, scale};
+    if (w.storage.dtype != DType::kInt32) {
+      inputs.push_back(b.AddInitializer(
+          absl::StrCat(init, "_zero_point"),
+          ZeroPoints(w, holder, w.scales.size(), scalar), sub));
     }
-    std::string zp =
-        b.AddInitializer(absl::StrCat(a.tensor, "_zero_point"), zp_t, sub);
-    std::string q_input = float_name;
-    if (NeedsClip(a.storage)) {
-      // QuantizeLinear saturates to the dtype; narrower grids clip first.
-      std::string lo = b.AddInitializer(
-          absl::StrCat(a.tensor, "_clip_min"),
-          Tensor::FromVector<float>(
-              {DequantizeValue(a.storage.qmin, a.scale, a.zero_point)}, {}));
-      std::string hi = b.AddInitializer(
-          absl::StrCat(a.tensor, "_clip_max"),
-          Tensor::FromVector<float>(
-              {DequantizeValue(a.storage.qmax, a.scale, a.zero_point)}, {}));
-      std::string clipped = b.names.Unique(absl::StrCat(a.tensor, "_clipped"));
-      b.out_nodes.push_back(b.MakeNode("Clip", absl::StrCat(a.tensor, "_Clip"),
-                                       {q_input, lo, hi}, {clipped}));
-      q_input = clipped;
-    }
-    std::string q_out = b.names.Unique(absl::StrCat(a.tensor, "_quantized"));
-    b.out_nodes.push_back(b.MakeNode("QuantizeLinear",
-                                     absl::StrCat(a.tensor, "_QuantizeLinear"),
-                                     {q_input, scale, zp}, {q_out}));
-    int k = 0;
-    for (int consumer : consumers[a.tensor]) {
-      std::string dq_out =
-          b.names.Unique(absl::StrCat(a.tensor, "_dequantized_", k++));
-      b.out_nodes.push_back(b.MakeNode(
-          "DequantizeLinear",
-          absl::StrCat(a.tensor, "_DequantizeLinear_", g.nodes[consumer].name),
-          {q_out, scale, zp}, {dq_out}));
-      dq_for_consumer[{a.tensor, consumer}] = dq_out;
-    }
-    if (graph_outputs.count(a.tensor)) {
-      b.out_nodes.push_back(
-          b.MakeNode("DequantizeLinear",
-                     absl::StrCat(a.tensor, "_DequantizeLinear_output"),
-                     {q_out, scale, zp}, {a.tensor}));
-    }
-    return absl::OkStatus();
-  };
+    Node dq =
+        b.MakeNode("DequantizeLinear", absl::StrCat(init, "_DequantizeLinear"),
+                   inputs, {deq});
+    if (!scalar) dq.attributes["axis"] = IntAttr(w.axis);
+    b.out_nodes.push_back(std::move(dq));
+  }
+  n.inputs[w.input_index] = deq;
+  return absl::OkStatus();
+}
 
-  auto emit_weight = [&](Node& n, const QdqWeight& w) -> absl::Status {
-    const std::string init = n.Input(w.input_index);
-    const std::string what =
-        absl::StrCat(n.Label(), " input ", w.input_index, " ('", init, "')");
-    const bool scalar = w.axis < 0;
-    std::string deq = b.names.Unique(absl::StrCat(init, "_dequantized"));
-    if (!w.codebook.empty()) {
-      // LUT: uint8 indices -> Cast(int64) -> Gather(codebook) -> Mul(scale).
-      if (w.codebook.size() > 256) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(what, ": codebook of ", w.codebook.size(),
-                         " entries does not fit uint8 indices"));
-      }
-      ASSIGN_OR_RETURN(Tensor idx,
-                       ToStorage(w.int_values, DType::kUint8, what));
-      for (int64_t i = 0; i < idx.num_elements(); ++i) {
-        if (idx.data<uint8_t>()[i] >= w.codebook.size()) {
-          return absl::InvalidArgumentError(
-              absl::StrCat(what, ": LUT index ", int{idx.data<uint8_t>()[i]},
-                           " out of a codebook of ", w.codebook.size()));
-        }
-      }
-      std::string idx_name =
-          b.AddInitializer(absl::StrCat(init, "_lut_indices"), idx);
-      std::string book = b.AddInitializer(
-          absl::StrCat(init, "_codebook"),
-          Tensor::FromVector<float>(w.codebook,
-                                    {static_cast<int64_t>(w.codebook.size())}));
-      std::vector<int64_t> scale_shape(w.int_values.rank(), 1);
-      if (!scalar) scale_shape[w.axis] = static_cast<int64_t>(w.scales.size());
-      std::string scale = b.AddInitializer(
-          absl::StrCat(init, "_scale"),
-          Tensor::FromVector<float>(
-              w.scales, scalar ? std::vector<int64_t>{} : scale_shape));
-      std::string idx64 = b.names.Unique(absl::StrCat(init, "_lut_indices64"));
-      Node cast =
-          b.MakeNode("Cast", absl::StrCat(init, "_Cast"), {idx_name}, {idx64});
-      cast.attributes["to"] = IntAttr(kOnnxInt64);
-      b.out_nodes.push_back(std::move(cast));
-      std::string gathered = b.names.Unique(absl::StrCat(init, "_lut_values"));
-      Node gather = b.MakeNode("Gather", absl::StrCat(init, "_Gather"),
-                               {book, idx64}, {gathered});
-      gather.attributes["axis"] = IntAttr(0);
-      b.out_nodes.push_back(std::move(gather));
-      b.out_nodes.push_back(b.MakeNode("Mul", absl::StrCat(init, "_LutScale"),
-                                       {gathered, scale}, {deq}));
-    } else {
-      ASSIGN_OR_RETURN(Tensor q,
-                       ToStorage(w.int_values, w.storage.dtype, what));
-      const DType holder = HolderOf(w.storage.dtype);
-      const DType sub =
-          holder != w.storage.dtype ? w.storage.dtype : DType::kUndefined;
-      std::string q_name =
-          b.AddInitializer(absl::StrCat(init, "_quantized"), q, sub);
-      std::string scale = b.AddInitializer(absl::StrCat(init, "_scale"),
-                                           ScalarOrVector(w.scales, scalar));
-      std::vector<std::string> inputs = {q_name, scale};
-      if (w.storage.dtype != DType::kInt32) {
-        inputs.push_back(b.AddInitializer(
-            absl::StrCat(init, "_zero_point"),
-            ZeroPoints(w, holder, w.scales.size(), scalar), sub));
-      }
-      Node dq =
-          b.MakeNode("DequantizeLinear",
-                     absl::StrCat(init, "_DequantizeLinear"), inputs, {deq});
-      if (!scalar) dq.attributes["axis"] = IntAttr(w.axis);
-      b.out_nodes.push_back(std::move(dq));
-    }
-    n.inputs[w.input_index] = deq;
-    return absl::OkStatus();
-  };
-
+absl::Status QdqRewrite::RewriteNodes() {
   // Graph inputs first.
   for (const auto& in : g.inputs) {
     auto it = act_by_tensor.find(in.name);
     if (it != act_by_tensor.end()) {
-      RETURN_IF_ERROR(emit_qdq(*it->second, in.name));
+      RETURN_IF_ERROR(EmitQdq(*it->second, in.name));
     }
   }
   for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -445,7 +464,7 @@ absl::StatusOr<Model> BuildQdqModel(const Model& float_model,
     auto wit = weights_by_node.find(static_cast<int>(i));
     if (wit != weights_by_node.end()) {
       for (const QdqWeight* w : wit->second) {
-        RETURN_IF_ERROR(emit_weight(n, *w));
+        RETURN_IF_ERROR(EmitWeight(n, *w));
       }
     }
     for (auto& in : n.inputs) {
@@ -479,34 +498,68 @@ absl::StatusOr<Model> BuildQdqModel(const Model& float_model,
     }
     b.out_nodes.push_back(std::move(n));
     for (const auto& [tensor, float_name] : float_names) {
-      RETURN_IF_ERROR(emit_qdq(*act_by_tensor[tensor], float_name));
+      RETURN_IF_ERROR(EmitQdq(*act_by_tensor[tensor], float_name));
     }
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int64_t RequiredQdqOpset(const QdqPlan& plan) {
+  int64_t opset = 13;
+  for (const auto& a : plan.activations) {
+    opset = std::max(opset, MinOpsetFor(a.storage.dtype));
+  }
+  for (const auto& w : plan.weights) {
+    // LUT indices are stored as uint8 (Cast from uint8 exists at 13).
+    if (w.codebook.empty()) {
+      opset = std::max(opset, MinOpsetFor(w.storage.dtype));
+    }
+  }
+  return opset;
+}
+
+absl::StatusOr<Model> BuildQdqModel(const Model& float_model,
+                                    const QdqPlan& plan) {
+  const int64_t need = RequiredQdqOpset(plan);
+  if (float_model.DefaultOpset() < need) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "QDQ export needs default-domain opset >= ", need, ", model has ",
+        float_model.DefaultOpset(), " (upgrade the model first)"));
+  }
+  Model model = float_model;
+  // IR 7 carries opset 13; int4/int16 Q/DQ (opset 21) need IR 10.
+  model.ir_version = std::max<int64_t>(model.ir_version, need >= 21 ? 10 : 7);
+  Graph& g = model.graph;
+  QdqRewrite r(&model, float_model.graph);
+
+  // Index the graph.
+  std::map<std::string, int> node_by_name;
+  std::map<std::string, int> producer;  // tensor -> node index
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    node_by_name[g.nodes[i].name] = static_cast<int>(i);
+    for (const auto& o : g.nodes[i].outputs) {
+      if (!o.empty()) producer[o] = static_cast<int>(i);
+    }
+  }
+  std::set<std::string> graph_inputs;
+  std::set<std::string>& graph_outputs = r.graph_outputs;
+  for (const auto& in : g.inputs) graph_inputs.insert(in.name);
+  for (const auto& out : g.outputs) graph_outputs.insert(out.name);
+
+  // Validate the plan up front (names, params) before touching the model.
+  RETURN_IF_ERROR(IndexActivations(plan, producer, graph_inputs, graph_outputs,
+                                   &r.act_by_tensor));
+  RETURN_IF_ERROR(IndexWeights(plan, g, node_by_name, &r.weights_by_node));
+
+  r.FindConsumers();
+  RETURN_IF_ERROR(r.RewriteNodes());
   // Subgraphs that read a quantized graph output by name now see the DQ's
   // value (it keeps the name), as in fake-quant execution.
-  g.nodes = std::move(b.out_nodes);
+  g.nodes = std::move(r.b.out_nodes);
 
-  // Drop float initializers nothing reads any more.
-  std::set<std::string> read;
-  std::function<void(const Graph&)> collect = [&](const Graph& sg) {
-    for (const Node& n : sg.nodes) {
-      for (const auto& in : n.inputs) read.insert(in);
-      for (const auto& [key, a] : n.attributes) {
-        if (a.g) collect(*a.g);
-      }
-    }
-    for (const auto& out : sg.outputs) read.insert(out.name);
-  };
-  collect(g);
-  for (auto it = g.initializers.begin(); it != g.initializers.end();) {
-    if (read.count(it->first) == 0) {
-      g.sub_byte_types.erase(it->first);
-      g.value_info.erase(it->first);
-      it = g.initializers.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  DropUnreadInitializers(&g);
   // Inferred types of renamed/new tensors are left to the consumer's own
   // inference; stale entries for the renamed graph outputs stay valid (same
   // dtype and shape on the DQ).

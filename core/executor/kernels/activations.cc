@@ -92,9 +92,8 @@ T Erf(T v) {
   return std::erf(v);
 }
 
-}  // namespace
-
-void RegisterActivations(KernelRegistry& r) {
+// Relu, Abs, Neg, Sign: every numeric dtype.
+void RegisterNumericUnaryOps(KernelRegistry& r) {
   // y = max(x, 0)
   RegisterNumericUnary(r, "Relu", [](const KernelInfo&) {
     return []<typename T>(T v) { return v > T(0) ? v : T(0); };
@@ -119,6 +118,10 @@ void RegisterActivations(KernelRegistry& r) {
       return static_cast<T>(v > T(0) ? 1 : (v < T(0) ? -1 : 0));
     };
   });
+}
+
+// Float activations, LeakyRelu to Mish.
+void RegisterActivationFunctions(KernelRegistry& r) {
   // y = x >= 0 ? x : alpha * x
   RegisterFloatUnary(r, "LeakyRelu", [](const KernelInfo& info) {
     const float alpha = info.node.GetFloat("alpha", 0.01f);
@@ -228,6 +231,10 @@ void RegisterActivations(KernelRegistry& r) {
       return v * std::tanh(sp);
     };
   });
+}
+
+// Float elementwise math: Erf, Sqrt, Exp, Log, rounding, trigonometry.
+void RegisterMathFunctions(KernelRegistry& r) {
   RegisterFloatUnary(r, "Erf", [](const KernelInfo&) {
     return []<typename T>(T v) { return Erf(v); };
   });
@@ -289,6 +296,10 @@ void RegisterActivations(KernelRegistry& r) {
   RegisterFloatUnary(r, "Atanh", [](const KernelInfo&) {
     return []<typename T>(T v) { return std::atanh(v); };
   });
+}
+
+// Not, Shrink, IsInf, IsNaN.
+void RegisterMasksAndShrink(KernelRegistry& r) {
   // Not: y = !x (bool)
   r.Register("Not",
              [](const KernelInfo&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
@@ -350,6 +361,15 @@ void RegisterActivations(KernelRegistry& r) {
               });
         });
       });
+}
+
+}  // namespace
+
+void RegisterActivations(KernelRegistry& r) {
+  RegisterNumericUnaryOps(r);
+  RegisterActivationFunctions(r);
+  RegisterMathFunctions(r);
+  RegisterMasksAndShrink(r);
 }
 
 }  // namespace quantd::exec

@@ -124,9 +124,8 @@ absl::Status CheckIntDivisor(const KernelContext& ctx) {
   });
 }
 
-}  // namespace
-
-void RegisterBinary(KernelRegistry& r) {
+// Add, Sub, Mul, Div, Mod.
+void RegisterArithmetic(KernelRegistry& r) {
   // C = A + B
   RegisterBinary(r, "Add", Out::kSame, false, true, [](const KernelInfo&) {
     return []<typename T>(T x, T y) {
@@ -191,6 +190,10 @@ void RegisterBinary(KernelRegistry& r) {
                            });
         });
       });
+}
+
+// Comparisons and logical ops: bool outputs.
+void RegisterComparisonsAndLogic(KernelRegistry& r) {
   RegisterBinary(r, "Equal", Out::kBool, true, true, [](const KernelInfo&) {
     return []<typename T>(T x, T y) { return x == y; };
   });
@@ -217,6 +220,10 @@ void RegisterBinary(KernelRegistry& r) {
   RegisterBinary(r, "Xor", Out::kBool, true, false, [](const KernelInfo&) {
     return []<typename T>(T x, T y) { return static_cast<bool>(x != y); };
   });
+}
+
+// PRelu, Pow, BitShift.
+void RegisterPReluPowBitShift(KernelRegistry& r) {
   // y = x < 0 ? slope * x : x (slope broadcasts to x)
   r.Register(
       "PRelu",
@@ -317,6 +324,14 @@ void RegisterBinary(KernelRegistry& r) {
                            });
         });
       });
+}
+
+}  // namespace
+
+void RegisterBinary(KernelRegistry& r) {
+  RegisterArithmetic(r);
+  RegisterComparisonsAndLogic(r);
+  RegisterPReluPowBitShift(r);
 }
 
 }  // namespace quantd::exec

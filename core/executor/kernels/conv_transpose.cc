@@ -24,32 +24,15 @@ struct ConvTransposeAttrs {
   std::vector<int64_t> output_shape;
 };
 
-absl::Status ComputeConvTranspose(KernelContext& ctx,
-                                  const ConvTransposeAttrs& a) {
-  const Tensor& x = *ctx.input(0);
-  const Tensor& w = *ctx.input(1);
-  const Tensor* b = ctx.input(2);
-  if (x.dtype() != DType::kFloat || w.dtype() != DType::kFloat ||
-      (b != nullptr && b->dtype() != DType::kFloat)) {
-    return absl::UnimplementedError("only float ConvTranspose is supported");
-  }
-  if (x.rank() < 3 || w.rank() != x.rank()) {
-    return ctx.Error(absl::StrCat("input ", x.DebugString(), " and weight ",
-                                  w.DebugString(),
-                                  " must have the same rank >= 3"));
-  }
+// The geometry of the adjoint conv (full -> x) and, per spatial dim, the
+// output size and the offset of the output in the full result, from the
+// strides, dilations, pads, auto_pad, output_padding and output_shape.
+absl::Status ConvTransposeGeometry(KernelContext& ctx,
+                                   const ConvTransposeAttrs& a, const Tensor& x,
+                                   const Tensor& w, ConvShape* shape,
+                                   std::vector<int64_t>* out_dims,
+                                   std::vector<int64_t>* begin_offsets) {
   const int r = x.rank() - 2;
-  const int64_t N = x.dim(0), C = x.dim(1), G = a.group;
-  if (w.dim(0) != C || C % G != 0) {
-    return ctx.Error(absl::StrCat("weight ", w.DebugString(),
-                                  " does not match input ", x.DebugString(),
-                                  " with group ", G));
-  }
-  const int64_t Cg = C / G, Mg = w.dim(1), M = Mg * G;
-  if (b != nullptr && (b->rank() != 1 || b->dim(0) != M)) {
-    return ctx.Error(
-        absl::StrCat("bias ", b->DebugString(), " expected [", M, "]"));
-  }
   const WindowAttrs& wa = a.window;
   auto get = [&](const std::vector<int64_t>& v, int i, int64_t def) {
     return v.empty() ? def : v[i];
@@ -60,7 +43,7 @@ absl::Status ComputeConvTranspose(KernelContext& ctx,
       (!a.output_padding.empty() && a.output_padding.size() != size_t(r))) {
     return ctx.Error("strides/dilations/pads/output_padding length mismatch");
   }
-  ConvShape s;  // geometry of the adjoint conv: full -> x
+  ConvShape& s = *shape;  // geometry of the adjoint conv: full -> x
   s.geo.in.resize(r);
   s.geo.out.resize(r);
   s.geo.kernel.resize(r);
@@ -68,7 +51,10 @@ absl::Status ComputeConvTranspose(KernelContext& ctx,
   s.geo.dilation.resize(r);
   s.geo.pad_begin.assign(r, 0);
   s.geo.pad_end.assign(r, 0);
-  std::vector<int64_t> out(r), begin(r);
+  std::vector<int64_t>& out = *out_dims;
+  out.assign(r, 0);
+  std::vector<int64_t>& begin = *begin_offsets;
+  begin.assign(r, 0);
   std::vector<int64_t> out_spec = a.output_shape;
   if (out_spec.size() == size_t(r + 2))
     out_spec.erase(out_spec.begin(), out_spec.begin() + 2);
@@ -106,6 +92,38 @@ absl::Status ComputeConvTranspose(KernelContext& ctx,
     s.out_size *= in;
     s.kernel_size *= k;
   }
+  return absl::OkStatus();
+}
+
+absl::Status ComputeConvTranspose(KernelContext& ctx,
+                                  const ConvTransposeAttrs& a) {
+  const Tensor& x = *ctx.input(0);
+  const Tensor& w = *ctx.input(1);
+  const Tensor* b = ctx.input(2);
+  if (x.dtype() != DType::kFloat || w.dtype() != DType::kFloat ||
+      (b != nullptr && b->dtype() != DType::kFloat)) {
+    return absl::UnimplementedError("only float ConvTranspose is supported");
+  }
+  if (x.rank() < 3 || w.rank() != x.rank()) {
+    return ctx.Error(absl::StrCat("input ", x.DebugString(), " and weight ",
+                                  w.DebugString(),
+                                  " must have the same rank >= 3"));
+  }
+  const int r = x.rank() - 2;
+  const int64_t N = x.dim(0), C = x.dim(1), G = a.group;
+  if (w.dim(0) != C || C % G != 0) {
+    return ctx.Error(absl::StrCat("weight ", w.DebugString(),
+                                  " does not match input ", x.DebugString(),
+                                  " with group ", G));
+  }
+  const int64_t Cg = C / G, Mg = w.dim(1), M = Mg * G;
+  if (b != nullptr && (b->rank() != 1 || b->dim(0) != M)) {
+    return ctx.Error(
+        absl::StrCat("bias ", b->DebugString(), " expected [", M, "]"));
+  }
+  ConvShape s;  // geometry of the adjoint conv: full -> x
+  std::vector<int64_t> out, begin;
+  RETURN_IF_ERROR(ConvTransposeGeometry(ctx, a, x, w, &s, &out, &begin));
   std::vector<int64_t> out_shape = {N, M};
   out_shape.insert(out_shape.end(), out.begin(), out.end());
   ASSIGN_OR_RETURN(Tensor * y, ctx.Allocate(0, DType::kFloat, out_shape));

@@ -13,8 +13,9 @@
 #include "core/util/status_macros.h"
 
 namespace quantd::exec {
+namespace {
 
-void RegisterNormalization(KernelRegistry& r) {
+void RegisterLayerNormalization(KernelRegistry& r) {
   r.Register(
       "LayerNormalization",
       [](const KernelInfo& info) -> absl::StatusOr<std::unique_ptr<Kernel>> {
@@ -97,6 +98,9 @@ void RegisterNormalization(KernelRegistry& r) {
               });
         });
       });
+}
+
+void RegisterInstanceNormalization(KernelRegistry& r) {
   r.Register(
       "InstanceNormalization",
       [](const KernelInfo& info) -> absl::StatusOr<std::unique_ptr<Kernel>> {
@@ -143,6 +147,9 @@ void RegisterNormalization(KernelRegistry& r) {
               });
         });
       });
+}
+
+void RegisterLrn(KernelRegistry& r) {
   r.Register(
       "LRN",
       [](const KernelInfo& info) -> absl::StatusOr<std::unique_ptr<Kernel>> {
@@ -185,6 +192,9 @@ void RegisterNormalization(KernelRegistry& r) {
               });
         });
       });
+}
+
+void RegisterMeanVarianceNormalization(KernelRegistry& r) {
   r.Register(
       "MeanVarianceNormalization",
       [](const KernelInfo& info) -> absl::StatusOr<std::unique_ptr<Kernel>> {
@@ -241,8 +251,11 @@ void RegisterNormalization(KernelRegistry& r) {
               });
         });
       });
-  // Det: determinant of each trailing M x M matrix, by LU decomposition with
-  // partial pivoting in double.
+}
+
+// Det: determinant of each trailing M x M matrix, by LU decomposition with
+// partial pivoting in double.
+void RegisterDet(KernelRegistry& r) {
   r.Register(
       "Det", [](const KernelInfo&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
         return MakeKernel([](KernelContext& ctx) -> absl::Status {
@@ -293,6 +306,16 @@ void RegisterNormalization(KernelRegistry& r) {
               });
         });
       });
+}
+
+}  // namespace
+
+void RegisterNormalization(KernelRegistry& r) {
+  RegisterLayerNormalization(r);
+  RegisterInstanceNormalization(r);
+  RegisterLrn(r);
+  RegisterMeanVarianceNormalization(r);
+  RegisterDet(r);
 }
 
 }  // namespace quantd::exec

@@ -145,10 +145,16 @@ bool Taps(const ResizeAttrs& a, int64_t x, int64_t in, double scale,
   return true;
 }
 
-absl::Status ComputeResize(KernelContext& ctx, const ResizeAttrs& a) {
-  const Tensor& x = *ctx.input(0);
+// The output shape of a Resize and its scale per dim, from the scales
+// attribute, the scales input or the sizes input (with the aspect policy);
+// `axes` comes back normalized (all dims when none are given).
+absl::Status ResizeOutputShape(KernelContext& ctx, const ResizeAttrs& a,
+                               const Tensor& x, std::vector<int64_t>* axes_out,
+                               std::vector<double>* scales_out,
+                               std::vector<int64_t>* out_shape) {
   const int64_t r = x.rank();
-  std::vector<int64_t> axes = a.axes;
+  std::vector<int64_t>& axes = *axes_out;
+  axes = a.axes;
   if (axes.empty()) {
     for (int64_t d = 0; d < r; ++d) axes.push_back(d);
   }
@@ -156,8 +162,10 @@ absl::Status ComputeResize(KernelContext& ctx, const ResizeAttrs& a) {
     ASSIGN_OR_RETURN(ax, NormalizeAxis(ax, r, "axes"));
   }
   const int64_t na = static_cast<int64_t>(axes.size());
-  std::vector<double> scales(r, 1.0);
-  std::vector<int64_t> out = x.shape();
+  std::vector<double>& scales = *scales_out;
+  scales.assign(r, 1.0);
+  std::vector<int64_t>& out = *out_shape;
+  out = x.shape();
   const Tensor* sizes_t =
       a.sizes_input >= 0 ? ctx.input(a.sizes_input) : nullptr;
   const Tensor* scales_t =
@@ -214,6 +222,19 @@ absl::Status ComputeResize(KernelContext& ctx, const ResizeAttrs& a) {
       return ctx.Error("invalid output size");
     }
   }
+  return absl::OkStatus();
+}
+
+// Per dim, per output coordinate: the input taps it reads and whether it
+// lies inside the input (else it takes the extrapolation value).
+absl::Status ResizeTaps(KernelContext& ctx, const ResizeAttrs& a,
+                        const Tensor& x, const std::vector<int64_t>& axes,
+                        const std::vector<double>& scales,
+                        const std::vector<int64_t>& out,
+                        std::vector<std::vector<std::vector<Tap>>>* taps_out,
+                        std::vector<std::vector<char>>* inside_out) {
+  const int64_t r = x.rank();
+  const int64_t na = static_cast<int64_t>(axes.size());
   std::vector<double> roi_start(r, 0), roi_end(r, 1);
   if (a.coord == Coord::kTfCropAndResize && a.roi_input >= 0) {
     const Tensor* roi = ctx.input(a.roi_input);
@@ -226,9 +247,10 @@ absl::Status ComputeResize(KernelContext& ctx, const ResizeAttrs& a) {
       roi_end[axes[i]] = rf.data<float>()[i + na];
     }
   }
-  // Per dim, per output coordinate: taps (or extrapolation).
-  std::vector<std::vector<std::vector<Tap>>> taps(r);
-  std::vector<std::vector<char>> inside(r);
+  std::vector<std::vector<std::vector<Tap>>>& taps = *taps_out;
+  taps.resize(r);
+  std::vector<std::vector<char>>& inside = *inside_out;
+  inside.resize(r);
   std::vector<Tap> tmp;
   for (int64_t d = 0; d < r; ++d) {
     taps[d].resize(out[d]);
@@ -247,6 +269,19 @@ absl::Status ComputeResize(KernelContext& ctx, const ResizeAttrs& a) {
       taps[d][o] = tmp;
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status ComputeResize(KernelContext& ctx, const ResizeAttrs& a) {
+  const Tensor& x = *ctx.input(0);
+  const int64_t r = x.rank();
+  std::vector<int64_t> axes;
+  std::vector<double> scales;
+  std::vector<int64_t> out;
+  RETURN_IF_ERROR(ResizeOutputShape(ctx, a, x, &axes, &scales, &out));
+  std::vector<std::vector<std::vector<Tap>>> taps;
+  std::vector<std::vector<char>> inside;
+  RETURN_IF_ERROR(ResizeTaps(ctx, a, x, axes, scales, out, &taps, &inside));
   const std::vector<int64_t> strides = StridesOf(x.shape());
   return DispatchNumeric(x.dtype(), [&]<typename T>(Tag<T>) -> absl::Status {
     ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateUninitialized(0, x.dtype(), out));

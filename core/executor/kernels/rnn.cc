@@ -130,7 +130,11 @@ absl::StatusOr<RnnAttrs> ReadRnnAttrs(const KernelInfo& info, Cell cell) {
   return a;
 }
 
-absl::Status ComputeRnn(KernelContext& ctx, const RnnAttrs& a) {
+// Checks the dtypes and shapes of a recurrent layer's inputs against its
+// attributes; `lens` receives the sequence lengths (all `seq` without
+// sequence_lens).
+absl::Status CheckRnnInputs(KernelContext& ctx, const RnnAttrs& a,
+                            std::vector<int64_t>* lens_out) {
   const Tensor& x_in = *ctx.input(0);
   const Tensor& w = *ctx.input(1);
   const Tensor& rw = *ctx.input(2);
@@ -167,7 +171,8 @@ absl::Status ComputeRnn(KernelContext& ctx, const RnnAttrs& a) {
   RETURN_IF_ERROR(expect(h0, state_shape, "initial_h"));
   RETURN_IF_ERROR(expect(c0, state_shape, "initial_c"));
   RETURN_IF_ERROR(expect(peep, {D, 3 * H}, "P"));
-  std::vector<int64_t> lens(batch, seq);
+  std::vector<int64_t>& lens = *lens_out;
+  lens.assign(batch, seq);
   if (lens_t != nullptr) {
     ASSIGN_OR_RETURN(lens, ReadInts(*lens_t, "sequence_lens"));
     if (static_cast<int64_t>(lens.size()) != batch) {
@@ -177,6 +182,68 @@ absl::Status ComputeRnn(KernelContext& ctx, const RnnAttrs& a) {
       if (l < 0 || l > seq) return ctx.Error("sequence_lens out of range");
     }
   }
+  return absl::OkStatus();
+}
+
+// Writes Y, Y_h and Y_c (those wanted) in the layer's layout from the
+// layout-0 results.
+absl::Status WriteRnnOutputs(KernelContext& ctx, const RnnAttrs& a, int64_t seq,
+                             int64_t batch,
+                             const std::vector<int64_t>& state_shape,
+                             const std::vector<float>& y,
+                             const std::vector<float>& yh,
+                             const std::vector<float>& yc) {
+  const int64_t H = a.hidden, D = a.num_dirs;
+  std::vector<int64_t> y_shape = a.layout == 0
+                                     ? std::vector<int64_t>{seq, D, batch, H}
+                                     : std::vector<int64_t>{batch, seq, D, H};
+  if (ctx.OutputWanted(0)) {
+    ASSIGN_OR_RETURN(Tensor * yt, ctx.Allocate(0, DType::kFloat, y_shape));
+    float* out = yt->mutable_data<float>();
+    for (int64_t t = 0; t < seq; ++t) {
+      for (int64_t d = 0; d < D; ++d) {
+        for (int64_t b = 0; b < batch; ++b) {
+          const float* src = y.data() + ((t * D + d) * batch + b) * H;
+          const int64_t dst = a.layout == 0 ? ((t * D + d) * batch + b) * H
+                                            : ((b * seq + t) * D + d) * H;
+          std::copy_n(src, H, out + dst);
+        }
+      }
+    }
+  }
+  for (int k = 1; k <= (a.cell == Cell::kLstm ? 2 : 1); ++k) {
+    if (!ctx.OutputWanted(k)) continue;
+    ASSIGN_OR_RETURN(Tensor * st, ctx.Allocate(k, DType::kFloat, state_shape));
+    const std::vector<float>& src = k == 1 ? yh : yc;
+    float* out = st->mutable_data<float>();
+    for (int64_t d = 0; d < D; ++d) {
+      for (int64_t b = 0; b < batch; ++b) {
+        const int64_t dst =
+            a.layout == 0 ? (d * batch + b) * H : (b * D + d) * H;
+        std::copy_n(src.data() + (d * batch + b) * H, H, out + dst);
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ComputeRnn(KernelContext& ctx, const RnnAttrs& a) {
+  const Tensor& x_in = *ctx.input(0);
+  const Tensor& w = *ctx.input(1);
+  const Tensor& rw = *ctx.input(2);
+  const Tensor* bias = ctx.input(3);
+  const Tensor* h0 = ctx.input(5);
+  const Tensor* c0 = a.cell == Cell::kLstm ? ctx.input(6) : nullptr;
+  const Tensor* peep = a.cell == Cell::kLstm ? ctx.input(7) : nullptr;
+  std::vector<int64_t> lens;
+  RETURN_IF_ERROR(CheckRnnInputs(ctx, a, &lens));
+  const int64_t H = a.hidden, G = GatesOf(a.cell), D = a.num_dirs;
+  const int64_t seq = a.layout == 0 ? x_in.dim(0) : x_in.dim(1);
+  const int64_t batch = a.layout == 0 ? x_in.dim(1) : x_in.dim(0);
+  const int64_t in = x_in.dim(2);
+  const std::vector<int64_t> state_shape =
+      a.layout == 0 ? std::vector<int64_t>{D, batch, H}
+                    : std::vector<int64_t>{batch, D, H};
   // Work in layout 0: x [seq, batch, in].
   Tensor x = x_in;
   if (a.layout != 0) {
@@ -287,37 +354,7 @@ absl::Status ComputeRnn(KernelContext& ctx, const RnnAttrs& a) {
       }
     }
   }
-  std::vector<int64_t> y_shape = a.layout == 0
-                                     ? std::vector<int64_t>{seq, D, batch, H}
-                                     : std::vector<int64_t>{batch, seq, D, H};
-  if (ctx.OutputWanted(0)) {
-    ASSIGN_OR_RETURN(Tensor * yt, ctx.Allocate(0, DType::kFloat, y_shape));
-    float* out = yt->mutable_data<float>();
-    for (int64_t t = 0; t < seq; ++t) {
-      for (int64_t d = 0; d < D; ++d) {
-        for (int64_t b = 0; b < batch; ++b) {
-          const float* src = y.data() + ((t * D + d) * batch + b) * H;
-          const int64_t dst = a.layout == 0 ? ((t * D + d) * batch + b) * H
-                                            : ((b * seq + t) * D + d) * H;
-          std::copy_n(src, H, out + dst);
-        }
-      }
-    }
-  }
-  for (int k = 1; k <= (a.cell == Cell::kLstm ? 2 : 1); ++k) {
-    if (!ctx.OutputWanted(k)) continue;
-    ASSIGN_OR_RETURN(Tensor * st, ctx.Allocate(k, DType::kFloat, state_shape));
-    const std::vector<float>& src = k == 1 ? yh : yc;
-    float* out = st->mutable_data<float>();
-    for (int64_t d = 0; d < D; ++d) {
-      for (int64_t b = 0; b < batch; ++b) {
-        const int64_t dst =
-            a.layout == 0 ? (d * batch + b) * H : (b * D + d) * H;
-        std::copy_n(src.data() + (d * batch + b) * H, H, out + dst);
-      }
-    }
-  }
-  return absl::OkStatus();
+  return WriteRnnOutputs(ctx, a, seq, batch, state_shape, y, yh, yc);
 }
 
 void RegisterCell(KernelRegistry& r, const char* name, Cell cell) {

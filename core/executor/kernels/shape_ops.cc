@@ -71,9 +71,8 @@ absl::Status SetReshaped(KernelContext& ctx, const Tensor& x,
   return absl::OkStatus();
 }
 
-}  // namespace
-
-void RegisterShapeOps(KernelRegistry& r) {
+// Reshape, Flatten, Squeeze, Unsqueeze.
+void RegisterReshapes(KernelRegistry& r) {
   r.Register(
       "Reshape",
       [](const KernelInfo& info) -> absl::StatusOr<std::unique_ptr<Kernel>> {
@@ -158,6 +157,10 @@ void RegisterShapeOps(KernelRegistry& r) {
           return SetReshaped(ctx, x, shape);
         });
       });
+}
+
+// Identity, Dropout (inference), Shape, Size.
+void RegisterIdentityAndShape(KernelRegistry& r) {
   r.Register("Identity",
              [](const KernelInfo&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
                return MakeKernel([](KernelContext& ctx) {
@@ -228,6 +231,13 @@ void RegisterShapeOps(KernelRegistry& r) {
           return absl::OkStatus();
         });
       });
+}
+
+}  // namespace
+
+void RegisterShapeOps(KernelRegistry& r) {
+  RegisterReshapes(r);
+  RegisterIdentityAndShape(r);
 }
 
 }  // namespace quantd::exec
