@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "core/pipeline/quantize_job.h"
+#include "core/pipeline/job/quantize_job.h"
 #include "core/runtime/cancellation.h"
 #include "core/runtime/progress.h"
 #include "core/util/sha256.h"

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/pipeline/preflight.h"
+#include "core/pipeline/job/preflight.h"
 #include "core/tpc/registry.h"
 #include "quantd/v1/job.pb.h"
 #include "quantd/v1/quantization_service.pb.h"

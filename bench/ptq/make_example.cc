@@ -8,7 +8,7 @@
 #include "core/graph/onnx_export.h"
 #include "core/io/file_util.h"
 #include "core/io/sample_set.h"
-#include "core/pipeline/example_model.h"
+#include "tests/testing/example_model.h"
 
 int main(int argc, char** argv) {
   if (argc != 2) {

@@ -18,12 +18,12 @@
 #include "core/graph/onnx_import.h"
 #include "core/io/file_util.h"
 #include "core/io/sample_set.h"
-#include "core/pipeline/example_model.h"
-#include "core/pipeline/quantize_job.h"
-#include "core/pipeline/samples.h"
+#include "core/pipeline/job/quantize_job.h"
+#include "core/pipeline/job/samples.h"
 #include "core/runtime/thread_pool.h"
 #include "core/tpc/registry.h"
 #include "nlohmann/json.hpp"
+#include "tests/testing/example_model.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
 #include "clients/batch/digests.h"
 
 #include "absl/strings/str_cat.h"
-#include "core/pipeline/proto_output.h"
+#include "clients/batch/proto_output.h"
 #include "core/util/sha256.h"
 #include "nlohmann/json.hpp"
 

@@ -8,9 +8,9 @@
 #include "core/graph/onnx_export.h"
 #include "core/io/file_util.h"
 #include "core/io/sample_set.h"
-#include "core/pipeline/example_model.h"
 #include "core/util/status_macros.h"
 #include "tests/integration/server_process.h"
+#include "tests/testing/example_model.h"
 
 namespace quantd::testing {
 

@@ -13,7 +13,7 @@
 #include "core/graph/onnx_import.h"
 #include "core/io/file_util.h"
 #include "core/io/sample_set.h"
-#include "core/pipeline/samples.h"
+#include "core/pipeline/job/samples.h"
 #include "gtest/gtest.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/test_jobs.h"

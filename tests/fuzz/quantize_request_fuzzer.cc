@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/pipeline/quantize_job.h"
+#include "core/pipeline/job/quantize_job.h"
 #include "quantd/v1/job.pb.h"
 #include "server/client_metadata.h"
 

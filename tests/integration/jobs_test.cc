@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "clients/cpp/client.h"
-#include "core/pipeline/quantize_job.h"
+#include "core/pipeline/job/quantize_job.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"

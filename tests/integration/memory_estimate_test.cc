@@ -2,7 +2,7 @@
 // from the model's inferred shapes (docs/reliability.md, load test).
 #include <cstdint>
 
-#include "core/pipeline/quantize_job.h"
+#include "core/pipeline/job/quantize_job.h"
 #include "gtest/gtest.h"
 #include "tests/integration/test_jobs.h"
 

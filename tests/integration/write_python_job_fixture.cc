@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/pipeline/quantize_job.h"
+#include "core/pipeline/job/quantize_job.h"
 #include "server/tpc_catalog.h"
 #include "tests/integration/test_jobs.h"
 

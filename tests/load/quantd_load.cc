@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/io/file_util.h"
 #include "core/io/sample_set.h"
-#include "core/pipeline/samples.h"
+#include "core/pipeline/job/samples.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/test_jobs.h"
 #include "tests/load/load_runner.h"

@@ -1,5 +1,5 @@
 // The text forms of mixed-precision targets and overrides.
-#include "core/pipeline/mixed_precision_flags.h"
+#include "clients/batch/mixed_precision_flags.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

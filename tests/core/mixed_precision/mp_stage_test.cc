@@ -10,20 +10,20 @@
 #include <string>
 #include <vector>
 
+#include "clients/batch/proto_output.h"
 #include "core/executor/executor.h"
 #include "core/graph/onnx_export.h"
 #include "core/mixed_precision/distance_weighting.h"
 #include "core/mixed_precision/sensitivity_metric.h"
-#include "core/pipeline/example_model.h"
-#include "core/pipeline/fake_quant.h"
-#include "core/pipeline/proto_output.h"
-#include "core/pipeline/qdq_lowering.h"
-#include "core/pipeline/quantize_job.h"
-#include "core/pipeline/samples.h"
-#include "core/pipeline/sensitivity.h"
+#include "core/pipeline/export/fake_quant.h"
+#include "core/pipeline/export/qdq_lowering.h"
+#include "core/pipeline/job/quantize_job.h"
+#include "core/pipeline/job/samples.h"
+#include "core/pipeline/mixed_precision/sensitivity.h"
 #include "core/tpc/registry.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/example_model.h"
 
 namespace quantd {
 namespace {

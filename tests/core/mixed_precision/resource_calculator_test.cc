@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "core/graph/graph.h"
-#include "core/pipeline/mixed_precision_resources.h"
+#include "core/pipeline/mixed_precision/mixed_precision_resources.h"
 #include "gtest/gtest.h"
 
 namespace quantd {

@@ -1,6 +1,6 @@
 // Activation bias correction (MCT's compute_activation_bias_correction) with
 // hand-derived numbers.
-#include "core/pipeline/activation_bias_correction.h"
+#include "core/pipeline/corrections/activation_bias_correction.h"
 
 #include <string>
 #include <vector>

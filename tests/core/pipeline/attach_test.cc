@@ -1,13 +1,15 @@
 // TPC attachment and the plan rules (MCT §1.3 / §3.3), on hand-built models
 // with the built-in IMX500 TPCs (mct-reference §4 gives the expectations).
+#include "core/pipeline/prep/attach.h"
+
 #include <map>
 #include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "core/graph/onnx_import.h"
-#include "core/pipeline/job_state.h"
-#include "core/pipeline/stages.h"
+#include "core/pipeline/job/job_state.h"
+#include "core/pipeline/prep/graph_prep.h"
 #include "core/tpc/builtins.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

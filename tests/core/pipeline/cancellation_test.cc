@@ -7,7 +7,7 @@
 #include <string>
 #include <thread>
 
-#include "core/pipeline/param_selection.h"
+#include "core/pipeline/ptq/param_selection.h"
 #include "gtest/gtest.h"
 
 namespace quantd {

@@ -1,7 +1,7 @@
 // Activation channel equalization (MCT's scale_equalization) with
 // hand-derived numbers, and the function kept intact (executor before and
 // after on the same input).
-#include "core/pipeline/channel_equalization.h"
+#include "core/pipeline/prep/channel_equalization.h"
 
 #include <cmath>
 #include <map>

@@ -3,8 +3,9 @@
 #include <vector>
 
 #include "core/graph/onnx_import.h"
-#include "core/pipeline/bias_correction.h"
-#include "core/pipeline/stages.h"
+#include "core/pipeline/corrections/bias_correction.h"
+#include "core/pipeline/corrections/shift_negative.h"
+#include "core/pipeline/prep/graph_prep.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/core/pipeline/snc_test_state.h"

@@ -1,4 +1,4 @@
-#include "core/pipeline/dynamic_shapes.h"
+#include "core/pipeline/prep/dynamic_shapes.h"
 
 #include <string>
 #include <vector>

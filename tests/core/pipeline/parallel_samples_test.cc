@@ -1,4 +1,4 @@
-#include "core/pipeline/parallel_samples.h"
+#include "core/pipeline/job/parallel_samples.h"
 
 #include <cstdint>
 #include <mutex>

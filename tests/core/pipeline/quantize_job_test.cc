@@ -1,6 +1,6 @@
 // The whole job on the example CNN: results, QDQ agreement with quantd's
 // fake-quant execution, determinism, and the errors a client sees.
-#include "core/pipeline/quantize_job.h"
+#include "core/pipeline/job/quantize_job.h"
 
 #include <cmath>
 #include <memory>
@@ -8,21 +8,21 @@
 #include <string>
 #include <vector>
 
+#include "clients/batch/proto_output.h"
 #include "core/executor/executor.h"
 #include "core/graph/onnx_export.h"
 #include "core/graph/onnx_import.h"
-#include "core/pipeline/example_model.h"
-#include "core/pipeline/fake_quant.h"
-#include "core/pipeline/job_artifacts.h"
-#include "core/pipeline/proto_output.h"
-#include "core/pipeline/qdq_lowering.h"
-#include "core/pipeline/samples.h"
+#include "core/pipeline/export/fake_quant.h"
+#include "core/pipeline/export/qdq_lowering.h"
+#include "core/pipeline/job/job_artifacts.h"
+#include "core/pipeline/job/samples.h"
 #include "core/report/report.h"
 #include "core/tpc/registry.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/data/onnx/model_builder.h"
+#include "tests/testing/example_model.h"
 
 namespace quantd {
 namespace {

@@ -1,5 +1,5 @@
 // Bad samples give INVALID_ARGUMENT naming the sample index and input.
-#include "core/pipeline/samples.h"
+#include "core/pipeline/job/samples.h"
 
 #include <cmath>
 #include <limits>

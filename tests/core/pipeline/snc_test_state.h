@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/pipeline/stages.h"
+#include "core/pipeline/job/job_state.h"
 
 namespace quantd {
 

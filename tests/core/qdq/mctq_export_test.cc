@@ -14,13 +14,13 @@
 #include "core/graph/mctq_ops.h"
 #include "core/graph/onnx_export.h"
 #include "core/graph/onnx_import.h"
-#include "core/pipeline/example_model.h"
-#include "core/pipeline/fake_quant.h"
-#include "core/pipeline/job_artifacts.h"
-#include "core/pipeline/samples.h"
+#include "core/pipeline/export/fake_quant.h"
+#include "core/pipeline/job/job_artifacts.h"
+#include "core/pipeline/job/samples.h"
 #include "core/tpc/registry.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/example_model.h"
 
 namespace quantd {
 namespace {

@@ -22,9 +22,9 @@
 #include "core/graph/mctq_ops.h"
 #include "core/graph/onnx_import.h"
 #include "core/io/npy.h"
-#include "core/pipeline/fake_quant.h"
-#include "core/pipeline/job_artifacts.h"
-#include "core/pipeline/samples.h"
+#include "core/pipeline/export/fake_quant.h"
+#include "core/pipeline/job/job_artifacts.h"
+#include "core/pipeline/job/samples.h"
 #include "core/tpc/registry.h"
 #include "gtest/gtest.h"
 

@@ -5,14 +5,14 @@
 #include <vector>
 
 #include "core/graph/onnx_export.h"
-#include "core/pipeline/example_model.h"
-#include "core/pipeline/quantize_job.h"
-#include "core/pipeline/samples.h"
+#include "core/pipeline/job/quantize_job.h"
+#include "core/pipeline/job/samples.h"
 #include "core/runtime/cancellation.h"
 #include "core/runtime/progress.h"
 #include "core/tpc/registry.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/testing/example_model.h"
 
 namespace quantd {
 namespace {

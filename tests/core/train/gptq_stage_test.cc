@@ -3,9 +3,9 @@
 #include <random>
 #include <vector>
 
-#include "core/pipeline/gptq_block_trainer.h"
-#include "core/pipeline/gptq_options.h"
-#include "core/pipeline/param_selection.h"
+#include "core/pipeline/gptq/gptq_block_trainer.h"
+#include "core/pipeline/gptq/gptq_options.h"
+#include "core/pipeline/ptq/param_selection.h"
 #include "gtest/gtest.h"
 
 namespace quantd {

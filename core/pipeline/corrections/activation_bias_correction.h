@@ -1,0 +1,33 @@
+// MCT's activation bias correction (QuantizationConfig
+// .activation_bias_correction, compute_activation_bias_correction_of_graph
+// .py): quantizing a layer's input shifts its mean; for a Gemm or a 1x1 Conv
+// whose input is a quantized activation the shift is estimated from that
+// tensor's calibration histogram,
+//   d = sum_b count_b * (center(q(edges))_b - center(edges)_b) / sum_b count_b,
+// and d * sum_{non-output axes} W is subtracted from the bias. With
+// activation_bias_correction_threshold > 0, a node is corrected only when
+// 100 * |d| / |mean| reaches the threshold (mean: the float histogram's).
+#ifndef QUANTD_CORE_PIPELINE_CORRECTIONS_ACTIVATION_BIAS_CORRECTION_H_
+#define QUANTD_CORE_PIPELINE_CORRECTIONS_ACTIVATION_BIAS_CORRECTION_H_
+
+#include <optional>
+
+#include "absl/status/status.h"
+#include "core/pipeline/job/job_state.h"
+#include "core/quantizers/types.h"
+#include "quantd/v1/quantized_graph.pb.h"
+
+namespace quantd {
+
+// The mean shift d of a tensor with histogram `h` quantized with `a`;
+// nullopt for an empty histogram or a LUT activation.
+std::optional<double> ActivationMeanShift(const quantizers::Histogram& h,
+                                          const v1::ActivationQuantization& a);
+
+// Corrects every eligible node of the state (after weights bias correction,
+// as MCT's ptq runner orders them).
+absl::Status ApplyActivationBiasCorrection(JobState* state);
+
+}  // namespace quantd
+
+#endif  // QUANTD_CORE_PIPELINE_CORRECTIONS_ACTIVATION_BIAS_CORRECTION_H_

@@ -1,0 +1,244 @@
+#include "core/pipeline/export/qdq_lowering.h"
+
+#include <cstring>
+#include <map>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/qdq/qdq_math.h"
+#include "core/util/status_macros.h"
+
+namespace quantd {
+namespace {
+
+bool IsUniform(v1::QuantizationMethod m) {
+  return m == v1::QUANTIZATION_METHOD_UNIFORM;
+}
+bool IsLut(v1::QuantizationMethod m) {
+  return m == v1::QUANTIZATION_METHOD_LUT_POT_QUANTIZER ||
+         m == v1::QUANTIZATION_METHOD_LUT_SYM_QUANTIZER;
+}
+
+absl::StatusOr<QdqActivation> LowerActivation(
+    const v1::ActivationQuantization& a, const v1::ExportOptions& options) {
+  QdqActivation q;
+  q.tensor = a.tensor();
+  const bool is_signed = !IsUniform(a.method()) && a.is_signed();
+  ASSIGN_OR_RETURN(q.storage, StorageForBits(a.n_bits(), is_signed));
+  q.scale = static_cast<float>(a.scale());
+  q.zero_point = a.zero_point();
+  // 8-bit grids may be stored with the other signedness by shifting the
+  // zero point (same real values); int8 unless asked otherwise (job.proto,
+  // ActivationStorage: ORT's U8S8 kernels saturate on CPUs without VNNI).
+  if (a.n_bits() == 8) {
+    const v1::ActivationStorage storage = options.activation_storage();
+    const bool want_unsigned = storage == v1::ACTIVATION_STORAGE_UINT8;
+    const bool want_signed = storage == v1::ACTIVATION_STORAGE_INT8 ||
+                             storage == v1::ACTIVATION_STORAGE_UNSPECIFIED;
+    const bool stored_signed = q.storage.dtype == DType::kInt8;
+    if ((want_unsigned && stored_signed) || (want_signed && !stored_signed)) {
+      const int64_t shift = stored_signed ? 128 : -128;
+      ASSIGN_OR_RETURN(q.storage, StorageForBits(8, !stored_signed));
+      q.zero_point += shift;
+    }
+  }
+  if (!(q.scale > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "activation '", a.tensor(), "': scale ", a.scale(), " not positive"));
+  }
+  return q;
+}
+
+absl::StatusOr<Tensor> DecodeInts(const v1::Tensor& t,
+                                  const std::vector<int64_t>& shape,
+                                  const std::string& what) {
+  const DType dtype = static_cast<DType>(t.data_type());
+  const size_t esize = DTypeSize(dtype);
+  const int64_t n = NumElements(shape);
+  if (esize == 0 || n < 0 ||
+      t.raw_data().size() != static_cast<size_t>(n) * esize) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": integer values do not match the weight shape"));
+  }
+  Tensor out(DType::kInt32, shape);
+  int32_t* o = out.mutable_data<int32_t>();
+  const char* p = t.raw_data().data();
+  for (int64_t i = 0; i < n; ++i, p += esize) {
+    switch (dtype) {
+      case DType::kInt8:
+        o[i] = *reinterpret_cast<const int8_t*>(p);
+        break;
+      case DType::kUint8:
+        o[i] = *reinterpret_cast<const uint8_t*>(p);
+        break;
+      case DType::kInt16: {
+        int16_t v;
+        std::memcpy(&v, p, 2);
+        o[i] = v;
+        break;
+      }
+      case DType::kUint16: {
+        uint16_t v;
+        std::memcpy(&v, p, 2);
+        o[i] = v;
+        break;
+      }
+      case DType::kInt32:
+        std::memcpy(&o[i], p, 4);
+        break;
+      default:
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, ": integer values of type ", DTypeName(dtype)));
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<QdqWeight> LowerWeight(const Node& node,
+                                      const v1::WeightQuantization& w,
+                                      const Tensor& weight,
+                                      const v1::ExportOptions& options) {
+  const std::string what =
+      absl::StrCat(node.Label(), " input ", w.input_index());
+  QdqWeight q;
+  q.node = node.name;
+  q.input_index = w.input_index();
+  q.axis = w.per_channel() ? w.channel_axis() : -1;
+  ASSIGN_OR_RETURN(q.int_values,
+                   DecodeInts(w.int_values(), weight.shape(), what));
+  if (IsLut(w.method())) {
+    // value = lut / 2^7 * T per channel.
+    for (double t : w.thresholds()) q.scales.push_back(static_cast<float>(t));
+    if (options.lut_snap_to_int8()) {
+      // Exact: lut * (T / 2^7) with integer lut in [-128, 127].
+      for (float& s : q.scales) s /= 128.0f;
+      int32_t* v = q.int_values.mutable_data<int32_t>();
+      for (int64_t i = 0; i < q.int_values.num_elements(); ++i) {
+        if (v[i] < 0 || v[i] >= w.lut_values_size()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(what, ": LUT index out of range"));
+        }
+        v[i] = static_cast<int32_t>(w.lut_values(v[i]));
+      }
+      q.storage = {DType::kInt8, -128, 127};
+    } else {
+      for (float l : w.lut_values()) q.codebook.push_back(l / 128.0f);
+      q.storage = {DType::kUint8, 0, 255};
+    }
+  } else {
+    ASSIGN_OR_RETURN(q.storage,
+                     StorageForBits(w.n_bits(), !IsUniform(w.method())));
+    for (double s : w.scales()) q.scales.push_back(static_cast<float>(s));
+    for (int64_t z : w.zero_points()) q.zero_points.push_back(z);
+  }
+  if (q.axis < 0 && q.scales.size() > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": per-tensor weight with ", q.scales.size(), " scales"));
+  }
+  if (q.zero_points.size() == 1 && q.scales.size() > 1) {
+    q.zero_points.resize(q.scales.size(), q.zero_points[0]);
+  }
+  return q;
+}
+
+}  // namespace
+
+absl::StatusOr<QdqPlan> LowerToQdqPlan(const Model& model,
+                                       const v1::QuantizedGraph& qg,
+                                       const v1::ExportOptions& options) {
+  QdqPlan plan;
+  const Graph& g = model.graph;
+  std::map<std::string, const Node*> nodes;
+  for (const Node& n : g.nodes) nodes[n.name] = &n;
+  std::map<std::string, float> act_scale;
+  for (const auto& a : qg.input_activations()) {
+    ASSIGN_OR_RETURN(QdqActivation q, LowerActivation(a, options));
+    act_scale[q.tensor] = q.scale;
+    plan.activations.push_back(std::move(q));
+  }
+  for (const v1::QuantizedNode& qn : qg.nodes()) {
+    for (const auto& a : qn.activations()) {
+      ASSIGN_OR_RETURN(QdqActivation q, LowerActivation(a, options));
+      act_scale[q.tensor] = q.scale;
+      plan.activations.push_back(std::move(q));
+    }
+  }
+  for (const v1::QuantizedNode& qn : qg.nodes()) {
+    auto it = nodes.find(qn.name());
+    if (it == nodes.end()) {
+      if (qn.weights_size() == 0) continue;
+      return absl::InvalidArgumentError(
+          absl::StrCat("quantized node '", qn.name(), "' is not in the model"));
+    }
+    const Node& node = *it->second;
+    int kernel_index = -1;
+    bool bias_done = false;
+    for (const auto& w : qn.weights()) {
+      const Tensor* t = g.FindInitializer(node.Input(w.input_index()));
+      if (t == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(node.Label(), ": input ", w.input_index(),
+                         " is not a constant initializer"));
+      }
+      ASSIGN_OR_RETURN(QdqWeight q, LowerWeight(node, w, *t, options));
+      plan.weights.push_back(std::move(q));
+      if (w.input_index() == 1) {
+        kernel_index = static_cast<int>(plan.weights.size()) - 1;
+      }
+      if (w.input_index() == 2) bias_done = true;
+    }
+    // int32 bias (scale = x_scale * w_scale) for Conv and Gemm whose input
+    // and per-output-channel (or per-tensor) kernel are quantized.
+    const bool conv = node.op_type == "Conv";
+    const bool gemm = node.op_type == "Gemm";
+    if (bias_done || kernel_index < 0 ||
+        !plan.weights[kernel_index].codebook.empty() || !(conv || gemm) ||
+        node.Input(2).empty()) {
+      continue;
+    }
+    auto x = act_scale.find(node.Input(0));
+    const Tensor* b = g.FindInitializer(node.Input(2));
+    if (x == act_scale.end() || b == nullptr || b->dtype() != DType::kFloat ||
+        b->rank() != 1) {
+      continue;
+    }
+    const QdqWeight* kernel = &plan.weights[kernel_index];
+    int out_axis = 0;
+    if (gemm) {
+      if (node.GetInt("transA", 0) != 0 || node.GetFloat("alpha", 1) != 1 ||
+          node.GetFloat("beta", 1) != 1) {
+        continue;
+      }
+      out_axis = node.GetInt("transB", 0) != 0 ? 0 : 1;
+    }
+    const int64_t m = b->dim(0);
+    const bool per_tensor = kernel->axis < 0;
+    if (!per_tensor && (kernel->axis != out_axis ||
+                        static_cast<int64_t>(kernel->scales.size()) != m)) {
+      continue;
+    }
+    bool zero_zp = true;
+    for (int64_t z : kernel->zero_points) zero_zp = zero_zp && z == 0;
+    if (!zero_zp) continue;
+    QuantizedBias qb =
+        QuantizeBias(b->span<float>(), x->second, kernel->scales);
+    QdqWeight bias;
+    bias.node = node.name;
+    bias.input_index = 2;
+    bias.storage = {DType::kInt32, DTypeMin(DType::kInt32),
+                    DTypeMax(DType::kInt32)};
+    bias.axis = 0;
+    bias.scales = qb.scales;
+    bias.int_values = Tensor(DType::kInt32, {m});
+    std::memcpy(bias.int_values.mutable_raw(), qb.values.data(), m * 4);
+    bool ok = true;
+    for (float s : bias.scales) ok = ok && s > 0;
+    if (ok) plan.weights.push_back(std::move(bias));
+  }
+  plan.metadata.push_back({"quantd.tpc", qg.tpc()});
+  plan.metadata.push_back({"quantd.tpc_digest", qg.tpc_digest()});
+  return plan;
+}
+
+}  // namespace quantd

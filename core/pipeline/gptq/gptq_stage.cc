@@ -1,0 +1,406 @@
+#include "core/pipeline/gptq/gptq_stage.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/graph/graph_edit.h"
+#include "core/graph/graph_index.h"
+#include "core/graph/transforms.h"
+#include "core/pipeline/export/fake_quant.h"
+#include "core/pipeline/export/qdq_lowering.h"
+#include "core/pipeline/export/quantized_graph_builder.h"
+#include "core/pipeline/gptq/gptq_block_trainer.h"
+#include "core/pipeline/gptq/gptq_blocks.h"
+#include "core/train/quantizer_config.h"
+#include "core/util/status_macros.h"
+
+namespace quantd {
+namespace {
+
+// k distinct positions of [0, total), sorted; the same for the same
+// (block, sample) in the float and the quantized pass.
+std::vector<int64_t> PickRows(int64_t total, int64_t k, uint64_t seed) {
+  std::vector<int64_t> all(total);
+  for (int64_t i = 0; i < total; ++i) all[i] = i;
+  if (k >= total) return all;
+  std::mt19937_64 rng(seed);
+  for (int64_t i = 0; i < k; ++i) {
+    const int64_t j = i + static_cast<int64_t>(rng() % (total - i));
+    std::swap(all[i], all[j]);
+  }
+  all.resize(k);
+  std::sort(all.begin(), all.end());
+  return all;
+}
+
+uint64_t Seed(size_t block, size_t sample) {
+  return 0x9e3779b97f4a7c15ull ^ (block * 1000003ull + sample);
+}
+
+// Output positions of a block's output tensor: rows and values per row.
+bool OutputRows(const GptqBlock& b, const Tensor& t, int64_t* rows) {
+  if (t.dtype() != DType::kFloat) return false;
+  if (b.is_conv) {
+    if (t.rank() < 3 || t.dim(1) != b.out_features) return false;
+    *rows = t.num_elements() / b.out_features;
+    return true;
+  }
+  if (t.rank() < 1 || t.dim(t.rank() - 1) != b.out_features) return false;
+  *rows = t.num_elements() / b.out_features;
+  return true;
+}
+
+// Values of output row r ([N, M, spatial] for convs, [rows, M] otherwise).
+void OutputRow(const GptqBlock& b, const Tensor& t, int64_t r, float* out) {
+  const float* y = t.data<float>();
+  const int64_t m_count = b.out_features;
+  if (b.is_conv) {
+    const int64_t spatial = t.num_elements() / (t.dim(0) * m_count);
+    const int64_t n = r / spatial, p = r % spatial;
+    for (int64_t m = 0; m < m_count; ++m) {
+      out[m] = y[(n * m_count + m) * spatial + p];
+    }
+    return;
+  }
+  std::copy_n(y + r * m_count, m_count, out);
+}
+
+struct BlockTargets {
+  std::vector<std::vector<int64_t>> rows;  // per sample
+  std::vector<int64_t> total_rows;         // per sample
+  std::vector<float> values;               // [sum rows, M]
+  bool ok = true;
+};
+
+absl::Status CollectTargets(const std::vector<GptqBlock>& blocks,
+                            const Executor& float_exec,
+                            const std::vector<SampleFeeds>& samples,
+                            int64_t rows_per_sample,
+                            const CancellationToken* cancel,
+                            std::vector<BlockTargets>* targets) {
+  targets->assign(blocks.size(), BlockTargets());
+  std::map<std::string, size_t> by_tensor;
+  for (size_t b = 0; b < blocks.size(); ++b) by_tensor[blocks[b].output] = b;
+  for (size_t s = 0; s < samples.size(); ++s) {
+    for (auto& t : *targets) {
+      t.rows.emplace_back();
+      t.total_rows.push_back(0);
+    }
+    TensorObserver observer = [&](const Node& node, int index,
+                                  const Tensor& value) {
+      auto it = by_tensor.find(node.outputs[index]);
+      if (it == by_tensor.end()) return;
+      const GptqBlock& block = blocks[it->second];
+      BlockTargets& t = (*targets)[it->second];
+      int64_t total = 0;
+      if (!t.ok || !OutputRows(block, value, &total)) {
+        t.ok = false;
+        return;
+      }
+      t.total_rows[s] = total;
+      t.rows[s] = PickRows(total, rows_per_sample, Seed(it->second, s));
+      const size_t base = t.values.size();
+      t.values.resize(base + t.rows[s].size() * block.out_features);
+      for (size_t k = 0; k < t.rows[s].size(); ++k) {
+        OutputRow(block, value, t.rows[s][k],
+                  t.values.data() + base + k * block.out_features);
+      }
+    };
+    RunOptions run;
+    run.observer = &observer;
+    run.cancel = cancel;
+    auto out = float_exec.Run(samples[s], run);
+    if (!out.ok()) {
+      return absl::Status(out.status().code(),
+                          absl::StrCat("GPTQ float pass, sample ", s, ": ",
+                                       out.status().message()));
+    }
+    // Block outputs that are graph outputs are not observed.
+    for (auto& [name, value] : *out) {
+      auto it = by_tensor.find(name);
+      if (it == by_tensor.end() || !(*targets)[it->second].rows[s].empty()) {
+        continue;
+      }
+      Node graph_output;
+      graph_output.outputs = {name};
+      observer(graph_output, 0, value);
+    }
+  }
+  for (auto& t : *targets) {
+    for (size_t s = 0; s < samples.size(); ++s) {
+      if (t.rows[s].empty()) t.ok = false;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Patches of the block's sampled positions from its quantized input of one
+// sample; false if the input does not match the float pass.
+bool AppendPatches(const GptqBlock& block, const Tensor& input,
+                   const std::vector<int64_t>& rows, int64_t total_rows,
+                   std::vector<double>* patches, int64_t* cols) {
+  if (input.dtype() != DType::kFloat) return false;
+  if (block.is_conv) {
+    train::ConvGeometry g = block.conv;
+    if (input.rank() == 4 && g.kernel_h >= 1) {
+      g.batch = input.dim(0), g.channels = input.dim(1);
+      g.height = input.dim(2), g.width = input.dim(3);
+    } else if (input.rank() == 3) {
+      g.batch = input.dim(0), g.channels = input.dim(1);
+      g.height = 1, g.width = input.dim(2);
+    } else {
+      return false;
+    }
+    if (!train::ValidateConvGeometry(g).ok()) return false;
+    const int64_t oh = g.OutHeight(), ow = g.OutWidth();
+    if (g.batch * oh * ow != total_rows ||
+        g.PatchSize() != block.in_features * g.groups) {
+      return false;
+    }
+    *cols = g.PatchSize();
+    const size_t base = patches->size();
+    patches->resize(base + rows.size() * *cols);
+    for (size_t k = 0; k < rows.size(); ++k) {
+      const int64_t n = rows[k] / (oh * ow), p = rows[k] % (oh * ow);
+      train::ConvPatch(g, input.data<float>(), n, p / ow, p % ow,
+                       patches->data() + base + k * *cols);
+    }
+    return true;
+  }
+  const int64_t kin = block.in_features;
+  if (input.rank() < 1 || input.dim(input.rank() - 1) != kin ||
+      input.num_elements() / kin != total_rows) {
+    return false;
+  }
+  *cols = kin;
+  const float* x = input.data<float>();
+  const size_t base = patches->size();
+  patches->resize(base + rows.size() * kin);
+  for (size_t k = 0; k < rows.size(); ++k) {
+    for (int64_t j = 0; j < kin; ++j) {
+      (*patches)[base + k * kin + j] = x[rows[k] * kin + j];
+    }
+  }
+  return true;
+}
+
+absl::Status WriteBias(const GptqBlock& block, const std::vector<double>& bias,
+                       JobState* state) {
+  Graph& g = state->model.graph;
+  Node& node = g.nodes[block.kernel_node];
+  std::vector<int64_t> shape = {static_cast<int64_t>(bias.size())};
+  bool shared = true;
+  if (!block.bias.empty()) {
+    const Tensor* old = g.FindInitializer(block.bias);
+    if (old != nullptr) shape = old->shape();
+    shared = GraphIndex(g).NumUses(block.bias) != 1;
+  }
+  Tensor t(DType::kFloat, shape);
+  for (size_t i = 0; i < bias.size(); ++i) {
+    t.mutable_data<float>()[i] = static_cast<float>(bias[i]);
+  }
+  if (!block.bias.empty() && !shared) {
+    g.initializers[block.bias] = std::move(t);
+    return absl::OkStatus();
+  }
+  const std::string name =
+      UniqueTensorName(g, absl::StrCat(node.name, "_gptq_bias"));
+  g.initializers[name] = std::move(t);
+  if (node.inputs.size() < 3) node.inputs.resize(3);
+  node.inputs[2] = name;
+  return absl::OkStatus();
+}
+
+// The block's inputs at its sampled positions in the fake-quant model with
+// every block trained so far: patches into `data`, their width into `cols`.
+// False if an input does not match the float pass.
+absl::StatusOr<bool> CollectQuantizedInputs(
+    const GptqBlock& block, const BlockTargets& block_targets,
+    const std::vector<SampleFeeds>& samples,
+    const v1::ExportOptions& export_options,
+    const ExecutorOptions& exec_options, const std::string& label,
+    const CancellationToken* cancel, const JobState& state,
+    GptqBlockData* block_data, int64_t* block_cols) {
+  GptqBlockData& data = *block_data;
+  int64_t& cols = *block_cols;
+  v1::QuantizedGraph qg = BuildQuantizedGraph(state, "", "");
+  ASSIGN_OR_RETURN(QdqPlan plan,
+                   LowerToQdqPlan(state.model, qg, export_options));
+  ASSIGN_OR_RETURN(Model fq_model, WithFakeQuantWeights(state.model, plan));
+  ASSIGN_OR_RETURN(std::unique_ptr<Executor> fq_exec,
+                   Executor::Create(std::move(fq_model), exec_options));
+  ActivationFakeQuantizer quantizer(plan);
+  bool ok = true;
+  for (size_t s = 0; s < samples.size() && ok; ++s) {
+    const SampleFeeds feeds = quantizer.FakeQuantizeFeeds(samples[s]);
+    const auto& rows = block_targets.rows[s];
+    const int64_t total = block_targets.total_rows[s];
+    auto feed = feeds.find(block.input);
+    if (feed != feeds.end()) {
+      ok =
+          AppendPatches(block, feed->second, rows, total, &data.patches, &cols);
+      continue;
+    }
+    bool seen = false;
+    TensorObserver observer = [&](const Node& n, int index,
+                                  const Tensor& value) {
+      if (n.outputs[index] != block.input || seen) return;
+      seen = true;
+      ok = AppendPatches(block, value, rows, total, &data.patches, &cols);
+    };
+    RunOptions run;
+    run.observer = &observer;
+    run.rewriter = &quantizer.rewriter();
+    run.cancel = cancel;
+    auto out = fq_exec->Run(feeds, run);
+    if (!out.ok()) {
+      return absl::Status(
+          out.status().code(),
+          absl::StrCat("GPTQ quantized pass for ", label, ", sample ", s, ": ",
+                       out.status().message()));
+    }
+    ok = ok && seen;
+  }
+  return ok;
+}
+
+// The current bias of the block's kernel node (`bias_name`, zeros if none).
+absl::StatusOr<std::vector<double>> CurrentBias(const GptqBlock& block,
+                                                const Graph& g,
+                                                const std::string& bias_name) {
+  std::vector<double> bias(block.out_features, 0.0);
+  if (!bias_name.empty()) {
+    const Tensor* b = g.FindInitializer(bias_name);
+    if (b == nullptr || b->num_elements() != block.out_features) {
+      return absl::InternalError("GPTQ: bias vanished");
+    }
+    ASSIGN_OR_RETURN(Tensor bf, b->CastToFloat());
+    for (int64_t i = 0; i < block.out_features; ++i) {
+      bias[i] = bf.data<float>()[i];
+    }
+  }
+  return bias;
+}
+
+}  // namespace
+
+absl::Status RunGptq(const GptqOptions& options, const Executor& float_exec,
+                     const std::vector<SampleFeeds>& all_samples,
+                     const v1::ExportOptions& export_options, JobState* state,
+                     ThreadPool* pool, const CancellationToken* cancel,
+                     ProgressSink* progress) {
+  std::vector<SampleFeeds> samples = all_samples;
+  if (options.max_samples > 0 &&
+      static_cast<int>(samples.size()) > options.max_samples) {
+    samples.resize(options.max_samples);
+  }
+  if (samples.empty()) return absl::OkStatus();
+  std::vector<std::string> skipped;
+  const std::vector<GptqBlock> blocks = FindGptqBlocks(*state, &skipped);
+  for (const std::string& s : skipped) {
+    state->warnings.push_back(
+        absl::StrCat("GPTQ keeps the PTQ weights of ", s));
+  }
+  const int64_t rows_per_sample =
+      (options.rows_per_block + static_cast<int64_t>(samples.size()) - 1) /
+      static_cast<int64_t>(samples.size());
+  std::vector<BlockTargets> targets;
+  RETURN_IF_ERROR(CollectTargets(blocks, float_exec, samples, rows_per_sample,
+                                 cancel, &targets));
+  ExecutorOptions exec_options;
+  exec_options.pool = pool;
+  for (size_t bi = 0; bi < blocks.size(); ++bi) {
+    const GptqBlock& block = blocks[bi];
+    Node& node = state->model.graph.nodes[block.kernel_node];
+    const std::string label = node.Label();
+    if (cancel != nullptr) RETURN_IF_ERROR(cancel->Check());
+    if (!targets[bi].ok) {
+      state->warnings.push_back(absl::StrCat(
+          "GPTQ keeps the PTQ weights of ", label, ": its output '",
+          block.output, "' is not a float tensor of ", block.out_features,
+          " channels"));
+      continue;
+    }
+    const double base = static_cast<double>(bi) / blocks.size();
+    if (progress != nullptr) {
+      progress->Report({"gptq", base,
+                        absl::StrCat("block ", bi + 1, "/", blocks.size(), ": ",
+                                     label, ", collecting inputs")});
+    }
+    GptqBlockData data;
+    int64_t cols = 0;
+    ASSIGN_OR_RETURN(const bool ok,
+                     CollectQuantizedInputs(block, targets[bi], samples,
+                                            export_options, exec_options, label,
+                                            cancel, *state, &data, &cols));
+    if (!ok) {
+      state->warnings.push_back(
+          absl::StrCat("GPTQ keeps the PTQ weights of ", label,
+                       ": its quantized input does not match the float pass"));
+      continue;
+    }
+    data.shape.out = block.out_features;
+    data.shape.in = block.in_features;
+    data.shape.groups = block.is_conv ? block.conv.groups : 1;
+    data.shape.rows = static_cast<int64_t>(data.patches.size()) / cols;
+    data.target.assign(targets[bi].values.begin(), targets[bi].values.end());
+
+    const Graph& g = state->model.graph;
+    const Tensor* weight = g.FindInitializer(node.Input(1));
+    if (weight == nullptr) return absl::InternalError("GPTQ: kernel vanished");
+    const std::string bias_name = node.Input(2);
+    ASSIGN_OR_RETURN(std::vector<double> bias,
+                     CurrentBias(block, g, bias_name));
+    GptqBlock current = block;
+    current.bias = bias_name;  // bias correction may have renamed it
+    v1::WeightQuantization& wq =
+        state->plans[block.kernel_node].weight_results[block.weight_index];
+    const auto on_epoch = [&](int epoch) {
+      if (progress == nullptr) return;
+      progress->Report(
+          {"gptq", base + (epoch + 1.0) / (options.n_epochs * blocks.size()),
+           absl::StrCat("block ", bi + 1, "/", blocks.size(), ": ", label,
+                        ", epoch ", epoch + 1, "/", options.n_epochs)});
+    };
+    auto trained = TrainGptqBlock(current, data, *weight, wq, bias, options,
+                                  cancel, on_epoch);
+    if (!trained.ok()) {
+      const absl::StatusCode code = trained.status().code();
+      if (code == absl::StatusCode::kCancelled ||
+          code == absl::StatusCode::kDeadlineExceeded) {
+        return trained.status();
+      }
+      // A block the trainer cannot handle keeps its PTQ weights.
+      state->warnings.push_back(absl::StrCat("GPTQ keeps the PTQ weights of ",
+                                             label, ": ",
+                                             trained.status().message()));
+      continue;
+    }
+    const GptqBlockResult& r = *trained;
+    GptqLayerError e;
+    e.node = node.name;
+    e.sqnr_before_db = r.sqnr_before_db;
+    e.sqnr_after_db = r.sqnr_after_db;
+    e.steps = r.steps;
+    e.applied = r.sqnr_after_db > r.sqnr_before_db;
+    if (e.applied) {
+      RETURN_IF_ERROR(train::WriteFixedWeights(r.weights, &wq));
+      if (options.train_bias && current.bias_trainable) {
+        RETURN_IF_ERROR(WriteBias(current, r.bias, state));
+      }
+    }
+    state->gptq_layers.push_back(std::move(e));
+  }
+  RemoveUnusedInitializers(&state->model.graph);
+  if (progress != nullptr) progress->Report({"gptq", 1.0, "done"});
+  return absl::OkStatus();
+}
+
+}  // namespace quantd

@@ -1,0 +1,355 @@
+#include "core/pipeline/job/preflight.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/graph/onnx_import.h"
+#include "core/graph/shape_inference.h"
+#include "core/pipeline/export/export_formats.h"
+#include "core/pipeline/gptq/gptq_options.h"
+#include "core/pipeline/mixed_precision/mixed_precision_stage.h"
+#include "core/tpc/framework_info.h"
+#include "core/tpc/json_io.h"
+#include "core/tpc/tpc_ref.h"
+#include "core/util/status_macros.h"
+
+namespace quantd {
+namespace {
+
+absl::Status Prefixed(absl::string_view field, const absl::Status& status) {
+  return absl::Status(status.code(),
+                      absl::StrCat(field, ": ", status.message()));
+}
+
+// Options the pipeline cannot honour are rejected, never ignored.
+absl::Status RejectUnsupported(const v1::QuantizeRequest& r,
+                               const PtqOptions& o) {
+  const auto unimplemented = [](const std::string& what) {
+    return absl::UnimplementedError(
+        absl::StrCat(what, " is not implemented by this quantd version"));
+  };
+  RETURN_IF_ERROR(ValidateMixedPrecisionConfig(r.mixed_precision()));
+  if (r.gptq().enabled()) {
+    RETURN_IF_ERROR(ResolveGptqOptions(r.gptq()).status());
+  }
+  if (o.weights_second_moment_correction) {
+    return unimplemented("quantization.weights_second_moment_correction");
+  }
+  if (o.shift_negative_threshold_recalculation) {
+    return unimplemented("quantization.shift_negative_threshold_recalculation");
+  }
+  return absl::OkStatus();
+}
+
+ImportOptions ImportOptionsFor(const JobLimits& limits) {
+  ImportOptions options;
+  options.max_nodes = limits.max_nodes;
+  options.max_tensor_bytes = std::min<int64_t>(options.max_tensor_bytes,
+                                               limits.max_tensor_elements * 8);
+  options.max_model_bytes = limits.max_model_bytes;
+  return options;
+}
+
+int64_t RawBytes(
+    const google::protobuf::RepeatedPtrField<v1::Sample>& samples) {
+  int64_t bytes = 0;
+  for (const auto& s : samples) {
+    for (const auto& t : s.inputs()) bytes += t.raw_data().size();
+  }
+  return bytes;
+}
+
+// Parsed model, prepared copy, fake-quant copy and QDQ export each hold the
+// weights; an MCTQ export holds them twice more (its graph and its bytes,
+// float weights).
+int64_t BaseEstimate(int64_t sample_bytes, int64_t model_bytes,
+                     const v1::ExportOptions& export_options) {
+  const int64_t model_copies =
+      5 + (WantsExportFormat(export_options, v1::EXPORT_FORMAT_MCTQ) ? 2 : 0);
+  return sample_bytes * 2 + model_bytes * model_copies + (int64_t{64} << 20);
+}
+
+// Bytes of every activation of one sample: shapes inferred (on a copy) for
+// the first calibration sample's input shapes, else the declared ones.
+// Tensors whose shape stays unknown count as the largest input.
+int64_t ActivationBytesPerSample(const Model& imported,
+                                 const std::vector<SampleFeeds>& calibration) {
+  Model model = imported;
+  ShapeInferenceOptions shape_options;
+  int64_t largest_input = 0;
+  if (!calibration.empty()) {
+    for (const auto& [name, t] : calibration[0]) {
+      shape_options.input_shapes[name] = t.shape();
+      largest_input =
+          std::max<int64_t>(largest_input, static_cast<int64_t>(t.byte_size()));
+    }
+  }
+  if (!InferShapes(&model, shape_options).ok()) {
+    shape_options.input_shapes.clear();  // fall back to the declared shapes
+    if (!InferShapes(&model, shape_options).ok()) return 0;
+  }
+  const Graph& g = model.graph;
+  // Saturates: a bound above any budget is as good as the exact figure.
+  constexpr int64_t kCap = int64_t{1} << 50;
+  int64_t total = 0;
+  for (const auto& [name, info] : g.value_info) {
+    if (g.IsConstant(name)) continue;
+    int64_t bytes = largest_input;
+    bool known = info.has_shape;
+    int64_t n = 1;
+    for (int64_t d : info.shape) {
+      if (d < 0) {
+        known = false;
+        break;
+      }
+      n = (d > 0 && n > kCap / d) ? kCap : n * d;
+    }
+    if (known) {
+      const int64_t size = static_cast<int64_t>(DTypeSize(info.dtype));
+      bytes = std::min(kCap, n) * (size > 0 ? size : 4);
+    }
+    total = std::min(kCap, total + bytes);
+  }
+  return total;
+}
+
+int64_t ActivationsInFlight(int64_t per_sample, int samples_in_flight,
+                            int num_samples) {
+  // Per sample in flight, evaluation keeps a float copy of every quantized
+  // activation while the fake-quant run makes its own: at most twice the sum
+  // of all activations.
+  const int64_t in_flight = std::max<int64_t>(
+      1,
+      std::min<int64_t>({samples_in_flight, 1024, std::max(1, num_samples)}));
+  return std::min(int64_t{1} << 50, 2 * in_flight * per_sample);
+}
+
+}  // namespace
+
+int ReportSampleCount(int report_samples) {
+  if (report_samples == 0) return kDefaultReportSamples;
+  return report_samples < 0 ? -1 : report_samples;
+}
+
+absl::StatusOr<ResolvedTpc> ResolveTpc(const v1::TpcRef& ref,
+                                       const TpcRegistry& registry) {
+  ResolvedTpc out;
+  const char* field = "tpc.inline_tpc";
+  switch (ref.source_case()) {
+    case v1::TpcRef::kName: {
+      auto entry = registry.ResolveEntry(ref.name());
+      if (!entry.ok()) return Prefixed("tpc.name", entry.status());
+      out.tpc = entry->tpc;
+      out.ref = absl::StrCat(entry->name, "@", entry->version);
+      out.digest = entry->digest;
+      return out;
+    }
+    case v1::TpcRef::kInlineTpc: {
+      auto resolved = registry.ResolveInline(ref.inline_tpc());
+      if (!resolved.ok()) return Prefixed(field, resolved.status());
+      out.tpc = *std::move(resolved);
+      break;
+    }
+    case v1::TpcRef::kInlineJson: {
+      field = "tpc.inline_json";
+      auto parsed = tpc::TpcFromJson(ref.inline_json());
+      if (!parsed.ok()) return Prefixed(field, parsed.status());
+      auto resolved = registry.ResolveInline(*parsed);
+      if (!resolved.ok()) return Prefixed(field, resolved.status());
+      out.tpc = *std::move(resolved);
+      break;
+    }
+    default:
+      return absl::InvalidArgumentError(
+          "tpc: no TPC given (set tpc.name, tpc.inline_tpc or "
+          "tpc.inline_json)");
+  }
+  const auto or_inline = [](const std::string& s) {
+    return s.empty() ? std::string("inline") : s;
+  };
+  out.ref = absl::StrCat(or_inline(out.tpc->name()), "@",
+                         or_inline(out.tpc->version()));
+  out.digest = tpc::TpcDigest(*out.tpc);
+  return out;
+}
+
+absl::Status ValidateQuantizeRequest(const v1::QuantizeRequest& request,
+                                     const JobLimits& limits) {
+  if (request.onnx_model().empty() && request.model_ref().empty()) {
+    return absl::InvalidArgumentError(
+        "onnx_model: empty (send the model bytes or a model_ref)");
+  }
+  if (static_cast<int64_t>(request.onnx_model().size()) >
+      limits.max_model_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("onnx_model: ", request.onnx_model().size(),
+                     " bytes, the limit is ", limits.max_model_bytes));
+  }
+  if (request.calibration_samples_size() == 0 &&
+      request.samples_ref().empty()) {
+    return absl::InvalidArgumentError(
+        "calibration_samples: no samples (at least one is needed)");
+  }
+  RETURN_IF_ERROR(
+      ValidateSampleProtos(request.calibration_samples(), "calibration_samples",
+                           limits.max_samples, limits.max_sample_bytes));
+  RETURN_IF_ERROR(ValidateSampleProtos(request.evaluation_samples(),
+                                       "evaluation_samples", limits.max_samples,
+                                       limits.max_sample_bytes));
+  switch (request.tpc().source_case()) {
+    case v1::TpcRef::kName: {
+      auto ref = tpc::ParseTpcRef(request.tpc().name());
+      if (!ref.ok()) return Prefixed("tpc.name", ref.status());
+      break;
+    }
+    case v1::TpcRef::SOURCE_NOT_SET:
+      return absl::InvalidArgumentError(
+          "tpc: no TPC given (set tpc.name, tpc.inline_tpc or "
+          "tpc.inline_json)");
+    default:
+      break;
+  }
+  if (request.report_samples() < -1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "report_samples: must be -1 (all), 0 (the default, 16) or a count, "
+        "got ",
+        request.report_samples()));
+  }
+  if (request.num_threads() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_threads: must be >= 0, got ", request.num_threads()));
+  }
+  if (!v1::ActivationStorage_IsValid(
+          request.export_options().activation_storage())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "export_options.activation_storage: ",
+        request.export_options().activation_storage(),
+        " is not ACTIVATION_STORAGE_UNSPECIFIED, _UINT8, _INT8 or _AUTO"));
+  }
+  if (request.quantization().has_framework_info()) {
+    // Checked here, not first when the TPC is attached after import.
+    tpc::OnnxFrameworkInfo framework_info = tpc::OnnxFrameworkInfo::Default();
+    if (absl::Status st = framework_info.ApplyOverride(
+            request.quantization().framework_info());
+        !st.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("quantization.", st.message()));
+    }
+  }
+  RETURN_IF_ERROR(ValidateExportFormats(request.export_options()));
+  ASSIGN_OR_RETURN(
+      PtqOptions options,
+      ResolvePtqOptions(request.quantization(), request.gptq().enabled()));
+  return RejectUnsupported(request, options);
+}
+
+absl::StatusOr<JobInput> PreflightJob(
+    const v1::QuantizeRequest& request, absl::string_view model_bytes,
+    const google::protobuf::RepeatedPtrField<v1::Sample>& calibration_samples,
+    ResolvedTpc tpc, const JobLimits& limits) {
+  JobInput input;
+  input.request = &request;
+  input.tpc = std::move(tpc);
+  ASSIGN_OR_RETURN(input.options, ResolvePtqOptions(request.quantization(),
+                                                    request.gptq().enabled()));
+  if (model_bytes.empty()) {
+    return absl::InvalidArgumentError("onnx_model: empty");
+  }
+  if (&calibration_samples != &request.calibration_samples()) {
+    // From a samples_ref: not seen by ValidateQuantizeRequest.
+    RETURN_IF_ERROR(
+        ValidateSampleProtos(calibration_samples, "calibration_samples",
+                             limits.max_samples, limits.max_sample_bytes));
+  }
+  if (calibration_samples.empty()) {
+    return absl::InvalidArgumentError(
+        "calibration_samples: no samples (at least one is needed)");
+  }
+  auto imported = ImportOnnx(model_bytes, ImportOptionsFor(limits));
+  if (!imported.ok()) return Prefixed("onnx_model", imported.status());
+  input.model = *std::move(imported);
+  input.model_bytes = static_cast<int64_t>(model_bytes.size());
+  input.sample_bytes =
+      RawBytes(calibration_samples) + RawBytes(request.evaluation_samples());
+
+  const int64_t max_bytes = limits.max_sample_bytes;
+  ASSIGN_OR_RETURN(input.calibration,
+                   DecodeSamples(calibration_samples, input.model.graph.inputs,
+                                 "calibration_samples", max_bytes));
+  const int max_calibration = input.options.max_calibration_samples;
+  if (max_calibration > 0 &&
+      static_cast<int>(input.calibration.size()) > max_calibration) {
+    input.calibration.resize(max_calibration);
+  }
+  if (request.evaluation_samples_size() > 0) {
+    ASSIGN_OR_RETURN(
+        input.evaluation,
+        DecodeSamples(request.evaluation_samples(), input.model.graph.inputs,
+                      "evaluation_samples", max_bytes));
+  } else {
+    input.evaluation = input.calibration;
+    const int n = ReportSampleCount(request.report_samples());
+    if (n >= 0 && static_cast<int>(input.evaluation.size()) > n) {
+      input.evaluation.resize(n);
+    }
+  }
+  input.activation_bytes_per_sample =
+      ActivationBytesPerSample(input.model, input.calibration);
+  return input;
+}
+
+absl::StatusOr<JobInput> PreflightJob(const v1::QuantizeRequest& request,
+                                      const TpcRegistry& registry,
+                                      const JobLimits& limits) {
+  RETURN_IF_ERROR(ValidateQuantizeRequest(request, limits));
+  if (request.onnx_model().empty()) {
+    return absl::FailedPreconditionError(
+        "model_ref: uploaded models must be resolved to onnx_model by the "
+        "server before the job runs");
+  }
+  if (request.calibration_samples_size() == 0) {
+    return absl::FailedPreconditionError(
+        "samples_ref: uploaded samples must be resolved by the server before "
+        "the job runs");
+  }
+  ASSIGN_OR_RETURN(ResolvedTpc tpc, ResolveTpc(request.tpc(), registry));
+  return PreflightJob(request, request.onnx_model(),
+                      request.calibration_samples(), std::move(tpc), limits);
+}
+
+int64_t EstimateJobMemoryBytesBeforeImport(const v1::QuantizeRequest& request) {
+  return BaseEstimate(RawBytes(request.calibration_samples()) +
+                          RawBytes(request.evaluation_samples()),
+                      static_cast<int64_t>(request.onnx_model().size()),
+                      request.export_options());
+}
+
+int64_t EstimateJobMemoryBytes(const JobInput& input, int samples_in_flight) {
+  return BaseEstimate(input.sample_bytes, input.model_bytes,
+                      input.request->export_options()) +
+         ActivationsInFlight(input.activation_bytes_per_sample,
+                             samples_in_flight,
+                             static_cast<int>(input.calibration.size()));
+}
+
+int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
+                               const JobLimits& limits, int samples_in_flight) {
+  int64_t per_sample = 0;
+  if (!request.onnx_model().empty()) {
+    auto model = ImportOnnx(request.onnx_model(), ImportOptionsFor(limits));
+    if (model.ok()) {
+      std::vector<SampleFeeds> first;
+      auto decoded =
+          DecodeSamples(request.calibration_samples(), model->graph.inputs,
+                        "calibration_samples", limits.max_sample_bytes);
+      if (decoded.ok() && !decoded->empty()) first.push_back((*decoded)[0]);
+      per_sample = ActivationBytesPerSample(*model, first);
+    }
+  }
+  return EstimateJobMemoryBytesBeforeImport(request) +
+         ActivationsInFlight(per_sample, samples_in_flight,
+                             request.calibration_samples_size());
+}
+
+}  // namespace quantd

@@ -1,0 +1,494 @@
+#include "core/pipeline/job/quantize_job.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "core/executor/executor.h"
+#include "core/graph/onnx_export.h"
+#include "core/graph/onnx_import.h"
+#include "core/graph/shape_inference.h"
+#include "core/pipeline/corrections/activation_bias_correction.h"
+#include "core/pipeline/corrections/bias_correction.h"
+#include "core/pipeline/corrections/post_statistics.h"
+#include "core/pipeline/corrections/shift_negative.h"
+#include "core/pipeline/evaluation/evaluation.h"
+#include "core/pipeline/export/export_formats.h"
+#include "core/pipeline/export/fake_quant.h"
+#include "core/pipeline/export/qdq_lowering.h"
+#include "core/pipeline/export/quantized_graph_builder.h"
+#include "core/pipeline/gptq/gptq_options.h"
+#include "core/pipeline/gptq/gptq_stage.h"
+#include "core/pipeline/job/job_artifacts.h"
+#include "core/pipeline/job/job_state.h"
+#include "core/pipeline/job/ptq_options.h"
+#include "core/pipeline/job/samples.h"
+#include "core/pipeline/mixed_precision/mixed_precision_stage.h"
+#include "core/pipeline/mixed_precision/resource_utilization.h"
+#include "core/pipeline/prep/attach.h"
+#include "core/pipeline/prep/dynamic_shapes.h"
+#include "core/pipeline/prep/graph_prep.h"
+#include "core/pipeline/ptq/param_selection.h"
+#include "core/pipeline/ptq/statistics.h"
+#include "core/qdq/mctq_export.h"
+#include "core/qdq/qdq_export.h"
+#include "core/report/report.h"
+#include "core/runtime/monotonic_progress.h"
+#include "core/tpc/registry.h"
+#include "core/util/status_macros.h"
+
+namespace quantd {
+namespace {
+
+// Forwards to the caller's sink (if any) and timestamps stages.
+class StageClock {
+ public:
+  using StageHook = std::function<absl::Status(const std::string&)>;
+  StageClock(ProgressSink* sink, const CancellationToken* cancel,
+             StageHook on_start)
+      : sink_(sink), cancel_(cancel), on_start_(std::move(on_start)) {}
+
+  absl::Status Begin(const std::string& stage, const std::string& message) {
+    if (cancel_ != nullptr) RETURN_IF_ERROR(cancel_->Check());
+    if (stage == stage_) {  // a new step of the same stage
+      if (sink_ != nullptr) sink_->Report({stage, 0.5, message});
+      return absl::OkStatus();
+    }
+    End();
+    stage_ = stage;
+    start_ = absl::Now();
+    if (sink_ != nullptr) sink_->Report({stage, 0.0, message});
+    if (on_start_) RETURN_IF_ERROR(on_start_(stage));
+    return absl::OkStatus();
+  }
+  void End() {
+    if (stage_.empty()) return;
+    const double s = absl::ToDoubleSeconds(absl::Now() - start_);
+    bool merged = false;
+    for (auto& [name, t] : timings_) {
+      if (name == stage_) {
+        t += s;
+        merged = true;
+      }
+    }
+    if (!merged) timings_.emplace_back(stage_, s);
+    if (sink_ != nullptr) sink_->Report({stage_, 1.0, "done"});
+    stage_.clear();
+  }
+  void Warn(const std::string& message) {
+    if (sink_ != nullptr) sink_->Warn(message);
+  }
+  ProgressSink* sink() const { return sink_; }
+  const std::vector<std::pair<std::string, double>>& timings() const {
+    return timings_;
+  }
+
+ private:
+  ProgressSink* sink_;
+  const CancellationToken* cancel_;
+  StageHook on_start_;
+  std::string stage_;
+  absl::Time start_;
+  std::vector<std::pair<std::string, double>> timings_;
+};
+
+// Input shapes to bind when every sample agrees (shape subgraphs then fold).
+std::map<std::string, std::vector<int64_t>> CommonInputShapes(
+    const std::vector<SampleFeeds>& a, const std::vector<SampleFeeds>& b) {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  if (a.empty()) return shapes;
+  for (const auto& [name, t] : a[0]) shapes[name] = t.shape();
+  for (const auto* list : {&a, &b}) {
+    for (const SampleFeeds& s : *list) {
+      for (const auto& [name, t] : s) {
+        if (shapes[name] != t.shape()) return {};
+      }
+    }
+  }
+  return shapes;
+}
+
+std::string MethodName(v1::QuantizationMethod m) {
+  std::string s = v1::QuantizationMethod_Name(m);
+  const std::string prefix = "QUANTIZATION_METHOD_";
+  if (s.rfind(prefix, 0) == 0) s = s.substr(prefix.size());
+  return s;
+}
+
+// The MCTQ model as MCT 2.3 exports it: opset 15 (or the model's, if
+// higher), the TPC's metadata when it asks for it, and the float model's
+// declared (dynamic) inputs and outputs as for QDQ.
+absl::StatusOr<std::string> ExportMctq(
+    const Model& prepared, const v1::QuantizedGraph& qg,
+    const v1::TargetPlatformCapabilities& tpc,
+    const std::vector<ValueInfo>& declared_inputs,
+    const std::vector<ValueInfo>& declared_outputs,
+    std::vector<std::string>* warnings) {
+  Model model = prepared;
+  if (model.DefaultOpset() < kMctqDefaultOpset) {
+    RETURN_IF_ERROR(UpgradeForQdq(kMctqDefaultOpset, &model));
+  }
+  MctqExportOptions options;
+  options.insert_preserving_quantizers = tpc.insert_preserving_quantizers();
+  options.metadata = MctqMetadata(tpc);
+  ASSIGN_OR_RETURN(Model mctq, BuildMctqModel(model, qg, options));
+  RestoreDeclaredShapes(declared_inputs, declared_outputs, &mctq, warnings);
+  return ExportOnnx(mctq);
+}
+
+// The preflight under the "import" stage, with what the caller resolved.
+absl::StatusOr<JobInput> Preflight(const v1::QuantizeRequest& request,
+                                   const JobContext& context,
+                                   StageClock& clock) {
+  const PreflightSources& sources = context.sources;
+  RETURN_IF_ERROR(clock.Begin("import", "resolving the TPC"));
+  ResolvedTpc tpc;
+  if (sources.tpc != nullptr) {
+    tpc = *sources.tpc;
+  } else {
+    if (context.registry == nullptr) {
+      return absl::InternalError("JobContext.registry is required");
+    }
+    RETURN_IF_ERROR(ValidateQuantizeRequest(request, context.limits));
+    ASSIGN_OR_RETURN(tpc, ResolveTpc(request.tpc(), *context.registry));
+  }
+  const absl::string_view model_bytes =
+      sources.model_bytes.empty() ? request.onnx_model() : sources.model_bytes;
+  if (model_bytes.empty()) {
+    return absl::FailedPreconditionError(
+        "model_ref: uploaded models must be resolved by the server before "
+        "the job runs");
+  }
+  const auto& samples = sources.calibration_samples != nullptr
+                            ? *sources.calibration_samples
+                            : request.calibration_samples();
+  if (samples.empty() && !request.samples_ref().empty()) {
+    return absl::FailedPreconditionError(
+        "samples_ref: uploaded samples must be resolved by the server before "
+        "the job runs");
+  }
+  RETURN_IF_ERROR(clock.Begin("import", "parsing the ONNX model"));
+  ASSIGN_OR_RETURN(JobInput input,
+                   PreflightJob(request, model_bytes, samples, std::move(tpc),
+                                context.limits));
+  if (context.on_preflight) RETURN_IF_ERROR(context.on_preflight(input));
+  return input;
+}
+
+// Which tensors calibration observes: quantized activations (histograms),
+// inputs of bias-corrected layers (means), float graph inputs when the
+// TPC quantizes inputs.
+StatisticsRequest StatisticsRequestFor(const JobState& state) {
+  StatisticsRequest stats_request;
+  const Graph& g = state.model.graph;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const NodePlan& p = state.plans[i];
+    if (p.quantize_activation && !p.preserving && !g.nodes[i].outputs.empty()) {
+      for (const std::string& out : g.nodes[i].outputs) {
+        if (!out.empty()) stats_request.histogram_tensors.insert(out);
+      }
+    }
+    if (state.options.weights_bias_correction &&
+        SupportsBiasCorrection(g.nodes[i])) {
+      for (const WeightSlot& w : p.weights) {
+        if (w.input_index == 1 && w.config.enable_weights_quantization()) {
+          stats_request.mean_tensors[g.nodes[i].Input(0)] = 1;
+        }
+      }
+    }
+  }
+  if (state.input_config.has_value()) {
+    for (const auto& in : g.inputs) {
+      if (in.dtype == DType::kFloat) {
+        stats_request.histogram_tensors.insert(in.name);
+      }
+    }
+  }
+  return stats_request;
+}
+
+// Statistics into the job state; activations that turned out not to be
+// float (or never ran) stay float.
+absl::StatusOr<StatisticsResult> Calibrate(
+    const Executor& float_exec, const std::vector<SampleFeeds>& calibration,
+    JobState* state, ThreadPool* pool, const CancellationToken* cancel,
+    ProgressSink* sink) {
+  ASSIGN_OR_RETURN(
+      StatisticsResult stats,
+      CollectStatistics(float_exec, calibration, StatisticsRequestFor(*state),
+                        pool, cancel, sink));
+  state->stats = std::move(stats.stats);
+  state->input_means = std::move(stats.means);
+  const Graph& g = state->model.graph;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    NodePlan& p = state->plans[i];
+    if (!p.quantize_activation || g.nodes[i].outputs.empty()) continue;
+    const std::string& out = g.nodes[i].outputs[0];
+    if (stats.non_float.count(out) ||
+        (!p.preserving && !state->stats.count(out) &&
+         !(p.known_min && p.known_max))) {
+      p.quantize_activation = false;
+      p.preserving = false;
+      p.float_reason = "output is not a float tensor";
+    }
+  }
+  return stats;
+}
+
+absl::Status ApplyCorrections(JobState* state) {
+  const PtqOptions& o = state->options;
+  if (o.softmax_shift) RETURN_IF_ERROR(ApplySoftmaxShift(state));
+  if (o.concat_threshold_update) {
+    RETURN_IF_ERROR(ApplyConcatThresholdUpdate(state));
+  }
+  if (o.shift_negative_activation_correction) {
+    RETURN_IF_ERROR(ApplyShiftNegativeCorrection(state));
+  }
+  if (o.weights_bias_correction) RETURN_IF_ERROR(ApplyBiasCorrection(state));
+  if (o.activation_bias_correction) {
+    RETURN_IF_ERROR(ApplyActivationBiasCorrection(state));
+  }
+  return absl::OkStatus();
+}
+
+// The QDQ and MCTQ models the request asks for, into `result`. The declared
+// inputs and outputs go back into each (dynamic_shapes.h).
+absl::Status ExportModels(const v1::QuantizeRequest& request,
+                          const ResolvedTpc& tpc, const QdqPlan& plan,
+                          const v1::QuantizedGraph& qg,
+                          const std::vector<ValueInfo>& declared_inputs,
+                          const std::vector<ValueInfo>& declared_outputs,
+                          JobState* state, StageClock& clock,
+                          v1::QuantizeResult* result) {
+  const v1::ExportOptions& options = request.export_options();
+  if (WantsExportFormat(options, v1::EXPORT_FORMAT_QDQ) &&
+      !options.skip_qdq_onnx()) {
+    Model export_model = state->model;
+    const int64_t need = RequiredQdqOpset(plan);
+    if (export_model.DefaultOpset() < need) {
+      RETURN_IF_ERROR(UpgradeForQdq(need, &export_model));
+    }
+    ASSIGN_OR_RETURN(Model qdq, BuildQdqModel(export_model, plan));
+    RestoreDeclaredShapes(declared_inputs, declared_outputs, &qdq,
+                          &state->warnings);
+    ASSIGN_OR_RETURN(std::string bytes, ExportOnnx(qdq));
+    result->set_qdq_onnx(std::move(bytes));
+  }
+  if (WantsExportFormat(options, v1::EXPORT_FORMAT_MCTQ)) {
+    RETURN_IF_ERROR(clock.Begin("export", "writing the MCTQ model"));
+    ASSIGN_OR_RETURN(std::string bytes,
+                     ExportMctq(state->model, qg, *tpc.tpc, declared_inputs,
+                                declared_outputs, &state->warnings));
+    result->set_mctq_onnx(std::move(bytes));
+  }
+  return absl::OkStatus();
+}
+
+// One report row per quantized node; writes each node's SQNR into `qg`.
+std::vector<LayerReport> LayerReports(const EvaluationResult& eval,
+                                      const JobState& state,
+                                      v1::QuantizedGraph* qg) {
+  std::vector<LayerReport> layers;
+  for (v1::QuantizedNode& n : *qg->mutable_nodes()) {
+    LayerReport l;
+    l.node = n.name();
+    l.op_type = n.op_type();
+    l.op_set = n.op_set();
+    l.fused_group = n.fused_group();
+    l.weights_bits = n.weights_bits();
+    l.activation_bits = n.activation_bits();
+    for (const auto& w : n.weights()) {
+      if (w.attr() == "kernel_attr" || l.weights_method.empty()) {
+        l.weights_method = MethodName(w.method());
+      }
+    }
+    if (n.activations_size() > 0) {
+      l.activation_method = MethodName(n.activations(0).method());
+    }
+    if (!n.outputs().empty()) {
+      auto it = eval.tensor_sqnr_db.find(n.outputs(0));
+      if (it != eval.tensor_sqnr_db.end()) {
+        l.sqnr_db = it->second;
+        n.set_sqnr_db(std::isfinite(it->second) ? it->second : 0.0);
+      }
+    }
+    l.float_reason = n.float_reason();
+    for (const GptqLayerError& e : state.gptq_layers) {
+      if (e.node != n.name()) continue;
+      l.gptq_sqnr_before_db = e.sqnr_before_db;
+      l.gptq_sqnr_after_db = e.sqnr_after_db;
+      l.gptq_applied = e.applied;
+    }
+    layers.push_back(std::move(l));
+  }
+  return layers;
+}
+
+// Error figures of the fake-quantized model against float on the
+// evaluation samples. float_exec still runs the snapshot taken before bias
+// correction: the reference is the float model, the corrected biases belong
+// to the quantized one.
+absl::StatusOr<EvaluationResult> Evaluate(
+    const Executor& float_exec, const JobState& state, const QdqPlan& plan,
+    const v1::QuantizedGraph& qg, const std::vector<SampleFeeds>& evaluation,
+    const ExecutorOptions& exec_options, const CancellationToken* cancel,
+    ProgressSink* sink) {
+  ASSIGN_OR_RETURN(Model fq_model, WithFakeQuantWeights(state.model, plan));
+  ASSIGN_OR_RETURN(std::unique_ptr<Executor> fq_exec,
+                   Executor::Create(std::move(fq_model), exec_options));
+  ActivationFakeQuantizer quantizer(plan);
+  std::set<std::string> tensors;
+  for (const auto& n : qg.nodes()) {
+    if (!n.outputs().empty()) tensors.insert(n.outputs(0));
+  }
+  return EvaluateFakeQuant(float_exec, *fq_exec, quantizer, evaluation, tensors,
+                           exec_options.pool, cancel, sink);
+}
+
+void FillResult(const ReportData& report, const ResolvedTpc& tpc,
+                v1::QuantizedGraph qg, v1::QuantizeResult* result) {
+  *result->mutable_quantized_graph() = std::move(qg);
+  result->set_report_json(ReportToJson(report));
+  result->set_report_html(ReportToHtml(report));
+  *result->mutable_resource_utilization() =
+      ToProto(report.resource_utilization);
+  *result->mutable_baseline_8bit() = ToProto(report.baseline_8bit);
+  *result->mutable_targets() = ToProto(report.targets);
+  result->set_output_sqnr_db(report.output_sqnr_db &&
+                                     std::isfinite(*report.output_sqnr_db)
+                                 ? *report.output_sqnr_db
+                                 : 0.0);
+  result->set_tpc(tpc.ref);
+  result->set_tpc_digest(tpc.digest);
+}
+
+// Every stage after the preflight.
+absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
+                                             const JobContext& context,
+                                             StageClock& clock,
+                                             JobArtifacts* artifacts) {
+  const v1::QuantizeRequest& request = *input.request;
+  ThreadPool* pool = context.pool;
+  const CancellationToken* cancel = context.cancel;
+  JobState state;
+  state.options = input.options;
+  state.model = std::move(input.model);
+  const std::vector<SampleFeeds>& calibration = input.calibration;
+  const ResolvedTpc& tpc = input.tpc;
+
+  // Graph preparation.
+  RETURN_IF_ERROR(clock.Begin("prepare", "preparing the graph"));
+  const std::vector<ValueInfo> declared_inputs = state.model.graph.inputs;
+  const std::vector<ValueInfo> declared_outputs = state.model.graph.outputs;
+  RETURN_IF_ERROR(PrepareGraph(state.options,
+                               CommonInputShapes(calibration, input.evaluation),
+                               &state.model, &state.warnings));
+  RETURN_IF_ERROR(AttachTpc(tpc.tpc, request.quantization(),
+                            request.mixed_precision().kernel_weights_bits(),
+                            &state));
+
+  // Statistics.
+  RETURN_IF_ERROR(clock.Begin("calibrate", "collecting statistics"));
+  ExecutorOptions exec_options;
+  exec_options.pool = pool;
+  ASSIGN_OR_RETURN(std::unique_ptr<Executor> float_exec,
+                   Executor::Create(std::make_shared<const Model>(state.model),
+                                    exec_options));
+  ASSIGN_OR_RETURN(
+      StatisticsResult stats,
+      Calibrate(*float_exec, calibration, &state, pool, cancel, clock.sink()));
+
+  // Parameter selection.
+  RETURN_IF_ERROR(clock.Begin("select", "selecting quantization parameters"));
+  RETURN_IF_ERROR(SelectAllParams(&state, pool, cancel, clock.sink()));
+
+  // Mixed precision: the chosen candidate per node, re-selected.
+  MixedPrecisionOutcome mixed_precision;
+  if (MixedPrecisionRequested(request.mixed_precision())) {
+    RETURN_IF_ERROR(
+        clock.Begin("mixed_precision", "searching the bit allocation"));
+    ASSIGN_OR_RETURN(
+        mixed_precision,
+        RunMixedPrecision(request.mixed_precision(), kMpSimdPadding,
+                          stats.shapes, calibration, &state, pool, cancel,
+                          clock.sink()));
+  }
+
+  RETURN_IF_ERROR(clock.Begin("correct", "shift-negative and bias correction"));
+  RETURN_IF_ERROR(ApplyCorrections(&state));
+
+  // GPTQ (float_exec: the float targets, before the corrections).
+  if (request.gptq().enabled()) {
+    RETURN_IF_ERROR(clock.Begin("gptq", "gradient-based rounding"));
+    ASSIGN_OR_RETURN(GptqOptions gptq, ResolveGptqOptions(request.gptq()));
+    RETURN_IF_ERROR(RunGptq(gptq, *float_exec, calibration,
+                            request.export_options(), &state, pool, cancel,
+                            clock.sink()));
+  }
+
+  RETURN_IF_ERROR(clock.Begin("export", "building the quantized graph"));
+  v1::QuantizeResult result;
+  v1::QuantizedGraph qg = BuildQuantizedGraph(state, tpc.ref, tpc.digest);
+  AddMixedPrecisionResults(mixed_precision, &qg);
+  ASSIGN_OR_RETURN(QdqPlan plan,
+                   LowerToQdqPlan(state.model, qg, request.export_options()));
+  RETURN_IF_ERROR(ExportModels(request, tpc, plan, qg, declared_inputs,
+                               declared_outputs, &state, clock, &result));
+
+  RETURN_IF_ERROR(clock.Begin("report", "evaluating against float"));
+  ASSIGN_OR_RETURN(EvaluationResult eval,
+                   Evaluate(*float_exec, state, plan, qg, input.evaluation,
+                            exec_options, cancel, clock.sink()));
+  ReportData report;
+  report.model_name = state.model.graph.name;
+  report.tpc = tpc.ref;
+  report.tpc_digest = tpc.digest;
+  report.num_calibration_samples = static_cast<int>(calibration.size());
+  report.num_evaluation_samples = static_cast<int>(input.evaluation.size());
+  report.layers = LayerReports(eval, state, &qg);
+  report.outputs = eval.outputs;
+  report.output_sqnr_db = eval.output_sqnr_db;
+  report.resource_utilization = ComputeResourceUtilization(
+      state.model, qg, stats.shapes, 0, kMpSimdPadding);
+  report.baseline_8bit = ComputeResourceUtilization(
+      state.model, qg, stats.shapes, 8, kMpSimdPadding);
+  report.targets = mixed_precision.targets;
+  report.warnings = state.warnings;
+  clock.End();
+  report.timings_seconds = clock.timings();
+  FillResult(report, tpc, std::move(qg), &result);
+  if (artifacts != nullptr) {
+    artifacts->prepared_model = std::move(state.model);
+    artifacts->plan = std::move(plan);
+  }
+  return result;
+}
+
+}  // namespace
+
+absl::StatusOr<v1::QuantizeResult> RunQuantizeJob(
+    const v1::QuantizeRequest& request, const JobContext& context) {
+  return RunQuantizeJobWithArtifacts(request, context, nullptr);
+}
+
+absl::StatusOr<v1::QuantizeResult> RunQuantizeJobWithArtifacts(
+    const v1::QuantizeRequest& request, const JobContext& context,
+    JobArtifacts* artifacts) {
+  // Stages report from several threads; clients must never see a stage's
+  // fraction go back.
+  MonotonicProgressSink progress(context.progress);
+  StageClock clock(context.progress != nullptr ? &progress : nullptr,
+                   context.cancel, context.on_stage_start);
+  ASSIGN_OR_RETURN(JobInput input, Preflight(request, context, clock));
+  return RunStages(std::move(input), context, clock, artifacts);
+}
+
+}  // namespace quantd

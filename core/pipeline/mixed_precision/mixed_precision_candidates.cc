@@ -1,0 +1,291 @@
+// The candidates of the mixed-precision search (MCT's configuration
+// filtering): which TPC candidates every node may take, and the parameters
+// selected for each of them.
+#include <algorithm>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/graph/graph_index.h"
+#include "core/pipeline/mixed_precision/internal/mixed_precision_space.h"
+#include "core/pipeline/prep/op_config_bits.h"
+#include "core/pipeline/ptq/param_selection.h"
+#include "core/util/status_macros.h"
+
+namespace quantd::mp_internal {
+namespace {
+
+bool Matches(const v1::NodeFilter& f, const Node& node) {
+  switch (f.filter_case()) {
+    case v1::NodeFilter::kNodeType:
+      return node.op_type == f.node_type();
+    case v1::NodeFilter::kNodeName:
+      return node.name == f.node_name();
+    case v1::NodeFilter::kNameScope:
+      return absl::StrContains(node.name, f.name_scope());
+    default:
+      return false;
+  }
+}
+
+std::string FilterText(const v1::NodeFilter& f) {
+  switch (f.filter_case()) {
+    case v1::NodeFilter::kNodeType:
+      return absl::StrCat("type ", f.node_type());
+    case v1::NodeFilter::kNodeName:
+      return absl::StrCat("name ", f.node_name());
+    case v1::NodeFilter::kNameScope:
+      return absl::StrCat("name scope ", f.name_scope());
+    default:
+      return "no filter";
+  }
+}
+
+// Largest activation bits every consumer of node i accepts (through
+// quantization-preserving consumers), as attach.cc's input-bits filter.
+int ConsumerInputLimit(const Graph& g, const GraphIndex& index,
+                       const std::vector<NodePlan>& plans, int i) {
+  int limit = 1 << 30;
+  if (g.nodes[i].outputs.empty()) return limit;
+  std::vector<int> frontier = index.Consumers(g.nodes[i].outputs[0]);
+  std::set<int> seen;
+  while (!frontier.empty()) {
+    const int c = frontier.back();
+    frontier.pop_back();
+    if (!seen.insert(c).second) continue;
+    limit = std::min(limit, MaxSupportedInputBits(plans[c].config));
+    if (plans[c].preserving && !g.nodes[c].outputs.empty()) {
+      for (int n : index.Consumers(g.nodes[c].outputs[0])) {
+        frontier.push_back(n);
+      }
+    }
+  }
+  return limit;
+}
+
+// The error for a node whose overrides no candidate fits, with the bits its
+// candidates offer.
+absl::Status NoFittingCandidateError(const v1::MixedPrecisionConfig& config,
+                                     const std::vector<int>& overrides,
+                                     const Node& node, const NodePlan& p) {
+  const auto& configs = p.qco.quantization_configurations();
+  std::set<int> w_have, a_have;
+  for (const auto& cfg : configs) {
+    if (KernelBits(cfg) > 0) w_have.insert(KernelBits(cfg));
+    if (cfg.enable_activation_quantization()) {
+      a_have.insert(cfg.activation_n_bits());
+    }
+  }
+  std::vector<std::string> asked;
+  for (int k : overrides) {
+    const auto& o = config.bit_width_overrides(k);
+    asked.push_back(absl::StrCat(
+        "bit_width_overrides[", k, "] ",
+        o.target() == v1::BitWidthOverride::TARGET_WEIGHTS ? "weights"
+                                                           : "activation",
+        "=", o.bits()));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "mixed_precision: ", node.Label(), ": no candidate of op set '", p.op_set,
+      "' fits ", absl::StrJoin(asked, ", "),
+      " (weights bits: ", absl::StrJoin(w_have, ", "),
+      "; activation bits: ", absl::StrJoin(a_have, ", "), ")"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<NodeSpace>> BuildNodeSpaces(
+    const v1::MixedPrecisionConfig& config, const SearchScope& scope,
+    JobState* state) {
+  const bool search = scope.search;
+  const bool weights_only = scope.weights_only;
+  const bool activation_only = scope.activation_only;
+  Graph& g = state->model.graph;
+  const int n = static_cast<int>(g.nodes.size());
+  GraphIndex index(g);
+  std::vector<NodeSpace> spaces;
+  std::vector<bool> override_used(config.bit_width_overrides_size(), false);
+  for (int i = 0; i < n; ++i) {
+    NodePlan& p = state->plans[i];
+    const Node& node = g.nodes[i];
+    int kernel_slot = -1;
+    for (size_t s = 0; s < p.weights.size(); ++s) {
+      if (p.weights[s].attr == "kernel_attr") kernel_slot = static_cast<int>(s);
+    }
+    const bool has_kernel = kernel_slot >= 0;
+    const bool has_act =
+        p.quantize_activation && !p.preserving && !p.fused_inner;
+    if (!has_kernel && !has_act) continue;
+    const int limit =
+        has_act ? ConsumerInputLimit(g, index, state->plans, i) : (1 << 30);
+    const auto& configs = p.qco.quantization_configurations();
+    // Overrides that select this node.
+    std::vector<int> overrides;
+    for (int k = 0; k < config.bit_width_overrides_size(); ++k) {
+      if (Matches(config.bit_width_overrides(k).filter(), node)) {
+        overrides.push_back(k);
+      }
+    }
+    NodeSpace space;
+    space.node = i;
+    std::set<std::pair<int, int>> seen;
+    // The current (base) candidate first, so it wins among duplicates.
+    std::vector<int> order = {p.candidate_index};
+    for (int c = 0; c < configs.size(); ++c) {
+      if (c != p.candidate_index) order.push_back(c);
+    }
+    for (int c : order) {
+      if (c < 0 || c >= configs.size()) continue;
+      const auto& cfg = configs[c];
+      const int wb = has_kernel ? KernelBits(cfg) : 0;
+      const int ab = has_act ? cfg.activation_n_bits() : 0;
+      if (has_kernel && (wb == 0 || wb > kMaxWeightBits)) continue;
+      if (has_act && (!cfg.enable_activation_quantization() || ab > limit)) {
+        continue;
+      }
+      if (weights_only && has_act && ab != p.config.activation_n_bits()) {
+        continue;
+      }
+      if (activation_only && has_kernel && wb != KernelBits(p.config)) {
+        continue;
+      }
+      if (!search) {
+        // Overrides only: the non-overridden dimension keeps its bits.
+        bool w_over = false, a_over = false;
+        for (int k : overrides) {
+          (config.bit_width_overrides(k).target() ==
+                   v1::BitWidthOverride::TARGET_WEIGHTS
+               ? w_over
+               : a_over) = true;
+        }
+        if (has_kernel && !w_over && wb != KernelBits(p.config)) continue;
+        if (has_act && !a_over && ab != p.config.activation_n_bits()) continue;
+      }
+      bool ok = true;
+      for (int k : overrides) {
+        const auto& o = config.bit_width_overrides(k);
+        if (o.target() == v1::BitWidthOverride::TARGET_WEIGHTS) {
+          if (has_kernel && wb != o.bits()) ok = false;
+        } else if (has_act && ab != o.bits()) {
+          ok = false;
+        }
+      }
+      if (!ok) continue;
+      if (!seen.insert({wb, ab}).second) continue;
+      space.configs.push_back(c);
+      space.bits.push_back({wb, ab});
+    }
+    for (int k : overrides) {
+      const auto& o = config.bit_width_overrides(k);
+      const bool applies = o.target() == v1::BitWidthOverride::TARGET_WEIGHTS
+                               ? has_kernel
+                               : has_act;
+      if (applies) override_used[k] = true;
+    }
+    if (space.configs.empty()) {
+      if (overrides.empty()) continue;  // nothing fits: keep the base config
+      return NoFittingCandidateError(config, overrides, node, p);
+    }
+    std::set<int> wset, aset;
+    for (const auto& b : space.bits) {
+      wset.insert(b.weights_bits);
+      aset.insert(b.activation_bits);
+    }
+    space.weights_configurable = has_kernel && (wset.size() > 1 || !search);
+    space.activation_configurable = has_act && (aset.size() > 1 || !search);
+    if (space.configs.size() == 1 && space.configs[0] == p.candidate_index) {
+      continue;  // nothing to decide or to change
+    }
+    spaces.push_back(std::move(space));
+  }
+  for (int k = 0; k < config.bit_width_overrides_size(); ++k) {
+    if (!override_used[k]) {
+      state->warnings.push_back(
+          absl::StrCat("mixed_precision.bit_width_overrides[", k, "] (",
+                       FilterText(config.bit_width_overrides(k).filter()),
+                       "): matches no quantized node"));
+    }
+  }
+  return spaces;
+}
+
+absl::Status SelectCandidateParams(bool search, JobState* state,
+                                   ThreadPool* pool,
+                                   const CancellationToken* cancel,
+                                   std::vector<NodeSpace>* node_spaces) {
+  std::vector<NodeSpace>& spaces = *node_spaces;
+  Graph& g = state->model.graph;
+  std::vector<std::pair<int, int>> jobs;
+  for (size_t s = 0; s < spaces.size(); ++s) {
+    NodeSpace& sp = spaces[s];
+    const size_t m = sp.configs.size();
+    sp.weight_results.resize(m);
+    sp.slots.resize(m);
+    sp.activation_results.resize(m);
+    if (!search && m > 1) {
+      sp.configs.resize(1);  // overrides only: the first fitting candidate
+      sp.bits.resize(1);
+    }
+    for (size_t j = 0; j < sp.configs.size(); ++j) {
+      jobs.push_back({static_cast<int>(s), static_cast<int>(j)});
+    }
+  }
+  std::vector<absl::Status> job_status(jobs.size());
+  auto select = [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      job_status[t] = [&]() -> absl::Status {
+        if (cancel != nullptr) RETURN_IF_ERROR(cancel->Check());
+        NodeSpace& sp = spaces[jobs[t].first];
+        const int j = jobs[t].second;
+        const NodePlan& p = state->plans[sp.node];
+        const Node& node = g.nodes[sp.node];
+        const auto& cfg = p.qco.quantization_configurations(sp.configs[j]);
+        for (const WeightSlot& slot : p.weights) {
+          WeightSlot ns = slot;
+          ns.config = SlotConfig(cfg, slot);
+          if (!SlotQuantized(ns.config)) continue;
+          const Tensor* w = g.FindInitializer(node.Input(slot.input_index));
+          if (w == nullptr) continue;
+          auto r = SelectWeightParams(node.Input(slot.input_index), *w, ns,
+                                      state->options, nullptr, cancel);
+          if (!r.ok()) {
+            return absl::Status(
+                r.status().code(),
+                absl::StrCat(node.Label(), ": ", r.status().message()));
+          }
+          sp.slots[j].push_back(ns);
+          sp.weight_results[j].push_back(*std::move(r));
+        }
+        if (p.quantize_activation && !p.preserving && !p.fused_inner) {
+          auto it = state->stats.find(node.outputs[0]);
+          auto a = SelectActivationParams(
+              node.outputs[0], cfg,
+              it == state->stats.end() ? nullptr : &it->second, p.known_min,
+              p.known_max, p.forced_signed, state->options);
+          if (!a.ok()) {
+            return absl::Status(
+                a.status().code(),
+                absl::StrCat(node.Label(), ": ", a.status().message()));
+          }
+          sp.activation_results[j] = *std::move(a);
+        }
+        return absl::OkStatus();
+      }();
+    }
+  };
+  if (pool != nullptr) {
+    pool->ParallelFor(static_cast<int64_t>(jobs.size()), 1, select);
+  } else {
+    select(0, static_cast<int64_t>(jobs.size()));
+  }
+  for (const auto& st : job_status) RETURN_IF_ERROR(st);
+  return absl::OkStatus();
+}
+
+}  // namespace quantd::mp_internal

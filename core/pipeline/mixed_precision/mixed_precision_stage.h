@@ -1,0 +1,70 @@
+// The mixed-precision stage of a job (MCT §1.4), run after parameter
+// selection and before the corrections: resolves the resource targets
+// (absolute, or a fraction of the 8-bit figure; the smaller wins), builds
+// the candidate list of every node (TPC candidates filtered by the
+// restricted target kinds, the consumers' supported input bits and the
+// manual bit-width overrides), measures each candidate's sensitivity on the
+// executor (sensitivity.h), solves the allocation with CBC and MCT's greedy
+// refinement (core/mixed_precision), and writes the chosen candidate of
+// every node back into its plan with parameters selected for the chosen
+// bits. Overrides alone (no target) pin the overridden nodes without a
+// search.
+#ifndef QUANTD_CORE_PIPELINE_MIXED_PRECISION_MIXED_PRECISION_STAGE_H_
+#define QUANTD_CORE_PIPELINE_MIXED_PRECISION_MIXED_PRECISION_STAGE_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/pipeline/job/job_state.h"
+#include "core/pipeline/job/samples.h"
+#include "core/report/report.h"
+#include "core/runtime/cancellation.h"
+#include "core/runtime/progress.h"
+#include "core/runtime/thread_pool.h"
+#include "quantd/v1/job.pb.h"
+#include "quantd/v1/quantized_graph.pb.h"
+
+namespace quantd {
+
+// Whether resource figures pad kernels to the config's simd_size when the
+// TPC sets is_simd_padding. MCT's mixed-precision calculator counts
+// #params * bits / 8 without padding (is_simd_padding feeds pruning only,
+// mct-reference §1.4, §1.6), and IMX500 sets the flag, so padding here would
+// make 2- and 4-bit kernels of layers under 128 channels save nothing: off,
+// as in MCT. The calculator supports it (resource_calculator_test).
+inline constexpr bool kMpSimdPadding = false;
+
+// True when the request sets a target (absolute or fractional) or an
+// override, i.e. the stage has something to do.
+bool MixedPrecisionRequested(const v1::MixedPrecisionConfig& config);
+
+// Checks the request's mixed-precision fields (finite, positive targets;
+// overrides with a filter, a target and bits > 0; kernel_attr only).
+absl::Status ValidateMixedPrecisionConfig(
+    const v1::MixedPrecisionConfig& config);
+
+struct MixedPrecisionOutcome {
+  // The resolved absolute targets (unset = unrestricted).
+  ResourceFigures targets;
+  // Node name -> sensitivity per TPC candidate of the node (same order as
+  // its quantization_configurations; -1 = candidate not in the search).
+  std::map<std::string, std::vector<double>> sensitivity;
+  int configurable_nodes = 0;
+  bool proven_optimal = true;
+};
+
+absl::StatusOr<MixedPrecisionOutcome> RunMixedPrecision(
+    const v1::MixedPrecisionConfig& config, bool simd_padding,
+    const std::map<std::string, std::vector<int64_t>>& shapes,
+    const std::vector<SampleFeeds>& samples, JobState* state, ThreadPool* pool,
+    const CancellationToken* cancel, ProgressSink* progress);
+
+// Copies the sensitivities into the QuantizedGraph's nodes.
+void AddMixedPrecisionResults(const MixedPrecisionOutcome& outcome,
+                              v1::QuantizedGraph* graph);
+
+}  // namespace quantd
+
+#endif  // QUANTD_CORE_PIPELINE_MIXED_PRECISION_MIXED_PRECISION_STAGE_H_

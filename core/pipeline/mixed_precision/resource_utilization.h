@@ -1,0 +1,33 @@
+// Resource figures of a quantized graph for the report and QuantizeResult
+// (MCT's RU metrics, mct-reference §1.4), computed by the mixed-precision
+// resource calculator (mixed_precision_resources.h, which documents the
+// exact definitions: weights memory, activation memory as the max over the
+// memory cuts of the topological schedule, total, BOPs, SIMD padding).
+// Tensor sizes come from the shapes seen on the first calibration sample.
+#ifndef QUANTD_CORE_PIPELINE_MIXED_PRECISION_RESOURCE_UTILIZATION_H_
+#define QUANTD_CORE_PIPELINE_MIXED_PRECISION_RESOURCE_UTILIZATION_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/graph/graph.h"
+#include "core/report/report.h"
+#include "quantd/v1/job.pb.h"
+#include "quantd/v1/quantized_graph.pb.h"
+
+namespace quantd {
+
+// `override_bits` > 0 replaces every quantized bit width (the 8-bit
+// baseline uses 8). `simd_padding` is the TPC's is_simd_padding: kernels'
+// output channels are padded to the node config's simd_size.
+ResourceFigures ComputeResourceUtilization(
+    const Model& model, const v1::QuantizedGraph& graph,
+    const std::map<std::string, std::vector<int64_t>>& shapes,
+    int override_bits = 0, bool simd_padding = false);
+
+v1::ResourceUtilization ToProto(const ResourceFigures& f);
+
+}  // namespace quantd
+
+#endif  // QUANTD_CORE_PIPELINE_MIXED_PRECISION_RESOURCE_UTILIZATION_H_

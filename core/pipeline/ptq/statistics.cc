@@ -1,0 +1,139 @@
+#include "core/pipeline/ptq/statistics.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/pipeline/job/parallel_samples.h"
+#include "core/stats/channel_collectors.h"
+#include "core/stats/histogram_collector.h"
+#include "core/util/status_macros.h"
+
+namespace quantd {
+namespace {
+
+struct SampleStats {
+  absl::Status status;
+  std::map<std::string, quantizers::Histogram> histograms;
+  std::map<std::string, std::pair<double, double>> min_max;
+  std::map<std::string, std::vector<double>> means;
+  std::map<std::string, std::vector<int64_t>> shapes;
+  std::set<std::string> non_float;
+};
+
+void Observe(const std::string& name, const Tensor& value,
+             const StatisticsRequest& request, bool record_shapes,
+             SampleStats* s) {
+  if (!s->status.ok()) return;
+  if (record_shapes) s->shapes[name] = value.shape();
+  const bool hist = request.histogram_tensors.count(name) != 0;
+  auto mean_it = request.mean_tensors.find(name);
+  if (!hist && mean_it == request.mean_tensors.end()) return;
+  if (value.dtype() != DType::kFloat) {
+    s->non_float.insert(name);
+    return;
+  }
+  if (value.num_elements() == 0) return;
+  if (hist) {
+    stats::HistogramCollector collector;
+    absl::Status st = collector.Update(value, name);
+    if (!st.ok()) {
+      s->status = st;
+      return;
+    }
+    s->histograms[name] = collector.batch(0);
+    auto v = value.span<float>();
+    auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+    s->min_max[name] = {*lo, *hi};
+  }
+  if (mean_it != request.mean_tensors.end()) {
+    stats::MeanCollector mean(mean_it->second);
+    absl::Status st = mean.Update(value, name);
+    if (!st.ok()) {
+      s->status = st;
+      return;
+    }
+    s->means[name] = mean.mean();
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<StatisticsResult> CollectStatistics(
+    const Executor& executor, const std::vector<SampleFeeds>& samples,
+    const StatisticsRequest& request, ThreadPool* pool,
+    const CancellationToken* cancel, ProgressSink* progress) {
+  const int64_t n = static_cast<int64_t>(samples.size());
+  std::vector<SampleStats> per_sample(n);
+  SampleProgress report{progress, "calibrate", [](int64_t d, int64_t total) {
+                          return absl::StrCat(d, "/", total, " samples");
+                        }};
+  RETURN_IF_ERROR(ParallelForSamples(
+      n, pool, cancel, report, [&](int64_t i) -> absl::Status {
+        SampleStats& s = per_sample[i];
+        const bool record_shapes = i == 0;
+        for (const auto& [name, t] : samples[i]) {
+          Observe(name, t, request, record_shapes, &s);
+        }
+        TensorObserver observer = [&](const Node& node, int k,
+                                      const Tensor& value) {
+          Observe(node.outputs[k], value, request, record_shapes, &s);
+        };
+        RunOptions options;
+        options.observer = &observer;
+        options.cancel = cancel;
+        auto out = executor.Run(samples[i], options);
+        if (!out.ok()) {
+          return absl::Status(out.status().code(),
+                              absl::StrCat("calibration sample ", i, ": ",
+                                           out.status().message()));
+        }
+        return s.status;
+      }));
+  // Merge in sample order: histograms merge as MCT merges batches, means
+  // average with equal weight per sample.
+  StatisticsResult result;
+  if (n > 0) result.shapes = std::move(per_sample[0].shapes);
+  std::map<std::string, std::vector<quantizers::Histogram>> batches;
+  std::map<std::string, std::vector<double>> mean_sums;
+  std::map<std::string, int> mean_counts;
+  for (int64_t i = 0; i < n; ++i) {
+    SampleStats& s = per_sample[i];
+    for (auto& [name, h] : s.histograms) {
+      batches[name].push_back(std::move(h));
+      auto [lo, hi] = s.min_max[name];
+      auto it = result.stats.find(name);
+      if (it == result.stats.end()) {
+        TensorStats& ts = result.stats[name];
+        ts.min = lo;
+        ts.max = hi;
+      } else {
+        it->second.min = std::min(it->second.min, lo);
+        it->second.max = std::max(it->second.max, hi);
+      }
+    }
+    for (auto& [name, m] : s.means) {
+      auto& sum = mean_sums[name];
+      if (sum.empty()) sum.assign(m.size(), 0.0);
+      if (sum.size() != m.size()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "tensor '", name, "' changes its channel count between samples"));
+      }
+      for (size_t c = 0; c < m.size(); ++c) sum[c] += m[c];
+      mean_counts[name]++;
+    }
+    result.non_float.insert(s.non_float.begin(), s.non_float.end());
+    s = SampleStats();  // free as we go
+  }
+  for (auto& [name, list] : batches) {
+    result.stats[name].histogram =
+        stats::MergeHistograms(list, quantizers::kHistogramBins);
+  }
+  for (auto& [name, sum] : mean_sums) {
+    for (double& v : sum) v /= mean_counts[name];
+    result.means[name] = std::move(sum);
+  }
+  return result;
+}
+
+}  // namespace quantd
