@@ -154,7 +154,7 @@ absl::Status QuantdServer::Init(ServerOptions o) {
   if (o.metrics_port >= 0) {
     auto endpoint = MetricsEndpoint::Start(
         absl::StrCat(o.listen_address, ":", o.metrics_port),
-        metric_families_->registry());
+        metric_families_->collectables());
     if (!endpoint.ok()) return endpoint.status();
     metrics_ = *std::move(endpoint);
   }
@@ -167,10 +167,28 @@ absl::Status QuantdServer::Init(ServerOptions o) {
       [metrics](const AdmissionController::Snapshot& s) {
         metrics->SetQueueDepth(s.queued);
         metrics->SetWorkersBusy(s.running);
+        metrics->SetMemoryReserved(s.memory_bytes);
       });
+  const AdmissionLimits& limits = admission_->limits();
+  metrics->SetCapacity(limits.workers, limits.max_queued_jobs,
+                       limits.max_memory_bytes);
   uploads_ = std::make_unique<UploadStore>(
       UploadStoreOptions{.max_bytes = o.upload_store_mb << 20,
                          .ttl = absl::Seconds(o.upload_ttl_seconds)});
+  // Read at scrape time; ~QuantdServer stops the endpoint before the store
+  // goes.
+  UploadStore* uploads = uploads_.get();
+  metrics->AddScrapeGauge(
+      "quantd_upload_store_bytes", "Bytes of stored uploads.",
+      [uploads] { return static_cast<double>(uploads->bytes()); });
+  metrics->AddScrapeGauge(
+      "quantd_upload_store_reserved_bytes",
+      "Upload store budget held by uploads in flight.",
+      [uploads] { return static_cast<double>(uploads->reserved_bytes()); });
+  metrics->AddScrapeGauge(
+      "quantd_upload_store_budget_bytes",
+      "Byte budget of the upload store (--upload_store_mb).",
+      [uploads] { return static_cast<double>(uploads->options().max_bytes); });
   heartbeats_ =
       std::make_unique<HeartbeatTicker>(absl::Seconds(o.heartbeat_seconds));
   compute_pool_ = std::make_unique<ThreadPool>(
@@ -304,6 +322,8 @@ void QuantdServer::Shutdown(absl::Duration grace) {
 
 QuantdServer::~QuantdServer() {
   if (server_ != nullptr) Shutdown(absl::ZeroDuration());
+  // Scrapes read the upload store: stop them before the members go.
+  metrics_.reset();
 }
 
 }  // namespace quantd::server

@@ -1,18 +1,23 @@
 #include "server/metrics.h"
 
+#include <prometheus/metric_family.h>
+
 #include <exception>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "server/process_stats.h"
 
 namespace quantd::server {
 namespace {
 
-// Stages take from milliseconds (import of a tiny model) to tens of minutes
-// (mixed precision or GPTQ on a large one).
+// Stages take from a millisecond (import of a tiny model, a job that
+// waits for no worker) to tens of minutes (mixed precision or GPTQ on a
+// large one).
 const prometheus::Histogram::BucketBoundaries kStageBuckets = {
-    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,    2.5,
-    5,     10,   30,    60,   120, 300,  600, 1800, 3600};
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,  1,
+    2.5,   5,      10,    30,   60,    120,  300, 600,  1800, 3600};
 
 // go-grpc-prometheus's DefBuckets (Prometheus client defaults) plus longer
 // ones, since Quantize streams last as long as their job.
@@ -36,7 +41,76 @@ const char* RpcTypeLabel(RpcType type) {
 
 constexpr char kServiceName[] = "quantd.v1.QuantizationService";
 
+prometheus::MetricFamily OneSample(std::string name, std::string help,
+                                   prometheus::MetricType type, double value) {
+  prometheus::ClientMetric sample;
+  if (type == prometheus::MetricType::Counter) {
+    sample.counter.value = value;
+  } else {
+    sample.gauge.value = value;
+  }
+  return {std::move(name), std::move(help), type, {sample}};
+}
+
+// The standard process_* families (the names of the Go and Python clients'
+// process collectors), read from /proc at each scrape.
+class ProcessCollector : public prometheus::Collectable {
+ public:
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    const absl::StatusOr<ProcessStats> s = ReadProcessStats();
+    if (!s.ok()) return {};  // no /proc: the families are absent
+    using prometheus::MetricType;
+    return {
+        OneSample("process_cpu_seconds_total",
+                  "Total user and system CPU time spent in seconds.",
+                  MetricType::Counter, s->cpu_seconds),
+        OneSample("process_resident_memory_bytes",
+                  "Resident memory size in bytes.", MetricType::Gauge,
+                  static_cast<double>(s->resident_memory_bytes)),
+        OneSample("process_virtual_memory_bytes",
+                  "Virtual memory size in bytes.", MetricType::Gauge,
+                  static_cast<double>(s->virtual_memory_bytes)),
+        OneSample("process_open_fds", "Number of open file descriptors.",
+                  MetricType::Gauge, static_cast<double>(s->open_fds)),
+        OneSample("process_max_fds", "Maximum number of open file descriptors.",
+                  MetricType::Gauge, s->max_fds),
+        OneSample("process_start_time_seconds",
+                  "Start time of the process since unix epoch in seconds.",
+                  MetricType::Gauge, s->start_time_seconds),
+    };
+  }
+};
+
 }  // namespace
+
+// Gauges read at scrape time from their owners.
+class ScrapeGauges : public prometheus::Collectable {
+ public:
+  void Add(std::string name, std::string help, std::function<double()> read) {
+    absl::MutexLock lock(&mu_);
+    gauges_.push_back({std::move(name), std::move(help), std::move(read)});
+  }
+
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    absl::MutexLock lock(&mu_);
+    std::vector<prometheus::MetricFamily> families;
+    families.reserve(gauges_.size());
+    for (const Gauge& g : gauges_) {
+      families.push_back(
+          OneSample(g.name, g.help, prometheus::MetricType::Gauge, g.read()));
+    }
+    return families;
+  }
+
+ private:
+  struct Gauge {
+    std::string name;
+    std::string help;
+    std::function<double()> read;
+  };
+  mutable absl::Mutex mu_;
+  std::vector<Gauge> gauges_ ABSL_GUARDED_BY(mu_);
+};
 
 std::string GrpcCodeLabel(int code) {
   static const char* const kNames[] = {"OK",
@@ -62,6 +136,8 @@ std::string GrpcCodeLabel(int code) {
 
 Metrics::Metrics(const std::string& version, const std::string& git_sha)
     : registry_(std::make_shared<prometheus::Registry>()),
+      process_collector_(std::make_shared<ProcessCollector>()),
+      scrape_gauges_(std::make_shared<ScrapeGauges>()),
       jobs_total_(prometheus::BuildCounter()
                       .Name("quantd_jobs_total")
                       .Help("Quantization jobs finished, by final status.")
@@ -80,6 +156,28 @@ Metrics::Metrics(const std::string& version, const std::string& git_sha)
                         .Help("Workers running a job.")
                         .Register(*registry_)
                         .Add({})),
+      memory_reserved_(prometheus::BuildGauge()
+                           .Name("quantd_memory_reserved_bytes")
+                           .Help("Memory budget held by admitted jobs.")
+                           .Register(*registry_)
+                           .Add({})),
+      memory_budget_(prometheus::BuildGauge()
+                         .Name("quantd_memory_budget_bytes")
+                         .Help("Memory budget of all admitted jobs "
+                               "(--max_job_memory_mb); 0 = none.")
+                         .Register(*registry_)
+                         .Add({})),
+      workers_(prometheus::BuildGauge()
+                   .Name("quantd_workers")
+                   .Help("Jobs that run at once (--workers).")
+                   .Register(*registry_)
+                   .Add({})),
+      queue_capacity_(prometheus::BuildGauge()
+                          .Name("quantd_queue_capacity")
+                          .Help("Jobs that may wait for a worker "
+                                "(--max_queued_jobs).")
+                          .Register(*registry_)
+                          .Add({})),
       tpc_cache_hits_(prometheus::BuildCounter()
                           .Name("quantd_tpc_cache_hits_total")
                           .Help("TPC registry cache hits.")
@@ -141,6 +239,27 @@ void Metrics::SetWorkersBusy(int64_t running) {
   workers_busy_.Set(static_cast<double>(running));
 }
 
+void Metrics::SetMemoryReserved(int64_t bytes) {
+  memory_reserved_.Set(static_cast<double>(bytes));
+}
+
+void Metrics::SetCapacity(int workers, int max_queued_jobs,
+                          int64_t memory_budget_bytes) {
+  workers_.Set(workers);
+  queue_capacity_.Set(max_queued_jobs);
+  memory_budget_.Set(static_cast<double>(memory_budget_bytes));
+}
+
+void Metrics::AddScrapeGauge(const std::string& name, const std::string& help,
+                             std::function<double()> read) {
+  scrape_gauges_->Add(name, help, std::move(read));
+}
+
+std::vector<std::weak_ptr<prometheus::Collectable>> Metrics::collectables()
+    const {
+  return {registry_, process_collector_, scrape_gauges_};
+}
+
 void Metrics::SetTpcCacheCounters(int64_t hits, int64_t misses) {
   absl::MutexLock lock(&tpc_mu_);
   if (hits > tpc_hits_seen_) {
@@ -181,7 +300,7 @@ void Metrics::RpcHandled(RpcType type, const std::string& method, int grpc_code,
 
 absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
     const std::string& bind_address,
-    std::shared_ptr<prometheus::Registry> registry) {
+    const std::vector<std::weak_ptr<prometheus::Collectable>>& collectables) {
   std::unique_ptr<prometheus::Exposer> exposer;
   try {
     exposer = std::make_unique<prometheus::Exposer>(bind_address, 2);
@@ -190,7 +309,9 @@ absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
     return absl::UnavailableError(absl::StrCat(
         "--metrics_port: cannot listen on ", bind_address, ": ", e.what()));
   }
-  exposer->RegisterCollectable(registry);
+  for (const auto& collectable : collectables) {
+    exposer->RegisterCollectable(collectable);
+  }
   return std::unique_ptr<MetricsEndpoint>(
       new MetricsEndpoint(std::move(exposer)));
 }

@@ -6,6 +6,7 @@
 #ifndef QUANTD_SERVER_METRICS_H_
 #define QUANTD_SERVER_METRICS_H_
 
+#include <prometheus/collectable.h>
 #include <prometheus/counter.h>
 #include <prometheus/exposer.h>
 #include <prometheus/family.h>
@@ -14,8 +15,10 @@
 #include <prometheus/registry.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -30,6 +33,8 @@ enum class RpcType { kUnary, kClientStream, kServerStream, kBidiStream };
 // go-grpc-prometheus spelling of a code ("OK", "InvalidArgument", ...).
 std::string GrpcCodeLabel(int code);
 
+class ScrapeGauges;
+
 class Metrics {
  public:
   Metrics(const std::string& version, const std::string& git_sha);
@@ -37,6 +42,9 @@ class Metrics {
   const std::shared_ptr<prometheus::Registry>& registry() const {
     return registry_;
   }
+  // What /metrics serves: the registry, the process_* collector (read from
+  // /proc at each scrape) and the scrape gauges.
+  std::vector<std::weak_ptr<prometheus::Collectable>> collectables() const;
 
   // quantd_jobs_total{status}: status is the lowercase code name.
   void JobFinished(absl::StatusCode code);
@@ -45,6 +53,17 @@ class Metrics {
   void ObserveStage(const std::string& stage, double seconds);
   void SetQueueDepth(int64_t queued);
   void SetWorkersBusy(int64_t running);
+  // quantd_memory_reserved_bytes: what admitted jobs hold of the budget.
+  void SetMemoryReserved(int64_t bytes);
+  // The configured capacity, set once: quantd_workers,
+  // quantd_queue_capacity and quantd_memory_budget_bytes (0 = no budget).
+  void SetCapacity(int workers, int max_queued_jobs,
+                   int64_t memory_budget_bytes);
+  // A gauge whose value `read` returns at each scrape, for figures owned
+  // elsewhere (the upload store's bytes). `read` runs on the endpoint's
+  // threads and must stay callable while the endpoint serves.
+  void AddScrapeGauge(const std::string& name, const std::string& help,
+                      std::function<double()> read);
   // Mirrors the TPC registry's cumulative counters.
   void SetTpcCacheCounters(int64_t hits, int64_t misses);
 
@@ -58,10 +77,16 @@ class Metrics {
   static prometheus::Labels RpcLabels(RpcType type, const std::string& method);
 
   std::shared_ptr<prometheus::Registry> registry_;
+  std::shared_ptr<prometheus::Collectable> process_collector_;
+  std::shared_ptr<ScrapeGauges> scrape_gauges_;
   prometheus::Family<prometheus::Counter>& jobs_total_;
   prometheus::Family<prometheus::Histogram>& job_duration_;
   prometheus::Gauge& queue_depth_;
   prometheus::Gauge& workers_busy_;
+  prometheus::Gauge& memory_reserved_;
+  prometheus::Gauge& memory_budget_;
+  prometheus::Gauge& workers_;
+  prometheus::Gauge& queue_capacity_;
   prometheus::Counter& tpc_cache_hits_;
   prometheus::Counter& tpc_cache_misses_;
   prometheus::Family<prometheus::Counter>& rpc_started_;
@@ -75,13 +100,13 @@ class Metrics {
   int64_t tpc_misses_seen_ ABSL_GUARDED_BY(tpc_mu_) = 0;
 };
 
-// Serves `registry` at http://<bind_address>/metrics.
+// Serves `collectables` at http://<bind_address>/metrics.
 class MetricsEndpoint {
  public:
   // bind_address "host:port"; port 0 picks a free port.
   static absl::StatusOr<std::unique_ptr<MetricsEndpoint>> Start(
       const std::string& bind_address,
-      std::shared_ptr<prometheus::Registry> registry);
+      const std::vector<std::weak_ptr<prometheus::Collectable>>& collectables);
   int port() const;
 
  private:

@@ -5,6 +5,8 @@
 #ifndef QUANTD_TESTS_INTEGRATION_SERVER_PROCESS_H_
 #define QUANTD_TESTS_INTEGRATION_SERVER_PROCESS_H_
 
+#include <sys/types.h>
+
 #include <memory>
 #include <string>
 #include <utility>
@@ -36,6 +38,7 @@ class ServerProcess {
 
   int port() const { return port_; }
   int metrics_port() const { return metrics_port_; }
+  pid_t pid() const { return process_->pid(); }
   std::string target() const { return "127.0.0.1:" + std::to_string(port_); }
 
   // The first JSON log line (after `from` lines) whose "msg" equals `msg`
