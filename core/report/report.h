@@ -13,15 +13,11 @@
 #include <utility>
 #include <vector>
 
+#include "core/mixed_precision/resource_figures.h"
+
 namespace quantd {
 
-// Bytes and bit-operations; unset = not given (targets) / not applicable.
-struct ResourceFigures {
-  std::optional<double> weights_memory_bytes;
-  std::optional<double> activation_memory_bytes;
-  std::optional<double> total_memory_bytes;
-  std::optional<double> bops;
-};
+using mixed_precision::ResourceFigures;
 
 struct LayerReport {
   std::string node;

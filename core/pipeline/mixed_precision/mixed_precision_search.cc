@@ -115,7 +115,7 @@ absl::Status ComputeSpaceSensitivities(const v1::MixedPrecisionConfig& config,
 mp::BitAllocationProblem BuildAllocationProblem(
     const PlanLayout& pl, const JobState& state,
     const std::vector<NodeSpace>& spaces, const std::vector<int>& searched,
-    const ResourceFigures& targets, bool simd_padding,
+    const mixed_precision::ResourceFigures& targets, bool simd_padding,
     ResourceBits* min_bits_out) {
   const Graph& g = state.model.graph;
   const bool b_r = targets.bops.has_value();

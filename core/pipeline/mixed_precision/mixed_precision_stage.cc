@@ -56,7 +56,8 @@ absl::StatusOr<std::optional<double>> ResolveTarget(bool has_abs, double abs,
 // attached plan.
 absl::Status ResolveTargets(const v1::MixedPrecisionConfig& config,
                             const mpi::PlanLayout& pl, const JobState& state,
-                            bool simd_padding, ResourceFigures* targets) {
+                            bool simd_padding,
+                            mixed_precision::ResourceFigures* targets) {
   const ResourceBreakdown base8 = EvaluateResources(
       pl.layout, mpi::CurrentBits(pl, state, simd_padding, 8));
   const auto& ta = config.target();

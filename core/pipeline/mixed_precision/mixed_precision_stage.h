@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/mixed_precision/resource_figures.h"
 #include "core/pipeline/job/job_state.h"
 #include "core/pipeline/job/samples.h"
-#include "core/report/report.h"
 #include "core/runtime/cancellation.h"
 #include "core/runtime/progress.h"
 #include "core/runtime/thread_pool.h"
@@ -47,7 +47,7 @@ absl::Status ValidateMixedPrecisionConfig(
 
 struct MixedPrecisionOutcome {
   // The resolved absolute targets (unset = unrestricted).
-  ResourceFigures targets;
+  mixed_precision::ResourceFigures targets;
   // Node name -> sensitivity per TPC candidate of the node (same order as
   // its quantization_configurations; -1 = candidate not in the search).
   std::map<std::string, std::vector<double>> sensitivity;

@@ -4,7 +4,7 @@
 
 namespace quantd {
 
-ResourceFigures ComputeResourceUtilization(
+mixed_precision::ResourceFigures ComputeResourceUtilization(
     const Model& model, const v1::QuantizedGraph& qg,
     const std::map<std::string, std::vector<int64_t>>& shapes,
     int override_bits, bool simd_padding) {
@@ -63,7 +63,7 @@ ResourceFigures ComputeResourceUtilization(
     rb.weight_simd.push_back(b.second);
   }
   const ResourceBreakdown r = EvaluateResources(layout, rb);
-  ResourceFigures f;
+  mixed_precision::ResourceFigures f;
   f.weights_memory_bytes = r.weights;
   f.activation_memory_bytes = r.activation;
   f.total_memory_bytes = r.total;
@@ -71,7 +71,7 @@ ResourceFigures ComputeResourceUtilization(
   return f;
 }
 
-v1::ResourceUtilization ToProto(const ResourceFigures& f) {
+v1::ResourceUtilization ToProto(const mixed_precision::ResourceFigures& f) {
   v1::ResourceUtilization r;
   if (f.weights_memory_bytes) {
     r.set_weights_memory_bytes(*f.weights_memory_bytes);

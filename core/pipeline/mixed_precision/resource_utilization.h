@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/graph/graph.h"
-#include "core/report/report.h"
+#include "core/mixed_precision/resource_figures.h"
 #include "quantd/v1/job.pb.h"
 #include "quantd/v1/quantized_graph.pb.h"
 
@@ -21,12 +21,12 @@ namespace quantd {
 // `override_bits` > 0 replaces every quantized bit width (the 8-bit
 // baseline uses 8). `simd_padding` is the TPC's is_simd_padding: kernels'
 // output channels are padded to the node config's simd_size.
-ResourceFigures ComputeResourceUtilization(
+mixed_precision::ResourceFigures ComputeResourceUtilization(
     const Model& model, const v1::QuantizedGraph& graph,
     const std::map<std::string, std::vector<int64_t>>& shapes,
     int override_bits = 0, bool simd_padding = false);
 
-v1::ResourceUtilization ToProto(const ResourceFigures& f);
+v1::ResourceUtilization ToProto(const mixed_precision::ResourceFigures& f);
 
 }  // namespace quantd
 
