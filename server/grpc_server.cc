@@ -124,6 +124,88 @@ absl::Status CheckOptions(const ServerOptions& o) {
   return absl::OkStatus();
 }
 
+// host:port for the listening socket (IPv6 literals bracketed).
+std::string ListenAddress(const ServerOptions& o) {
+  return absl::StrCat(o.listen_address.find(':') != std::string::npos &&
+                              o.listen_address.front() != '['
+                          ? absl::StrCat("[", o.listen_address, "]")
+                          : o.listen_address,
+                      ":", o.port);
+}
+
+// Message sizes, the receive-memory quota and the keepalive / connection
+// channel arguments (a value <= 0 keeps gRPC's default).
+void SetTransportLimits(const ServerOptions& o, grpc::ServerBuilder* builder) {
+  const int max_bytes = static_cast<int>(o.max_message_mb << 20);
+  builder->SetMaxReceiveMessageSize(max_bytes);
+  builder->SetMaxSendMessageSize(max_bytes);
+  // Bounds the transport's buffers of requests still arriving (the job
+  // budget only sees a request once it is whole).
+  grpc::ResourceQuota quota("quantd_receive");
+  quota.Resize(static_cast<size_t>(o.max_receive_memory_mb << 20));
+  builder->SetResourceQuota(quota);
+  const auto arg = [builder](const char* name, int64_t value) {
+    if (value > 0) {
+      builder->AddChannelArgument(
+          name, static_cast<int>(std::min<int64_t>(value, INT32_MAX)));
+    }
+  };
+  arg(GRPC_ARG_KEEPALIVE_TIME_MS, o.keepalive_time_ms);
+  arg(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, o.keepalive_timeout_ms);
+  builder->AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS,
+                              o.keepalive_permit_without_calls ? 1 : 0);
+  arg(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+      o.min_recv_ping_interval_ms);
+  arg(GRPC_ARG_MAX_CONNECTION_IDLE_MS, o.max_connection_idle_ms);
+  arg(GRPC_ARG_MAX_CONNECTION_AGE_MS, o.max_connection_age_ms);
+  arg(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, o.max_connection_age_grace_ms);
+}
+
+// Read at scrape time; ~QuantdServer stops the endpoint before the store
+// goes.
+void AddUploadStoreGauges(UploadStore* uploads, Metrics* metrics) {
+  metrics->AddScrapeGauge(
+      "quantd_upload_store_bytes", "Bytes of stored uploads.",
+      [uploads] { return static_cast<double>(uploads->bytes()); });
+  metrics->AddScrapeGauge(
+      "quantd_upload_store_reserved_bytes",
+      "Upload store budget held by uploads in flight.",
+      [uploads] { return static_cast<double>(uploads->reserved_bytes()); });
+  metrics->AddScrapeGauge(
+      "quantd_upload_store_budget_bytes",
+      "Byte budget of the upload store (--upload_store_mb).",
+      [uploads] { return static_cast<double>(uploads->options().max_bytes); });
+}
+
+// The startup line, and warnings for what is left open.
+void LogListening(const ServerOptions& o, int port, int metrics_port,
+                  bool no_token) {
+  const bool tls = !o.tls_cert.empty();
+  const bool mtls = !o.tls_client_ca.empty();
+  Log(LogLevel::kInfo, "listening",
+      {{"address", o.listen_address},
+       {"port", absl::StrCat(port)},
+       {"metrics_port", absl::StrCat(metrics_port)},
+       {"tls", tls ? (mtls ? "mutual" : "server") : "off"},
+       {"auth", no_token ? "off" : "bearer"},
+       {"workers", absl::StrCat(o.workers)},
+       {"max_queued_jobs", absl::StrCat(o.max_queued_jobs)},
+       {"version", o.version}});
+  if (o.enable_reflection && !no_token) {
+    Log(LogLevel::kWarning,
+        "server reflection answers without the token (--enable_reflection)",
+        {{"address", o.listen_address}});
+  }
+  if (!tls || no_token) {
+    Log(LogLevel::kWarning,
+        absl::StrCat(
+            tls ? "" : "plaintext (no TLS)", !tls && no_token ? " and " : "",
+            no_token ? "unauthenticated (no token)" : "", ": serving only on ",
+            o.listen_address, "; anyone who can reach it can submit jobs"),
+        {{"address", o.listen_address}});
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<QuantdServer>> QuantdServer::Start(
@@ -175,20 +257,7 @@ absl::Status QuantdServer::Init(ServerOptions o) {
   uploads_ = std::make_unique<UploadStore>(
       UploadStoreOptions{.max_bytes = o.upload_store_mb << 20,
                          .ttl = absl::Seconds(o.upload_ttl_seconds)});
-  // Read at scrape time; ~QuantdServer stops the endpoint before the store
-  // goes.
-  UploadStore* uploads = uploads_.get();
-  metrics->AddScrapeGauge(
-      "quantd_upload_store_bytes", "Bytes of stored uploads.",
-      [uploads] { return static_cast<double>(uploads->bytes()); });
-  metrics->AddScrapeGauge(
-      "quantd_upload_store_reserved_bytes",
-      "Upload store budget held by uploads in flight.",
-      [uploads] { return static_cast<double>(uploads->reserved_bytes()); });
-  metrics->AddScrapeGauge(
-      "quantd_upload_store_budget_bytes",
-      "Byte budget of the upload store (--upload_store_mb).",
-      [uploads] { return static_cast<double>(uploads->options().max_bytes); });
+  AddUploadStoreGauges(uploads_.get(), metrics);
   heartbeats_ =
       std::make_unique<HeartbeatTicker>(absl::Seconds(o.heartbeat_seconds));
   compute_pool_ = std::make_unique<ThreadPool>(
@@ -225,12 +294,7 @@ absl::Status QuantdServer::Init(ServerOptions o) {
     grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   }
   grpc::ServerBuilder builder;
-  const std::string address =
-      absl::StrCat(o.listen_address.find(':') != std::string::npos &&
-                           o.listen_address.front() != '['
-                       ? absl::StrCat("[", o.listen_address, "]")
-                       : o.listen_address,
-                   ":", o.port);
+  const std::string address = ListenAddress(o);
   builder.AddListeningPort(address, *credentials, &port_);
   // Without this a second server on the same port would silently share it.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -238,29 +302,7 @@ absl::Status QuantdServer::Init(ServerOptions o) {
   if (!o.enable_reflection) {
     builder.SetOption(std::make_unique<WithoutReflection>());
   }
-  const int max_bytes = static_cast<int>(o.max_message_mb << 20);
-  builder.SetMaxReceiveMessageSize(max_bytes);
-  builder.SetMaxSendMessageSize(max_bytes);
-  // Bounds the transport's buffers of requests still arriving (the job
-  // budget only sees a request once it is whole).
-  grpc::ResourceQuota quota("quantd_receive");
-  quota.Resize(static_cast<size_t>(o.max_receive_memory_mb << 20));
-  builder.SetResourceQuota(quota);
-  const auto arg = [&builder](const char* name, int64_t value) {
-    if (value > 0) {
-      builder.AddChannelArgument(
-          name, static_cast<int>(std::min<int64_t>(value, INT32_MAX)));
-    }
-  };
-  arg(GRPC_ARG_KEEPALIVE_TIME_MS, o.keepalive_time_ms);
-  arg(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, o.keepalive_timeout_ms);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS,
-                             o.keepalive_permit_without_calls ? 1 : 0);
-  arg(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
-      o.min_recv_ping_interval_ms);
-  arg(GRPC_ARG_MAX_CONNECTION_IDLE_MS, o.max_connection_idle_ms);
-  arg(GRPC_ARG_MAX_CONNECTION_AGE_MS, o.max_connection_age_ms);
-  arg(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, o.max_connection_age_grace_ms);
+  SetTransportLimits(o, &builder);
 
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0) {
@@ -271,30 +313,7 @@ absl::Status QuantdServer::Init(ServerOptions o) {
   health->SetServingStatus("", true);            // liveness: the process is up
   health->SetServingStatus(kServiceName, true);  // readiness: takes jobs
 
-  const bool tls = !o.tls_cert.empty();
-  const bool mtls = !o.tls_client_ca.empty();
-  Log(LogLevel::kInfo, "listening",
-      {{"address", o.listen_address},
-       {"port", absl::StrCat(port_)},
-       {"metrics_port", absl::StrCat(metrics_port())},
-       {"tls", tls ? (mtls ? "mutual" : "server") : "off"},
-       {"auth", no_token ? "off" : "bearer"},
-       {"workers", absl::StrCat(o.workers)},
-       {"max_queued_jobs", absl::StrCat(o.max_queued_jobs)},
-       {"version", o.version}});
-  if (o.enable_reflection && !no_token) {
-    Log(LogLevel::kWarning,
-        "server reflection answers without the token (--enable_reflection)",
-        {{"address", o.listen_address}});
-  }
-  if (!tls || no_token) {
-    Log(LogLevel::kWarning,
-        absl::StrCat(
-            tls ? "" : "plaintext (no TLS)", !tls && no_token ? " and " : "",
-            no_token ? "unauthenticated (no token)" : "", ": serving only on ",
-            o.listen_address, "; anyone who can reach it can submit jobs"),
-        {{"address", o.listen_address}});
-  }
+  LogListening(o, port_, metrics_port(), no_token);
   return absl::OkStatus();
 }
 

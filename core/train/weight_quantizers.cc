@@ -11,6 +11,40 @@ double Clip(double x, double lo, double hi) {
   return std::min(std::max(x, lo), hi);
 }
 
+// The trained float weights of the QAT quantizers (STE, LSQ).
+TrainableParam WeightsParam(std::vector<double> w) {
+  TrainableParam p;
+  p.name = "weights";
+  p.group = VariableGroup::kWeights;
+  p.value = std::move(w);
+  p.ZeroGrad();
+  return p;
+}
+
+// The fixed result: `ints` on `grid`, with the thresholds (or ranges) of
+// `spec` the grid came from.
+FixedWeights FixedOnGrid(const WeightGridSpec& spec, QuantGrid grid,
+                         std::vector<int32_t> ints) {
+  FixedWeights out;
+  out.grid = std::move(grid);
+  out.ints = std::move(ints);
+  if (spec.kind == WeightGridSpec::Kind::kUniform) {
+    out.range_min = spec.range_min;
+    out.range_max = spec.range_max;
+    for (size_t c = 0; c < out.range_min.size(); ++c) {
+      FixRangeToIncludeZero(spec.n_bits, &out.range_min[c], &out.range_max[c]);
+    }
+  } else {
+    for (double t : spec.thresholds) {
+      out.thresholds.push_back(spec.kind == WeightGridSpec::Kind::kPowerOfTwo
+                                   ? SnapToPowerOfTwo(t, spec.min_threshold)
+                                   : t);
+    }
+  }
+  return out;
+}
+
+// Rounds float weights to the nearest point of `g` (clipped).
 std::vector<int32_t> RoundToGrid(const std::vector<double>& w,
                                  const QuantGrid& g) {
   std::vector<int32_t> ints(w.size());
@@ -22,73 +56,158 @@ std::vector<int32_t> RoundToGrid(const std::vector<double>& w,
   return ints;
 }
 
-// Thresholds (or ranges) of the fixed result for a frozen grid.
-void CopySpec(const WeightGridSpec& spec, FixedWeights* out) {
-  if (spec.kind == WeightGridSpec::Kind::kUniform) {
-    out->range_min = spec.range_min;
-    out->range_max = spec.range_max;
-    for (size_t c = 0; c < out->range_min.size(); ++c) {
-      FixRangeToIncludeZero(spec.n_bits, &out->range_min[c],
-                            &out->range_max[c]);
-    }
-  } else {
-    for (double t : spec.thresholds) {
-      out->thresholds.push_back(spec.kind == WeightGridSpec::Kind::kPowerOfTwo
-                                    ? SnapToPowerOfTwo(t, spec.min_threshold)
-                                    : t);
+// A quantizer whose grid stays frozen (STE, soft rounding, GPTQ STE): what
+// trains only moves each weight's grid level. Subclasses say what the level
+// is in training mode (before clipping) and at conversion; forward
+// (wq = scale * (clip(level) - z)) and conversion are shared.
+class FrozenGridQuantizer : public TrainableWeightQuantizer {
+ public:
+  void Forward(std::vector<double>* wq) final {
+    wq->resize(size_);
+    for (size_t i = 0; i < size_; ++i) {
+      (*wq)[i] = Dequantize(i, ClipToGrid(TrainingLevel(i)));
     }
   }
-}
+  FixedWeights Convert() const final {
+    std::vector<int32_t> ints(size_);
+    for (size_t i = 0; i < size_; ++i) {
+      ints[i] = static_cast<int32_t>(ClipToGrid(HardLevel(i)));
+    }
+    return FixedOnGrid(spec_, grid_, std::move(ints));
+  }
 
-class SteWeightQuantizer final : public TrainableWeightQuantizer {
+ protected:
+  FrozenGridQuantizer(const WeightGridSpec& spec, QuantGrid grid, size_t size)
+      : spec_(spec), grid_(std::move(grid)), size_(size) {}
+
+  // Unclipped grid level of weight i in training mode / at conversion.
+  virtual double TrainingLevel(size_t i) const = 0;
+  virtual double HardLevel(size_t i) const { return TrainingLevel(i); }
+
+  double Scale(size_t i) const { return grid_.scale[grid_.ChannelOf(i)]; }
+  // w / scale + z: the real-valued grid position of a float weight.
+  double GridPosition(size_t i, double w) const {
+    const int64_t c = grid_.ChannelOf(i);
+    return w / grid_.scale[c] + grid_.zero_point[c];
+  }
+  double Dequantize(size_t i, double q) const {
+    const int64_t c = grid_.ChannelOf(i);
+    return grid_.scale[c] * (q - grid_.zero_point[c]);
+  }
+  double ClipToGrid(double q) const { return Clip(q, grid_.qmin, grid_.qmax); }
+  bool InGrid(double q) const { return q >= grid_.qmin && q <= grid_.qmax; }
+
+ private:
+  WeightGridSpec spec_;
+  QuantGrid grid_;
+  size_t size_;
+};
+
+class SteWeightQuantizer final : public FrozenGridQuantizer {
  public:
   SteWeightQuantizer(const WeightGridSpec& spec, QuantGrid grid,
                      std::vector<double> w)
-      : spec_(spec), grid_(std::move(grid)) {
-    w_.name = "weights";
-    w_.group = VariableGroup::kWeights;
-    w_.value = std::move(w);
-    w_.ZeroGrad();
-  }
-  void Forward(std::vector<double>* wq) override {
-    wq->resize(w_.value.size());
-    for (size_t i = 0; i < w_.value.size(); ++i) {
-      const int64_t c = grid_.ChannelOf(i);
-      const double s = grid_.scale[c], z = grid_.zero_point[c];
-      const double q =
-          Clip(std::nearbyint(w_.value[i] / s + z), grid_.qmin, grid_.qmax);
-      (*wq)[i] = s * (q - z);
-    }
-  }
+      : FrozenGridQuantizer(spec, std::move(grid), w.size()),
+        w_(WeightsParam(std::move(w))) {}
   // ste_round and ste_clip: the gradient passes unchanged (MCT's QAT STE).
   void Backward(const std::vector<double>& dwq) override {
     for (size_t i = 0; i < dwq.size(); ++i) w_.grad[i] += dwq[i];
   }
   std::vector<TrainableParam*> Params() override { return {&w_}; }
-  FixedWeights Convert() const override {
-    FixedWeights out;
-    out.grid = grid_;
-    out.ints = RoundToGrid(w_.value, grid_);
-    CopySpec(spec_, &out);
-    return out;
-  }
 
  private:
-  WeightGridSpec spec_;
-  QuantGrid grid_;
+  double TrainingLevel(size_t i) const override {
+    return std::nearbyint(GridPosition(i, w_.value[i]));
+  }
+
   TrainableParam w_;
 };
 
+class SoftRoundingQuantizer final : public FrozenGridQuantizer {
+ public:
+  SoftRoundingQuantizer(const WeightGridSpec& spec, QuantGrid grid,
+                        const std::vector<double>& w)
+      : FrozenGridQuantizer(spec, std::move(grid), w.size()) {
+    v_.name = "soft_rounding_v";
+    v_.group = VariableGroup::kAux;
+    floor_.resize(w.size());
+    v_.value.resize(w.size());
+    for (size_t i = 0; i < w.size(); ++i) {
+      const double x = GridPosition(i, w[i]);
+      floor_[i] = std::floor(x);
+      // h(V) = fractional part r: V = -log((zeta - gamma) / (r - gamma) - 1).
+      const double r = x - floor_[i];
+      v_.value[i] = -std::log((kSoftZeta - kSoftGamma) / (r - kSoftGamma) - 1);
+    }
+    v_.ZeroGrad();
+  }
+  // ste_clip: the clip passes the gradient (MCT's soft quantizer).
+  void Backward(const std::vector<double>& dwq) override {
+    for (size_t i = 0; i < dwq.size(); ++i) {
+      v_.grad[i] += dwq[i] * Scale(i) * SoftRoundingDh(v_.value[i]);
+    }
+  }
+  std::vector<TrainableParam*> Params() override { return {&v_}; }
+  const TrainableParam& v() const { return v_; }
+
+ private:
+  double TrainingLevel(size_t i) const override {
+    return floor_[i] + SoftRoundingH(v_.value[i]);
+  }
+  // h(V) >= 0.5 exactly when V >= 0.
+  double HardLevel(size_t i) const override {
+    return floor_[i] + (v_.value[i] >= 0 ? 1 : 0);
+  }
+
+  std::vector<double> floor_;
+  TrainableParam v_;
+};
+
+class GptqSteQuantizer final : public FrozenGridQuantizer {
+ public:
+  GptqSteQuantizer(const WeightGridSpec& spec, QuantGrid grid,
+                   const std::vector<double>& w)
+      : FrozenGridQuantizer(spec, std::move(grid), w.size()) {
+    u_.name = "ste_shift";
+    u_.group = VariableGroup::kAux;
+    base_.resize(w.size());
+    for (size_t i = 0; i < w.size(); ++i) {
+      base_[i] = std::nearbyint(GridPosition(i, w[i]));
+    }
+    u_.value.assign(w.size(), 0.0);
+    u_.ZeroGrad();
+  }
+  // ste_round passes the gradient; the clip stops it outside the grid.
+  void Backward(const std::vector<double>& dwq) override {
+    for (size_t i = 0; i < dwq.size(); ++i) {
+      if (!InGrid(TrainingLevel(i))) continue;
+      u_.grad[i] += dwq[i] * Scale(i);
+    }
+  }
+  std::vector<TrainableParam*> Params() override { return {&u_}; }
+  void AfterStep() override {
+    for (double& u : u_.value) u = Clip(u, -1.0, 1.0);  // max_lsbs_change 1
+  }
+
+ private:
+  double TrainingLevel(size_t i) const override {
+    return std::nearbyint(base_[i] + u_.value[i]);
+  }
+
+  std::vector<double> base_;
+  TrainableParam u_;
+};
+
+// LSQ trains the grid itself, so it keeps its own (learned) step and offset
+// per channel and only shares the weights parameter and the conversion.
 class LsqWeightQuantizer final : public TrainableWeightQuantizer {
  public:
   LsqWeightQuantizer(const WeightGridSpec& spec, QuantGrid grid,
                      std::vector<double> w)
-      : spec_(spec), grid_(std::move(grid)) {
-    w_.name = "weights";
-    w_.group = VariableGroup::kWeights;
-    w_.value = std::move(w);
-    w_.ZeroGrad();
-    uniform_ = spec.kind == WeightGridSpec::Kind::kUniform;
+      : spec_(spec),
+        grid_(std::move(grid)),
+        uniform_(spec.kind == WeightGridSpec::Kind::kUniform),
+        w_(WeightsParam(std::move(w))) {
     const size_t c = grid_.scale.size();
     if (uniform_) {
       lo_.name = "range_min";
@@ -163,6 +282,8 @@ class LsqWeightQuantizer final : public TrainableWeightQuantizer {
     }
   }
 
+  // The learned thresholds (or ranges) give a new grid, with the same
+  // channel layout; the trained weights are rounded to it.
   FixedWeights Convert() const override {
     WeightGridSpec learned = spec_;
     if (uniform_) {
@@ -171,13 +292,11 @@ class LsqWeightQuantizer final : public TrainableWeightQuantizer {
     } else {
       learned.thresholds = lo_.value;
     }
-    FixedWeights out;
-    out.grid = GridOf(learned);
-    out.grid.channels = grid_.channels;
-    out.grid.inner = grid_.inner;
-    out.ints = RoundToGrid(w_.value, out.grid);
-    CopySpec(learned, &out);
-    return out;
+    QuantGrid grid = GridOf(learned);
+    grid.channels = grid_.channels;
+    grid.inner = grid_.inner;
+    std::vector<int32_t> ints = RoundToGrid(w_.value, grid);
+    return FixedOnGrid(learned, std::move(grid), std::move(ints));
   }
 
  private:
@@ -189,123 +308,11 @@ class LsqWeightQuantizer final : public TrainableWeightQuantizer {
 
   WeightGridSpec spec_;
   QuantGrid grid_;
-  bool uniform_ = false;
+  bool uniform_;
   double levels_ = 1;
   double grad_scale_ = 1;
   TrainableParam w_, lo_, hi_;
   std::vector<double> x_, q_;
-};
-
-class SoftRoundingQuantizer final : public TrainableWeightQuantizer {
- public:
-  SoftRoundingQuantizer(const WeightGridSpec& spec, QuantGrid grid,
-                        std::vector<double> w)
-      : spec_(spec), grid_(std::move(grid)), w_(std::move(w)) {
-    v_.name = "soft_rounding_v";
-    v_.group = VariableGroup::kAux;
-    floor_.resize(w_.size());
-    v_.value.resize(w_.size());
-    for (size_t i = 0; i < w_.size(); ++i) {
-      const int64_t c = grid_.ChannelOf(i);
-      const double x = w_[i] / grid_.scale[c] + grid_.zero_point[c];
-      floor_[i] = std::floor(x);
-      // h(V) = fractional part r: V = -log((zeta - gamma) / (r - gamma) - 1).
-      const double r = x - floor_[i];
-      v_.value[i] = -std::log((kSoftZeta - kSoftGamma) / (r - kSoftGamma) - 1);
-    }
-    v_.ZeroGrad();
-  }
-  void Forward(std::vector<double>* wq) override {
-    wq->resize(w_.size());
-    for (size_t i = 0; i < w_.size(); ++i) {
-      const int64_t c = grid_.ChannelOf(i);
-      const double q =
-          Clip(floor_[i] + SoftRoundingH(v_.value[i]), grid_.qmin, grid_.qmax);
-      (*wq)[i] = grid_.scale[c] * (q - grid_.zero_point[c]);
-    }
-  }
-  // ste_clip: the clip passes the gradient (MCT's soft quantizer).
-  void Backward(const std::vector<double>& dwq) override {
-    for (size_t i = 0; i < dwq.size(); ++i) {
-      v_.grad[i] += dwq[i] * grid_.scale[grid_.ChannelOf(i)] *
-                    SoftRoundingDh(v_.value[i]);
-    }
-  }
-  std::vector<TrainableParam*> Params() override { return {&v_}; }
-  FixedWeights Convert() const override {
-    FixedWeights out;
-    out.grid = grid_;
-    out.ints.resize(w_.size());
-    for (size_t i = 0; i < w_.size(); ++i) {
-      // h(V) >= 0.5 exactly when V >= 0.
-      out.ints[i] = static_cast<int32_t>(
-          Clip(floor_[i] + (v_.value[i] >= 0 ? 1 : 0), grid_.qmin, grid_.qmax));
-    }
-    CopySpec(spec_, &out);
-    return out;
-  }
-  const TrainableParam& v() const { return v_; }
-
- private:
-  WeightGridSpec spec_;
-  QuantGrid grid_;
-  std::vector<double> w_, floor_;
-  TrainableParam v_;
-};
-
-class GptqSteQuantizer final : public TrainableWeightQuantizer {
- public:
-  GptqSteQuantizer(const WeightGridSpec& spec, QuantGrid grid,
-                   std::vector<double> w)
-      : spec_(spec), grid_(std::move(grid)) {
-    u_.name = "ste_shift";
-    u_.group = VariableGroup::kAux;
-    base_.resize(w.size());
-    for (size_t i = 0; i < w.size(); ++i) {
-      const int64_t c = grid_.ChannelOf(i);
-      base_[i] = std::nearbyint(w[i] / grid_.scale[c] + grid_.zero_point[c]);
-    }
-    u_.value.assign(w.size(), 0.0);
-    u_.ZeroGrad();
-  }
-  void Forward(std::vector<double>* wq) override {
-    wq->resize(base_.size());
-    for (size_t i = 0; i < base_.size(); ++i) {
-      const int64_t c = grid_.ChannelOf(i);
-      const double q =
-          Clip(std::nearbyint(base_[i] + u_.value[i]), grid_.qmin, grid_.qmax);
-      (*wq)[i] = grid_.scale[c] * (q - grid_.zero_point[c]);
-    }
-  }
-  // ste_round passes the gradient; the clip stops it outside the grid.
-  void Backward(const std::vector<double>& dwq) override {
-    for (size_t i = 0; i < dwq.size(); ++i) {
-      const double r = std::nearbyint(base_[i] + u_.value[i]);
-      if (r < grid_.qmin || r > grid_.qmax) continue;
-      u_.grad[i] += dwq[i] * grid_.scale[grid_.ChannelOf(i)];
-    }
-  }
-  std::vector<TrainableParam*> Params() override { return {&u_}; }
-  void AfterStep() override {
-    for (double& u : u_.value) u = Clip(u, -1.0, 1.0);  // max_lsbs_change 1
-  }
-  FixedWeights Convert() const override {
-    FixedWeights out;
-    out.grid = grid_;
-    out.ints.resize(base_.size());
-    for (size_t i = 0; i < base_.size(); ++i) {
-      out.ints[i] = static_cast<int32_t>(
-          Clip(std::nearbyint(base_[i] + u_.value[i]), grid_.qmin, grid_.qmax));
-    }
-    CopySpec(spec_, &out);
-    return out;
-  }
-
- private:
-  WeightGridSpec spec_;
-  QuantGrid grid_;
-  std::vector<double> base_;
-  TrainableParam u_;
 };
 
 }  // namespace

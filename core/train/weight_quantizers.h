@@ -12,6 +12,9 @@
 //                          converted with h >= 0.5.
 //   GptqSteQuantizer       GPTQ STE: q = round(round(w/s + z) + u), u in
 //                          [-1, 1] LSB trains through the STE.
+// STE, soft rounding and GPTQ STE keep the PTQ grid frozen and differ only in
+// how a weight's grid level is formed (they share forward and conversion);
+// LSQ learns the grid.
 // The float weights are given at construction (flattened, with the grid's
 // channel layout); Forward() writes the fake-quant weights.
 #ifndef QUANTD_CORE_TRAIN_WEIGHT_QUANTIZERS_H_

@@ -131,6 +131,312 @@ Cone BuildCone(const Model& model, int start,
   return cone;
 }
 
+// A QuantizedGraph with only `node` quantized, with `cand`.
+v1::QuantizedGraph SingleNodeGraph(const Node& node,
+                                   const SensitivityCandidate& cand) {
+  v1::QuantizedGraph qg;
+  v1::QuantizedNode* qn = qg.add_nodes();
+  qn->set_name(node.name);
+  qn->set_op_type(node.op_type);
+  for (const auto& w : cand.weights) *qn->add_weights() = w;
+  if (cand.activation) *qn->add_activations() = *cand.activation;
+  return qg;
+}
+
+// The points of `cone` that are not already outputs of its model.
+std::vector<std::string> ExtraPointOutputs(
+    const Cone& cone, const std::vector<InterestPoint>& points) {
+  std::set<std::string> cone_outputs;
+  for (const auto& o : cone.model->graph.outputs) cone_outputs.insert(o.name);
+  std::vector<std::string> extra;
+  for (int p : cone.points) {
+    if (!cone_outputs.count(points[p].tensor)) {
+      extra.push_back(points[p].tensor);
+    }
+  }
+  return extra;
+}
+
+// Every tensor of one sample's float run, plus its feeds.
+using FloatTensors = std::map<std::string, Tensor>;
+
+// The cone's inputs, taken from the float run of one sample.
+absl::StatusOr<FloatTensors> ConeFeeds(const Cone& cone,
+                                       const FloatTensors& floats) {
+  FloatTensors feeds;
+  for (const auto& in : cone.inputs) {
+    auto it = floats.find(in);
+    if (it == floats.end()) {
+      return absl::InternalError(absl::StrCat("sensitivity: tensor '", in,
+                                              "' missing from the cache"));
+    }
+    feeds.emplace(in, it->second);
+  }
+  return feeds;
+}
+
+// One sensitivity evaluation: node k at its candidate j.
+struct Task {
+  int k, j;
+};
+
+// ComputeSensitivities' state. Samples go in chunks: a float run of the
+// chunk (every tensor kept), then every task on the chunk, each writing its
+// distances; the aggregation at the end runs in a fixed order.
+class SensitivityRun {
+ public:
+  SensitivityRun(const Model& model, const std::vector<SensitivityNode>& nodes,
+                 const std::vector<InterestPoint>& points,
+                 const std::vector<InterestPoint>& outputs,
+                 const std::vector<SampleFeeds>& samples,
+                 const SensitivityOptions& options, ThreadPool* pool,
+                 const CancellationToken* cancel, ProgressSink* progress)
+      : model_(model),
+        g_(model.graph),
+        nodes_(nodes),
+        points_(points),
+        outputs_(outputs),
+        samples_(samples),
+        options_(options),
+        pool_(pool),
+        cancel_(cancel),
+        progress_(progress),
+        num_samples_(samples.size()),
+        num_points_(points.size()),
+        num_outputs_(outputs.size()),
+        chunk_(std::max(1, options.chunk_samples)) {}
+
+  absl::StatusOr<std::vector<std::vector<double>>> Run();
+
+ private:
+  absl::Status Validate() const;
+  absl::Status Prepare();
+  absl::Status RunFloat(size_t begin, std::vector<FloatTensors>* cache) const;
+  void BuildCones(const FloatTensors& sample);
+  absl::Status RunTasks(size_t begin, const std::vector<FloatTensors>& cache);
+  absl::Status MeasureTask(const Task& task, size_t begin,
+                           const std::vector<FloatTensors>& cache,
+                           std::vector<double>* d) const;
+  absl::Status RecordDistances(const Cone& cone, const FloatTensors& got,
+                               const FloatTensors& floats, size_t global,
+                               std::vector<double>* d) const;
+  void CountDone();
+  absl::StatusOr<std::vector<std::vector<double>>> Aggregate() const;
+
+  const Model& model_;
+  const Graph& g_;
+  const std::vector<SensitivityNode>& nodes_;
+  const std::vector<InterestPoint>& points_;
+  const std::vector<InterestPoint>& outputs_;
+  const std::vector<SampleFeeds>& samples_;
+  const SensitivityOptions& options_;
+  ThreadPool* pool_;
+  const CancellationToken* cancel_;
+  ProgressSink* progress_;
+  const size_t num_samples_, num_points_, num_outputs_;
+  const int chunk_;
+
+  std::unique_ptr<Executor> float_exec_;
+  RunOptions float_run_;
+  std::vector<Task> tasks_;
+  // dist_[t] = [num_points + num_outputs][num_samples], zero outside the cone.
+  std::vector<std::vector<double>> dist_;
+  std::vector<Cone> cones_;
+  int64_t total_work_ = 0;
+  std::atomic<int64_t> done_{0};
+};
+
+absl::StatusOr<std::vector<std::vector<double>>> SensitivityRun::Run() {
+  RETURN_IF_ERROR(Validate());
+  RETURN_IF_ERROR(Prepare());
+  for (size_t begin = 0; begin < num_samples_; begin += chunk_) {
+    const size_t end = std::min(num_samples_, begin + chunk_);
+    std::vector<FloatTensors> cache(end - begin);
+    RETURN_IF_ERROR(RunFloat(begin, &cache));
+    if (cones_.empty()) BuildCones(cache[0]);
+    RETURN_IF_ERROR(RunTasks(begin, cache));
+  }
+  return Aggregate();
+}
+
+absl::Status SensitivityRun::Validate() const {
+  if (num_samples_ == 0) {
+    return absl::InvalidArgumentError("sensitivity: no samples");
+  }
+  for (const SensitivityNode& n : nodes_) {
+    if (n.node < 0 || n.node >= static_cast<int>(g_.nodes.size())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("sensitivity: node index ", n.node, " out of range"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SensitivityRun::Prepare() {
+  // Float executor over the whole model; kernels single-threaded because
+  // samples (and later tasks) run in parallel.
+  auto float_model = std::make_shared<const Model>(model_);
+  ASSIGN_OR_RETURN(float_exec_,
+                   Executor::Create(float_model, ExecutorOptions()));
+  // The float runs keep every tensor any cone or point needs.
+  std::set<std::string> graph_outputs;
+  for (const auto& out : g_.outputs) graph_outputs.insert(out.name);
+  float_run_.cancel = cancel_;
+  for (const Node& n : g_.nodes) {
+    for (const auto& out : n.outputs) {
+      if (!out.empty() && !graph_outputs.count(out)) {
+        float_run_.extra_outputs.push_back(out);
+      }
+    }
+  }
+  for (size_t k = 0; k < nodes_.size(); ++k) {
+    for (size_t j = 0; j < nodes_[k].candidates.size(); ++j) {
+      tasks_.push_back({static_cast<int>(k), static_cast<int>(j)});
+    }
+  }
+  dist_.assign(
+      tasks_.size(),
+      std::vector<double>((num_points_ + num_outputs_) * num_samples_, 0.0));
+  total_work_ = static_cast<int64_t>(tasks_.size()) *
+                static_cast<int64_t>((num_samples_ + chunk_ - 1) / chunk_);
+  return absl::OkStatus();
+}
+
+absl::Status SensitivityRun::RunFloat(size_t begin,
+                                      std::vector<FloatTensors>* cache) const {
+  return ParallelForSamples(
+      static_cast<int64_t>(cache->size()), pool_, /*cancel=*/nullptr,
+      SampleProgress(), [&](int64_t s) -> absl::Status {
+        auto r = float_exec_->Run(samples_[begin + s], float_run_);
+        if (!r.ok()) return r.status();
+        (*cache)[s] = *std::move(r);
+        for (const auto& [name, t] : samples_[begin + s]) {
+          (*cache)[s][name] = t;
+        }
+        return absl::OkStatus();
+      });
+}
+
+void SensitivityRun::BuildCones(const FloatTensors& sample) {
+  std::map<std::string, DType> dtypes;
+  for (const auto& [name, t] : sample) dtypes[name] = t.dtype();
+  for (const SensitivityNode& n : nodes_) {
+    cones_.push_back(BuildCone(model_, n.node, points_, outputs_, dtypes));
+  }
+}
+
+absl::Status SensitivityRun::RunTasks(size_t begin,
+                                      const std::vector<FloatTensors>& cache) {
+  std::vector<absl::Status> task_status(tasks_.size());
+  auto run_tasks = [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      task_status[t] = MeasureTask(tasks_[t], begin, cache, &dist_[t]);
+      CountDone();
+    }
+  };
+  if (pool_ != nullptr) {
+    pool_->ParallelFor(static_cast<int64_t>(tasks_.size()), 1, run_tasks);
+  } else {
+    run_tasks(0, static_cast<int64_t>(tasks_.size()));
+  }
+  for (size_t t = 0; t < tasks_.size(); ++t) {
+    if (!task_status[t].ok()) {
+      const Node& node = g_.nodes[nodes_[tasks_[t].k].node];
+      return absl::Status(
+          task_status[t].code(),
+          absl::StrCat("sensitivity of ", node.Label(), " candidate ",
+                       tasks_[t].j, ": ", task_status[t].message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Only the task's node quantized, with its candidate: the cone runs on the
+// chunk's float inputs and its points are compared with the float ones.
+absl::Status SensitivityRun::MeasureTask(const Task& task, size_t begin,
+                                         const std::vector<FloatTensors>& cache,
+                                         std::vector<double>* d) const {
+  if (cancel_ != nullptr) RETURN_IF_ERROR(cancel_->Check());
+  const SensitivityNode& sn = nodes_[task.k];
+  const Cone& cone = cones_[task.k];
+  if (cone.points.empty() && cone.outputs.empty()) return absl::OkStatus();
+  const v1::QuantizedGraph qg =
+      SingleNodeGraph(g_.nodes[sn.node], sn.candidates[task.j]);
+  ASSIGN_OR_RETURN(QdqPlan plan,
+                   LowerToQdqPlan(*cone.model, qg, v1::ExportOptions()));
+  ASSIGN_OR_RETURN(Model fq, WithFakeQuantWeights(*cone.model, plan));
+  ASSIGN_OR_RETURN(std::unique_ptr<Executor> exec,
+                   Executor::Create(std::move(fq), ExecutorOptions()));
+  ActivationFakeQuantizer quantizer(plan);
+  RunOptions run;
+  run.cancel = cancel_;
+  run.rewriter = &quantizer.rewriter();
+  run.extra_outputs = ExtraPointOutputs(cone, points_);
+  for (size_t s = 0; s < cache.size(); ++s) {
+    ASSIGN_OR_RETURN(FloatTensors feeds, ConeFeeds(cone, cache[s]));
+    ASSIGN_OR_RETURN(FloatTensors got, exec->Run(feeds, run));
+    RETURN_IF_ERROR(RecordDistances(cone, got, cache[s], begin + s, d));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SensitivityRun::RecordDistances(const Cone& cone,
+                                             const FloatTensors& got,
+                                             const FloatTensors& floats,
+                                             size_t global,
+                                             std::vector<double>* d) const {
+  auto measure = [&](const InterestPoint& ip, size_t row) -> absl::Status {
+    auto q = got.find(ip.tensor);
+    auto f = floats.find(ip.tensor);
+    if (q == got.end() || f == floats.end()) return absl::OkStatus();
+    ASSIGN_OR_RETURN(double v,
+                     Distance(ip.kind, f->second, q->second, ip.tensor));
+    (*d)[row * num_samples_ + global] = v;
+    return absl::OkStatus();
+  };
+  for (int p : cone.points) RETURN_IF_ERROR(measure(points_[p], p));
+  for (int o : cone.outputs) {
+    RETURN_IF_ERROR(measure(outputs_[o], num_points_ + o));
+  }
+  return absl::OkStatus();
+}
+
+void SensitivityRun::CountDone() {
+  const int64_t dn = ++done_;
+  if (progress_ != nullptr && (dn % 8 == 0 || dn == total_work_)) {
+    progress_->Report({"mixed_precision", static_cast<double>(dn) / total_work_,
+                       absl::StrCat("sensitivity ", dn, "/", total_work_)});
+  }
+}
+
+// Per task, MCT's metric over the points and outputs, in task order.
+absl::StatusOr<std::vector<std::vector<double>>> SensitivityRun::Aggregate()
+    const {
+  std::vector<std::vector<double>> result(nodes_.size());
+  for (size_t k = 0; k < nodes_.size(); ++k) {
+    result[k].resize(nodes_[k].candidates.size());
+  }
+  for (size_t t = 0; t < tasks_.size(); ++t) {
+    const std::vector<double>& d = dist_[t];
+    absl::Span<const double> pts(d.data(), num_points_ * num_samples_);
+    absl::Span<const double> outs(d.data() + num_points_ * num_samples_,
+                                  num_outputs_ * num_samples_);
+    double m = 0;
+    if (num_points_ > 0) {
+      ASSIGN_OR_RETURN(m, mixed_precision::SensitivityMetric(
+                              pts, num_points_, outs, num_outputs_,
+                              num_samples_, options_.weighting));
+    } else if (num_outputs_ > 0) {
+      // No interest point: the graph outputs alone (their mean distance).
+      ASSIGN_OR_RETURN(m, mixed_precision::AggregateDistances(
+                              outs, num_outputs_, num_samples_,
+                              mixed_precision::WeightingOptions()));
+    }
+    result[tasks_[t].k][tasks_[t].j] = m;
+  }
+  return result;
+}
+
 }  // namespace
 
 std::vector<InterestPoint> MpInterestPoints(const Model& model,
@@ -177,196 +483,9 @@ absl::StatusOr<std::vector<std::vector<double>>> ComputeSensitivities(
     const std::vector<InterestPoint>& outputs,
     const std::vector<SampleFeeds>& samples, const SensitivityOptions& options,
     ThreadPool* pool, const CancellationToken* cancel, ProgressSink* progress) {
-  const Graph& g = model.graph;
-  const size_t num_samples = samples.size();
-  if (num_samples == 0) {
-    return absl::InvalidArgumentError("sensitivity: no samples");
-  }
-  for (const SensitivityNode& n : nodes) {
-    if (n.node < 0 || n.node >= static_cast<int>(g.nodes.size())) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("sensitivity: node index ", n.node, " out of range"));
-    }
-  }
-  const size_t num_points = points.size();
-  const size_t num_outputs = outputs.size();
-  // Float executor over the whole model; kernels single-threaded because
-  // samples (and later tasks) run in parallel.
-  auto float_model = std::make_shared<const Model>(model);
-  ASSIGN_OR_RETURN(std::unique_ptr<Executor> float_exec,
-                   Executor::Create(float_model, ExecutorOptions()));
-  std::set<std::string> graph_inputs, graph_outputs;
-  for (const auto& in : g.inputs) graph_inputs.insert(in.name);
-  for (const auto& out : g.outputs) graph_outputs.insert(out.name);
-
-  // Tasks: (node k, candidate j).
-  struct Task {
-    int k, j;
-  };
-  std::vector<Task> tasks;
-  for (size_t k = 0; k < nodes.size(); ++k) {
-    for (size_t j = 0; j < nodes[k].candidates.size(); ++j) {
-      tasks.push_back({static_cast<int>(k), static_cast<int>(j)});
-    }
-  }
-  // dist[t] = [num_points + num_outputs][num_samples], zero outside the cone.
-  std::vector<std::vector<double>> dist(
-      tasks.size(),
-      std::vector<double>((num_points + num_outputs) * num_samples, 0.0));
-  std::vector<Cone> cones;
-  const int chunk = std::max(1, options.chunk_samples);
-  const int64_t total_work =
-      static_cast<int64_t>(tasks.size()) *
-      static_cast<int64_t>((num_samples + chunk - 1) / chunk);
-  std::atomic<int64_t> done{0};
-
-  for (size_t begin = 0; begin < num_samples; begin += chunk) {
-    const size_t end = std::min(num_samples, begin + chunk);
-    const size_t n_chunk = end - begin;
-    // 1. Float runs: every tensor any cone or point needs.
-    std::vector<std::map<std::string, Tensor>> cache(n_chunk);
-    RunOptions float_run;
-    float_run.cancel = cancel;
-    for (const Node& n : g.nodes) {
-      for (const auto& out : n.outputs) {
-        if (!out.empty() && !graph_outputs.count(out)) {
-          float_run.extra_outputs.push_back(out);
-        }
-      }
-    }
-    RETURN_IF_ERROR(ParallelForSamples(
-        static_cast<int64_t>(n_chunk), pool, /*cancel=*/nullptr,
-        SampleProgress(), [&](int64_t s) -> absl::Status {
-          auto r = float_exec->Run(samples[begin + s], float_run);
-          if (!r.ok()) return r.status();
-          cache[s] = *std::move(r);
-          for (const auto& [name, t] : samples[begin + s]) cache[s][name] = t;
-          return absl::OkStatus();
-        }));
-    if (cones.empty()) {
-      std::map<std::string, DType> dtypes;
-      for (const auto& [name, t] : cache[0]) dtypes[name] = t.dtype();
-      for (const SensitivityNode& n : nodes) {
-        cones.push_back(BuildCone(model, n.node, points, outputs, dtypes));
-      }
-    }
-    // 2. One task per (node, candidate): only that node quantized.
-    std::vector<absl::Status> task_status(tasks.size());
-    auto run_tasks = [&](int64_t b, int64_t e) {
-      for (int64_t t = b; t < e; ++t) {
-        task_status[t] = [&]() -> absl::Status {
-          if (cancel != nullptr) RETURN_IF_ERROR(cancel->Check());
-          const Task& task = tasks[t];
-          const SensitivityNode& sn = nodes[task.k];
-          const Cone& cone = cones[task.k];
-          if (cone.points.empty() && cone.outputs.empty()) {
-            return absl::OkStatus();
-          }
-          const SensitivityCandidate& cand = sn.candidates[task.j];
-          const Node& node = g.nodes[sn.node];
-          v1::QuantizedGraph qg;
-          v1::QuantizedNode* qn = qg.add_nodes();
-          qn->set_name(node.name);
-          qn->set_op_type(node.op_type);
-          for (const auto& w : cand.weights) *qn->add_weights() = w;
-          if (cand.activation) *qn->add_activations() = *cand.activation;
-          ASSIGN_OR_RETURN(QdqPlan plan, LowerToQdqPlan(*cone.model, qg,
-                                                        v1::ExportOptions()));
-          ASSIGN_OR_RETURN(Model fq, WithFakeQuantWeights(*cone.model, plan));
-          ASSIGN_OR_RETURN(std::unique_ptr<Executor> exec,
-                           Executor::Create(std::move(fq), ExecutorOptions()));
-          ActivationFakeQuantizer quantizer(plan);
-          RunOptions run;
-          run.cancel = cancel;
-          run.rewriter = &quantizer.rewriter();
-          std::set<std::string> cone_outputs;
-          for (const auto& o : cone.model->graph.outputs) {
-            cone_outputs.insert(o.name);
-          }
-          for (int p : cone.points) {
-            if (!cone_outputs.count(points[p].tensor)) {
-              run.extra_outputs.push_back(points[p].tensor);
-            }
-          }
-          std::vector<double>& d = dist[t];
-          for (size_t s = 0; s < n_chunk; ++s) {
-            std::map<std::string, Tensor> feeds;
-            for (const auto& in : cone.inputs) {
-              auto it = cache[s].find(in);
-              if (it == cache[s].end()) {
-                return absl::InternalError(absl::StrCat(
-                    "sensitivity: tensor '", in, "' missing from the cache"));
-              }
-              feeds.emplace(in, it->second);
-            }
-            ASSIGN_OR_RETURN(auto got, exec->Run(feeds, run));
-            const size_t global = begin + s;
-            auto measure = [&](const InterestPoint& ip,
-                               size_t row) -> absl::Status {
-              auto q = got.find(ip.tensor);
-              auto f = cache[s].find(ip.tensor);
-              if (q == got.end() || f == cache[s].end()) {
-                return absl::OkStatus();
-              }
-              ASSIGN_OR_RETURN(
-                  double v, Distance(ip.kind, f->second, q->second, ip.tensor));
-              d[row * num_samples + global] = v;
-              return absl::OkStatus();
-            };
-            for (int p : cone.points) RETURN_IF_ERROR(measure(points[p], p));
-            for (int o : cone.outputs) {
-              RETURN_IF_ERROR(measure(outputs[o], num_points + o));
-            }
-          }
-          return absl::OkStatus();
-        }();
-        const int64_t dn = ++done;
-        if (progress != nullptr && (dn % 8 == 0 || dn == total_work)) {
-          progress->Report({"mixed_precision",
-                            static_cast<double>(dn) / total_work,
-                            absl::StrCat("sensitivity ", dn, "/", total_work)});
-        }
-      }
-    };
-    if (pool != nullptr) {
-      pool->ParallelFor(static_cast<int64_t>(tasks.size()), 1, run_tasks);
-    } else {
-      run_tasks(0, static_cast<int64_t>(tasks.size()));
-    }
-    for (size_t t = 0; t < tasks.size(); ++t) {
-      if (!task_status[t].ok()) {
-        const Node& node = g.nodes[nodes[tasks[t].k].node];
-        return absl::Status(
-            task_status[t].code(),
-            absl::StrCat("sensitivity of ", node.Label(), " candidate ",
-                         tasks[t].j, ": ", task_status[t].message()));
-      }
-    }
-  }
-  // 3. Aggregation in a fixed order.
-  std::vector<std::vector<double>> result(nodes.size());
-  for (size_t k = 0; k < nodes.size(); ++k) {
-    result[k].resize(nodes[k].candidates.size());
-  }
-  for (size_t t = 0; t < tasks.size(); ++t) {
-    const std::vector<double>& d = dist[t];
-    absl::Span<const double> pts(d.data(), num_points * num_samples);
-    absl::Span<const double> outs(d.data() + num_points * num_samples,
-                                  num_outputs * num_samples);
-    double m = 0;
-    if (num_points > 0) {
-      ASSIGN_OR_RETURN(m, mixed_precision::SensitivityMetric(
-                              pts, num_points, outs, num_outputs, num_samples,
-                              options.weighting));
-    } else if (num_outputs > 0) {
-      // No interest point: the graph outputs alone (their mean distance).
-      ASSIGN_OR_RETURN(m, mixed_precision::AggregateDistances(
-                              outs, num_outputs, num_samples,
-                              mixed_precision::WeightingOptions()));
-    }
-    result[tasks[t].k][tasks[t].j] = m;
-  }
-  return result;
+  SensitivityRun run(model, nodes, points, outputs, samples, options, pool,
+                     cancel, progress);
+  return run.Run();
 }
 
 }  // namespace quantd
