@@ -13,6 +13,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/env_flags.h"
 #include "server/grpc_server.h"
@@ -148,7 +150,23 @@ ServerOptions OptionsFromFlags() {
   return o;
 }
 
+// --help lists quantd's own flags (not Abseil's or gRPC's, which --helpfull
+// adds); --version prints the version and the commit.
+void ConfigureUsage() {
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::StrContains(file, "server/main.cc");
+  };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  usage.version_string = [] {
+    return absl::StrCat("quantd ", QUANTD_VERSION, " (commit ", QUANTD_GIT_SHA,
+                        ")\n");
+  };
+  absl::SetFlagsUsageConfig(usage);
+}
+
 int Run(int argc, char** argv) {
+  ConfigureUsage();
   absl::SetProgramUsageMessage(
       "quantd [--port=50051] [--workers=N] [--tls_cert=...] ... "
       "(docs/service.md; every flag also reads QUANTD_<NAME>)");

@@ -13,6 +13,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "tests/integration/server_process.h"
+#include "tests/testing/subprocess.h"
 
 namespace quantd::testing {
 namespace {
@@ -31,6 +32,27 @@ int QuantctlHealth(const std::string& target, const std::string& service) {
 }
 
 constexpr char kReadiness[] = "quantd.v1.QuantizationService";
+
+// --help lists quantd's own flags, not Abseil's; --version names the commit.
+TEST(LifecycleTest, HelpListsTheServerFlagsAndVersionNamesTheCommit) {
+  auto help = Subprocess::Start({BuildPath("server/quantd"), "--help"});
+  ASSERT_TRUE(help.ok()) << help.status();
+  ASSERT_TRUE((*help)->Wait(absl::Seconds(30)).ok());
+  const std::string text = (*help)->Output();
+  EXPECT_THAT(text, ::testing::HasSubstr("--workers"));
+  EXPECT_THAT(text, ::testing::HasSubstr("--max_job_memory_mb"));
+  EXPECT_THAT(text, ::testing::Not(::testing::HasSubstr("No flags matched")));
+  EXPECT_THAT(text, ::testing::Not(::testing::HasSubstr("--flagfile")));
+
+  auto version = Subprocess::Start({BuildPath("server/quantd"), "--version"});
+  ASSERT_TRUE(version.ok()) << version.status();
+  auto code = (*version)->Wait(absl::Seconds(30));
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(*code, 0);
+  EXPECT_THAT(
+      (*version)->Output(),
+      ::testing::MatchesRegex("quantd [0-9.]+ \\(commit [0-9a-z]+\\)\n"));
+}
 
 TEST(LifecycleTest, SigtermWithoutJobsExitsZero) {
   auto server = ServerProcess::Start({"--drain_seconds=5"});
