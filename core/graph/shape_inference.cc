@@ -194,6 +194,7 @@ class Inferencer {
     RuleContext c;
     c.node = &node;
     c.opset = opset_;
+    c.max_rank = options_.max_rank;
     bool all_constant = true;
     for (const std::string& in : node.inputs) {
       const ValueInfo* info = nullptr;

@@ -23,6 +23,9 @@ struct RuleContext {
   std::vector<const ValueInfo*> inputs;
   std::vector<const Tensor*> constants;
   std::vector<ValueInfo> outputs;
+  // ShapeInferenceOptions::max_rank: a rule that makes an output's rank from
+  // an input's length checks it before allocating the dims.
+  int64_t max_rank = 64;
   // Infers a subgraph (If/Loop body) given its inputs' types; fills the
   // graph's value_info and returns its output types.
   std::function<absl::StatusOr<std::vector<ValueInfo>>(

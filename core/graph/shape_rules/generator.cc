@@ -19,6 +19,7 @@ absl::Status ConstantOfShapeRule(RuleContext* c) {
   if (!shape.ok()) {
     if (HasRank(*c, 0) && In(*c, 0)->shape.size() == 1 &&
         In(*c, 0)->shape[0] >= 0) {
+      RETURN_IF_ERROR(CheckRank(*c, In(*c, 0)->shape[0]));
       Set(c, 0, dtype, Shape(In(*c, 0)->shape[0], -1));
     } else {
       SetType(c, 0, dtype);

@@ -14,6 +14,13 @@
 namespace quantd {
 namespace shape_internal {
 
+absl::Status CheckRank(const RuleContext& c, int64_t rank) {
+  if (rank <= c.max_rank) return absl::OkStatus();
+  return Error(c, absl::StrCat("output would have rank ", rank,
+                               "; tensors of rank above ", c.max_rank,
+                               " are not supported"));
+}
+
 absl::Status Error(const RuleContext& c, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(c.node->Label(), ": ", what));
 }

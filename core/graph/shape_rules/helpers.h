@@ -26,6 +26,8 @@ using RuleTable = std::map<std::string, ShapeRule>;
 
 // An InvalidArgument error naming the node.
 absl::Status Error(const RuleContext& c, const std::string& what);
+// Error naming the node when an output of `rank` dims is above c.max_rank.
+absl::Status CheckRank(const RuleContext& c, int64_t rank);
 // "[d0,d1,...]".
 std::string Str(const Shape& s);
 

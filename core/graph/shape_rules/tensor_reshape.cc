@@ -29,6 +29,7 @@ absl::Status ReshapeRule(RuleContext* c) {
     if (!t.ok()) {
       if (HasRank(*c, 1) && In(*c, 1)->shape.size() == 1 &&
           In(*c, 1)->shape[0] >= 0) {
+        RETURN_IF_ERROR(CheckRank(*c, In(*c, 1)->shape[0]));
         Set(c, 0, dtype, Shape(In(*c, 1)->shape[0], -1));
       } else {
         SetType(c, 0, dtype);
@@ -345,6 +346,7 @@ absl::Status SliceRule(RuleContext* c) {
       if (known) steps = *sp;
     }
     if (!known) {
+      RETURN_IF_ERROR(CheckRank(*c, r));
       Set(c, 0, dtype, Shape(r, -1));
       return absl::OkStatus();
     }

@@ -281,6 +281,20 @@ TEST(InferShapes, RankAboveTheLimitNamesTheNode) {
                         "rank 65; tensors of rank above 64"));
 }
 
+TEST(InferShapes, RankFromAnUnknownShapeOfHugeLengthNamesTheNode) {
+  OnnxModelBuilder b;
+  b.Input("x", DType::kFloat, {1});
+  // 3e9 ones: too large to compute, so Reshape only knows the length.
+  b.Initializer("s", Tensor::FromVector<int64_t>({3019964416}, {1}));
+  b.AddNode("ConstantOfShape", {"s"}, {"ones"});
+  b.AddNode("Reshape", {"x", "ones"}, {"y"}, "reshape_7");
+  b.Output("y", DType::kFloat);
+  Model m = Import(b.Build());
+  EXPECT_THAT(InferShapes(&m).status().message(),
+              HasSubstr("node 'reshape_7' (Reshape): output would have rank "
+                        "3019964416; tensors of rank above 64"));
+}
+
 TEST(InferShapes, ValuesPastTheConstantBudgetKeepOnlyTheirTypes) {
   OnnxModelBuilder b;
   b.Initializer("s", Tensor::FromVector<int64_t>({6}, {1}));
