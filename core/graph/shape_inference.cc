@@ -310,12 +310,8 @@ class Inferencer {
 
   absl::Status CheckRank(const Node& node, const std::string& output,
                          const std::vector<int64_t>& shape) const {
-    if (static_cast<int64_t>(shape.size()) <= options_.max_rank) {
-      return absl::OkStatus();
-    }
-    return absl::InvalidArgumentError(absl::StrCat(
-        node.Label(), ": output '", output, "' would have rank ", shape.size(),
-        "; tensors of rank above ", options_.max_rank, " are not supported"));
+    return shape_internal::CheckOutputRank(
+        node, output, static_cast<int64_t>(shape.size()), options_.max_rank);
   }
 
   // Past the total budget a computed value keeps its type only.

@@ -35,6 +35,11 @@ struct RuleContext {
 
 using ShapeRule = std::function<absl::Status(RuleContext*)>;
 
+// The rank limit (ShapeInferenceOptions::max_rank): INVALID_ARGUMENT naming
+// the node (and `output` when not empty) for a rank above `max_rank`.
+absl::Status CheckOutputRank(const Node& node, const std::string& output,
+                             int64_t rank, int64_t max_rank);
+
 // The rule for an op type, or nullptr.
 const ShapeRule* FindShapeRule(const std::string& op_type);
 

@@ -14,11 +14,17 @@
 namespace quantd {
 namespace shape_internal {
 
+absl::Status CheckOutputRank(const Node& node, const std::string& output,
+                             int64_t rank, int64_t max_rank) {
+  if (rank <= max_rank) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(node.Label(), ": output ", output.empty() ? "" : "'", output,
+                   output.empty() ? "" : "' ", "would have rank ", rank,
+                   "; tensors of rank above ", max_rank, " are not supported"));
+}
+
 absl::Status CheckRank(const RuleContext& c, int64_t rank) {
-  if (rank <= c.max_rank) return absl::OkStatus();
-  return Error(c, absl::StrCat("output would have rank ", rank,
-                               "; tensors of rank above ", c.max_rank,
-                               " are not supported"));
+  return CheckOutputRank(*c.node, "", rank, c.max_rank);
 }
 
 absl::Status Error(const RuleContext& c, const std::string& what) {

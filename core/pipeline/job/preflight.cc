@@ -339,12 +339,16 @@ int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
   if (!request.onnx_model().empty()) {
     auto model = ImportOnnx(request.onnx_model(), ImportOptionsFor(limits));
     if (model.ok()) {
-      std::vector<SampleFeeds> first;
-      auto decoded =
-          DecodeSamples(request.calibration_samples(), model->graph.inputs,
-                        "calibration_samples", limits.max_sample_bytes);
-      if (decoded.ok() && !decoded->empty()) first.push_back((*decoded)[0]);
-      per_sample = ActivationBytesPerSample(*model, first);
+      // Only the first sample's shapes matter: decode that one.
+      google::protobuf::RepeatedPtrField<v1::Sample> head;
+      if (!request.calibration_samples().empty()) {
+        *head.Add() = request.calibration_samples(0);
+      }
+      auto first =
+          DecodeSamples(head, model->graph.inputs, "calibration_samples",
+                        limits.max_sample_bytes);
+      per_sample = ActivationBytesPerSample(
+          *model, first.ok() ? *first : std::vector<SampleFeeds>());
     }
   }
   return EstimateJobMemoryBytesBeforeImport(request) +
