@@ -41,67 +41,65 @@ Node MakeConstant(const std::string& name, std::vector<float> values) {
 
 // The activation quantizer node for one tensor (attributes as
 // mct_quantizers' Activation*F.symbolic writes them).
-absl::StatusOr<Node> ActivationNode(const v1::ActivationQuantization& a,
+absl::StatusOr<Node> ActivationNode(const ActivationParams& a,
                                     const std::string& input,
                                     NameTable* names) {
   Node q;
   q.domain = std::string(kMctqDomain);
   q.inputs = {input};
-  switch (a.method()) {
+  switch (a.method) {
     case v1::QUANTIZATION_METHOD_POWER_OF_TWO:
     case v1::QUANTIZATION_METHOD_SYMMETRIC:
-      q.op_type = std::string(a.method() == v1::QUANTIZATION_METHOD_POWER_OF_TWO
+      q.op_type = std::string(a.method == v1::QUANTIZATION_METHOD_POWER_OF_TWO
                                   ? kActivationPotQuantizer
                                   : kActivationSymmetricQuantizer);
-      if (!(a.threshold() > 0)) {
+      if (!(a.threshold > 0)) {
         return absl::InvalidArgumentError(
-            absl::StrCat("activation '", a.tensor(), "': threshold ",
-                         a.threshold(), " is not positive"));
+            absl::StrCat("activation '", a.tensor, "': threshold ", a.threshold,
+                         " is not positive"));
       }
-      q.attributes["threshold"] = FloatAttr(a.threshold());
-      q.attributes["signed"] = IntAttr(a.is_signed() ? 1 : 0);
+      q.attributes["threshold"] = FloatAttr(a.threshold);
+      q.attributes["signed"] = IntAttr(a.is_signed ? 1 : 0);
       break;
     case v1::QUANTIZATION_METHOD_UNIFORM:
       q.op_type = std::string(kActivationUniformQuantizer);
-      q.attributes["min_range"] = FloatAttr(a.range_min());
-      q.attributes["max_range"] = FloatAttr(a.range_max());
+      q.attributes["min_range"] = FloatAttr(a.range_min);
+      q.attributes["max_range"] = FloatAttr(a.range_max);
       break;
     default:
       return absl::UnimplementedError(
-          absl::StrCat("activation '", a.tensor(), "': method ",
-                       v1::QuantizationMethod_Name(a.method()),
+          absl::StrCat("activation '", a.tensor, "': method ",
+                       v1::QuantizationMethod_Name(a.method),
                        " has no mct_quantizers 1.5.2 ONNX op (MCTQ export)"));
   }
-  q.attributes["num_bits"] = IntAttr(a.n_bits());
+  q.attributes["num_bits"] = IntAttr(a.n_bits);
   q.attributes["mctq_version"] = StringAttr(kMctqVersion);
   q.name = names->Unique(
-      absl::StrCat(a.tensor(), "_activation_holder_quantizer/", q.op_type));
+      absl::StrCat(a.tensor, "_activation_holder_quantizer/", q.op_type));
   return q;
 }
 
-std::vector<float> ToFloats(const google::protobuf::RepeatedField<double>& v) {
+std::vector<float> ToFloats(const std::vector<double>& v) {
   return std::vector<float>(v.begin(), v.end());
 }
 
-// The weight quantizer of `node`'s input w.input_index() and its Constant
+// The weight quantizer of `node`'s input w.input_index and its Constant
 // parameter nodes (appended to `out` in that order); returns the quantized
 // tensor's name.
 absl::StatusOr<std::string> AddWeightQuantizer(const Node& node,
-                                               const v1::WeightQuantization& w,
+                                               const WeightParams& w,
                                                const Tensor& weight,
                                                NameTable* names,
                                                std::vector<Node>* out) {
-  const std::string what =
-      absl::StrCat(node.Label(), " input ", w.input_index());
+  const std::string what = absl::StrCat(node.Label(), " input ", w.input_index);
   Node q;
   q.domain = std::string(kMctqDomain);
-  q.inputs = {node.Input(w.input_index())};
+  q.inputs = {node.Input(w.input_index)};
   std::vector<std::pair<std::string, std::vector<float>>> params;
-  const size_t channels =
-      static_cast<size_t>(w.per_channel() && w.channel_axis() >= 0 &&
-                                  w.channel_axis() < weight.rank()
-                              ? weight.dim(w.channel_axis())
-                              : 1);
+  const size_t channels = static_cast<size_t>(
+      w.per_channel && w.channel_axis >= 0 && w.channel_axis < weight.rank()
+          ? weight.dim(w.channel_axis)
+          : 1);
   auto check = [&](const char* field, int size) -> absl::Status {
     if (static_cast<size_t>(size) != channels) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -109,41 +107,39 @@ absl::StatusOr<std::string> AddWeightQuantizer(const Node& node,
     }
     return absl::OkStatus();
   };
-  switch (w.method()) {
+  switch (w.method) {
     case v1::QUANTIZATION_METHOD_POWER_OF_TWO:
     case v1::QUANTIZATION_METHOD_SYMMETRIC:
-      q.op_type = std::string(w.method() == v1::QUANTIZATION_METHOD_POWER_OF_TWO
+      q.op_type = std::string(w.method == v1::QUANTIZATION_METHOD_POWER_OF_TWO
                                   ? kWeightsPotQuantizer
                                   : kWeightsSymmetricQuantizer);
-      RETURN_IF_ERROR(check("thresholds", w.thresholds_size()));
-      params.emplace_back("threshold", ToFloats(w.thresholds()));
+      RETURN_IF_ERROR(check("thresholds", w.thresholds.size()));
+      params.emplace_back("threshold", ToFloats(w.thresholds));
       break;
     case v1::QUANTIZATION_METHOD_UNIFORM:
       q.op_type = std::string(kWeightsUniformQuantizer);
-      RETURN_IF_ERROR(check("range_min values", w.range_min_size()));
-      RETURN_IF_ERROR(check("range_max values", w.range_max_size()));
-      params.emplace_back("min_range", ToFloats(w.range_min()));
-      params.emplace_back("max_range", ToFloats(w.range_max()));
+      RETURN_IF_ERROR(check("range_min values", w.range_min.size()));
+      RETURN_IF_ERROR(check("range_max values", w.range_max.size()));
+      params.emplace_back("min_range", ToFloats(w.range_min));
+      params.emplace_back("max_range", ToFloats(w.range_max));
       break;
     case v1::QUANTIZATION_METHOD_LUT_POT_QUANTIZER:
     case v1::QUANTIZATION_METHOD_LUT_SYM_QUANTIZER:
       q.op_type =
-          std::string(w.method() == v1::QUANTIZATION_METHOD_LUT_POT_QUANTIZER
+          std::string(w.method == v1::QUANTIZATION_METHOD_LUT_POT_QUANTIZER
                           ? kWeightsLutPotQuantizer
                           : kWeightsLutSymmetricQuantizer);
-      RETURN_IF_ERROR(check("thresholds", w.thresholds_size()));
-      if (w.lut_values_size() == 0) {
+      RETURN_IF_ERROR(check("thresholds", w.thresholds.size()));
+      if (w.lut_values.empty()) {
         return absl::InvalidArgumentError(
             absl::StrCat(what, ": LUT method without lut_values"));
       }
-      params.emplace_back(
-          "lut_values",
-          std::vector<float>(w.lut_values().begin(), w.lut_values().end()));
-      params.emplace_back("threshold", ToFloats(w.thresholds()));
+      params.emplace_back("lut_values", w.lut_values);
+      params.emplace_back("threshold", ToFloats(w.thresholds));
       break;
     default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, ": unknown method ", static_cast<int>(w.method())));
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": unknown method ", static_cast<int>(w.method)));
   }
   const std::string scope = absl::StrCat(node.name, "/", q.op_type);
   q.name = names->Unique(scope);
@@ -154,13 +150,13 @@ absl::StatusOr<std::string> AddWeightQuantizer(const Node& node,
     out->push_back(std::move(c));
   }
   // symbolic(): channel_axis is the kernel's output axis even per tensor.
-  q.attributes["num_bits"] = IntAttr(w.n_bits());
-  q.attributes["per_channel"] = IntAttr(w.per_channel() ? 1 : 0);
+  q.attributes["num_bits"] = IntAttr(w.n_bits);
+  q.attributes["per_channel"] = IntAttr(w.per_channel ? 1 : 0);
   q.attributes["channel_axis"] =
-      IntAttr(w.channel_axis() >= 0 ? w.channel_axis() : 0);
+      IntAttr(w.channel_axis >= 0 ? w.channel_axis : 0);
   // Weights quantizers are signed; WeightsUniformF passes is_signed() too.
   q.attributes["signed"] = IntAttr(1);
-  if (IsLut(w.method())) {
+  if (IsLut(w.method)) {
     q.attributes["input_rank"] = IntAttr(weight.rank());
     q.attributes["lut_values_bitwidth"] = IntAttr(8);
     q.attributes["eps"] = FloatAttr(1e-8);
@@ -187,25 +183,27 @@ std::vector<std::pair<std::string, std::string>> MctqMetadata(
 }
 
 absl::StatusOr<Model> BuildMctqModel(const Model& float_model,
-                                     const v1::QuantizedGraph& qg,
+                                     const ModelQuantization& quantization,
                                      const MctqExportOptions& options) {
   Model model = float_model;
   Graph& g = model.graph;
   NameTable names(g);
 
   // Decisions by tensor and by node.
-  std::map<std::string, const v1::ActivationQuantization*> activations;
-  auto add_activation = [&](const v1::ActivationQuantization& a) {
-    if (!a.preserved_from().empty() && !options.insert_preserving_quantizers) {
+  std::map<std::string, const ActivationParams*> activations;
+  auto add_activation = [&](const ActivationParams* a) {
+    if (!a->preserved_from.empty() && !options.insert_preserving_quantizers) {
       return;
     }
-    activations[a.tensor()] = &a;
+    activations[a->tensor] = a;
   };
-  for (const auto& a : qg.input_activations()) add_activation(a);
-  std::map<std::string, const v1::QuantizedNode*> by_node;
-  for (const v1::QuantizedNode& n : qg.nodes()) {
-    for (const auto& a : n.activations()) add_activation(a);
-    if (n.weights_size() > 0) by_node[n.name()] = &n;
+  for (const ActivationParams* a : quantization.inputs) add_activation(a);
+  std::map<std::string, const std::vector<WeightParams>*> by_node;
+  for (const NodeQuantization& n : quantization.nodes) {
+    for (const ActivationParams* a : n.activations) add_activation(a);
+    if (n.weights != nullptr && !n.weights->empty()) {
+      by_node[n.node] = n.weights;
+    }
   }
   std::set<std::string> node_names;
   for (const Node& n : g.nodes) node_names.insert(n.name);
@@ -253,8 +251,8 @@ absl::StatusOr<Model> BuildMctqModel(const Model& float_model,
     }
     auto qn = by_node.find(node.name);
     if (qn != by_node.end()) {
-      for (const v1::WeightQuantization& w : qn->second->weights()) {
-        const int k = w.input_index();
+      for (const WeightParams& w : *qn->second) {
+        const int k = w.input_index;
         const Tensor* t = g.FindInitializer(node.Input(k));
         if (t == nullptr || t->dtype() != DType::kFloat) {
           return absl::InvalidArgumentError(

@@ -1,4 +1,4 @@
-// MCTQ export: a float graph-IR Model + the QuantizedGraph's decisions -> the
+// MCTQ export: a float graph-IR Model + the job's decisions -> the
 // Model that Sony MCT 2.3's PyTorch exporter writes in its default format,
 // MCTQ (serialize it with ExportOnnx).
 //
@@ -29,7 +29,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/graph/graph.h"
-#include "quantd/v1/quantized_graph.pb.h"
+#include "core/qdq/quantization_params.h"
 #include "quantd/v1/tpc.pb.h"
 
 namespace quantd {
@@ -51,11 +51,11 @@ struct MctqExportOptions {
 std::vector<std::pair<std::string, std::string>> MctqMetadata(
     const v1::TargetPlatformCapabilities& tpc);
 
-// The model must hold every node and initializer the QuantizedGraph names
+// The model must hold every node and initializer the decisions name
 // (INVALID_ARGUMENT naming it otherwise). The default-domain opset is left
 // as is: callers upgrade to kMctqDefaultOpset first, as MCT exports it.
 absl::StatusOr<Model> BuildMctqModel(const Model& float_model,
-                                     const v1::QuantizedGraph& graph,
+                                     const ModelQuantization& quantization,
                                      const MctqExportOptions& options);
 
 }  // namespace quantd

@@ -29,40 +29,40 @@ absl::StatusOr<WeightGridSpec::Kind> KindOf(v1::QuantizationMethod m) {
 }  // namespace
 
 absl::StatusOr<v1::TrainableQuantizerWeightsConfig> WeightsConfigFromPtq(
-    const v1::WeightQuantization& w, v1::TrainingMethod method) {
-  auto kind = KindOf(w.method());
+    const WeightParams& w, v1::TrainingMethod method) {
+  auto kind = KindOf(w.method);
   if (!kind.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("weight '", w.tensor(), "': ", kind.status().message()));
+        absl::StrCat("weight '", w.tensor, "': ", kind.status().message()));
   }
   v1::TrainableQuantizerWeightsConfig c;
-  c.set_weights_quantization_method(w.method());
-  c.set_weights_n_bits(w.n_bits());
-  *c.mutable_thresholds() = w.thresholds();
-  *c.mutable_range_min() = w.range_min();
-  *c.mutable_range_max() = w.range_max();
+  c.set_weights_quantization_method(w.method);
+  c.set_weights_n_bits(w.n_bits);
+  c.mutable_thresholds()->Assign(w.thresholds.begin(), w.thresholds.end());
+  c.mutable_range_min()->Assign(w.range_min.begin(), w.range_min.end());
+  c.mutable_range_max()->Assign(w.range_max.begin(), w.range_max.end());
   c.set_enable_weights_quantization(true);
-  c.set_weights_channels_axis(w.per_channel() ? w.channel_axis() : -1);
-  c.set_weights_per_channel_threshold(w.per_channel());
+  c.set_weights_channels_axis(w.per_channel ? w.channel_axis : -1);
+  c.set_weights_per_channel_threshold(w.per_channel);
   c.set_min_threshold(kMinThreshold);
   c.set_training_method(method);
   return c;
 }
 
 absl::StatusOr<v1::TrainableQuantizerActivationConfig> ActivationConfigFromPtq(
-    const v1::ActivationQuantization& a, v1::TrainingMethod method) {
-  auto kind = KindOf(a.method());
+    const ActivationParams& a, v1::TrainingMethod method) {
+  auto kind = KindOf(a.method);
   if (!kind.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "activation '", a.tensor(), "': ", kind.status().message()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("activation '", a.tensor, "': ", kind.status().message()));
   }
   v1::TrainableQuantizerActivationConfig c;
-  c.set_activation_quantization_method(a.method());
-  c.set_activation_n_bits(a.n_bits());
-  c.set_threshold(a.threshold());
-  c.set_range_min(a.range_min());
-  c.set_range_max(a.range_max());
-  c.set_is_signed(a.is_signed());
+  c.set_activation_quantization_method(a.method);
+  c.set_activation_n_bits(a.n_bits);
+  c.set_threshold(a.threshold);
+  c.set_range_min(a.range_min);
+  c.set_range_max(a.range_max);
+  c.set_is_signed(a.is_signed);
   c.set_enable_activation_quantization(true);
   c.set_min_threshold(kMinThreshold);
   c.set_training_method(method);
@@ -181,63 +181,22 @@ MakeActivationQuantizer(const v1::TrainableQuantizerActivationConfig& config,
   }
 }
 
-absl::Status WriteFixedWeights(const FixedWeights& fixed,
-                               v1::WeightQuantization* w) {
-  v1::Tensor* t = w->mutable_int_values();
-  const DType dtype = static_cast<DType>(t->data_type());
-  const size_t esize = DTypeSize(dtype);
-  if (esize == 0 || t->raw_data().size() != fixed.ints.size() * esize) {
+absl::Status WriteFixedWeights(const FixedWeights& fixed, WeightParams* w) {
+  if (w->int_values.dtype() != DType::kInt32 ||
+      static_cast<size_t>(w->int_values.num_elements()) != fixed.ints.size()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("weight '", w->tensor(),
-                     "': trained integers do not match the "
-                     "stored values"));
+        absl::StrCat("weight '", w->tensor,
+                     "': trained integers do not match the stored values"));
   }
-  std::string raw(fixed.ints.size() * esize, '\0');
-  for (size_t i = 0; i < fixed.ints.size(); ++i) {
-    const int32_t v = fixed.ints[i];
-    char* p = raw.data() + i * esize;
-    switch (dtype) {
-      case DType::kInt8: {
-        const int8_t x = static_cast<int8_t>(v);
-        std::memcpy(p, &x, 1);
-        break;
-      }
-      case DType::kUint8: {
-        const uint8_t x = static_cast<uint8_t>(v);
-        std::memcpy(p, &x, 1);
-        break;
-      }
-      case DType::kInt16: {
-        const int16_t x = static_cast<int16_t>(v);
-        std::memcpy(p, &x, 2);
-        break;
-      }
-      case DType::kUint16: {
-        const uint16_t x = static_cast<uint16_t>(v);
-        std::memcpy(p, &x, 2);
-        break;
-      }
-      case DType::kInt32:
-        std::memcpy(p, &v, 4);
-        break;
-      default:
-        return absl::InvalidArgumentError(
-            absl::StrCat("weight '", w->tensor(), "': integer storage ",
-                         DTypeName(dtype), " not writable"));
-    }
-  }
-  t->set_raw_data(std::move(raw));
-  w->clear_thresholds();
-  w->clear_range_min();
-  w->clear_range_max();
-  w->clear_scales();
-  w->clear_zero_points();
-  for (double v : fixed.thresholds) w->add_thresholds(v);
-  for (double v : fixed.range_min) w->add_range_min(v);
-  for (double v : fixed.range_max) w->add_range_max(v);
-  for (double s : fixed.grid.scale) w->add_scales(s);
+  std::memcpy(w->int_values.mutable_data<int32_t>(), fixed.ints.data(),
+              fixed.ints.size() * sizeof(int32_t));
+  w->thresholds = fixed.thresholds;
+  w->range_min = fixed.range_min;
+  w->range_max = fixed.range_max;
+  w->scales = fixed.grid.scale;
+  w->zero_points.clear();
   for (double z : fixed.grid.zero_point) {
-    w->add_zero_points(static_cast<int64_t>(z));
+    w->zero_points.push_back(static_cast<int64_t>(z));
   }
   return absl::OkStatus();
 }

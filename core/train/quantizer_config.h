@@ -1,7 +1,7 @@
 // PTQ result <-> trainable quantizer configs (trainable_quantizer.proto, the
 // mirrors of MCT's TrainableQuantizerWeightsConfig / ActivationConfig), the
 // factories that build a trainable quantizer from a config, and the
-// write-back of the trained fixed weights into a WeightQuantization.
+// write-back of the trained fixed weights into the PTQ result.
 #ifndef QUANTD_CORE_TRAIN_QUANTIZER_CONFIG_H_
 #define QUANTD_CORE_TRAIN_QUANTIZER_CONFIG_H_
 
@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/qdq/quantization_params.h"
 #include "core/train/activation_quantizers.h"
 #include "core/train/weight_quantizers.h"
-#include "quantd/v1/quantized_graph.pb.h"
 #include "quantd/v1/trainable_quantizer.pb.h"
 
 namespace quantd::train {
@@ -19,9 +19,9 @@ namespace quantd::train {
 // POWER_OF_TWO / SYMMETRIC / UNIFORM only (LUT weights are not trainable):
 // INVALID_ARGUMENT otherwise.
 absl::StatusOr<v1::TrainableQuantizerWeightsConfig> WeightsConfigFromPtq(
-    const v1::WeightQuantization& w, v1::TrainingMethod method);
+    const WeightParams& w, v1::TrainingMethod method);
 absl::StatusOr<v1::TrainableQuantizerActivationConfig> ActivationConfigFromPtq(
-    const v1::ActivationQuantization& a, v1::TrainingMethod method);
+    const ActivationParams& a, v1::TrainingMethod method);
 
 absl::StatusOr<WeightGridSpec> WeightSpecOf(
     const v1::TrainableQuantizerWeightsConfig& config);
@@ -39,9 +39,8 @@ MakeActivationQuantizer(const v1::TrainableQuantizerActivationConfig& config,
                         int64_t channels);
 
 // Writes thresholds / ranges, scales, zero points and the integer values of
-// `fixed` into `w` (integer storage type kept).
-absl::Status WriteFixedWeights(const FixedWeights& fixed,
-                               v1::WeightQuantization* w);
+// `fixed` into `w` (its integer storage type kept).
+absl::Status WriteFixedWeights(const FixedWeights& fixed, WeightParams* w);
 
 }  // namespace quantd::train
 

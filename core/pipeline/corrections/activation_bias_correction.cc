@@ -49,19 +49,19 @@ std::vector<double> KernelSums(const Node& node, const Tensor& w) {
 }  // namespace
 
 std::optional<double> ActivationMeanShift(const quantizers::Histogram& h,
-                                          const v1::ActivationQuantization& a) {
+                                          const ActivationParams& a) {
   if (h.edges.size() < 2 || h.counts.size() + 1 != h.edges.size() ||
-      a.lut_values_size() > 0 || !(a.scale() > 0)) {
+      !a.lut_values.empty() || !(a.scale > 0)) {
     return std::nullopt;
   }
-  auto storage = StorageForBits(a.n_bits(), a.is_signed());
+  auto storage = StorageForBits(a.n_bits, a.is_signed);
   if (!storage.ok()) return std::nullopt;
-  const float scale = static_cast<float>(a.scale());
+  const float scale = static_cast<float>(a.scale);
   auto q = [&](double x) {
     return static_cast<double>(DequantizeValue(
-        QuantizeValue(static_cast<float>(x), scale, a.zero_point(),
-                      storage->qmin, storage->qmax),
-        scale, a.zero_point()));
+        QuantizeValue(static_cast<float>(x), scale, a.zero_point, storage->qmin,
+                      storage->qmax),
+        scale, a.zero_point));
   };
   double total = 0, shift = 0;
   for (size_t b = 0; b < h.counts.size(); ++b) {
@@ -75,13 +75,13 @@ std::optional<double> ActivationMeanShift(const quantizers::Histogram& h,
 
 absl::Status ApplyActivationBiasCorrection(JobState* state) {
   // Every quantized tensor's parameters, whoever quantizes it.
-  std::map<std::string, const v1::ActivationQuantization*> params;
+  std::map<std::string, const ActivationParams*> params;
   for (const auto& [tensor, a] : state->input_activations) params[tensor] = &a;
   for (const NodePlan& p : state->plans) {
-    if (!p.activation.tensor().empty()) {
-      params[p.activation.tensor()] = &p.activation;
+    if (!p.activation.tensor.empty()) {
+      params[p.activation.tensor] = &p.activation;
     }
-    for (const auto& a : p.extra_activations) params[a.tensor()] = &a;
+    for (const auto& a : p.extra_activations) params[a.tensor] = &a;
   }
   const double threshold = state->options.activation_bias_correction_threshold;
   Graph& g = state->model.graph;

@@ -14,15 +14,15 @@
 
 #include "absl/status/status.h"
 #include "core/pipeline/job/job_state.h"
+#include "core/qdq/quantization_params.h"
 #include "core/quantizers/types.h"
-#include "quantd/v1/quantized_graph.pb.h"
 
 namespace quantd {
 
 // The mean shift d of a tensor with histogram `h` quantized with `a`;
 // nullopt for an empty histogram or a LUT activation.
 std::optional<double> ActivationMeanShift(const quantizers::Histogram& h,
-                                          const v1::ActivationQuantization& a);
+                                          const ActivationParams& a);
 
 // Corrects every eligible node of the state (after weights bias correction,
 // as MCT's ptq runner orders them).

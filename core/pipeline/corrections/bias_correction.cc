@@ -107,9 +107,9 @@ absl::Status ApplyBiasCorrection(JobState* state) {
     Node& node = g.nodes[i];
     const NodePlan& p = state->plans[i];
     if (!SupportsBiasCorrection(node)) continue;
-    const v1::WeightQuantization* kernel = nullptr;
+    const WeightParams* kernel = nullptr;
     for (const auto& w : p.weight_results) {
-      if (w.input_index() == 1 && w.attr() != "pos_attr") kernel = &w;
+      if (w.input_index == 1 && w.attr != "pos_attr") kernel = &w;
     }
     if (kernel == nullptr) continue;
     auto mean = state->input_means.find(node.Input(0));
@@ -117,7 +117,7 @@ absl::Status ApplyBiasCorrection(JobState* state) {
     const Tensor* w = g.FindInitializer(node.Input(1));
     if (w == nullptr) continue;
     ASSIGN_OR_RETURN(Tensor wf, w->CastToFloat());
-    ASSIGN_OR_RETURN(Tensor wq, DequantizedWeight(*kernel, wf.shape()));
+    ASSIGN_OR_RETURN(Tensor wq, DequantizedWeight(*kernel));
     ASSIGN_OR_RETURN(std::vector<double> c,
                      BiasCorrectionTerm(node, wf, wq, mean->second));
     RETURN_IF_ERROR(SubtractFromBias(c, &g, &node));

@@ -92,10 +92,10 @@ absl::Status ApplyConcatThresholdUpdate(JobState* state) {
     const Node& concat = g.nodes[i];
     const NodePlan& cp = state->plans[i];
     if (concat.op_type != "Concat" || !cp.quantize_activation ||
-        !HasThreshold(cp.activation.method())) {
+        !HasThreshold(cp.activation.method)) {
       continue;
     }
-    const double t = cp.activation.threshold();
+    const double t = cp.activation.threshold;
     for (const std::string& in : concat.inputs) {
       const int prev = index.Producer(in);
       if (prev < 0 || index.NumUses(in) != 1 ||
@@ -105,13 +105,12 @@ absl::Status ApplyConcatThresholdUpdate(JobState* state) {
       NodePlan& pp = state->plans[prev];
       if (!pp.quantize_activation || pp.preserving ||
           g.nodes[prev].outputs.empty() || g.nodes[prev].outputs[0] != in ||
-          !HasThreshold(pp.activation.method()) ||
-          pp.activation.threshold() == t) {
+          !HasThreshold(pp.activation.method) || pp.activation.threshold == t) {
         continue;
       }
-      pp.activation.set_threshold(t);
-      pp.activation.set_scale(quantizers::CalculateDelta(
-          t, pp.activation.n_bits(), pp.activation.is_signed()));
+      pp.activation.threshold = t;
+      pp.activation.scale = quantizers::CalculateDelta(t, pp.activation.n_bits,
+                                                       pp.activation.is_signed);
       state->warnings.push_back(
           absl::StrCat(g.nodes[prev].Label(), ": threshold set to ", t, " of ",
                        concat.Label(), " (concat_threshold_update)"));

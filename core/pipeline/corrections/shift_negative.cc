@@ -122,12 +122,12 @@ absl::StatusOr<std::vector<Candidate>> FindCandidates(JobState* state) {
     const Node& n = g.nodes[i];
     const NodePlan& p = state->plans[i];
     if (!IsSncActivation(n, p) || !p.quantize_activation || p.preserving ||
-        p.activation.method() == v1::QUANTIZATION_METHOD_UNIFORM ||
+        p.activation.method == v1::QUANTIZATION_METHOD_UNIFORM ||
         n.outputs.empty()) {
       continue;
     }
     auto st = state->stats.find(n.outputs[0]);
-    const double t = p.activation.threshold();
+    const double t = p.activation.threshold;
     if (st == state->stats.end() || !(st->second.min < 0) || !(t > 0)) {
       continue;
     }
@@ -191,12 +191,12 @@ absl::StatusOr<std::vector<Candidate>> FindCandidates(JobState* state) {
         min >= *p.known_lower_bound * (1 + 1e-6)) {
       min = *p.known_lower_bound;
     }
-    const double delta = t / std::ldexp(1.0, p.activation.n_bits());
+    const double delta = t / std::ldexp(1.0, p.activation.n_bits);
     c.shift = std::ceil(-min / delta) * delta;
     c.threshold = t;
     if (state->options.shift_negative_params_search) {
       RETURN_IF_ERROR(SearchShiftParams(
-          st->second.histogram, t, p.activation.n_bits(),
+          st->second.histogram, t, p.activation.n_bits,
           state->options.z_threshold, &c.threshold, &c.shift));
     }
     c.node_name = n.name;
@@ -287,8 +287,8 @@ std::pair<Node, NodePlan> MakeShiftPad(float shift, const NodePlan& add_plan,
   pp.preserving = true;
   pp.preserved_from = pn.inputs[0];
   pp.activation = add_plan.activation;
-  pp.activation.set_tensor(pn.outputs[0]);
-  pp.activation.set_preserved_from(pn.inputs[0]);
+  pp.activation.tensor = pn.outputs[0];
+  pp.activation.preserved_from = pn.inputs[0];
   pp.output_channel_axis = add_plan.output_channel_axis;
   return {std::move(pn), std::move(pp)};
 }
@@ -331,12 +331,12 @@ absl::Status ApplyCandidate(Candidate& c, JobState* state) {
   add_plan.config = ap.config;
   add_plan.quantize_activation = true;
   add_plan.activation = ap.activation;
-  add_plan.activation.set_tensor(shifted);
-  add_plan.activation.set_is_signed(false);
-  add_plan.activation.set_threshold(c.threshold);
-  add_plan.activation.set_scale(
-      quantizers::CalculateDelta(c.threshold, ap.activation.n_bits(), false));
-  add_plan.activation.set_zero_point(0);
+  add_plan.activation.tensor = shifted;
+  add_plan.activation.is_signed = false;
+  add_plan.activation.threshold = c.threshold;
+  add_plan.activation.scale =
+      quantizers::CalculateDelta(c.threshold, ap.activation.n_bits, false);
+  add_plan.activation.zero_point = 0;
   add_plan.output_channel_axis = ap.output_channel_axis;
   // Preserving bypass nodes now carry the shifted, unsigned grid.
   std::string carried = shifted;
@@ -345,8 +345,8 @@ absl::Status ApplyCandidate(Candidate& c, JobState* state) {
     if (bp.preserving && !g.nodes[b].outputs.empty()) {
       bp.preserved_from = carried;
       bp.activation = add_plan.activation;
-      bp.activation.set_tensor(g.nodes[b].outputs[0]);
-      bp.activation.set_preserved_from(carried);
+      bp.activation.tensor = g.nodes[b].outputs[0];
+      bp.activation.preserved_from = carried;
     }
     carried = g.nodes[b].outputs.empty() ? carried : g.nodes[b].outputs[0];
   }
@@ -380,10 +380,10 @@ absl::Status ApplyCandidate(Candidate& c, JobState* state) {
   v1::OpQuantizationConfig wide = ap.config;
   wide.set_activation_n_bits(kNonLinearBits);
   ap.config = wide;
-  ap.activation.set_n_bits(kNonLinearBits);
-  ap.activation.set_scale(quantizers::CalculateDelta(
-      ap.activation.threshold(), kNonLinearBits, ap.activation.is_signed()));
-  ap.activation.set_zero_point(0);
+  ap.activation.n_bits = kNonLinearBits;
+  ap.activation.scale = quantizers::CalculateDelta(
+      ap.activation.threshold, kNonLinearBits, ap.activation.is_signed);
+  ap.activation.zero_point = 0;
   state->warnings.push_back(
       absl::StrCat(act.Label(), ": shift-negative correction, shift ", shift,
                    " absorbed by ", g.nodes[c.linear].Label()));

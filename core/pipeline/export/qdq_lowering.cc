@@ -21,17 +21,17 @@ bool IsLut(v1::QuantizationMethod m) {
 }
 
 absl::StatusOr<QdqActivation> LowerActivation(
-    const v1::ActivationQuantization& a, const v1::ExportOptions& options) {
+    const ActivationParams& a, const v1::ExportOptions& options) {
   QdqActivation q;
-  q.tensor = a.tensor();
-  const bool is_signed = !IsUniform(a.method()) && a.is_signed();
-  ASSIGN_OR_RETURN(q.storage, StorageForBits(a.n_bits(), is_signed));
-  q.scale = static_cast<float>(a.scale());
-  q.zero_point = a.zero_point();
+  q.tensor = a.tensor;
+  const bool is_signed = !IsUniform(a.method) && a.is_signed;
+  ASSIGN_OR_RETURN(q.storage, StorageForBits(a.n_bits, is_signed));
+  q.scale = static_cast<float>(a.scale);
+  q.zero_point = a.zero_point;
   // 8-bit grids may be stored with the other signedness by shifting the
   // zero point (same real values); int8 unless asked otherwise (job.proto,
   // ActivationStorage: ORT's U8S8 kernels saturate on CPUs without VNNI).
-  if (a.n_bits() == 8) {
+  if (a.n_bits == 8) {
     const v1::ActivationStorage storage = options.activation_storage();
     const bool want_unsigned = storage == v1::ACTIVATION_STORAGE_UINT8;
     const bool want_signed = storage == v1::ACTIVATION_STORAGE_INT8 ||
@@ -45,92 +45,49 @@ absl::StatusOr<QdqActivation> LowerActivation(
   }
   if (!(q.scale > 0)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "activation '", a.tensor(), "': scale ", a.scale(), " not positive"));
+        "activation '", a.tensor, "': scale ", a.scale, " not positive"));
   }
   return q;
 }
 
-absl::StatusOr<Tensor> DecodeInts(const v1::Tensor& t,
-                                  const std::vector<int64_t>& shape,
-                                  const std::string& what) {
-  const DType dtype = static_cast<DType>(t.data_type());
-  const size_t esize = DTypeSize(dtype);
-  const int64_t n = NumElements(shape);
-  if (esize == 0 || n < 0 ||
-      t.raw_data().size() != static_cast<size_t>(n) * esize) {
+absl::StatusOr<QdqWeight> LowerWeight(const Node& node, const WeightParams& w,
+                                      const Tensor& weight,
+                                      const v1::ExportOptions& options) {
+  const std::string what = absl::StrCat(node.Label(), " input ", w.input_index);
+  QdqWeight q;
+  q.node = node.name;
+  q.input_index = w.input_index;
+  q.axis = w.per_channel ? w.channel_axis : -1;
+  if (w.int_values.dtype() != DType::kInt32 ||
+      w.int_values.shape() != weight.shape()) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": integer values do not match the weight shape"));
   }
-  Tensor out(DType::kInt32, shape);
-  int32_t* o = out.mutable_data<int32_t>();
-  const char* p = t.raw_data().data();
-  for (int64_t i = 0; i < n; ++i, p += esize) {
-    switch (dtype) {
-      case DType::kInt8:
-        o[i] = *reinterpret_cast<const int8_t*>(p);
-        break;
-      case DType::kUint8:
-        o[i] = *reinterpret_cast<const uint8_t*>(p);
-        break;
-      case DType::kInt16: {
-        int16_t v;
-        std::memcpy(&v, p, 2);
-        o[i] = v;
-        break;
-      }
-      case DType::kUint16: {
-        uint16_t v;
-        std::memcpy(&v, p, 2);
-        o[i] = v;
-        break;
-      }
-      case DType::kInt32:
-        std::memcpy(&o[i], p, 4);
-        break;
-      default:
-        return absl::InvalidArgumentError(
-            absl::StrCat(what, ": integer values of type ", DTypeName(dtype)));
-    }
-  }
-  return out;
-}
-
-absl::StatusOr<QdqWeight> LowerWeight(const Node& node,
-                                      const v1::WeightQuantization& w,
-                                      const Tensor& weight,
-                                      const v1::ExportOptions& options) {
-  const std::string what =
-      absl::StrCat(node.Label(), " input ", w.input_index());
-  QdqWeight q;
-  q.node = node.name;
-  q.input_index = w.input_index();
-  q.axis = w.per_channel() ? w.channel_axis() : -1;
-  ASSIGN_OR_RETURN(q.int_values,
-                   DecodeInts(w.int_values(), weight.shape(), what));
-  if (IsLut(w.method())) {
+  q.int_values = w.int_values;
+  const int64_t lut_size = static_cast<int64_t>(w.lut_values.size());
+  if (IsLut(w.method)) {
     // value = lut / 2^7 * T per channel.
-    for (double t : w.thresholds()) q.scales.push_back(static_cast<float>(t));
+    for (double t : w.thresholds) q.scales.push_back(static_cast<float>(t));
     if (options.lut_snap_to_int8()) {
       // Exact: lut * (T / 2^7) with integer lut in [-128, 127].
       for (float& s : q.scales) s /= 128.0f;
       int32_t* v = q.int_values.mutable_data<int32_t>();
       for (int64_t i = 0; i < q.int_values.num_elements(); ++i) {
-        if (v[i] < 0 || v[i] >= w.lut_values_size()) {
+        if (v[i] < 0 || v[i] >= lut_size) {
           return absl::InvalidArgumentError(
               absl::StrCat(what, ": LUT index out of range"));
         }
-        v[i] = static_cast<int32_t>(w.lut_values(v[i]));
+        v[i] = static_cast<int32_t>(w.lut_values[v[i]]);
       }
       q.storage = {DType::kInt8, -128, 127};
     } else {
-      for (float l : w.lut_values()) q.codebook.push_back(l / 128.0f);
+      for (float l : w.lut_values) q.codebook.push_back(l / 128.0f);
       q.storage = {DType::kUint8, 0, 255};
     }
   } else {
-    ASSIGN_OR_RETURN(q.storage,
-                     StorageForBits(w.n_bits(), !IsUniform(w.method())));
-    for (double s : w.scales()) q.scales.push_back(static_cast<float>(s));
-    for (int64_t z : w.zero_points()) q.zero_points.push_back(z);
+    ASSIGN_OR_RETURN(q.storage, StorageForBits(w.n_bits, !IsUniform(w.method)));
+    for (double s : w.scales) q.scales.push_back(static_cast<float>(s));
+    q.zero_points = w.zero_points;
   }
   if (q.axis < 0 && q.scales.size() > 1) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -144,49 +101,74 @@ absl::StatusOr<QdqWeight> LowerWeight(const Node& node,
 
 }  // namespace
 
-absl::StatusOr<QdqPlan> LowerToQdqPlan(const Model& model,
-                                       const v1::QuantizedGraph& qg,
+ModelQuantization QuantizationOf(const JobState& state) {
+  const Graph& g = state.model.graph;
+  ModelQuantization m;
+  for (const auto& in : g.inputs) {
+    auto it = state.input_activations.find(in.name);
+    if (it != state.input_activations.end()) m.inputs.push_back(&it->second);
+  }
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const NodePlan& p = state.plans[i];
+    NodeQuantization n;
+    n.node = g.nodes[i].name;
+    if (p.quantize_activation) {
+      n.activations.push_back(&p.activation);
+      for (const auto& a : p.extra_activations) n.activations.push_back(&a);
+    }
+    if (!p.weight_results.empty()) n.weights = &p.weight_results;
+    m.nodes.push_back(std::move(n));
+  }
+  return m;
+}
+
+absl::StatusOr<QdqPlan> LowerToQdqPlan(const JobState& state,
+                                       const v1::ExportOptions& options) {
+  return LowerToQdqPlan(state.model.graph, QuantizationOf(state), options);
+}
+
+absl::StatusOr<QdqPlan> LowerToQdqPlan(const Graph& g,
+                                       const ModelQuantization& quantization,
                                        const v1::ExportOptions& options) {
   QdqPlan plan;
-  const Graph& g = model.graph;
   std::map<std::string, const Node*> nodes;
   for (const Node& n : g.nodes) nodes[n.name] = &n;
   std::map<std::string, float> act_scale;
-  for (const auto& a : qg.input_activations()) {
-    ASSIGN_OR_RETURN(QdqActivation q, LowerActivation(a, options));
+  for (const ActivationParams* a : quantization.inputs) {
+    ASSIGN_OR_RETURN(QdqActivation q, LowerActivation(*a, options));
     act_scale[q.tensor] = q.scale;
     plan.activations.push_back(std::move(q));
   }
-  for (const v1::QuantizedNode& qn : qg.nodes()) {
-    for (const auto& a : qn.activations()) {
-      ASSIGN_OR_RETURN(QdqActivation q, LowerActivation(a, options));
+  for (const NodeQuantization& qn : quantization.nodes) {
+    for (const ActivationParams* a : qn.activations) {
+      ASSIGN_OR_RETURN(QdqActivation q, LowerActivation(*a, options));
       act_scale[q.tensor] = q.scale;
       plan.activations.push_back(std::move(q));
     }
   }
-  for (const v1::QuantizedNode& qn : qg.nodes()) {
-    auto it = nodes.find(qn.name());
+  for (const NodeQuantization& qn : quantization.nodes) {
+    if (qn.weights == nullptr || qn.weights->empty()) continue;
+    auto it = nodes.find(qn.node);
     if (it == nodes.end()) {
-      if (qn.weights_size() == 0) continue;
       return absl::InvalidArgumentError(
-          absl::StrCat("quantized node '", qn.name(), "' is not in the model"));
+          absl::StrCat("quantized node '", qn.node, "' is not in the model"));
     }
     const Node& node = *it->second;
     int kernel_index = -1;
     bool bias_done = false;
-    for (const auto& w : qn.weights()) {
-      const Tensor* t = g.FindInitializer(node.Input(w.input_index()));
+    for (const WeightParams& w : *qn.weights) {
+      const Tensor* t = g.FindInitializer(node.Input(w.input_index));
       if (t == nullptr) {
         return absl::InvalidArgumentError(
-            absl::StrCat(node.Label(), ": input ", w.input_index(),
+            absl::StrCat(node.Label(), ": input ", w.input_index,
                          " is not a constant initializer"));
       }
       ASSIGN_OR_RETURN(QdqWeight q, LowerWeight(node, w, *t, options));
       plan.weights.push_back(std::move(q));
-      if (w.input_index() == 1) {
+      if (w.input_index == 1) {
         kernel_index = static_cast<int>(plan.weights.size()) - 1;
       }
-      if (w.input_index() == 2) bias_done = true;
+      if (w.input_index == 2) bias_done = true;
     }
     // int32 bias (scale = x_scale * w_scale) for Conv and Gemm whose input
     // and per-output-channel (or per-tensor) kernel are quantized.
@@ -236,8 +218,6 @@ absl::StatusOr<QdqPlan> LowerToQdqPlan(const Model& model,
     for (float s : bias.scales) ok = ok && s > 0;
     if (ok) plan.weights.push_back(std::move(bias));
   }
-  plan.metadata.push_back({"quantd.tpc", qg.tpc()});
-  plan.metadata.push_back({"quantd.tpc_digest", qg.tpc_digest()});
   return plan;
 }
 

@@ -119,7 +119,7 @@ double SqnrDb(double signal, double noise) {
 
 absl::StatusOr<GptqBlockResult> TrainGptqBlock(
     const GptqBlock& block, const GptqBlockData& data, const Tensor& weight,
-    const v1::WeightQuantization& ptq_weight, std::vector<double> bias,
+    const WeightParams& ptq_weight, std::vector<double> bias,
     const GptqOptions& options, const CancellationToken* cancel,
     const std::function<void(int)>& on_epoch) {
   const train::LinearShape& shape = data.shape;
@@ -165,7 +165,7 @@ absl::StatusOr<GptqBlockResult> TrainGptqBlock(
 
   GptqBlockResult result;
   {
-    ASSIGN_OR_RETURN(Tensor ptq, DequantizedWeight(ptq_weight, weight.shape()));
+    ASSIGN_OR_RETURN(Tensor ptq, DequantizedWeight(ptq_weight));
     std::vector<double> stored(ptq.span<float>().begin(),
                                ptq.span<float>().end()),
         linear;

@@ -38,7 +38,7 @@ struct GptqBlockResult {
 // the node has none). on_epoch(e) is called after each epoch.
 absl::StatusOr<GptqBlockResult> TrainGptqBlock(
     const GptqBlock& block, const GptqBlockData& data, const Tensor& weight,
-    const v1::WeightQuantization& ptq_weight, std::vector<double> bias,
+    const WeightParams& ptq_weight, std::vector<double> bias,
     const GptqOptions& options, const CancellationToken* cancel,
     const std::function<void(int)>& on_epoch);
 

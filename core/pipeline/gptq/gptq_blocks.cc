@@ -136,15 +136,15 @@ std::vector<GptqBlock> FindGptqBlocks(const JobState& state,
     b.kernel_node = static_cast<int>(i);
     for (size_t k = 0; k < plan.weight_results.size(); ++k) {
       const auto& w = plan.weight_results[k];
-      if (w.input_index() == 1 && w.attr() != "bias_attr") b.weight_index = k;
-      if (w.input_index() == 2) b.bias_trainable = false;
+      if (w.input_index == 1 && w.attr != "bias_attr") b.weight_index = k;
+      if (w.input_index == 2) b.bias_trainable = false;
     }
     if (b.weight_index < 0) continue;  // float kernel
     const auto& wq = plan.weight_results[b.weight_index];
     const Tensor* w = g.FindInitializer(node.Input(1));
     std::string why;
-    if (!Trainable(wq.method())) {
-      why = absl::StrCat(v1::QuantizationMethod_Name(wq.method()),
+    if (!Trainable(wq.method)) {
+      why = absl::StrCat(v1::QuantizationMethod_Name(wq.method),
                          " weights have no trainable quantizer");
     } else if (w == nullptr || node.Input(0).empty() ||
                g.IsConstant(node.Input(0))) {
@@ -201,10 +201,10 @@ std::vector<GptqBlock> FindGptqBlocks(const JobState& state,
     }
     b.output = out;
     const NodePlan& tail = state.plans[cur];
-    if (tail.quantize_activation && tail.activation.scale() > 0 &&
-        Trainable(tail.activation.method()) &&
-        (tail.activation.method() == v1::QUANTIZATION_METHOD_UNIFORM ||
-         tail.activation.threshold() > 0)) {
+    if (tail.quantize_activation && tail.activation.scale > 0 &&
+        Trainable(tail.activation.method) &&
+        (tail.activation.method == v1::QUANTIZATION_METHOD_UNIFORM ||
+         tail.activation.threshold > 0)) {
       b.output_quantization = tail.activation;
     }
     blocks.push_back(std::move(b));

@@ -33,7 +33,7 @@ struct GptqBlock {
   int64_t out_features = 0, in_features = 0;
   std::string bias;            // initializer ("" = none)
   bool bias_trainable = true;  // false when the bias is quantized itself
-  std::optional<v1::ActivationQuantization> output_quantization;
+  std::optional<ActivationParams> output_quantization;
 };
 
 // Blocks in node order; nodes that cannot be trained are left out (with the

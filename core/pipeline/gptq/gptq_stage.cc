@@ -15,7 +15,6 @@
 #include "core/graph/transforms.h"
 #include "core/pipeline/export/fake_quant.h"
 #include "core/pipeline/export/qdq_lowering.h"
-#include "core/pipeline/export/quantized_graph_builder.h"
 #include "core/pipeline/gptq/gptq_block_trainer.h"
 #include "core/pipeline/gptq/gptq_blocks.h"
 #include "core/train/quantizer_config.h"
@@ -230,9 +229,7 @@ absl::StatusOr<bool> CollectQuantizedInputs(
     GptqBlockData* block_data, int64_t* block_cols) {
   GptqBlockData& data = *block_data;
   int64_t& cols = *block_cols;
-  v1::QuantizedGraph qg = BuildQuantizedGraph(state, "", "");
-  ASSIGN_OR_RETURN(QdqPlan plan,
-                   LowerToQdqPlan(state.model, qg, export_options));
+  ASSIGN_OR_RETURN(QdqPlan plan, LowerToQdqPlan(state, export_options));
   ASSIGN_OR_RETURN(Model fq_model, WithFakeQuantWeights(state.model, plan));
   ASSIGN_OR_RETURN(std::unique_ptr<Executor> fq_exec,
                    Executor::Create(std::move(fq_model), exec_options));
@@ -360,7 +357,7 @@ absl::Status RunGptq(const GptqOptions& options, const Executor& float_exec,
                      CurrentBias(block, g, bias_name));
     GptqBlock current = block;
     current.bias = bias_name;  // bias correction may have renamed it
-    v1::WeightQuantization& wq =
+    WeightParams& wq =
         state->plans[block.kernel_node].weight_results[block.weight_index];
     const auto on_epoch = [&](int epoch) {
       if (progress == nullptr) return;

@@ -2,7 +2,9 @@
 // pipeline): the prepared float model, one NodePlan per node (parallel to
 // model.graph.nodes) and the statistics. Stages fill it in order:
 // attach -> fusing/preserving/filters -> statistics -> selection ->
-// corrections -> QuantizedGraph.
+// mixed precision -> corrections -> GPTQ. Results are plain C++
+// (quantization_params.h); export lowers them to the QdqPlan and the wire
+// QuantizedGraph at the end.
 #ifndef QUANTD_CORE_PIPELINE_JOB_JOB_STATE_H_
 #define QUANTD_CORE_PIPELINE_JOB_JOB_STATE_H_
 
@@ -14,6 +16,7 @@
 #include "core/graph/graph.h"
 #include "core/pipeline/job/ptq_options.h"
 #include "core/pipeline/job/samples.h"
+#include "core/qdq/quantization_params.h"
 #include "core/quantizers/types.h"
 #include "quantd/v1/quantized_graph.pb.h"
 #include "quantd/v1/tpc.pb.h"
@@ -49,12 +52,12 @@ struct NodePlan {
   std::string float_reason;
   std::vector<WeightSlot> weights;
   // Results.
-  v1::ActivationQuantization activation;
+  ActivationParams activation;
   // Outputs 1.. of a multi-output node (Split, LSTM, TopK values, ...):
   // quantized with the same config (reusing the input's parameters when
   // preserving); filled by parameter selection, in output order.
-  std::vector<v1::ActivationQuantization> extra_activations;
-  std::vector<v1::WeightQuantization> weight_results;
+  std::vector<ActivationParams> extra_activations;
+  std::vector<WeightParams> weight_results;
   // Output-channel axis of the node's output (for per-channel means).
   int output_channel_axis = 1;
 };
@@ -79,7 +82,7 @@ struct JobState {
   std::vector<NodePlan> plans;
   // Graph inputs that are quantized (the model's first quantized consumer
   // decides, MCT quantizes the input layer's output).
-  std::map<std::string, v1::ActivationQuantization> input_activations;
+  std::map<std::string, ActivationParams> input_activations;
   // The configuration graph inputs are quantized with (the TPC's default
   // config, as MCT's input layer); unset = inputs stay float.
   std::optional<v1::OpQuantizationConfig> input_config;

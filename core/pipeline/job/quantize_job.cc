@@ -127,7 +127,7 @@ std::string MethodName(v1::QuantizationMethod m) {
 // higher), the TPC's metadata when it asks for it, and the float model's
 // declared (dynamic) inputs and outputs as for QDQ.
 absl::StatusOr<std::string> ExportMctq(
-    const Model& prepared, const v1::QuantizedGraph& qg,
+    const Model& prepared, const ModelQuantization& quantization,
     const v1::TargetPlatformCapabilities& tpc,
     const std::vector<ValueInfo>& declared_inputs,
     const std::vector<ValueInfo>& declared_outputs,
@@ -139,7 +139,7 @@ absl::StatusOr<std::string> ExportMctq(
   MctqExportOptions options;
   options.insert_preserving_quantizers = tpc.insert_preserving_quantizers();
   options.metadata = MctqMetadata(tpc);
-  ASSIGN_OR_RETURN(Model mctq, BuildMctqModel(model, qg, options));
+  ASSIGN_OR_RETURN(Model mctq, BuildMctqModel(model, quantization, options));
   RestoreDeclaredShapes(declared_inputs, declared_outputs, &mctq, warnings);
   return ExportOnnx(mctq);
 }
@@ -263,7 +263,6 @@ absl::Status ApplyCorrections(JobState* state) {
 // inputs and outputs go back into each (dynamic_shapes.h).
 absl::Status ExportModels(const v1::QuantizeRequest& request,
                           const ResolvedTpc& tpc, const QdqPlan& plan,
-                          const v1::QuantizedGraph& qg,
                           const std::vector<ValueInfo>& declared_inputs,
                           const std::vector<ValueInfo>& declared_outputs,
                           JobState* state, StageClock& clock,
@@ -284,20 +283,21 @@ absl::Status ExportModels(const v1::QuantizeRequest& request,
   }
   if (WantsExportFormat(options, v1::EXPORT_FORMAT_MCTQ)) {
     RETURN_IF_ERROR(clock.Begin("export", "writing the MCTQ model"));
-    ASSIGN_OR_RETURN(std::string bytes,
-                     ExportMctq(state->model, qg, *tpc.tpc, declared_inputs,
-                                declared_outputs, &state->warnings));
+    ASSIGN_OR_RETURN(
+        std::string bytes,
+        ExportMctq(state->model, QuantizationOf(*state), *tpc.tpc,
+                   declared_inputs, declared_outputs, &state->warnings));
     result->set_mctq_onnx(std::move(bytes));
   }
   return absl::OkStatus();
 }
 
-// One report row per quantized node; writes each node's SQNR into `qg`.
+// One report row per node of the quantized graph.
 std::vector<LayerReport> LayerReports(const EvaluationResult& eval,
                                       const JobState& state,
-                                      v1::QuantizedGraph* qg) {
+                                      const v1::QuantizedGraph& qg) {
   std::vector<LayerReport> layers;
-  for (v1::QuantizedNode& n : *qg->mutable_nodes()) {
+  for (const v1::QuantizedNode& n : qg.nodes()) {
     LayerReport l;
     l.node = n.name();
     l.op_type = n.op_type();
@@ -315,10 +315,7 @@ std::vector<LayerReport> LayerReports(const EvaluationResult& eval,
     }
     if (!n.outputs().empty()) {
       auto it = eval.tensor_sqnr_db.find(n.outputs(0));
-      if (it != eval.tensor_sqnr_db.end()) {
-        l.sqnr_db = it->second;
-        n.set_sqnr_db(std::isfinite(it->second) ? it->second : 0.0);
-      }
+      if (it != eval.tensor_sqnr_db.end()) l.sqnr_db = it->second;
     }
     l.float_reason = n.float_reason();
     for (const GptqLayerError& e : state.gptq_layers) {
@@ -338,7 +335,7 @@ std::vector<LayerReport> LayerReports(const EvaluationResult& eval,
 // to the quantized one.
 absl::StatusOr<EvaluationResult> Evaluate(
     const Executor& float_exec, const JobState& state, const QdqPlan& plan,
-    const v1::QuantizedGraph& qg, const std::vector<SampleFeeds>& evaluation,
+    const std::vector<SampleFeeds>& evaluation,
     const ExecutorOptions& exec_options, const CancellationToken* cancel,
     ProgressSink* sink) {
   ASSIGN_OR_RETURN(Model fq_model, WithFakeQuantWeights(state.model, plan));
@@ -346,8 +343,8 @@ absl::StatusOr<EvaluationResult> Evaluate(
                    Executor::Create(std::move(fq_model), exec_options));
   ActivationFakeQuantizer quantizer(plan);
   std::set<std::string> tensors;
-  for (const auto& n : qg.nodes()) {
-    if (!n.outputs().empty()) tensors.insert(n.outputs(0));
+  for (const Node& n : state.model.graph.nodes) {
+    if (!n.outputs.empty()) tensors.insert(n.outputs[0]);
   }
   return EvaluateFakeQuant(float_exec, *fq_exec, quantizer, evaluation, tensors,
                            exec_options.pool, cancel, sink);
@@ -434,32 +431,41 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
                             clock.sink()));
   }
 
-  RETURN_IF_ERROR(clock.Begin("export", "building the quantized graph"));
+  // Export: the decisions lowered once to the Q/DQ plan, which the QDQ
+  // model and the fake-quant evaluation share.
+  RETURN_IF_ERROR(clock.Begin("export", "lowering to Q/DQ"));
   v1::QuantizeResult result;
-  v1::QuantizedGraph qg = BuildQuantizedGraph(state, tpc.ref, tpc.digest);
-  AddMixedPrecisionResults(mixed_precision, &qg);
   ASSIGN_OR_RETURN(QdqPlan plan,
-                   LowerToQdqPlan(state.model, qg, request.export_options()));
-  RETURN_IF_ERROR(ExportModels(request, tpc, plan, qg, declared_inputs,
+                   LowerToQdqPlan(state, request.export_options()));
+  plan.metadata = {{"quantd.tpc", tpc.ref}, {"quantd.tpc_digest", tpc.digest}};
+  RETURN_IF_ERROR(ExportModels(request, tpc, plan, declared_inputs,
                                declared_outputs, &state, clock, &result));
 
+  // Report: evaluation, then the QuantizedGraph, built once with every
+  // result known.
   RETURN_IF_ERROR(clock.Begin("report", "evaluating against float"));
   ASSIGN_OR_RETURN(EvaluationResult eval,
-                   Evaluate(*float_exec, state, plan, qg, input.evaluation,
+                   Evaluate(*float_exec, state, plan, input.evaluation,
                             exec_options, cancel, clock.sink()));
+  QuantizedGraphExtras extras;
+  extras.tpc = tpc.ref;
+  extras.tpc_digest = tpc.digest;
+  extras.candidate_sensitivity = &mixed_precision.sensitivity;
+  extras.tensor_sqnr_db = &eval.tensor_sqnr_db;
+  v1::QuantizedGraph qg = BuildQuantizedGraph(state, extras);
   ReportData report;
   report.model_name = state.model.graph.name;
   report.tpc = tpc.ref;
   report.tpc_digest = tpc.digest;
   report.num_calibration_samples = static_cast<int>(calibration.size());
   report.num_evaluation_samples = static_cast<int>(input.evaluation.size());
-  report.layers = LayerReports(eval, state, &qg);
+  report.layers = LayerReports(eval, state, qg);
   report.outputs = eval.outputs;
   report.output_sqnr_db = eval.output_sqnr_db;
-  report.resource_utilization = ComputeResourceUtilization(
-      state.model, qg, stats.shapes, 0, kMpSimdPadding);
-  report.baseline_8bit = ComputeResourceUtilization(
-      state.model, qg, stats.shapes, 8, kMpSimdPadding);
+  report.resource_utilization =
+      ComputeResourceUtilization(state, stats.shapes, 0, kMpSimdPadding);
+  report.baseline_8bit =
+      ComputeResourceUtilization(state, stats.shapes, 8, kMpSimdPadding);
   report.targets = mixed_precision.targets;
   report.warnings = state.warnings;
   clock.End();

@@ -14,7 +14,7 @@ namespace {
 // (possibly re-selected) sources, in topological order.
 void PropagatePreserved(JobState* state) {
   const Graph& g = state->model.graph;
-  std::map<std::string, const v1::ActivationQuantization*> by_tensor;
+  std::map<std::string, const ActivationParams*> by_tensor;
   for (auto& [name, a] : state->input_activations) by_tensor[name] = &a;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     NodePlan& p = state->plans[i];
@@ -22,8 +22,8 @@ void PropagatePreserved(JobState* state) {
       auto it = by_tensor.find(p.preserved_from);
       if (it != by_tensor.end()) {
         p.activation = *it->second;
-        p.activation.set_tensor(g.nodes[i].outputs[0]);
-        p.activation.set_preserved_from(p.preserved_from);
+        p.activation.tensor = g.nodes[i].outputs[0];
+        p.activation.preserved_from = p.preserved_from;
       }
     }
     if (p.quantize_activation && !g.nodes[i].outputs.empty()) {

@@ -88,8 +88,8 @@ ResourceBits CurrentBits(const PlanLayout& pl, const JobState& state,
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const NodePlan& p = state.plans[i];
     if (p.quantize_activation && !g.nodes[i].outputs.empty()) {
-      act_bits[g.nodes[i].outputs[0]] = p.activation.n_bits() > 0
-                                            ? p.activation.n_bits()
+      act_bits[g.nodes[i].outputs[0]] = p.activation.n_bits > 0
+                                            ? p.activation.n_bits
                                             : p.config.activation_n_bits();
     }
   }

@@ -40,7 +40,7 @@ absl::Status ComputeSpaceSensitivities(const v1::MixedPrecisionConfig& config,
       SensitivityCandidate c;
       if (sp.weights_configurable) {
         for (const auto& w : sp.weight_results[j]) {
-          if (w.attr() == "kernel_attr") c.weights.push_back(w);
+          if (w.attr == "kernel_attr") c.weights.push_back(w);
         }
       }
       if (sp.activation_configurable) {

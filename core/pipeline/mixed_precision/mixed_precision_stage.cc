@@ -186,14 +186,4 @@ absl::StatusOr<MixedPrecisionOutcome> RunMixedPrecision(
   return outcome;
 }
 
-void AddMixedPrecisionResults(const MixedPrecisionOutcome& outcome,
-                              v1::QuantizedGraph* graph) {
-  for (v1::QuantizedNode& n : *graph->mutable_nodes()) {
-    auto it = outcome.sensitivity.find(n.name());
-    if (it == outcome.sensitivity.end()) continue;
-    n.clear_candidate_sensitivity();
-    for (double s : it->second) n.add_candidate_sensitivity(s);
-  }
-}
-
 }  // namespace quantd

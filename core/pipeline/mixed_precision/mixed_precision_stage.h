@@ -24,7 +24,6 @@
 #include "core/runtime/progress.h"
 #include "core/runtime/thread_pool.h"
 #include "quantd/v1/job.pb.h"
-#include "quantd/v1/quantized_graph.pb.h"
 
 namespace quantd {
 
@@ -60,10 +59,6 @@ absl::StatusOr<MixedPrecisionOutcome> RunMixedPrecision(
     const std::map<std::string, std::vector<int64_t>>& shapes,
     const std::vector<SampleFeeds>& samples, JobState* state, ThreadPool* pool,
     const CancellationToken* cancel, ProgressSink* progress);
-
-// Copies the sensitivities into the QuantizedGraph's nodes.
-void AddMixedPrecisionResults(const MixedPrecisionOutcome& outcome,
-                              v1::QuantizedGraph* graph);
 
 }  // namespace quantd
 

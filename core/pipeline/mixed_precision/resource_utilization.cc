@@ -5,38 +5,37 @@
 namespace quantd {
 
 mixed_precision::ResourceFigures ComputeResourceUtilization(
-    const Model& model, const v1::QuantizedGraph& qg,
+    const JobState& state,
     const std::map<std::string, std::vector<int64_t>>& shapes,
     int override_bits, bool simd_padding) {
   auto bits = [&](int b) { return override_bits > 0 ? override_bits : b; };
+  const Model& model = state.model;
   const Graph& g = model.graph;
-  std::map<std::string, int> node_index;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    node_index[g.nodes[i].name] = static_cast<int>(i);
-  }
   std::vector<std::string> tensors;
   std::vector<int> act_bits;
   std::vector<WeightRef> weights;
   std::vector<int> weight_bits, weight_simd;
-  for (const auto& a : qg.input_activations()) {
-    tensors.push_back(a.tensor());
-    act_bits.push_back(bits(a.n_bits()));
+  auto add_activation = [&](const ActivationParams& a) {
+    tensors.push_back(a.tensor);
+    act_bits.push_back(bits(a.n_bits));
+  };
+  for (const auto& in : g.inputs) {
+    auto it = state.input_activations.find(in.name);
+    if (it != state.input_activations.end()) add_activation(it->second);
   }
-  for (const auto& n : qg.nodes()) {
-    for (const auto& a : n.activations()) {
-      tensors.push_back(a.tensor());
-      act_bits.push_back(bits(a.n_bits()));
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const NodePlan& p = state.plans[i];
+    if (p.quantize_activation) {
+      add_activation(p.activation);
+      for (const auto& a : p.extra_activations) add_activation(a);
     }
-    auto it = node_index.find(n.name());
-    if (it == node_index.end()) continue;
-    for (const auto& w : n.weights()) {
-      const bool kernel = w.input_index() == 1;
-      weights.push_back(
-          {it->second, w.input_index(),
-           kernel && w.channel_axis() >= 0 ? w.channel_axis() : -1});
-      weight_bits.push_back(bits(w.n_bits()));
-      weight_simd.push_back(simd_padding && kernel && n.config().has_simd_size()
-                                ? n.config().simd_size()
+    for (const WeightParams& w : p.weight_results) {
+      const bool kernel = w.input_index == 1;
+      weights.push_back({static_cast<int>(i), w.input_index,
+                         kernel && w.channel_axis >= 0 ? w.channel_axis : -1});
+      weight_bits.push_back(bits(w.n_bits));
+      weight_simd.push_back(simd_padding && kernel && p.config.has_simd_size()
+                                ? p.config.simd_size()
                                 : 0);
     }
   }

@@ -1,4 +1,4 @@
-// Resource figures of a quantized graph for the report and QuantizeResult
+// Resource figures of the job's decisions for the report and QuantizeResult
 // (MCT's RU metrics, mct-reference §1.4), computed by the mixed-precision
 // resource calculator (mixed_precision_resources.h, which documents the
 // exact definitions: weights memory, activation memory as the max over the
@@ -13,8 +13,8 @@
 
 #include "core/graph/graph.h"
 #include "core/mixed_precision/resource_figures.h"
+#include "core/pipeline/job/job_state.h"
 #include "quantd/v1/job.pb.h"
-#include "quantd/v1/quantized_graph.pb.h"
 
 namespace quantd {
 
@@ -22,7 +22,7 @@ namespace quantd {
 // baseline uses 8). `simd_padding` is the TPC's is_simd_padding: kernels'
 // output channels are padded to the node config's simd_size.
 mixed_precision::ResourceFigures ComputeResourceUtilization(
-    const Model& model, const v1::QuantizedGraph& graph,
+    const JobState& state,
     const std::map<std::string, std::vector<int64_t>>& shapes,
     int override_bits = 0, bool simd_padding = false);
 

@@ -131,16 +131,15 @@ Cone BuildCone(const Model& model, int start,
   return cone;
 }
 
-// A QuantizedGraph with only `node` quantized, with `cand`.
-v1::QuantizedGraph SingleNodeGraph(const Node& node,
-                                   const SensitivityCandidate& cand) {
-  v1::QuantizedGraph qg;
-  v1::QuantizedNode* qn = qg.add_nodes();
-  qn->set_name(node.name);
-  qn->set_op_type(node.op_type);
-  for (const auto& w : cand.weights) *qn->add_weights() = w;
-  if (cand.activation) *qn->add_activations() = *cand.activation;
-  return qg;
+// Only `node` quantized, with `cand`.
+ModelQuantization SingleNodeQuantization(const Node& node,
+                                         const SensitivityCandidate& cand) {
+  ModelQuantization m;
+  NodeQuantization& qn = m.nodes.emplace_back();
+  qn.node = node.name;
+  qn.weights = &cand.weights;
+  if (cand.activation) qn.activations.push_back(&*cand.activation);
+  return m;
 }
 
 // The points of `cone` that are not already outputs of its model.
@@ -360,10 +359,10 @@ absl::Status SensitivityRun::MeasureTask(const Task& task, size_t begin,
   const SensitivityNode& sn = nodes_[task.k];
   const Cone& cone = cones_[task.k];
   if (cone.points.empty() && cone.outputs.empty()) return absl::OkStatus();
-  const v1::QuantizedGraph qg =
-      SingleNodeGraph(g_.nodes[sn.node], sn.candidates[task.j]);
-  ASSIGN_OR_RETURN(QdqPlan plan,
-                   LowerToQdqPlan(*cone.model, qg, v1::ExportOptions()));
+  const ModelQuantization quantization =
+      SingleNodeQuantization(g_.nodes[sn.node], sn.candidates[task.j]);
+  ASSIGN_OR_RETURN(QdqPlan plan, LowerToQdqPlan(cone.model->graph, quantization,
+                                                v1::ExportOptions()));
   ASSIGN_OR_RETURN(Model fq, WithFakeQuantWeights(*cone.model, plan));
   ASSIGN_OR_RETURN(std::unique_ptr<Executor> exec,
                    Executor::Create(std::move(fq), ExecutorOptions()));

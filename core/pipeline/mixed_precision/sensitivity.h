@@ -27,7 +27,6 @@
 #include "core/runtime/cancellation.h"
 #include "core/runtime/progress.h"
 #include "core/runtime/thread_pool.h"
-#include "quantd/v1/quantized_graph.pb.h"
 
 namespace quantd {
 
@@ -55,8 +54,8 @@ std::vector<InterestPoint> MpOutputPoints(const Model& model);
 // selected parameters of the candidate's config). Unset activation / empty
 // weights = that part stays float.
 struct SensitivityCandidate {
-  std::optional<v1::ActivationQuantization> activation;
-  std::vector<v1::WeightQuantization> weights;
+  std::optional<ActivationParams> activation;
+  std::vector<WeightParams> weights;
 };
 
 struct SensitivityNode {

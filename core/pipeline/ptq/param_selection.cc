@@ -26,62 +26,38 @@ QuantizationMethod ToMethod(v1::QuantizationMethod m) {
 
 // The affine form of a threshold grid: scale = T / 2^(n - signed), zp 0.
 void SetThresholdGrid(double threshold, bool is_signed, int n_bits,
-                      v1::ActivationQuantization* a) {
-  a->set_threshold(threshold);
-  a->set_scale(quantizers::CalculateDelta(threshold, n_bits, is_signed));
-  a->set_zero_point(0);
+                      ActivationParams* a) {
+  a->threshold = threshold;
+  a->scale = quantizers::CalculateDelta(threshold, n_bits, is_signed);
+  a->zero_point = 0;
 }
 
 // The affine form of a uniform range after MCT's zero-inclusion fix:
 // scale = (b - a) / (2^n - 1), zp = -round(a / scale).
 void SetRangeGrid(double range_min, double range_max, int n_bits,
-                  v1::ActivationQuantization* a) {
+                  ActivationParams* a) {
   auto [lo, hi] =
       quantizers::FixRangeToIncludeZero(range_min, range_max, n_bits);
-  a->set_range_min(lo);
-  a->set_range_max(hi);
+  a->range_min = lo;
+  a->range_max = hi;
   double scale = (hi - lo) / ((int64_t{1} << n_bits) - 1);
   if (!(scale > 0)) scale = quantizers::kMinThreshold;
-  a->set_scale(scale);
-  a->set_zero_point(static_cast<int64_t>(std::nearbyint(-lo / scale)));
-}
-
-v1::Tensor IntTensor(const std::vector<int32_t>& ints,
-                     const std::vector<int64_t>& shape, DType dtype) {
-  v1::Tensor t;
-  t.set_data_type(static_cast<v1::DataType>(dtype));
-  for (int64_t d : shape) t.add_dims(d);
-  std::string raw;
-  if (dtype == DType::kInt8 || dtype == DType::kUint8) {
-    raw.resize(ints.size());
-    for (size_t i = 0; i < ints.size(); ++i)
-      raw[i] = static_cast<char>(ints[i]);
-  } else if (dtype == DType::kInt16 || dtype == DType::kUint16) {
-    raw.resize(ints.size() * 2);
-    for (size_t i = 0; i < ints.size(); ++i) {
-      uint16_t v = static_cast<uint16_t>(ints[i]);
-      std::memcpy(&raw[2 * i], &v, 2);
-    }
-  } else {
-    raw.resize(ints.size() * 4);
-    std::memcpy(raw.data(), ints.data(), raw.size());
-  }
-  t.set_raw_data(std::move(raw));
-  return t;
+  a->scale = scale;
+  a->zero_point = static_cast<int64_t>(std::nearbyint(-lo / scale));
 }
 
 }  // namespace
 
-absl::StatusOr<v1::ActivationQuantization> SelectActivationParams(
+absl::StatusOr<ActivationParams> SelectActivationParams(
     const std::string& tensor, const v1::OpQuantizationConfig& config,
     const TensorStats* stats, std::optional<double> known_min,
     std::optional<double> known_max, std::optional<bool> forced_signed,
     const PtqOptions& options) {
-  v1::ActivationQuantization a;
-  a.set_tensor(tensor);
-  a.set_method(config.activation_quantization_method());
+  ActivationParams a;
+  a.tensor = tensor;
+  a.method = config.activation_quantization_method();
   const int n_bits = config.activation_n_bits();
-  a.set_n_bits(n_bits);
+  a.n_bits = n_bits;
   const bool bounded = known_min.has_value() && known_max.has_value();
   const auto what = [&] { return absl::StrCat("activation '", tensor, "'"); };
   if (n_bits < 2 || n_bits > 16) {
@@ -107,7 +83,7 @@ absl::StatusOr<v1::ActivationQuantization> SelectActivationParams(
   }
   const bool is_signed = quantizers::DetermineActivationSignedness(
       tpc_sign, bounded ? known_min : std::nullopt, bounded ? nullptr : &hist);
-  a.set_is_signed(is_signed);
+  a.is_signed = is_signed;
   quantizers::HistogramSearchOptions o;
   o.error_method = options.activation_error_method;
   o.n_bits = n_bits;
@@ -135,7 +111,7 @@ absl::StatusOr<v1::ActivationQuantization> SelectActivationParams(
           auto r, bounded ? quantizers::UniformNoClippingSelectionMinMax(
                                 *known_min, *known_max, o)
                           : quantizers::UniformSelectionHistogram(hist, o));
-      a.set_is_signed(false);  // the uniform grid is [0, 2^n - 1] + zp
+      a.is_signed = false;  // the uniform grid is [0, 2^n - 1] + zp
       SetRangeGrid(r.range_min, r.range_max, n_bits, &a);
       break;
     }
@@ -150,10 +126,11 @@ absl::StatusOr<v1::ActivationQuantization> SelectActivationParams(
       ASSIGN_OR_RETURN(auto l, quantizers::LutKmeansHistogram(hist, o));
       // The LUT values lie on the 8-bit grid of T; the affine form below is
       // that grid (export stores 8-bit codes).
-      a.set_is_signed(l.is_signed);
-      a.set_n_bits(8);
+      a.is_signed = l.is_signed;
+      a.n_bits = 8;
       SetThresholdGrid(l.threshold, l.is_signed, 8, &a);
-      for (double v : l.lut_values) a.add_lut_values(static_cast<float>(v));
+      for (double v : l.lut_values)
+        a.lut_values.push_back(static_cast<float>(v));
       break;
     }
     default:
@@ -165,18 +142,18 @@ absl::StatusOr<v1::ActivationQuantization> SelectActivationParams(
   return a;
 }
 
-absl::StatusOr<v1::WeightQuantization> SelectWeightParams(
+absl::StatusOr<WeightParams> SelectWeightParams(
     const std::string& tensor_name, const Tensor& weight,
     const WeightSlot& slot, const PtqOptions& options, ThreadPool* pool,
     const CancellationToken* cancel) {
-  v1::WeightQuantization w;
-  w.set_attr(slot.attr);
-  w.set_input_index(slot.input_index);
-  w.set_tensor(tensor_name);
+  WeightParams w;
+  w.attr = slot.attr;
+  w.input_index = slot.input_index;
+  w.tensor = tensor_name;
   const v1::AttributeQuantizationConfig& c = slot.config;
-  w.set_method(c.weights_quantization_method());
+  w.method = c.weights_quantization_method();
   const int n_bits = c.weights_n_bits();
-  w.set_n_bits(n_bits);
+  w.n_bits = n_bits;
   const std::string what = absl::StrCat("weight '", tensor_name, "'");
   if (n_bits < 2 || n_bits > 16) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -215,7 +192,7 @@ absl::StatusOr<v1::WeightQuantization> SelectWeightParams(
       }
       if (cancel != nullptr) RETURN_IF_ERROR(cancel->Check());
       axis = t->channel_axis;
-      for (double v : t->threshold) w.add_thresholds(v);
+      w.thresholds = t->threshold;
       ASSIGN_OR_RETURN(q, quantizers::QuantizeSymmetric(view, t->threshold,
                                                         axis, n_bits, true));
       storage = n_bits <= 8 ? DType::kInt8 : DType::kInt16;
@@ -225,8 +202,8 @@ absl::StatusOr<v1::WeightQuantization> SelectWeightParams(
       ASSIGN_OR_RETURN(auto r, quantizers::UniformSelectionTensor(view, o));
       if (cancel != nullptr) RETURN_IF_ERROR(cancel->Check());
       axis = r.channel_axis;
-      for (double v : r.range_min) w.add_range_min(v);
-      for (double v : r.range_max) w.add_range_max(v);
+      w.range_min = r.range_min;
+      w.range_max = r.range_max;
       ASSIGN_OR_RETURN(q, quantizers::QuantizeUniform(
                               view, r.range_min, r.range_max, axis, n_bits));
       storage = n_bits <= 8 ? DType::kUint8 : DType::kUint16;
@@ -242,8 +219,9 @@ absl::StatusOr<v1::WeightQuantization> SelectWeightParams(
                        QuantizationMethod::kLutSym;
       ASSIGN_OR_RETURN(auto l, quantizers::LutKmeansTensor(view, o, sym));
       axis = l.channel_axis;
-      for (double v : l.scale_per_channel) w.add_thresholds(v);
-      for (double v : l.lut_values) w.add_lut_values(static_cast<float>(v));
+      w.thresholds = l.scale_per_channel;
+      for (double v : l.lut_values)
+        w.lut_values.push_back(static_cast<float>(v));
       ASSIGN_OR_RETURN(q, quantizers::QuantizeLut(view, l.lut_values,
                                                   l.scale_per_channel, axis));
       storage = DType::kUint8;  // indices
@@ -253,83 +231,59 @@ absl::StatusOr<v1::WeightQuantization> SelectWeightParams(
       return absl::InvalidArgumentError(absl::StrCat(
           what, ": unknown method ", c.weights_quantization_method()));
   }
-  w.set_per_channel(per_channel);
-  w.set_channel_axis(per_channel ? axis : -1);
-  for (double s : q.scales) w.add_scales(s);
-  for (int32_t z : q.zero_points) w.add_zero_points(z);
-  *w.mutable_int_values() = IntTensor(q.ints, f.shape(), storage);
-  w.mutable_int_values()->set_name(tensor_name);
+  w.per_channel = per_channel;
+  w.channel_axis = per_channel ? axis : -1;
+  w.scales = q.scales;
+  w.zero_points.assign(q.zero_points.begin(), q.zero_points.end());
+  w.int_values = Tensor::Uninitialized(DType::kInt32, f.shape());
+  std::memcpy(w.int_values.mutable_raw(), q.ints.data(),
+              q.ints.size() * sizeof(int32_t));
+  w.storage = storage;
   return w;
 }
 
-absl::StatusOr<Tensor> DequantizedWeight(const v1::WeightQuantization& w,
-                                         const std::vector<int64_t>& shape) {
-  const v1::Tensor& t = w.int_values();
-  const int64_t n = NumElements(shape);
-  const DType dtype = static_cast<DType>(t.data_type());
-  const size_t esize = DTypeSize(dtype);
-  if (n < 0 || esize == 0 ||
-      t.raw_data().size() != static_cast<size_t>(n) * esize) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "weight '", w.tensor(), "': integer values do not match its shape"));
+absl::StatusOr<Tensor> DequantizedWeight(const WeightParams& w) {
+  const std::vector<int64_t>& shape = w.int_values.shape();
+  const int64_t n = w.int_values.num_elements();
+  if (w.int_values.dtype() != DType::kInt32) {
+    return absl::InternalError(
+        absl::StrCat("weight '", w.tensor, "': integer values not int32"));
   }
-  auto get = [&](int64_t i) -> int64_t {
-    const char* p = t.raw_data().data() + i * esize;
-    switch (dtype) {
-      case DType::kInt8:
-        return *reinterpret_cast<const int8_t*>(p);
-      case DType::kUint8:
-        return *reinterpret_cast<const uint8_t*>(p);
-      case DType::kInt16: {
-        int16_t v;
-        std::memcpy(&v, p, 2);
-        return v;
-      }
-      case DType::kUint16: {
-        uint16_t v;
-        std::memcpy(&v, p, 2);
-        return v;
-      }
-      default: {
-        int32_t v;
-        std::memcpy(&v, p, 4);
-        return v;
-      }
-    }
-  };
   int64_t channels = 1, inner = 1;
-  const int axis = w.per_channel() ? w.channel_axis() : -1;
+  const int axis = w.per_channel ? w.channel_axis : -1;
   if (axis >= 0) {
     if (axis >= static_cast<int>(shape.size())) {
       return absl::InvalidArgumentError(
-          absl::StrCat("weight '", w.tensor(), "': bad channel axis"));
+          absl::StrCat("weight '", w.tensor, "': bad channel axis"));
     }
     channels = shape[axis];
     for (size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
   }
-  if (w.scales_size() != channels && w.scales_size() != 1) {
+  const int64_t num_scales = static_cast<int64_t>(w.scales.size());
+  if (num_scales != channels && num_scales != 1) {
     return absl::InvalidArgumentError(
-        absl::StrCat("weight '", w.tensor(), "': ", w.scales_size(),
-                     " scales for ", channels, " channels"));
+        absl::StrCat("weight '", w.tensor, "': ", num_scales, " scales for ",
+                     channels, " channels"));
   }
+  const int32_t* ints = w.int_values.data<int32_t>();
+  const int64_t lut_size = static_cast<int64_t>(w.lut_values.size());
+  const size_t num_zps = w.zero_points.size();
   Tensor out(DType::kFloat, shape);
   float* o = out.mutable_data<float>();
   for (int64_t i = 0; i < n; ++i) {
-    const int64_t c = w.scales_size() == 1 ? 0 : (i / inner) % channels;
-    const float scale = static_cast<float>(w.scales(c));
-    const int64_t q = get(i);
-    if (w.lut_values_size() > 0) {
-      if (q < 0 || q >= w.lut_values_size()) {
+    const int64_t c = num_scales == 1 ? 0 : (i / inner) % channels;
+    const float scale = static_cast<float>(w.scales[c]);
+    const int64_t q = ints[i];
+    if (lut_size > 0) {
+      if (q < 0 || q >= lut_size) {
         return absl::InvalidArgumentError(
-            absl::StrCat("weight '", w.tensor(), "': LUT index out of range"));
+            absl::StrCat("weight '", w.tensor, "': LUT index out of range"));
       }
       // The LUT value on the int8 grid: lut / 2^7 * T; stored as
       // codebook (lut / 2^7, exact) times the per-channel T.
-      o[i] = (w.lut_values(q) / 128.0f) * static_cast<float>(w.thresholds(c));
+      o[i] = (w.lut_values[q] / 128.0f) * static_cast<float>(w.thresholds[c]);
     } else {
-      const int64_t zp = w.zero_points_size() == 0
-                             ? 0
-                             : w.zero_points(w.zero_points_size() == 1 ? 0 : c);
+      const int64_t zp = num_zps == 0 ? 0 : w.zero_points[num_zps == 1 ? 0 : c];
       o[i] = static_cast<float>(q - zp) * scale;
     }
   }
@@ -413,7 +367,7 @@ absl::Status SelectAllParams(JobState* state, ThreadPool* pool,
   }
   // Quantization-preserving nodes reuse their source's parameters, in
   // topological order so chains of them resolve.
-  std::map<std::string, const v1::ActivationQuantization*> by_tensor;
+  std::map<std::string, const ActivationParams*> by_tensor;
   for (auto& [name, a] : state->input_activations) by_tensor[name] = &a;
   for (int64_t i = 0; i < n; ++i) {
     NodePlan& p = state->plans[i];
@@ -430,8 +384,8 @@ absl::Status SelectAllParams(JobState* state, ThreadPool* pool,
         continue;
       }
       p.activation = *it->second;
-      p.activation.set_tensor(node.outputs[0]);
-      p.activation.set_preserved_from(p.preserved_from);
+      p.activation.tensor = node.outputs[0];
+      p.activation.preserved_from = p.preserved_from;
       p.quantize_activation = true;
       // Every output of a preserving node (Split) carries the input's grid.
       p.extra_activations.clear();
@@ -440,14 +394,14 @@ absl::Status SelectAllParams(JobState* state, ThreadPool* pool,
         if (vi == g.value_info.end() || vi->second.dtype != DType::kFloat) {
           continue;
         }
-        v1::ActivationQuantization a = p.activation;
-        a.set_tensor(node.outputs[k]);
+        ActivationParams a = p.activation;
+        a.tensor = node.outputs[k];
         p.extra_activations.push_back(std::move(a));
       }
     }
     if (p.quantize_activation) {
       by_tensor[node.outputs[0]] = &p.activation;
-      for (const auto& a : p.extra_activations) by_tensor[a.tensor()] = &a;
+      for (const auto& a : p.extra_activations) by_tensor[a.tensor] = &a;
     }
   }
   return absl::OkStatus();

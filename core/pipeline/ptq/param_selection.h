@@ -19,7 +19,7 @@ namespace quantd {
 
 // Activation parameters for one tensor. `stats` may be null only when the
 // output is bounded (known_min and known_max set).
-absl::StatusOr<v1::ActivationQuantization> SelectActivationParams(
+absl::StatusOr<ActivationParams> SelectActivationParams(
     const std::string& tensor, const v1::OpQuantizationConfig& config,
     const TensorStats* stats, std::optional<double> known_min,
     std::optional<double> known_max, std::optional<bool> forced_signed,
@@ -28,15 +28,15 @@ absl::StatusOr<v1::ActivationQuantization> SelectActivationParams(
 // Weight parameters and integer values for one constant input. A cancelled
 // `cancel` stops the threshold search within microseconds and returns its
 // status.
-absl::StatusOr<v1::WeightQuantization> SelectWeightParams(
+absl::StatusOr<WeightParams> SelectWeightParams(
     const std::string& tensor_name, const Tensor& weight,
     const WeightSlot& slot, const PtqOptions& options, ThreadPool* pool,
     const CancellationToken* cancel = nullptr);
 
 // The fake-quant float value of a selected weight (what the QDQ model and
-// fake-quant execution see): int * scale (or LUT value * scale) in float32.
-absl::StatusOr<Tensor> DequantizedWeight(const v1::WeightQuantization& w,
-                                         const std::vector<int64_t>& shape);
+// fake-quant execution see): int * scale (or LUT value * scale) in float32,
+// shaped like int_values.
+absl::StatusOr<Tensor> DequantizedWeight(const WeightParams& w);
 
 // Runs both over every node of the state.
 absl::Status SelectAllParams(JobState* state, ThreadPool* pool,

@@ -211,26 +211,23 @@ TEST(SensitivityTest, ConeEvaluationEqualsFullModelRun) {
   const Tensor& w = *model.graph.FindInitializer("pw.w");
   float max_abs = 0;
   for (float v : w.span<float>()) max_abs = std::max(max_abs, std::abs(v));
-  v1::WeightQuantization wq;
-  wq.set_attr("kernel_attr");
-  wq.set_input_index(1);
-  wq.set_method(v1::QUANTIZATION_METHOD_SYMMETRIC);
-  wq.set_n_bits(2);
-  wq.set_channel_axis(-1);
+  WeightParams wq;
+  wq.attr = "kernel_attr";
+  wq.input_index = 1;
+  wq.method = v1::QUANTIZATION_METHOD_SYMMETRIC;
+  wq.n_bits = 2;
+  wq.channel_axis = -1;
   // 2-bit signed grid {-2..1} * T/2.
   const double scale = max_abs / 2.0;
-  wq.add_scales(scale);
-  wq.add_zero_points(0);
-  wq.add_thresholds(max_abs);
-  Tensor ints(DType::kInt8, w.shape());
+  wq.scales.push_back(scale);
+  wq.zero_points.push_back(0);
+  wq.thresholds.push_back(max_abs);
+  wq.int_values = Tensor(DType::kInt32, w.shape());
   for (int64_t i = 0; i < w.num_elements(); ++i) {
-    ints.mutable_data<int8_t>()[i] = static_cast<int8_t>(
+    wq.int_values.mutable_data<int32_t>()[i] = static_cast<int32_t>(
         std::clamp(std::nearbyint(w.data<float>()[i] / scale), -2.0, 1.0));
   }
-  v1::Tensor* iv = wq.mutable_int_values();
-  iv->set_data_type(static_cast<v1::DataType>(DType::kInt8));
-  iv->set_raw_data(std::string(reinterpret_cast<const char*>(ints.raw()),
-                               ints.num_elements()));
+  wq.storage = DType::kInt8;
   SensitivityNode sn;
   sn.node = node;
   SensitivityCandidate cand;
@@ -246,12 +243,10 @@ TEST(SensitivityTest, ConeEvaluationEqualsFullModelRun) {
   ASSERT_TRUE(got.ok()) << got.status();
 
   // Naive: whole model, float and with pwconv's dequantized kernel.
-  v1::QuantizedGraph qg;
-  v1::QuantizedNode* qn = qg.add_nodes();
-  qn->set_name("pwconv");
-  qn->set_op_type("Conv");
-  *qn->add_weights() = wq;
-  auto plan = LowerToQdqPlan(model, qg, v1::ExportOptions());
+  const std::vector<WeightParams> weights = {wq};
+  ModelQuantization quantization;
+  quantization.nodes.push_back({"pwconv", {}, &weights});
+  auto plan = LowerToQdqPlan(model.graph, quantization, v1::ExportOptions());
   ASSERT_TRUE(plan.ok()) << plan.status();
   auto fq_model = WithFakeQuantWeights(model, *plan);
   ASSERT_TRUE(fq_model.ok());

@@ -17,14 +17,14 @@ using ::testing::ElementsAre;
 using ::testing::FloatNear;
 
 // Unsigned 8-bit PoT with threshold 4: scale 4/256 = 1/64.
-v1::ActivationQuantization Unsigned8BitThreshold4(const std::string& t) {
-  v1::ActivationQuantization a;
-  a.set_tensor(t);
-  a.set_method(v1::QUANTIZATION_METHOD_POWER_OF_TWO);
-  a.set_n_bits(8);
-  a.set_is_signed(false);
-  a.set_threshold(4);
-  a.set_scale(1.0 / 64);
+ActivationParams Unsigned8BitThreshold4(const std::string& t) {
+  ActivationParams a;
+  a.tensor = t;
+  a.method = v1::QUANTIZATION_METHOD_POWER_OF_TWO;
+  a.n_bits = 8;
+  a.is_signed = false;
+  a.threshold = 4;
+  a.scale = 1.0 / 64;
   return a;
 }
 

@@ -73,10 +73,7 @@ TEST(WeightSearchCancellation, CancelDuringTheSearchNeverYieldsAResult) {
       auto full = SelectWeightParams("w", kernel, SymmetricPerChannelKernel(),
                                      PtqOptions(), nullptr, &never);
       ASSERT_TRUE(full.ok());
-      EXPECT_EQ(w->thresholds_size(), full->thresholds_size());
-      for (int c = 0; c < w->thresholds_size(); ++c) {
-        EXPECT_EQ(w->thresholds(c), full->thresholds(c));
-      }
+      EXPECT_EQ(w->thresholds, full->thresholds);
     } else {
       EXPECT_EQ(w.status().code(), absl::StatusCode::kCancelled);
     }

@@ -162,14 +162,14 @@ TEST(ShiftNegative, SmallNegativeTailIsShiftedIntoTheNextBias) {
   // The activation is now 16-bit with the threshold selected at 8 bits, as
   // MCT keeps it (T=16 signed -> step 2^-11; unsigned 2^-12); the Add
   // carries T=16 unsigned 8-bit.
-  EXPECT_EQ(s.plans[0].activation.n_bits(), 16);
-  EXPECT_EQ(s.plans[0].activation.threshold(), 16.0);
-  EXPECT_DOUBLE_EQ(s.plans[0].activation.scale(),
-                   s.plans[0].activation.is_signed() ? 1.0 / 2048 : 1.0 / 4096);
+  EXPECT_EQ(s.plans[0].activation.n_bits, 16);
+  EXPECT_EQ(s.plans[0].activation.threshold, 16.0);
+  EXPECT_DOUBLE_EQ(s.plans[0].activation.scale,
+                   s.plans[0].activation.is_signed ? 1.0 / 2048 : 1.0 / 4096);
   EXPECT_TRUE(s.plans[1].quantize_activation);
-  EXPECT_FALSE(s.plans[1].activation.is_signed());
-  EXPECT_EQ(s.plans[1].activation.threshold(), 16.0);
-  EXPECT_DOUBLE_EQ(s.plans[1].activation.scale(), 1.0 / 16);
+  EXPECT_FALSE(s.plans[1].activation.is_signed);
+  EXPECT_EQ(s.plans[1].activation.threshold, 16.0);
+  EXPECT_DOUBLE_EQ(s.plans[1].activation.scale, 1.0 / 16);
 }
 
 TEST(ShiftNegative, LargeNegativeTailIsLeftAlone) {
@@ -185,8 +185,8 @@ TEST(ShiftNegative, LargeNegativeTailIsLeftAlone) {
   s.model = *m;
   s.plans.resize(2);
   s.plans[0].quantize_activation = true;
-  s.plans[0].activation.set_threshold(1.0);
-  s.plans[0].activation.set_n_bits(8);
+  s.plans[0].activation.threshold = 1.0;
+  s.plans[0].activation.n_bits = 8;
   s.stats["a"].min = -0.5;  // |min| / T = 0.5 > 0.05
   ASSERT_TRUE(ApplyShiftNegativeCorrection(&s).ok());
   EXPECT_EQ(s.model.graph.nodes.size(), 2u);

@@ -30,11 +30,11 @@ JobState LeakyReluConvSncState(const SncConv& conv) {
   act.config.set_activation_n_bits(8);
   act.config.set_activation_quantization_method(
       v1::QUANTIZATION_METHOD_POWER_OF_TWO);
-  act.activation.set_tensor("a");
-  act.activation.set_method(v1::QUANTIZATION_METHOD_POWER_OF_TWO);
-  act.activation.set_n_bits(8);
-  act.activation.set_threshold(16.0);
-  act.activation.set_is_signed(true);
+  act.activation.tensor = "a";
+  act.activation.method = v1::QUANTIZATION_METHOD_POWER_OF_TWO;
+  act.activation.n_bits = 8;
+  act.activation.threshold = 16.0;
+  act.activation.is_signed = true;
   TensorStats& st = s.stats["a"];
   st.min = -0.1;
   st.max = 10;

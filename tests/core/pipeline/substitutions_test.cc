@@ -204,7 +204,7 @@ JobState GemmSoftmaxState() {
   p.config.set_activation_n_bits(8);
   p.config.set_activation_quantization_method(
       v1::QUANTIZATION_METHOD_POWER_OF_TWO);
-  p.activation.set_threshold(16);
+  p.activation.threshold = 16;
   TensorStats& st = s.stats["l"];
   st.min = 2;
   st.max = 10;
@@ -224,8 +224,8 @@ TEST(SoftmaxShift, LogitsAreCenteredThroughTheBias) {
               ElementsAre(FloatEq(-5), FloatEq(-4)));
   EXPECT_DOUBLE_EQ(s.stats["l"].min, -4);
   EXPECT_DOUBLE_EQ(s.stats["l"].max, 4);
-  EXPECT_DOUBLE_EQ(s.plans[0].activation.threshold(), 4);
-  EXPECT_TRUE(s.plans[0].activation.is_signed());
+  EXPECT_DOUBLE_EQ(s.plans[0].activation.threshold, 4);
+  EXPECT_TRUE(s.plans[0].activation.is_signed);
 }
 
 TEST(ConcatThresholdUpdate, SoleConsumerInputsTakeTheConcatThreshold) {
@@ -244,10 +244,10 @@ TEST(ConcatThresholdUpdate, SoleConsumerInputsTakeTheConcatThreshold) {
   s.plans.resize(4);
   auto set = [](NodePlan* p, double t, bool is_signed) {
     p->quantize_activation = true;
-    p->activation.set_method(v1::QUANTIZATION_METHOD_POWER_OF_TWO);
-    p->activation.set_n_bits(8);
-    p->activation.set_threshold(t);
-    p->activation.set_is_signed(is_signed);
+    p->activation.method = v1::QUANTIZATION_METHOD_POWER_OF_TWO;
+    p->activation.n_bits = 8;
+    p->activation.threshold = t;
+    p->activation.is_signed = is_signed;
   };
   set(&s.plans[0], 2, false);
   set(&s.plans[1], 1, false);
@@ -255,9 +255,9 @@ TEST(ConcatThresholdUpdate, SoleConsumerInputsTakeTheConcatThreshold) {
   set(&s.plans[3], 1, false);
   ASSERT_TRUE(ApplyConcatThresholdUpdate(&s).ok());
   // r1 feeds only the concat: T = 4, scale 4 / 2^8 unsigned.
-  EXPECT_DOUBLE_EQ(s.plans[0].activation.threshold(), 4);
-  EXPECT_DOUBLE_EQ(s.plans[0].activation.scale(), 4.0 / 256);
-  EXPECT_DOUBLE_EQ(s.plans[1].activation.threshold(), 1);  // two consumers
+  EXPECT_DOUBLE_EQ(s.plans[0].activation.threshold, 4);
+  EXPECT_DOUBLE_EQ(s.plans[0].activation.scale, 4.0 / 256);
+  EXPECT_DOUBLE_EQ(s.plans[1].activation.threshold, 1);  // two consumers
 }
 
 // x -> LeakyRelu -> Conv 3x1 with pads: the shift pads instead of zero.
@@ -289,8 +289,8 @@ TEST(ShiftNegative, PaddedConvGetsAPadWithTheShiftValue) {
   EXPECT_THAT(conv.GetInts("pads"), ElementsAre(0, 0, 0, 0));
   // The padded tensor keeps the Add's unsigned grid.
   EXPECT_TRUE(s.plans[2].preserving);
-  EXPECT_EQ(s.plans[2].activation.scale(), s.plans[1].activation.scale());
-  EXPECT_FALSE(s.plans[2].activation.is_signed());
+  EXPECT_EQ(s.plans[2].activation.scale, s.plans[1].activation.scale);
+  EXPECT_FALSE(s.plans[2].activation.is_signed);
 }
 
 TEST(ShiftNegative, ParamsSearchPicksTheLowestErrorThresholdAndShift) {
@@ -309,8 +309,8 @@ TEST(ShiftNegative, ParamsSearchPicksTheLowestErrorThresholdAndShift) {
   s.options.shift_negative_ratio = 0.5;
   NodePlan& act = s.plans[0];
   act.config.set_activation_n_bits(2);
-  act.activation.set_n_bits(2);
-  act.activation.set_threshold(1.0);
+  act.activation.n_bits = 2;
+  act.activation.threshold = 1.0;
   TensorStats& st = s.stats["a"];
   st.min = -0.25;
   st.max = 1.5;
@@ -319,7 +319,7 @@ TEST(ShiftNegative, ParamsSearchPicksTheLowestErrorThresholdAndShift) {
   ASSERT_TRUE(ApplyShiftNegativeCorrection(&s).ok());
   const Graph& g = s.model.graph;
   ASSERT_EQ(g.nodes[1].op_type, "Add");
-  EXPECT_DOUBLE_EQ(s.plans[1].activation.threshold(), 2.0);
+  EXPECT_DOUBLE_EQ(s.plans[1].activation.threshold, 2.0);
   EXPECT_THAT(g.FindInitializer(g.nodes[1].inputs[1])->span<float>(),
               ElementsAre(FloatEq(0.0f)));
 }

@@ -107,29 +107,29 @@ TEST(TrainQuantizers, BetaAnnealsFrom20To2AfterWarmup) {
 }
 
 TEST(TrainQuantizers, ConfigFromPtqRejectsLut) {
-  v1::WeightQuantization w;
-  w.set_tensor("k");
-  w.set_method(v1::QUANTIZATION_METHOD_LUT_POT_QUANTIZER);
+  WeightParams w;
+  w.tensor = "k";
+  w.method = v1::QUANTIZATION_METHOD_LUT_POT_QUANTIZER;
   auto c = WeightsConfigFromPtq(w, v1::TRAINING_METHOD_SOFT_ROUNDING);
   EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(c.status().message().find("'k'"), std::string::npos);
 }
 
 TEST(TrainQuantizers, WriteFixedWeightsKeepsInt8Storage) {
-  v1::WeightQuantization w;
-  w.set_tensor("k");
-  w.mutable_int_values()->set_data_type(
-      static_cast<v1::DataType>(DType::kInt8));
-  w.mutable_int_values()->set_raw_data(std::string(2, '\0'));
+  WeightParams w;
+  w.tensor = "k";
+  w.int_values = Tensor(DType::kInt32, {2});
+  w.storage = DType::kInt8;
   FixedWeights f;
   f.grid = GridOf(Sym4(1.0));
   f.ints = {-8, 7};
   f.thresholds = {1.0};
   ASSERT_TRUE(WriteFixedWeights(f, &w).ok());
-  EXPECT_EQ(static_cast<int8_t>(w.int_values().raw_data()[0]), -8);
-  EXPECT_EQ(static_cast<int8_t>(w.int_values().raw_data()[1]), 7);
-  EXPECT_DOUBLE_EQ(w.scales(0), 0.125);
-  EXPECT_EQ(w.zero_points(0), 0);
+  EXPECT_EQ(w.int_values.data<int32_t>()[0], -8);
+  EXPECT_EQ(w.int_values.data<int32_t>()[1], 7);
+  EXPECT_EQ(w.storage, DType::kInt8);
+  EXPECT_DOUBLE_EQ(w.scales[0], 0.125);
+  EXPECT_EQ(w.zero_points[0], 0);
 }
 
 }  // namespace

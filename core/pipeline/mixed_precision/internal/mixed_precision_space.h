@@ -54,9 +54,9 @@ struct NodeSpace {
   std::vector<int> configs;  // indices into qco.quantization_configurations
   std::vector<mixed_precision::BitCandidate> bits;
   // Selected parameters per candidate.
-  std::vector<std::vector<v1::WeightQuantization>> weight_results;
+  std::vector<std::vector<WeightParams>> weight_results;
   std::vector<std::vector<WeightSlot>> slots;
-  std::vector<std::optional<v1::ActivationQuantization>> activation_results;
+  std::vector<std::optional<ActivationParams>> activation_results;
   std::vector<double> sensitivity;
   int chosen = 0;  // index into configs
 };
