@@ -421,12 +421,20 @@ std::string FilterText(const v1::NodeFilter& f) {
 
 // quantization.keep_float (ORT's nodes_to_exclude): the matching nodes keep
 // float weights and outputs, whatever the TPC and the fusing say. Filters
-// that match no node are warnings.
-void ApplyKeepFloat(const v1::QuantizationConfig& config, JobState* state) {
+// that match no node are warnings; an empty filter is an error.
+absl::Status ApplyKeepFloat(const v1::QuantizationConfig& config,
+                            JobState* state) {
   const Graph& g = state->model.graph;
   for (int k = 0; k < config.keep_float_size(); ++k) {
     const v1::NodeFilter& f = config.keep_float(k);
     const std::string text = FilterText(f);
+    if (f.node_type().empty() && f.node_name().empty() &&
+        f.name_scope().empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("quantization.keep_float[", k,
+                       "]: empty filter (set node_type, node_name or "
+                       "name_scope)"));
+    }
     int matched = 0;
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       if (!MatchesFilter(f, g.nodes[i])) continue;
@@ -443,6 +451,7 @@ void ApplyKeepFloat(const v1::QuantizationConfig& config, JobState* state) {
           "quantization.keep_float[", k, "] (", text, "): matches no node"));
     }
   }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -481,7 +490,7 @@ absl::Status AttachTpc(tpc::TpcPtr tpc_ptr,
 
   ApplyFusing(tpc, index_of, state);
   RETURN_IF_ERROR(ApplyInputBitsFilter(state));
-  ApplyKeepFloat(config, state);
+  RETURN_IF_ERROR(ApplyKeepFloat(config, state));
 
   // Graph inputs: MCT's input layer takes the default config.
   if (tpc.default_qco().quantization_configurations_size() > 0) {

@@ -127,6 +127,19 @@ TEST(AttachTpc, KeepFloatFilterMatchingNothingIsAWarning) {
                           "matches no node"));
 }
 
+TEST(AttachTpc, EmptyKeepFloatFilterIsRejected) {
+  JobState state;
+  state.model = ChainModel();
+  v1::QuantizationConfig config;
+  config.add_keep_float()->set_node_name("");
+  absl::Status st = AttachTpc(
+      std::make_shared<v1::TargetPlatformCapabilities>(tpc::Imx500Tpc("1.0")),
+      config, 0, &state);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(st.message()),
+              HasSubstr("quantization.keep_float[0]: empty filter"));
+}
+
 TEST(AttachTpc, FullyConnectedSigmoidFusesAndSigmoidIsBounded) {
   JobState s = Attach(ChainModel(), tpc::Imx500Tpc("1.0"));
   const NodePlan& fc = Plan(s, "fc");
