@@ -17,6 +17,7 @@ namespace {
 std::string Overview() {
   std::string out =
       "usage: quantctl VERB [flags]   (quantctl VERB --help for its flags)\n"
+      "       quantctl help [VERB]\n"
       "       quantctl --version\n\n"
       "quantd's command-line client: quantizes ONNX models in-process or on "
       "a quantd server.\n\nverbs:\n";

@@ -73,7 +73,8 @@ FlagSet Flags(Args* a) {
          [job, apply = o.apply](const std::string& v) { return apply(v, job); },
          {.aliases = {JobOptionKey(o)}}});
   }
-  f.Bool("force", "overwrite the output files in a non-empty --out", &a->force);
+  f.Bool("force", "write into a non-empty --out (replacing quantize's files)",
+         &a->force);
   f.Bool("quiet", "no progress on stderr (warnings and errors still)",
          &a->quiet);
   f.String("server", "HOST:PORT",
@@ -158,6 +159,19 @@ void PrintSummary(const v1::QuantizeResult& result, const std::string& dir) {
       dir.c_str(), models.c_str());
 }
 
+// With --force over an earlier run: a model file this run did not write
+// (--export changed) would pair an old model with the new report.
+void RemoveStaleModels(const std::string& out,
+                       const v1::QuantizeResult& result) {
+  std::error_code ec;
+  if (result.qdq_onnx().empty()) {
+    std::filesystem::remove(std::filesystem::path(out) / "model.qdq.onnx", ec);
+  }
+  if (result.mctq_onnx().empty()) {
+    std::filesystem::remove(std::filesystem::path(out) / "model.mctq.onnx", ec);
+  }
+}
+
 // The report's warnings that the job did not stream (e.g. a --bits-override
 // that matches no node), on stderr.
 void PrintReportWarnings(const v1::QuantizeResult& result, ProgressBar* bar) {
@@ -236,6 +250,7 @@ int RunQuantize(const std::vector<std::string>& argv) {
                  std::string(st.message()).c_str());
     return 1;
   }
+  RemoveStaleModels(args.out, *result);
   PrintSummary(*result, args.out);
   return 0;
 }
