@@ -12,7 +12,7 @@ OUT=${DEMO_OUT:-$BUILD_DIR/demo/out}
 "$BUILD_DIR/bench/ptq/make_ptq_example" "$EXAMPLE"
 "$BUILD_DIR/clients/quantctl/quantctl" quantize "$EXAMPLE/example_cnn.onnx" \
   --tpc imx500@4.1 --calib "$EXAMPLE/calib" --eval "$EXAMPLE/eval" \
-  --out "$OUT" --threads "${THREADS:-2}"
+  --out "$OUT" --force --threads "${THREADS:-2}"
 echo
 echo "per-layer report ($OUT/report.json):"
 /usr/bin/python3 - "$OUT/report.json" <<'PY'

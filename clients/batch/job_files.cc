@@ -15,6 +15,7 @@
 #include "core/pipeline/job/samples.h"
 #include "core/tpc/json_io.h"
 #include "core/util/status_macros.h"
+#include "google/protobuf/text_format.h"
 
 namespace quantd {
 namespace {
@@ -136,6 +137,24 @@ absl::StatusOr<v1::QuantizeRequest> BuildQuantizeRequest(
   }
   for (v1::ExportFormat f : files.export_formats) {
     request.mutable_export_options()->add_formats(f);
+  }
+  if (!files.bits_override.empty()) {
+    RETURN_IF_ERROR(ParseBitWidthOverrides(files.bits_override,
+                                           request.mutable_mixed_precision()));
+  }
+  if (!files.config.empty()) {
+    v1::QuantizationConfig config;
+    if (!google::protobuf::TextFormat::ParseFromString(files.config, &config)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--config: not QuantizationConfig text format (fields of "
+          "proto/quantd/v1/job.proto, e.g. 'z_threshold: 8'): ",
+          files.config));
+    }
+    request.mutable_quantization()->MergeFrom(config);
+  }
+  if (!files.keep_float.empty()) {
+    RETURN_IF_ERROR(
+        ParseKeepFloat(files.keep_float, request.mutable_quantization()));
   }
   if (files.gptq) request.mutable_gptq()->set_enabled(true);
   request.set_num_threads(files.threads);

@@ -24,8 +24,9 @@ struct JobFiles {
   std::string calib;  // sample-set folder
   std::string eval;   // held-out sample-set folder (optional)
   std::string tpc;    // "name[@version]" or a .json/.textproto file
+  // The job options (job_options.h) hold their text forms here.
   // Mixed-precision targets as `quantctl quantize --mp` takes them
-  // (core/pipeline/mixed_precision_flags.h); empty = none.
+  // (mixed_precision_flags.h); empty = none.
   std::string mp;
   int weights_bits = 0;  // 0 = TPC default
   v1::ActivationStorage activation_storage = v1::ACTIVATION_STORAGE_UNSPECIFIED;
@@ -35,6 +36,11 @@ struct JobFiles {
   int report_samples = 0;
   // ONNX formats to write (ParseExportFormats); empty = QDQ only.
   std::vector<v1::ExportFormat> export_formats;
+  // `--bits-override` and `--keep-float` filters (mixed_precision_flags.h)
+  // and `--config` QuantizationConfig text; empty = none.
+  std::string bits_override;
+  std::string keep_float;
+  std::string config;
 };
 
 // Reads the model (to learn its input names), the samples and a TPC file.

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "clients/batch/job_options.h"
 #include "clients/batch/output_dir.h"
 #include "core/io/file_util.h"
 #include "core/util/status_macros.h"
@@ -30,10 +31,15 @@ const std::set<std::string>& TopLevelFields() {
       "id", "model", "calib", "samples", "heldout", "eval", "tpc", "options"};
   return *fields;
 }
-const std::set<std::string>& OptionFields() {
-  static const auto* fields = new std::set<std::string>{
-      "weights_bits", "activation_storage", "mp", "gptq", "threads", "export"};
-  return *fields;
+bool IsOptionField(const std::string& key) {
+  return FindJobOption(key) != nullptr;
+}
+
+// "weights_bits, mp, ..." for messages.
+std::string OptionKeys() {
+  std::vector<std::string> keys;
+  for (const JobOption& o : JobOptions()) keys.push_back(JobOptionKey(o));
+  return absl::StrJoin(keys, ", ");
 }
 
 class LineParser {
@@ -71,40 +77,17 @@ class LineParser {
     return p.lexically_normal().string();
   }
 
-  absl::StatusOr<int> Int(const json& object, const std::string& field,
-                          const std::string& path, int lo, int hi) {
-    if (!object.contains(field) || object[field].is_null()) return 0;
-    const json& v = object[field];
-    int64_t value = 0;
-    bool ok = false;
-    if (v.is_number_integer()) {
-      value = v.get<int64_t>();
-      ok = true;
-    } else if (v.is_string()) {
-      const std::string text = v.get<std::string>();
-      if (text.empty()) return 0;
-      ok = absl::SimpleAtoi(text, &value);
-    }
-    if (!ok || value < lo || value > hi) {
-      return Error(path, absl::StrCat(v.dump(), " is not an integer in [", lo,
-                                      ", ", hi, "]"));
-    }
-    return static_cast<int>(value);
-  }
-
-  absl::StatusOr<bool> Bool(const json& object, const std::string& field,
-                            const std::string& path) {
-    if (!object.contains(field) || object[field].is_null()) return false;
-    const json& v = object[field];
-    if (v.is_boolean()) return v.get<bool>();
-    if (v.is_string()) {
-      const std::string text = absl::AsciiStrToLower(v.get<std::string>());
-      if (text.empty() || text == "false" || text == "0" || text == "no") {
-        return false;
-      }
-      if (text == "true" || text == "1" || text == "yes") return true;
-    }
-    return Error(path, absl::StrCat(v.dump(), " is not true or false"));
+  // A job option's value as the text the option table parses; unset (null
+  // or "") gives "".
+  absl::StatusOr<std::string> OptionText(const json& v,
+                                         const std::string& path) {
+    if (v.is_null()) return std::string();
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_boolean()) return std::string(v.get<bool>() ? "true" : "false");
+    if (v.is_number()) return v.dump();
+    return Error(
+        path,
+        absl::StrCat("expected a string, number or boolean, got ", v.dump()));
   }
 
   absl::StatusOr<BatchJob> Job(const json& row, int line) {
@@ -148,38 +131,14 @@ class LineParser {
       options = row["options"];
     }
     for (const auto& [key, value] : options.items()) {
-      if (OptionFields().count(key) == 0) {
-        return Error(absl::StrCat("options.", key),
-                     "unknown option (weights_bits, activation_storage, mp, "
-                     "gptq, threads, export)");
+      const std::string path = absl::StrCat("options.", key);
+      if (!IsOptionField(key)) {
+        return Error(path, absl::StrCat("unknown option (", OptionKeys(), ")"));
       }
-    }
-    ASSIGN_OR_RETURN(
-        job.files.weights_bits,
-        Int(options, "weights_bits", "options.weights_bits", 1, 16));
-    ASSIGN_OR_RETURN(job.files.threads,
-                     Int(options, "threads", "options.threads", 1, 1024));
-    ASSIGN_OR_RETURN(job.files.gptq, Bool(options, "gptq", "options.gptq"));
-    ASSIGN_OR_RETURN(std::string storage,
-                     String(options, "activation_storage",
-                            "options.activation_storage", false));
-    if (!ParseActivationStorage(storage, &job.files.activation_storage)) {
-      return Error("options.activation_storage",
-                   absl::StrCat("'", storage, "' is not int8, uint8 or auto"));
-    }
-    ASSIGN_OR_RETURN(std::string formats,
-                     String(options, "export", "options.export", false));
-    if (!ParseExportFormats(formats, &job.files.export_formats)) {
-      return Error("options.export",
-                   absl::StrCat("'", formats,
-                                "' is not a list of qdq and mctq (e.g. "
-                                "qdq,mctq)"));
-    }
-    ASSIGN_OR_RETURN(job.files.mp, String(options, "mp", "options.mp", false));
-    if (!job.files.mp.empty()) {
-      v1::MixedPrecisionConfig mp;
-      absl::Status st = ParseMpTargets(job.files.mp, &mp);
-      if (!st.ok()) return Error("options.mp", std::string(st.message()));
+      ASSIGN_OR_RETURN(std::string text, OptionText(value, path));
+      if (text.empty()) continue;
+      absl::Status st = ApplyJobOption(key, text, &job.files);
+      if (!st.ok()) return Error(path, std::string(st.message()));
     }
     return job;
   }
@@ -281,13 +240,11 @@ absl::StatusOr<std::vector<BatchJob>> ParseManifest(const std::string& text,
                        SplitCsv(lines[i], where));
       if (header.empty()) {
         for (const auto& column : cells) {
-          if (TopLevelFields().count(column) == 0 &&
-              OptionFields().count(column) == 0) {
+          if (TopLevelFields().count(column) == 0 && !IsOptionField(column)) {
             return absl::InvalidArgumentError(absl::StrCat(
                 where, ": header column '", column,
-                "' is not a job field (id, model, calib, heldout, tpc, "
-                "weights_bits, activation_storage, mp, gptq, threads, "
-                "export)"));
+                "' is not a job field (id, model, calib, heldout, tpc, ",
+                OptionKeys(), ")"));
           }
         }
         header = std::move(cells);
@@ -302,7 +259,7 @@ absl::StatusOr<std::vector<BatchJob>> ParseManifest(const std::string& text,
       row["options"] = json::object();
       for (size_t c = 0; c < cells.size(); ++c) {
         if (cells[c].empty()) continue;
-        if (OptionFields().count(header[c]) != 0) {
+        if (IsOptionField(header[c])) {
           row["options"][header[c]] = cells[c];
         } else {
           row[header[c]] = cells[c];

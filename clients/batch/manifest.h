@@ -7,7 +7,8 @@
 //                "mp": "weights=0.75", "gptq": false, "threads": 2}}
 //
 // or CSV with a header naming the same columns (options as their own
-// columns: weights_bits, activation_storage, mp, gptq, threads). Relative
+// columns). The options are the job options of `quantctl quantize`
+// (job_options.h), keys in snake_case (or kebab-case). Relative
 // paths are taken from the manifest's folder. Blank lines and lines that
 // start with '#' are skipped. Every error names the line and the field.
 #ifndef QUANTD_CLIENTS_BATCH_MANIFEST_H_

@@ -11,6 +11,26 @@
 #include "absl/strings/strip.h"
 
 namespace quantd {
+namespace {
+
+// type:OP | name:NODE | scope:SUBSTRING, each with a non-empty value.
+bool ParseNodeFilter(absl::string_view text, v1::NodeFilter* filter) {
+  absl::string_view value = text;
+  if (absl::ConsumePrefix(&value, "type:") && !value.empty()) {
+    filter->set_node_type(std::string(value));
+  } else if (value = text;
+             absl::ConsumePrefix(&value, "name:") && !value.empty()) {
+    filter->set_node_name(std::string(value));
+  } else if (value = text;
+             absl::ConsumePrefix(&value, "scope:") && !value.empty()) {
+    filter->set_name_scope(std::string(value));
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 absl::Status ParseMixedPrecisionTargets(absl::string_view spec,
                                         v1::MixedPrecisionConfig* mp) {
@@ -86,22 +106,31 @@ absl::Status ParseBitWidthOverrides(absl::string_view spec,
     } else {
       absl::ConsumeSuffix(&filter, "@weights");
     }
-    absl::string_view value = filter;
-    if (absl::ConsumePrefix(&value, "type:") && !value.empty()) {
-      o.mutable_filter()->set_node_type(std::string(value));
-    } else if (value = filter;
-               absl::ConsumePrefix(&value, "name:") && !value.empty()) {
-      o.mutable_filter()->set_node_name(std::string(value));
-    } else if (value = filter;
-               absl::ConsumePrefix(&value, "scope:") && !value.empty()) {
-      o.mutable_filter()->set_name_scope(std::string(value));
-    } else {
+    if (!ParseNodeFilter(filter, o.mutable_filter())) {
       return absl::InvalidArgumentError(
           absl::StrCat("--bits-override: '", part,
                        "': the filter must be type:OP, name:NODE or "
                        "scope:SUBSTRING"));
     }
     *mp->add_bit_width_overrides() = std::move(o);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseKeepFloat(absl::string_view spec,
+                            v1::QuantizationConfig* config) {
+  if (spec.empty()) {
+    return absl::InvalidArgumentError(
+        "--keep-float: empty (e.g. type:Softmax)");
+  }
+  for (absl::string_view part : absl::StrSplit(spec, ',')) {
+    v1::NodeFilter filter;
+    if (!ParseNodeFilter(part, &filter)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--keep-float: '", part,
+                       "' is not type:OP, name:NODE or scope:SUBSTRING"));
+    }
+    *config->add_keep_float() = std::move(filter);
   }
   return absl::OkStatus();
 }

@@ -29,6 +29,11 @@ absl::Status ParseMixedPrecisionTargets(absl::string_view spec,
 absl::Status ParseBitWidthOverrides(absl::string_view spec,
                                     v1::MixedPrecisionConfig* mp);
 
+// `--keep-float FILTER[,FILTER...]` (FILTER as in overrides): appends one
+// QuantizationConfig.keep_float filter per item.
+absl::Status ParseKeepFloat(absl::string_view spec,
+                            v1::QuantizationConfig* config);
+
 }  // namespace quantd
 
 #endif  // QUANTD_CLIENTS_BATCH_MIXED_PRECISION_FLAGS_H_

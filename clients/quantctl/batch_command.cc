@@ -1,6 +1,6 @@
 // quantctl batch --manifest FILE --servers dns:///HOST:PORT|HOST:PORT,...
-//     --out DIR [--concurrency N] [--retries N] [--deadline-seconds S]
-//     [--connect-timeout-seconds S] [--plain] [TLS/token flags]
+//     --out DIR [--concurrency N] [--retries N] [--deadline D]
+//     [--connect-timeout D] [--plain] [TLS/token flags]
 //
 // Runs every job of a manifest (JSON lines or CSV, see docs/farm.md) over
 // quantd replicas with retries, writes DIR/<job>/ atomically and
@@ -12,14 +12,11 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
@@ -29,21 +26,12 @@
 #include "clients/batch/output_dir.h"
 #include "clients/batch/progress_display.h"
 #include "clients/batch/summary.h"
+#include "clients/quantctl/channel_flags.h"
 #include "clients/quantctl/command.h"
 #include "core/util/json_text.h"
 
 namespace quantd::quantctl {
 namespace {
-
-constexpr char kUsage[] =
-    "batch --manifest FILE --servers dns:///HOST:PORT|HOST:PORT,... --out DIR "
-    "[--concurrency N] [--retries N] [--deadline-seconds S] "
-    "[--connect-timeout-seconds S] [--plain] [--tls] [--tls_ca FILE] "
-    "[--tls_cert FILE --tls_key FILE] [--token_file FILE]";
-
-int UsageError(const std::string& message) {
-  return quantctl::UsageError("batch", kUsage, message);
-}
 
 struct Args {
   std::string manifest, servers, out;
@@ -51,87 +39,60 @@ struct Args {
   bool plain = false;
 };
 
-bool ParseInt(const std::string& text, int lo, int hi, int* out) {
-  return absl::SimpleAtoi(text, out) && *out >= lo && *out <= hi;
+FlagSet Flags(Args* a) {
+  FlagSet f("batch", "--manifest FILE --servers TARGET[,TARGET...] --out DIR",
+            "Runs every job of a manifest (JSON lines or CSV; options as in "
+            "quantize, docs/farm.md) over quantd replicas with retries, "
+            "writes DIR/<job>/ and DIR/summary.json; re-running skips "
+            "finished jobs. Exit 0 = all done, 1 = a job failed, 130 = "
+            "interrupted.");
+  f.String("manifest", "FILE", "the jobs, one per line (.jsonl or .csv)",
+           &a->manifest, {.required = true});
+  f.String("servers", "TARGET[,TARGET...]",
+           "quantd replicas: HOST:PORT list or dns:///NAME:PORT", &a->servers,
+           {.required = true});
+  f.String("out", "DIR", "output folder (one subfolder per job)", &a->out,
+           {.required = true});
+  f.Int("concurrency", "jobs in flight at once", 1, 1024,
+        &a->options.concurrency,
+        {.default_text = std::to_string(a->options.concurrency)});
+  f.Int("retries", "retries of a job after a replica failure", 0, 100,
+        &a->options.retry.max_retries,
+        {.default_text = std::to_string(a->options.retry.max_retries)});
+  f.Duration(
+      "deadline", "deadline of one attempt of a job (e.g. 30m)",
+      &a->options.attempt_deadline,
+      {.aliases = {"deadline-seconds", "deadline_seconds"},
+       .default_text = absl::FormatDuration(a->options.attempt_deadline)});
+  f.Duration(
+      "connect-timeout", "wait this long for a replica to be ready",
+      &a->options.connect_timeout,
+      {.aliases = {"connect-timeout-seconds", "connect_timeout_seconds"},
+       .default_text = absl::FormatDuration(a->options.connect_timeout)});
+  f.Bool("plain", "log lines instead of the live table, even on a terminal",
+         &a->plain);
+  AddChannelFlags(&f, &a->options.channel);
+  return f;
+}
+
+std::vector<FlagSet> FlagSets() {
+  static Args unused;
+  return {Flags(&unused)};
 }
 
 int ParseArgs(const std::vector<std::string>& args, Args* out) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    std::string v;
-    const auto value = [&](std::string* dst) {
-      return TakeFlagValue(args, &i, dst);
-    };
-    int n = 0;
-    if (a == "--manifest") {
-      if (!value(&out->manifest)) return UsageError("--manifest needs a file");
-    } else if (a == "--servers") {
-      if (!value(&out->servers)) return UsageError("--servers needs targets");
-    } else if (a == "--out") {
-      if (!value(&out->out)) return UsageError("--out needs a folder");
-    } else if (a == "--concurrency") {
-      if (!value(&v) || !ParseInt(v, 1, 1024, &n)) {
-        return UsageError("--concurrency needs an integer in [1, 1024]");
-      }
-      out->options.concurrency = n;
-    } else if (a == "--retries") {
-      if (!value(&v) || !ParseInt(v, 0, 100, &n)) {
-        return UsageError("--retries needs an integer in [0, 100]");
-      }
-      out->options.retry.max_retries = n;
-    } else if (a == "--deadline-seconds") {
-      if (!value(&v) || !ParseInt(v, 1, 7 * 86400, &n)) {
-        return UsageError("--deadline-seconds needs an integer in [1, 604800]");
-      }
-      out->options.attempt_deadline = absl::Seconds(n);
-    } else if (a == "--connect-timeout-seconds") {
-      if (!value(&v) || !ParseInt(v, 1, 3600, &n)) {
-        return UsageError(
-            "--connect-timeout-seconds needs an integer in [1, 3600]");
-      }
-      out->options.connect_timeout = absl::Seconds(n);
-    } else if (a == "--plain") {
-      out->plain = true;
-    } else if (a == "--tls") {
-      out->options.channel.use_tls = true;
-    } else if (a == "--tls_ca") {
-      if (!value(&out->options.channel.tls_ca)) {
-        return UsageError("--tls_ca needs a file");
-      }
-      out->options.channel.use_tls = true;
-    } else if (a == "--tls_cert") {
-      if (!value(&out->options.channel.tls_cert)) {
-        return UsageError("--tls_cert needs a file");
-      }
-    } else if (a == "--tls_key") {
-      if (!value(&out->options.channel.tls_key)) {
-        return UsageError("--tls_key needs a file");
-      }
-    } else if (a == "--token_file") {
-      if (!value(&v)) return UsageError("--token_file needs a file");
-      std::ifstream in(v);
-      if (!in)
-        return UsageError(absl::StrCat("--token_file ", v, ": cannot read"));
-      std::stringstream buffer;
-      buffer << in.rdbuf();
-      out->options.channel.auth_token =
-          std::string(absl::StripAsciiWhitespace(buffer.str()));
-    } else if (a == "-h" || a == "--help") {
-      std::printf("usage: quantctl %s\n", kUsage);
-      return -1;
-    } else {
-      return UsageError(absl::StrCat("unexpected argument '", a, "'"));
-    }
-  }
-  if (out->manifest.empty()) return UsageError("--manifest is required");
-  if (out->servers.empty()) return UsageError("--servers is required");
-  if (out->out.empty()) return UsageError("--out is required");
+  const FlagSet flags = Flags(out);
+  if (int rc = flags.ParseOrExit(args); rc >= 0) return rc;
   for (absl::string_view s : absl::StrSplit(out->servers, ',')) {
     s = absl::StripAsciiWhitespace(s);
-    if (s.empty()) return UsageError("--servers has an empty entry");
+    if (s.empty()) {
+      std::fprintf(stderr, "quantctl batch: --servers has an empty entry\n%s",
+                   flags.Usage().c_str());
+      return 2;
+    }
     out->options.servers.emplace_back(s);
   }
-  return 0;
+  return -1;
 }
 
 // Turns SIGINT/SIGTERM/SIGHUP into BatchRunner::Cancel() on a thread of its
@@ -186,7 +147,7 @@ class SignalWatcher {
 
 int RunBatch(const std::vector<std::string>& argv) {
   Args args;
-  if (int rc = ParseArgs(argv, &args); rc != 0) return rc < 0 ? 0 : rc;
+  if (int rc = ParseArgs(argv, &args); rc >= 0) return rc;
   auto jobs = batch::ReadManifest(args.manifest);
   if (!jobs.ok()) {
     std::fprintf(stderr, "quantctl batch: %s\n",
@@ -248,6 +209,7 @@ int RunBatch(const std::vector<std::string>& argv) {
 
 }  // namespace
 
-QUANTCTL_COMMAND(batch, kUsage, RunBatch);
+QUANTCTL_COMMAND(batch, "run a manifest of jobs over quantd replicas", RunBatch,
+                 FlagSets);
 
 }  // namespace quantd::quantctl

@@ -1,7 +1,15 @@
 #include "clients/quantctl/command.h"
 
 #include <algorithm>
-#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+
+#ifndef QUANTD_VERSION
+#define QUANTD_VERSION "dev"
+#endif
+#ifndef QUANTD_GIT_SHA
+#define QUANTD_GIT_SHA "unknown"
+#endif
 
 namespace quantd::quantctl {
 namespace {
@@ -23,18 +31,9 @@ bool RegisterCommand(Command command) {
 
 const std::vector<Command>& Commands() { return Registry(); }
 
-int UsageError(const std::string& command, const std::string& usage,
-               const std::string& message) {
-  std::fprintf(stderr, "quantctl %s: %s\nusage: quantctl %s\n", command.c_str(),
-               message.c_str(), usage.c_str());
-  return 2;
-}
-
-bool TakeFlagValue(const std::vector<std::string>& args, size_t* i,
-                   std::string* value) {
-  if (*i + 1 >= args.size()) return false;
-  *value = args[++*i];
-  return true;
+std::string VersionLine() {
+  return absl::StrCat("quantctl ", QUANTD_VERSION, " (commit ", QUANTD_GIT_SHA,
+                      ")");
 }
 
 }  // namespace quantd::quantctl

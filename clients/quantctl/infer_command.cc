@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "clients/quantctl/command.h"
 #include "core/executor/executor.h"
@@ -27,10 +26,6 @@
 namespace quantd::quantctl {
 namespace {
 
-constexpr char kUsage[] =
-    "infer MODEL.onnx --inputs DIR --out DIR [--threads N] [--warmup N] "
-    "[--repeat N]";
-
 struct InferArgs {
   std::string model;
   std::string inputs;
@@ -41,48 +36,27 @@ struct InferArgs {
                    // from the first
 };
 
-int UsageError(const std::string& message) {
-  return quantctl::UsageError("infer", kUsage, message);
+FlagSet Flags(InferArgs* a) {
+  FlagSet f("infer", "MODEL.onnx --inputs DIR --out DIR",
+            "Runs float inference in-process with quantd's executor over a "
+            "sample set and writes DIR/<sample>/<output>.npy, with each "
+            "sample's latency.");
+  f.Positional("MODEL.onnx", "the ONNX model", &a->model);
+  f.String("inputs", "DIR", "sample set (one .npy per input per sample)",
+           &a->inputs, {.required = true});
+  f.String("out", "DIR", "output folder", &a->out, {.required = true});
+  f.Int("threads", "threads in all (ORT's intra_op threads)", 1, 1024,
+        &a->threads, {.default_text = "1"});
+  f.Int("warmup", "untimed runs per sample first", 0, 1024, &a->warmup,
+        {.default_text = "0"});
+  f.Int("repeat", "timed runs per sample (the median is reported)", 1, 1024,
+        &a->repeat, {.default_text = "1"});
+  return f;
 }
 
-// Returns 0 when parsed, else the exit code.
-int ParseArgs(const std::vector<std::string>& args, InferArgs* out) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&](std::string* dst) { return TakeFlagValue(args, &i, dst); };
-    std::string v;
-    if (a == "--inputs") {
-      if (!value(&out->inputs)) return UsageError("--inputs needs a folder");
-    } else if (a == "--out") {
-      if (!value(&out->out)) return UsageError("--out needs a folder");
-    } else if (a == "--threads" || a == "--repeat" || a == "--warmup") {
-      const int min = a == "--warmup" ? 0 : 1;
-      int n = 0;
-      if (!value(&v) || !absl::SimpleAtoi(v, &n) || n < min || n > 1024) {
-        return UsageError(
-            absl::StrCat(a, " needs an integer in [", min, ", 1024]"));
-      }
-      (a == "--threads"  ? out->threads
-       : a == "--repeat" ? out->repeat
-                         : out->warmup) = n;
-    } else if (a == "--quantized") {
-      return UsageError(
-          "--quantized (fake-quant inference) is not available in this build");
-    } else if (a == "-h" || a == "--help") {
-      std::printf("usage: quantctl %s\n", kUsage);
-      return -1;
-    } else if (!a.empty() && a[0] == '-') {
-      return UsageError(absl::StrCat("unknown flag ", a));
-    } else if (out->model.empty()) {
-      out->model = a;
-    } else {
-      return UsageError(absl::StrCat("unexpected argument '", a, "'"));
-    }
-  }
-  if (out->model.empty()) return UsageError("MODEL.onnx is required");
-  if (out->inputs.empty()) return UsageError("--inputs DIR is required");
-  if (out->out.empty()) return UsageError("--out DIR is required");
-  return 0;
+std::vector<FlagSet> FlagSets() {
+  static InferArgs unused;
+  return {Flags(&unused)};
 }
 
 double Median(std::vector<double> v) {
@@ -154,7 +128,7 @@ absl::Status Infer(const InferArgs& args) {
 
 int RunInfer(const std::vector<std::string>& argv) {
   InferArgs args;
-  if (int code = ParseArgs(argv, &args); code != 0) return code < 0 ? 0 : code;
+  if (int rc = Flags(&args).ParseOrExit(argv); rc >= 0) return rc;
   absl::Status status = Infer(args);
   if (!status.ok()) {
     std::fprintf(stderr, "quantctl infer: %s\n", status.ToString().c_str());
@@ -165,6 +139,7 @@ int RunInfer(const std::vector<std::string>& argv) {
 
 }  // namespace
 
-QUANTCTL_COMMAND(infer, kUsage, RunInfer);
+QUANTCTL_COMMAND(infer, "float inference over a sample set (timed)", RunInfer,
+                 FlagSets);
 
 }  // namespace quantd::quantctl

@@ -1,177 +1,113 @@
 // quantctl quantize MODEL.onnx --tpc NAME[@VERSION]|FILE --calib DIR --out DIR
-//     [--server HOST:PORT] [--mp weights=F,activation=F,total=F,bops=F]
-//     [--weights-bits N] [--gptq] [--threads N] [--eval DIR]
-//     [--report-samples N|all]  (without --eval; default 16)
-//     [--config QUANTIZATION_CONFIG_TEXTPROTO]
-//     [--activation-storage int8|uint8|auto] [--export qdq,mctq]
+//     [job options] [--server HOST:PORT [TLS/token flags] ] [--deadline D]
+//     [--force] [--quiet]
 //
-// Runs a PTQ job in-process (or through a quantd server with --server) with
-// a progress bar on stderr, then writes into DIR: model.qdq.onnx (and/or
-// model.mctq.onnx, per --export; default qdq), quantized_graph.pb,
-// quantized_graph.json, report.json and report.html, each atomically (temp file
-// + rename). Options the job cannot honour are rejected by the job with
-// UNIMPLEMENTED naming the option.
-#include <cerrno>
-#include <cmath>
+// Runs a PTQ job in-process (or through a quantd server with --server) and
+// writes into DIR: model.qdq.onnx (and/or model.mctq.onnx, per --export;
+// default qdq), quantized_graph.pb, quantized_graph.json, report.json and
+// report.html, each atomically (temp file + rename). DIR is checked before
+// the job: a non-empty folder needs --force. The job options are the table
+// of clients/batch/job_options.h (the same as batch manifests'). Options the
+// job cannot honour are rejected by the job with UNIMPLEMENTED naming them.
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
-#include <cstring>
-#include <map>
-#include <memory>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "clients/batch/job_files.h"
-#include "clients/batch/mixed_precision_flags.h"
+#include "clients/batch/job_options.h"
 #include "clients/cpp/client.h"
+#include "clients/quantctl/channel_flags.h"
 #include "clients/quantctl/command.h"
+#include "clients/quantctl/progress_bar.h"
 #include "core/pipeline/job/quantize_job.h"
 #include "core/runtime/thread_pool.h"
 #include "core/tpc/registry.h"
 #include "core/util/status_macros.h"
-#include "google/protobuf/text_format.h"
 #include "nlohmann/json.hpp"
 
 namespace quantd::quantctl {
 namespace {
 
-constexpr char kUsage[] =
-    "quantize MODEL.onnx --tpc NAME[@VERSION]|FILE --calib DIR --out DIR "
-    "[--server HOST:PORT] [--mp weights=F,activation=F,total=F,bops=F] "
-    "[--weights-bits N] [--bits-override 'type:Conv=4,name:conv_3=2'] "
-    "[--gptq] [--threads N] [--eval DIR] [--report-samples N|all] "
-    "[--config 'z_threshold: 8 shift_negative_params_search: true'] "
-    "[--activation-storage int8|uint8|auto] [--export qdq,mctq]";
-
 struct Args {
-  std::string model, tpc, calib, out, server, eval, mp;
-  // FILTER[@weights|@activation]=BITS,... (mixed_precision_flags.h).
-  std::string bits_override;
-  // QuantizationConfig fields in protobuf text format (job.proto).
-  std::string config;
-  // ONNX formats (job_files.h ParseExportFormats); empty = qdq.
-  std::vector<v1::ExportFormat> export_formats;
-  int weights_bits = 0;
-  // 8-bit activations of the QDQ model (job.proto ActivationStorage).
-  v1::ActivationStorage activation_storage = v1::ACTIVATION_STORAGE_UNSPECIFIED;
-  bool gptq = false;
-  int threads = 0;  // 0 = hardware concurrency
-  // Calibration samples the report evaluates without --eval: 0 = 16, -1 = all.
-  int report_samples = 0;
+  JobFiles job;  // model, tpc, calib, eval and the job options
+  std::string out;
+  client::ChannelOptions channel;  // target = --server
+  absl::Duration deadline = absl::InfiniteDuration();
+  bool force = false;
   bool quiet = false;
 };
 
-int UsageError(const std::string& message) {
-  return quantctl::UsageError("quantize", kUsage, message);
+FlagSet Flags(Args* a) {
+  FlagSet f("quantize",
+            "MODEL.onnx --tpc NAME[@VERSION]|FILE --calib DIR --out DIR",
+            "Quantizes an ONNX model (post-training quantization, optionally "
+            "mixed precision and GPTQ) in-process, or on a quantd server with "
+            "--server, and writes the QDQ model and the reports into --out.");
+  f.Positional("MODEL.onnx", "the float ONNX model", &a->job.model);
+  f.String("tpc", "NAME[@VERSION]|FILE",
+           "target platform: a registry name (quantctl tpc list) or a "
+           ".json/.textproto file",
+           &a->job.tpc, {.required = true});
+  f.String("calib", "DIR", "calibration sample set (one .npy per input)",
+           &a->job.calib, {.required = true});
+  f.String("out", "DIR",
+           "output folder; must be empty or absent unless --force", &a->out,
+           {.required = true});
+  f.String("eval", "DIR",
+           "held-out sample set the report evaluates on (default: calibration)",
+           &a->job.eval);
+  for (const JobOption& o : JobOptions()) {
+    JobFiles* job = &a->job;
+    f.Add(
+        {o.name,
+         o.value_name,
+         o.help,
+         [job, apply = o.apply](const std::string& v) { return apply(v, job); },
+         {.aliases = {JobOptionKey(o)}}});
+  }
+  f.Bool("force", "write into a non-empty --out (replacing quantize's files)",
+         &a->force);
+  f.Bool("quiet", "no progress on stderr (warnings and errors still)",
+         &a->quiet);
+  f.String("server", "HOST:PORT",
+           "run the job on a quantd server (dns:///NAME:PORT for all replicas)",
+           &a->channel.target);
+  AddChannelFlags(&f, &a->channel);
+  f.Duration("deadline",
+             "give up after DURATION (e.g. 30m; in-process or on the server)",
+             &a->deadline);
+  return f;
 }
 
-int ParseArgs(const std::vector<std::string>& args, Args* out) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&](std::string* dst) { return TakeFlagValue(args, &i, dst); };
-    std::string v;
-    if (a == "--tpc") {
-      if (!value(&out->tpc)) return UsageError("--tpc needs a value");
-    } else if (a == "--calib") {
-      if (!value(&out->calib)) return UsageError("--calib needs a folder");
-    } else if (a == "--out") {
-      if (!value(&out->out)) return UsageError("--out needs a folder");
-    } else if (a == "--eval") {
-      if (!value(&out->eval)) return UsageError("--eval needs a folder");
-    } else if (a == "--server") {
-      if (!value(&out->server)) return UsageError("--server needs HOST:PORT");
-    } else if (a == "--mp") {
-      if (!value(&out->mp)) return UsageError("--mp needs targets");
-    } else if (a == "--bits-override") {
-      if (!value(&out->bits_override)) {
-        return UsageError("--bits-override needs FILTER=BITS[,...]");
-      }
-    } else if (a == "--config") {
-      if (!value(&out->config)) {
-        return UsageError("--config needs QuantizationConfig text");
-      }
-    } else if (a == "--export") {
-      if (!value(&v) || !ParseExportFormats(v, &out->export_formats) ||
-          out->export_formats.empty()) {
-        return UsageError("--export needs qdq, mctq or qdq,mctq");
-      }
-    } else if (a == "--weights-bits") {
-      if (!value(&v) || !absl::SimpleAtoi(v, &out->weights_bits) ||
-          out->weights_bits < 1 || out->weights_bits > 16) {
-        return UsageError("--weights-bits needs an integer in [1, 16]");
-      }
-    } else if (a == "--threads") {
-      if (!value(&v) || !absl::SimpleAtoi(v, &out->threads) ||
-          out->threads < 1 || out->threads > 1024) {
-        return UsageError("--threads needs an integer in [1, 1024]");
-      }
-    } else if (a == "--report-samples") {
-      if (!value(&v)) return UsageError("--report-samples needs a value");
-      if (v == "all") {
-        out->report_samples = -1;
-      } else if (!absl::SimpleAtoi(v, &out->report_samples) ||
-                 out->report_samples < 1) {
-        return UsageError("--report-samples needs a count >= 1 or 'all'");
-      }
-    } else if (a == "--activation-storage") {
-      std::string text;
-      if (!value(&text) ||
-          !ParseActivationStorage(text, &out->activation_storage)) {
-        return UsageError("--activation-storage needs int8, uint8 or auto");
-      }
-    } else if (a == "--gptq") {
-      out->gptq = true;
-    } else if (a == "--quiet") {
-      out->quiet = true;
-    } else if (a == "-h" || a == "--help") {
-      std::printf("usage: quantctl %s\n", kUsage);
-      return -1;
-    } else if (!a.empty() && a[0] == '-') {
-      return UsageError(absl::StrCat("unknown flag ", a));
-    } else if (out->model.empty()) {
-      out->model = a;
-    } else {
-      return UsageError(absl::StrCat("unexpected argument '", a, "'"));
-    }
-  }
-  if (out->model.empty()) return UsageError("no model given");
-  if (out->tpc.empty()) return UsageError("--tpc is required");
-  if (out->calib.empty()) return UsageError("--calib is required");
-  if (out->out.empty()) return UsageError("--out is required");
-  return 0;
+std::vector<FlagSet> FlagSets() {
+  static Args unused;
+  return {Flags(&unused)};
 }
 
-// A one-line progress bar on stderr, redrawn in place.
-class ProgressBar final : public ProgressSink {
- public:
-  explicit ProgressBar(bool quiet) : quiet_(quiet) {}
-  void Report(const Progress& p) override {
-    if (quiet_) return;
-    absl::MutexLock lock(&mu_);
-    const int width = 30;
-    const int filled = static_cast<int>(std::lround(p.fraction * width));
-    std::string bar(filled, '#');
-    bar.resize(width, '-');
-    std::fprintf(stderr, "\r%-10s [%s] %3d%% %-40.40s", p.stage.c_str(),
-                 bar.c_str(), static_cast<int>(std::lround(p.fraction * 100)),
-                 p.message.c_str());
-    if (p.fraction >= 1.0) std::fprintf(stderr, "\n");
-    std::fflush(stderr);
+// --out before the job: absent, or an empty folder, or --force.
+absl::Status CheckOutDir(const std::string& out, bool force) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(out, ec);
+  if (!fs::exists(st)) return absl::OkStatus();
+  if (!fs::is_directory(st)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--out ", out, ": exists and is not a folder"));
   }
-  void Warn(absl::string_view message) override {
-    absl::MutexLock lock(&mu_);
-    std::fprintf(stderr, "\nwarning: %.*s\n", static_cast<int>(message.size()),
-                 message.data());
+  if (!force && !fs::is_empty(out, ec)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--out ", out, ": not empty (--force overwrites its files)"));
   }
-
- private:
-  bool quiet_;
-  absl::Mutex mu_;
-};
+  return absl::OkStatus();
+}
 
 void PrintSummary(const v1::QuantizeResult& result, const std::string& dir) {
   std::printf("quantized with %s: output SQNR %.2f dB\n", result.tpc().c_str(),
@@ -223,87 +159,106 @@ void PrintSummary(const v1::QuantizeResult& result, const std::string& dir) {
       dir.c_str(), models.c_str());
 }
 
-absl::StatusOr<v1::QuantizeResult> Run(const Args& args) {
-  ASSIGN_OR_RETURN(
-      v1::QuantizeRequest request,
-      BuildQuantizeRequest({.model = args.model,
-                            .calib = args.calib,
-                            .eval = args.eval,
-                            .tpc = args.tpc,
-                            .mp = args.mp,
-                            .weights_bits = args.weights_bits,
-                            .activation_storage = args.activation_storage,
-                            .gptq = args.gptq,
-                            .threads = args.threads,
-                            .report_samples = args.report_samples,
-                            .export_formats = args.export_formats}));
-  if (!args.bits_override.empty()) {
-    RETURN_IF_ERROR(ParseBitWidthOverrides(args.bits_override,
-                                           request.mutable_mixed_precision()));
+// With --force over an earlier run: a model file this run did not write
+// (--export changed) would pair an old model with the new report.
+void RemoveStaleModels(const std::string& out,
+                       const v1::QuantizeResult& result) {
+  std::error_code ec;
+  if (result.qdq_onnx().empty()) {
+    std::filesystem::remove(std::filesystem::path(out) / "model.qdq.onnx", ec);
   }
-
-  if (!args.config.empty()) {
-    v1::QuantizationConfig config;
-    if (!google::protobuf::TextFormat::ParseFromString(args.config, &config)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--config: not QuantizationConfig text format (fields of "
-          "proto/quantd/v1/job.proto, e.g. 'z_threshold: 8'): ",
-          args.config));
-    }
-    request.mutable_quantization()->MergeFrom(config);
+  if (result.mctq_onnx().empty()) {
+    std::filesystem::remove(std::filesystem::path(out) / "model.mctq.onnx", ec);
   }
+}
 
-  ProgressBar bar(args.quiet);
-  if (!args.server.empty()) {
-    ASSIGN_OR_RETURN(auto client,
-                     client::Client::Create({.target = args.server}));
-    return client->Quantize(std::move(request), [&](const v1::JobEvent& e) {
-      if (e.has_progress()) {
-        bar.Report({e.progress().stage(), e.progress().fraction(),
-                    e.progress().message()});
-      } else if (e.has_warning()) {
-        bar.Warn(e.warning().message());
-      }
-    });
+// The report's warnings that the job did not stream (e.g. a --bits-override
+// that matches no node), on stderr.
+void PrintReportWarnings(const v1::QuantizeResult& result, ProgressBar* bar) {
+  auto report = nlohmann::json::parse(result.report_json(), nullptr, false);
+  if (report.is_discarded() || !report["warnings"].is_array()) return;
+  for (const auto& w : report["warnings"]) {
+    if (w.is_string()) bar->Warn(w.get<std::string>());
+  }
+}
+
+absl::StatusOr<v1::QuantizeResult> Run(const Args& args, ProgressBar* bar) {
+  ASSIGN_OR_RETURN(v1::QuantizeRequest request, BuildQuantizeRequest(args.job));
+  const absl::Time deadline = args.deadline == absl::InfiniteDuration()
+                                  ? absl::InfiniteFuture()
+                                  : absl::Now() + args.deadline;
+  if (!args.channel.target.empty()) {
+    ASSIGN_OR_RETURN(auto client, client::Client::Create(args.channel));
+    return client->Quantize(
+        std::move(request),
+        [&](const v1::JobEvent& e) {
+          if (e.has_progress()) {
+            bar->Report({e.progress().stage(), e.progress().fraction(),
+                         e.progress().message()});
+          } else if (e.has_warning()) {
+            bar->Warn(e.warning().message());
+          }
+        },
+        {.deadline = deadline});
   }
   TpcRegistry registry;
   RETURN_IF_ERROR(registry.AddBuiltins());
-  const int threads = args.threads > 0
-                          ? args.threads
-                          : std::max(1u, std::thread::hardware_concurrency());
+  const int threads =
+      args.job.threads > 0
+          ? args.job.threads
+          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   // The caller's thread works in ParallelFor too: N threads = N-1 workers.
   ThreadPool pool(threads - 1);
-  CancellationToken cancel;
+  CancellationToken cancel(deadline);
   JobContext context;
   context.registry = &registry;
   context.pool = &pool;
   context.cancel = &cancel;
-  context.progress = &bar;
+  context.progress = bar;
   return RunQuantizeJob(request, context);
 }
 
 int RunQuantize(const std::vector<std::string>& argv) {
   Args args;
-  if (int rc = ParseArgs(argv, &args); rc != 0) return rc < 0 ? 0 : rc;
-  auto result = Run(args);
+  const FlagSet flags = Flags(&args);
+  if (int rc = flags.ParseOrExit(argv); rc >= 0) return rc;
+  absl::Status usable = CheckOutDir(args.out, args.force);
+  if (usable.ok() && args.channel.target.empty() &&
+      AnyChannelFlag(args.channel)) {
+    usable = absl::InvalidArgumentError(
+        "TLS and token flags need --server (the job runs in-process without "
+        "it)");
+  }
+  if (!usable.ok()) {
+    std::fprintf(stderr, "quantctl quantize: %s\n",
+                 std::string(usable.message()).c_str());
+    return 2;
+  }
+  ProgressBar bar(stderr, isatty(2) != 0, args.quiet);
+  auto result = Run(args, &bar);
+  bar.Finish();
   if (!result.ok()) {
-    std::fprintf(stderr, "\nquantctl quantize: %s: %s\n",
+    std::fprintf(stderr, "quantctl quantize: %s: %s\n",
                  absl::StatusCodeToString(result.status().code()).c_str(),
                  std::string(result.status().message()).c_str());
     return 1;
   }
+  PrintReportWarnings(*result, &bar);
   absl::Status st = WriteResultFiles(args.out, *result);
   if (!st.ok()) {
     std::fprintf(stderr, "quantctl quantize: %s\n",
                  std::string(st.message()).c_str());
     return 1;
   }
+  RemoveStaleModels(args.out, *result);
   PrintSummary(*result, args.out);
   return 0;
 }
 
 }  // namespace
 
-QUANTCTL_COMMAND(quantize, kUsage, RunQuantize);
+QUANTCTL_COMMAND(quantize,
+                 "quantize an ONNX model (in-process or on a quantd server)",
+                 RunQuantize, FlagSets);
 
 }  // namespace quantd::quantctl

@@ -1,5 +1,6 @@
 // quantctl tpc list | show | validate | diff: the TPC library from the
 // command line, in-process (no server needed).
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -19,54 +20,70 @@ namespace {
 
 using quantd::v1::TargetPlatformCapabilities;
 
-constexpr char kUsage[] =
-    "usage:\n"
-    "  quantctl tpc list [--tpc_dir DIR]\n"
-    "  quantctl tpc show NAME[@VERSION]|FILE [--json] [--schema 1|2] "
-    "[--tpc_dir DIR]\n"
-    "  quantctl tpc validate FILE [--strict]\n"
-    "  quantctl tpc diff A B [--tpc_dir DIR]   (A, B: NAME[@VERSION] or "
-    "FILE)\n";
-
 struct Args {
   std::vector<std::string> positional;
+  std::string first, second;  // positional arguments as parsed
   std::string tpc_dir;
   bool json = false;
   bool strict = false;
   int schema = 2;
-  std::string error;
 };
 
-Args ParseArgs(const std::vector<std::string>& args, size_t from) {
-  Args a;
-  for (size_t i = from; i < args.size(); ++i) {
-    const std::string& s = args[i];
-    if (s == "--json") {
-      a.json = true;
-    } else if (s == "--strict") {
-      a.strict = true;
-    } else if (s == "--tpc_dir" || s == "--schema") {
-      if (i + 1 >= args.size()) {
-        a.error = s + " needs a value";
-        return a;
-      }
-      const std::string& v = args[++i];
-      if (s == "--tpc_dir") {
-        a.tpc_dir = v;
-      } else if (v == "1" || v == "2") {
-        a.schema = v[0] - '0';
-      } else {
-        a.error = "--schema must be 1 or 2";
-      }
-    } else if (absl::StartsWith(s, "--tpc_dir=")) {
-      a.tpc_dir = s.substr(10);
-    } else if (absl::StartsWith(s, "--")) {
-      a.error = "unknown flag " + s;
-    } else {
-      a.positional.push_back(s);
-    }
+constexpr char kTpcDirHelp[] =
+    "also load the TPC files (.json/.textproto) of this folder";
+
+// One flag set per sub-verb ("tpc list", "tpc show", ...).
+FlagSet Flags(const std::string& verb, Args* a) {
+  const FlagOptions tpc_dir = {.aliases = {"tpc_dir"}};
+  if (verb == "list") {
+    FlagSet f("tpc list", "", "Lists the TPCs of the registry.");
+    f.String("tpc-dir", "DIR", kTpcDirHelp, &a->tpc_dir, tpc_dir);
+    return f;
   }
-  return a;
+  if (verb == "show") {
+    FlagSet f("tpc show", "NAME[@VERSION]|FILE",
+              "Prints a TPC: a summary, or the JSON with --json.");
+    f.Positional("NAME[@VERSION]|FILE", "a registry reference or a TPC file",
+                 &a->first);
+    f.Bool("json", "print the TPC as JSON", &a->json);
+    f.Int("schema", "JSON schema version with --json", 1, 2, &a->schema,
+          {.default_text = "2"});
+    f.String("tpc-dir", "DIR", kTpcDirHelp, &a->tpc_dir, tpc_dir);
+    return f;
+  }
+  if (verb == "validate") {
+    FlagSet f("tpc validate", "FILE",
+              "Checks a TPC file; exits 1 when it has errors.");
+    f.Positional("FILE", "a .json or .textproto TPC", &a->first);
+    f.Bool("strict", "also reject what the engine would only warn about",
+           &a->strict);
+    return f;
+  }
+  FlagSet f("tpc diff", "A B",
+            "Prints what differs between two TPCs (registry references or "
+            "files).");
+  f.Positional("A", "NAME[@VERSION] or FILE", &a->first);
+  f.Positional("B", "NAME[@VERSION] or FILE", &a->second);
+  f.String("tpc-dir", "DIR", kTpcDirHelp, &a->tpc_dir, tpc_dir);
+  return f;
+}
+
+constexpr const char* kVerbs[] = {"list", "show", "validate", "diff"};
+
+std::vector<FlagSet> FlagSets() {
+  static Args unused;
+  std::vector<FlagSet> sets;
+  for (const char* verb : kVerbs) sets.push_back(Flags(verb, &unused));
+  return sets;
+}
+
+std::string TpcUsage() {
+  std::string out = "usage: quantctl tpc list|show|validate|diff ... [flags]\n";
+  for (const char* verb : kVerbs) {
+    Args unused;
+    absl::StrAppend(&out, "  ", Flags(verb, &unused).Usage().substr(7));
+  }
+  return out;
 }
 
 bool LooksLikeFile(const std::string& ref) {
@@ -126,10 +143,6 @@ int List(const Args& a) {
 }
 
 int Show(const Args& a) {
-  if (a.positional.size() != 1) {
-    std::fprintf(stderr, "%s", kUsage);
-    return 2;
-  }
   std::string label;
   auto tpc = Load(a.positional[0], a.tpc_dir, &label);
   if (!tpc.ok()) return Fail(tpc.status());
@@ -143,10 +156,6 @@ int Show(const Args& a) {
 }
 
 int Validate(const Args& a) {
-  if (a.positional.size() != 1) {
-    std::fprintf(stderr, "%s", kUsage);
-    return 2;
-  }
   const std::string& path = a.positional[0];
   auto tpc = tpc::LoadTpcFile(path);
   if (!tpc.ok()) return Fail(tpc.status());
@@ -170,10 +179,6 @@ int Validate(const Args& a) {
 }
 
 int Diff(const Args& a) {
-  if (a.positional.size() != 2) {
-    std::fprintf(stderr, "%s", kUsage);
-    return 2;
-  }
   std::string la, lb;
   auto ta = Load(a.positional[0], a.tpc_dir, &la);
   if (!ta.ok()) return Fail(ta.status());
@@ -184,27 +189,32 @@ int Diff(const Args& a) {
   return 0;
 }
 
-int RunTpc(const std::vector<std::string>& args) {
-  if (args.empty() || args[0] == "--help" || args[0] == "help") {
-    std::fprintf(stderr, "%s", kUsage);
-    return args.empty() ? 2 : 0;
+int RunTpc(const std::vector<std::string>& argv) {
+  if (argv.empty() || argv[0] == "-h" || argv[0] == "--help" ||
+      argv[0] == "help") {
+    std::fprintf(argv.empty() ? stderr : stdout, "%s", TpcUsage().c_str());
+    return argv.empty() ? 2 : 0;
   }
-  const Args a = ParseArgs(args, 1);
-  if (!a.error.empty()) {
-    std::fprintf(stderr, "quantctl tpc: %s\n%s", a.error.c_str(), kUsage);
+  const std::string& verb = argv[0];
+  if (std::find(std::begin(kVerbs), std::end(kVerbs), verb) ==
+      std::end(kVerbs)) {
+    std::fprintf(stderr, "quantctl tpc: unknown sub-verb '%s'\n%s",
+                 verb.c_str(), TpcUsage().c_str());
     return 2;
   }
-  if (args[0] == "list") return List(a);
-  if (args[0] == "show") return Show(a);
-  if (args[0] == "validate") return Validate(a);
-  if (args[0] == "diff") return Diff(a);
-  std::fprintf(stderr, "quantctl tpc: unknown subcommand '%s'\n%s",
-               args[0].c_str(), kUsage);
-  return 2;
+  Args a;
+  const std::vector<std::string> rest(argv.begin() + 1, argv.end());
+  if (int rc = Flags(verb, &a).ParseOrExit(rest); rc >= 0) return rc;
+  a.positional = {a.first, a.second};
+  if (verb == "list") return List(a);
+  if (verb == "show") return Show(a);
+  if (verb == "validate") return Validate(a);
+  return Diff(a);
 }
 
 }  // namespace
 
-QUANTCTL_COMMAND(tpc, "tpc list|show|validate|diff ...", RunTpc);
+QUANTCTL_COMMAND(tpc, "list, show, validate and diff TPCs (in-process)", RunTpc,
+                 FlagSets);
 
 }  // namespace quantd::quantctl

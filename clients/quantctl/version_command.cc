@@ -1,3 +1,4 @@
+// quantctl version: the version and the commit (as `quantctl --version`).
 #include <cstdio>
 
 #include "clients/quantctl/command.h"
@@ -5,13 +6,21 @@
 namespace quantd::quantctl {
 namespace {
 
-int RunVersion(const std::vector<std::string>&) {
-  std::printf("quantctl %s\n", QUANTD_VERSION);
+FlagSet Flags() {
+  return FlagSet("version", "", "Prints the version and the commit.");
+}
+
+std::vector<FlagSet> FlagSets() { return {Flags()}; }
+
+int RunVersion(const std::vector<std::string>& args) {
+  if (int rc = Flags().ParseOrExit(args); rc >= 0) return rc;
+  std::printf("%s\n", VersionLine().c_str());
   return 0;
 }
 
 }  // namespace
 
-QUANTCTL_COMMAND(version, "version", RunVersion);
+QUANTCTL_COMMAND(version, "print the version and the commit", RunVersion,
+                 FlagSets);
 
 }  // namespace quantd::quantctl

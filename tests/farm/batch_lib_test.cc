@@ -116,7 +116,8 @@ TEST(ManifestTest, ErrorsNameLineAndField) {
       {"{\"model\":\"x\",\"tpc\":\"t\"}", "m:1: field 'calib': missing"},
       {"\n{\"model\":\"x\",\"calib\":\"c\",\"tpc\":\"t\",\"options\":"
        "{\"weights_bits\":20}}",
-       "m:2: field 'options.weights_bits': 20 is not an integer in [1, 16]"},
+       "m:2: field 'options.weights_bits': '20' is not an integer in [1, "
+       "16]"},
       {"{\"model\":\"x\",\"calib\":\"c\",\"tpc\":\"t\",\"options\":"
        "{\"activation_storage\":\"int4\"}}",
        "m:1: field 'options.activation_storage': 'int4' is not int8, uint8 or "
@@ -172,7 +173,7 @@ TEST(ManifestTest, CsvErrorsNameLineAndColumn) {
       Parse("model,calib,tpc,gptq\nx,c,t,maybe\n", ManifestFormat::kCsv);
   ASSERT_FALSE(bad_bool.ok());
   EXPECT_THAT(std::string(bad_bool.status().message()),
-              HasSubstr("m:2: field 'options.gptq': \"maybe\" is not true"));
+              HasSubstr("m:2: field 'options.gptq': 'maybe' is not true"));
 }
 
 TEST(RetryPolicyTest, ReplicaFailuresAreRetriedJobErrorsAreNot) {

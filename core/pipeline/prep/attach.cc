@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/graph/graph_index.h"
@@ -392,6 +393,67 @@ absl::Status ApplyInputBitsFilter(JobState* state) {
   return absl::OkStatus();
 }
 
+bool MatchesFilter(const v1::NodeFilter& f, const Node& node) {
+  switch (f.filter_case()) {
+    case v1::NodeFilter::kNodeType:
+      return node.op_type == f.node_type();
+    case v1::NodeFilter::kNodeName:
+      return node.name == f.node_name();
+    case v1::NodeFilter::kNameScope:
+      return absl::StrContains(node.name, f.name_scope());
+    default:
+      return false;
+  }
+}
+
+std::string FilterText(const v1::NodeFilter& f) {
+  switch (f.filter_case()) {
+    case v1::NodeFilter::kNodeType:
+      return absl::StrCat("type:", f.node_type());
+    case v1::NodeFilter::kNodeName:
+      return absl::StrCat("name:", f.node_name());
+    case v1::NodeFilter::kNameScope:
+      return absl::StrCat("scope:", f.name_scope());
+    default:
+      return "no filter";
+  }
+}
+
+// quantization.keep_float (ORT's nodes_to_exclude): the matching nodes keep
+// float weights and outputs, whatever the TPC and the fusing say. Filters
+// that match no node are warnings; an empty filter is an error.
+absl::Status ApplyKeepFloat(const v1::QuantizationConfig& config,
+                            JobState* state) {
+  const Graph& g = state->model.graph;
+  for (int k = 0; k < config.keep_float_size(); ++k) {
+    const v1::NodeFilter& f = config.keep_float(k);
+    const std::string text = FilterText(f);
+    if (f.node_type().empty() && f.node_name().empty() &&
+        f.name_scope().empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("quantization.keep_float[", k,
+                       "]: empty filter (set node_type, node_name or "
+                       "name_scope)"));
+    }
+    int matched = 0;
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      if (!MatchesFilter(f, g.nodes[i])) continue;
+      ++matched;
+      NodePlan& p = state->plans[i];
+      p.quantize_activation = false;
+      p.preserving = false;
+      p.preserved_from.clear();
+      p.weights.clear();
+      p.float_reason = absl::StrCat("kept float (keep_float ", text, ")");
+    }
+    if (matched == 0) {
+      state->warnings.push_back(absl::StrCat(
+          "quantization.keep_float[", k, "] (", text, "): matches no node"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status AttachTpc(tpc::TpcPtr tpc_ptr,
@@ -428,6 +490,7 @@ absl::Status AttachTpc(tpc::TpcPtr tpc_ptr,
 
   ApplyFusing(tpc, index_of, state);
   RETURN_IF_ERROR(ApplyInputBitsFilter(state));
+  RETURN_IF_ERROR(ApplyKeepFloat(config, state));
 
   // Graph inputs: MCT's input layer takes the default config.
   if (tpc.default_qco().quantization_configurations_size() > 0) {

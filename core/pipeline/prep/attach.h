@@ -16,7 +16,8 @@ namespace quantd {
 // preserving ops, the next-node supported_input_activation_n_bits filter,
 // TPC-forced signedness, weight slots (kernel, bias, constant inputs via
 // pos_attr), FrameworkInfo's known ranges and no-quantization ops, and the
-// graph inputs' config (default_qco, as MCT's input layer).
+// graph inputs' config (default_qco, as MCT's input layer), and last the
+// request's keep_float nodes, left float (unmatched filters: warnings).
 absl::Status AttachTpc(tpc::TpcPtr tpc, const v1::QuantizationConfig& config,
                        int kernel_weights_bits, JobState* state);
 

@@ -46,13 +46,14 @@ Model ChainModel() {
 }
 
 JobState Attach(Model model, const v1::TargetPlatformCapabilities& tpc,
-                int kernel_bits = 0) {
+                int kernel_bits = 0,
+                const v1::QuantizationConfig& config = {}) {
   JobState state;
   state.model = std::move(model);
   std::vector<std::string> warnings;
   absl::Status st = PrepareGraph(state.options, {}, &state.model, &warnings);
   EXPECT_TRUE(st.ok()) << st;
-  st = AttachTpc(std::make_shared<v1::TargetPlatformCapabilities>(tpc), {},
+  st = AttachTpc(std::make_shared<v1::TargetPlatformCapabilities>(tpc), config,
                  kernel_bits, &state);
   EXPECT_TRUE(st.ok()) << st;
   return state;
@@ -95,6 +96,48 @@ TEST(AttachTpc, ConvReluIsFusedAndOnlyTheReluIsQuantized) {
   EXPECT_EQ(relu.config.activation_quantization_method(),
             v1::QUANTIZATION_METHOD_POWER_OF_TWO);
   EXPECT_EQ(relu.config.activation_n_bits(), 8);
+}
+
+TEST(AttachTpc, KeepFloatLeavesMatchingNodesUnquantized) {
+  v1::QuantizationConfig config;
+  config.add_keep_float()->set_node_name("fc");
+  config.add_keep_float()->set_node_type("Relu");
+  JobState s = Attach(ChainModel(), tpc::Imx500Tpc("1.0"), 0, config);
+  // The Gemm keeps float weights; the Relu (end of the Conv+Relu fusing)
+  // and the Gemm+Sigmoid group's inner node leave their outputs float.
+  const NodePlan& fc = Plan(s, "fc");
+  EXPECT_TRUE(fc.weights.empty());
+  EXPECT_FALSE(fc.quantize_activation);
+  EXPECT_THAT(fc.float_reason, HasSubstr("kept float (keep_float name:fc)"));
+  const NodePlan& relu = Plan(s, "relu");
+  EXPECT_FALSE(relu.quantize_activation);
+  EXPECT_THAT(relu.float_reason, HasSubstr("keep_float type:Relu"));
+  // Nodes no filter matches are untouched.
+  EXPECT_EQ(Plan(s, "conv").weights.size(), 1u);
+  EXPECT_TRUE(Plan(s, "sigmoid").quantize_activation);
+  EXPECT_TRUE(s.warnings.empty());
+}
+
+TEST(AttachTpc, KeepFloatFilterMatchingNothingIsAWarning) {
+  v1::QuantizationConfig config;
+  config.add_keep_float()->set_name_scope("nowhere/");
+  JobState s = Attach(ChainModel(), tpc::Imx500Tpc("1.0"), 0, config);
+  EXPECT_THAT(s.warnings,
+              ElementsAre("quantization.keep_float[0] (scope:nowhere/): "
+                          "matches no node"));
+}
+
+TEST(AttachTpc, EmptyKeepFloatFilterIsRejected) {
+  JobState state;
+  state.model = ChainModel();
+  v1::QuantizationConfig config;
+  config.add_keep_float()->set_node_name("");
+  absl::Status st = AttachTpc(
+      std::make_shared<v1::TargetPlatformCapabilities>(tpc::Imx500Tpc("1.0")),
+      config, 0, &state);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(st.message()),
+              HasSubstr("quantization.keep_float[0]: empty filter"));
 }
 
 TEST(AttachTpc, FullyConnectedSigmoidFusesAndSigmoidIsBounded) {

@@ -1,0 +1,173 @@
+#include "clients/batch/job_options.h"
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "clients/batch/mixed_precision_flags.h"
+#include "google/protobuf/text_format.h"
+
+namespace quantd {
+namespace {
+
+absl::Status Invalid(const std::string& message) {
+  return absl::InvalidArgumentError(message);
+}
+
+absl::Status IntIn(const std::string& text, int lo, int hi, int* out) {
+  int n = 0;
+  if (!absl::SimpleAtoi(text, &n) || n < lo || n > hi) {
+    return Invalid(
+        absl::StrCat("'", text, "' is not an integer in [", lo, ", ", hi, "]"));
+  }
+  *out = n;
+  return absl::OkStatus();
+}
+
+absl::Status Switch(const std::string& text, bool* out) {
+  const std::string lower = absl::AsciiStrToLower(text);
+  if (lower == "true" || lower == "1" || lower == "yes") {
+    *out = true;
+  } else if (lower.empty() || lower == "false" || lower == "0" ||
+             lower == "no") {
+    *out = false;
+  } else {
+    return Invalid(absl::StrCat("'", text, "' is not true or false"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WeightsBits(const std::string& text, JobFiles* job) {
+  return IntIn(text, 1, 16, &job->weights_bits);
+}
+
+absl::Status Mp(const std::string& text, JobFiles* job) {
+  v1::MixedPrecisionConfig mp;
+  if (absl::Status st = ParseMpTargets(text, &mp); !st.ok()) return st;
+  job->mp = text;
+  return absl::OkStatus();
+}
+
+absl::Status BitsOverride(const std::string& text, JobFiles* job) {
+  v1::MixedPrecisionConfig mp;
+  if (absl::Status st = ParseBitWidthOverrides(text, &mp); !st.ok()) return st;
+  job->bits_override = text;
+  return absl::OkStatus();
+}
+
+absl::Status KeepFloat(const std::string& text, JobFiles* job) {
+  v1::QuantizationConfig config;
+  if (absl::Status st = ParseKeepFloat(text, &config); !st.ok()) return st;
+  job->keep_float = text;
+  return absl::OkStatus();
+}
+
+absl::Status ActivationStorage(const std::string& text, JobFiles* job) {
+  if (!ParseActivationStorage(text, &job->activation_storage)) {
+    return Invalid(absl::StrCat("'", text, "' is not int8, uint8 or auto"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Gptq(const std::string& text, JobFiles* job) {
+  return Switch(text, &job->gptq);
+}
+
+absl::Status Threads(const std::string& text, JobFiles* job) {
+  return IntIn(text, 1, 1024, &job->threads);
+}
+
+absl::Status ReportSamples(const std::string& text, JobFiles* job) {
+  if (text == "all") {
+    job->report_samples = -1;
+    return absl::OkStatus();
+  }
+  int n = 0;
+  if (!absl::SimpleAtoi(text, &n) || n < 1) {
+    return Invalid(absl::StrCat("'", text, "' is not a count >= 1 or 'all'"));
+  }
+  job->report_samples = n;
+  return absl::OkStatus();
+}
+
+absl::Status Config(const std::string& text, JobFiles* job) {
+  v1::QuantizationConfig config;
+  if (!google::protobuf::TextFormat::ParseFromString(text, &config)) {
+    return Invalid(
+        absl::StrCat("not QuantizationConfig text format (fields of "
+                     "proto/quantd/v1/job.proto, e.g. 'z_threshold: 8'): ",
+                     text));
+  }
+  job->config = text;
+  return absl::OkStatus();
+}
+
+absl::Status Export(const std::string& text, JobFiles* job) {
+  if (!ParseExportFormats(text, &job->export_formats)) {
+    return Invalid(absl::StrCat(
+        "'", text, "' is not a list of qdq and mctq (e.g. qdq,mctq)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+const std::vector<JobOption>& JobOptions() {
+  static const auto* options = new std::vector<JobOption>{
+      {"weights-bits", "N",
+       "every kernel's weights at N bits (a TPC candidate); default: the TPC's",
+       WeightsBits},
+      {"mp", "TARGETS",
+       "mixed precision: weights|activation|total|bops=FRACTION of 8-bit, "
+       "or *_bytes / bops_count=ABSOLUTE, comma-separated",
+       Mp},
+      {"bits-override", "FILTER[@TARGET]=BITS,...",
+       "manual bit widths; FILTER = type:OP | name:NODE | scope:SUBSTRING, "
+       "TARGET = weights (default) | activation",
+       BitsOverride},
+      {"keep-float", "FILTER,...",
+       "leave matching nodes in float (ORT's nodes_to_exclude); FILTER = "
+       "type:OP | name:NODE | scope:SUBSTRING",
+       KeepFloat},
+      {"activation-storage", "int8|uint8|auto",
+       "how the QDQ model stores 8-bit activations (default: int8)",
+       ActivationStorage},
+      {"gptq", "", "run GPTQ (gradient-based weight rounding) after PTQ", Gptq},
+      {"threads", "N",
+       "threads for the job's data-parallel work (default: all cores / the "
+       "server's)",
+       Threads},
+      {"report-samples", "N|all",
+       "calibration samples the report evaluates without --eval (default: 16)",
+       ReportSamples},
+      {"config", "TEXT",
+       "QuantizationConfig fields in protobuf text format, e.g. "
+       "'z_threshold: 8 shift_negative_params_search: true'",
+       Config},
+      {"export", "qdq,mctq", "ONNX formats to write (default: qdq)", Export},
+  };
+  return *options;
+}
+
+std::string JobOptionKey(const JobOption& option) {
+  return absl::StrReplaceAll(option.name, {{"-", "_"}});
+}
+
+const JobOption* FindJobOption(absl::string_view name) {
+  const std::string kebab = absl::StrReplaceAll(name, {{"_", "-"}});
+  for (const JobOption& o : JobOptions()) {
+    if (o.name == kebab) return &o;
+  }
+  return nullptr;
+}
+
+absl::Status ApplyJobOption(absl::string_view name, const std::string& text,
+                            JobFiles* job) {
+  const JobOption* option = FindJobOption(name);
+  if (option == nullptr) {
+    return Invalid(absl::StrCat("unknown job option '", name, "'"));
+  }
+  return option->apply(text, job);
+}
+
+}  // namespace quantd
