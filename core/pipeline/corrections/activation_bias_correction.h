@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "core/pipeline/job/job_state.h"
 #include "core/quantizers/types.h"
+#include "core/runtime/cancellation.h"
 #include "quantd/v1/quantized_graph.pb.h"
 
 namespace quantd {
@@ -25,8 +26,10 @@ std::optional<double> ActivationMeanShift(const quantizers::Histogram& h,
                                           const v1::ActivationQuantization& a);
 
 // Corrects every eligible node of the state (after weights bias correction,
-// as MCT's ptq runner orders them).
-absl::Status ApplyActivationBiasCorrection(JobState* state);
+// as MCT's ptq runner orders them). A cancelled `cancel` stops it between
+// nodes with the token's status.
+absl::Status ApplyActivationBiasCorrection(
+    JobState* state, const CancellationToken* cancel = nullptr);
 
 }  // namespace quantd
 
