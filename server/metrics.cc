@@ -330,25 +330,13 @@ absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
 
 namespace {
 
-// Opens and at once closes a TCP connection to host:port (best effort).
-void Poke(const std::string& host, int port) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) !=
-      0) {
-    return;
-  }
-  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
-    const int fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
-    if (fd < 0) continue;
-    const bool connected = connect(fd, a->ai_addr, a->ai_addrlen) == 0;
-    close(fd);
-    if (connected) break;
-  }
-  freeaddrinfo(found);
+// Opens and at once closes a TCP connection to `address` (best effort).
+void Poke(const addrinfo& address) {
+  const int fd =
+      socket(address.ai_family, address.ai_socktype, address.ai_protocol);
+  if (fd < 0) return;
+  (void)connect(fd, address.ai_addr, address.ai_addrlen);
+  close(fd);
 }
 
 }  // namespace
@@ -360,12 +348,22 @@ MetricsEndpoint::~MetricsEndpoint() {
   // connection ends the poll; one is made every 10 ms until the Exposer is
   // gone (each is closed at once, so a worker that accepts one reads EOF).
   const int listening = port();
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (listening <= 0 ||
+      getaddrinfo(host_.c_str(), std::to_string(listening).c_str(), &hints,
+                  &found) != 0) {
+    found = nullptr;
+  }
   std::atomic<bool> stopped{false};
   std::thread waker;
-  if (listening > 0) {
-    waker = std::thread([this, listening, &stopped] {
+  if (found != nullptr) {
+    waker = std::thread([found, &stopped] {
       while (!stopped.load()) {
-        Poke(host_, listening);
+        Poke(*found);
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
       }
     });
@@ -373,6 +371,7 @@ MetricsEndpoint::~MetricsEndpoint() {
   exposer_.reset();
   stopped.store(true);
   if (waker.joinable()) waker.join();
+  if (found != nullptr) freeaddrinfo(found);
 }
 
 int MetricsEndpoint::port() const {
