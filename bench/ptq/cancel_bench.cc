@@ -1,5 +1,5 @@
 // cancel_bench [--threads N] [--mobilenet FILE] [--samples N] [--mp 0|1]
-//              [--gptq 0|1] [--fractions 0.2,0.5,0.8]:
+//              [--gptq 0|1] [--fractions 0.2,0.5,0.8] [--stages a,b]:
 // cancellation latency per job stage (issue 15 item 5). Each case runs once
 // to learn how long each stage takes; then, for every stage and fraction f,
 // the job runs again and another thread cancels its token f of the way into
@@ -139,7 +139,8 @@ Trial RunCancelled(const quantd::v1::QuantizeRequest& r, quantd::JobContext ctx,
 
 void RunCase(const std::string& name, const quantd::v1::QuantizeRequest& r,
              const quantd::JobContext& ctx,
-             const std::vector<double>& fractions) {
+             const std::vector<double>& fractions,
+             const std::vector<std::string>& only) {
   const Clock::time_point t0 = Clock::now();
   auto full = quantd::RunQuantizeJob(r, ctx);
   if (!full.ok()) {
@@ -154,6 +155,10 @@ void RunCase(const std::string& name, const quantd::v1::QuantizeRequest& r,
        {"import", "prepare", "calibrate", "select", "mixed_precision",
         "correct", "gptq", "export", "report"}) {
     if (!timings.contains(stage)) continue;
+    if (!only.empty() &&
+        std::find(only.begin(), only.end(), stage) == only.end()) {
+      continue;
+    }
     const double stage_ms = 1000 * timings[stage].get<double>();
     std::vector<double> latencies;
     std::string notes;
@@ -189,6 +194,7 @@ int main(int argc, char** argv) {
   int threads = 1, samples = 16, mp = -1, gptq = -1;
   std::string mobilenet = "../shared/fixtures/bench-models/mobilenet_v2.onnx";
   std::vector<double> fractions = {0.2, 0.5, 0.8};
+  std::vector<std::string> only;  // --stages: these stages only
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--threads") (void)absl::SimpleAtoi(argv[i + 1], &threads);
@@ -196,6 +202,7 @@ int main(int argc, char** argv) {
     if (a == "--mp") (void)absl::SimpleAtoi(argv[i + 1], &mp);
     if (a == "--gptq") (void)absl::SimpleAtoi(argv[i + 1], &gptq);
     if (a == "--mobilenet") mobilenet = argv[i + 1];
+    if (a == "--stages") only = absl::StrSplit(argv[i + 1], ',');
     if (a == "--fractions") {
       fractions.clear();
       for (absl::string_view f : absl::StrSplit(argv[i + 1], ',')) {
@@ -220,13 +227,13 @@ int main(int argc, char** argv) {
   RunCase("example_cnn",
           Request(*quantd::ExportOnnx(quantd::MakeExampleCnn()),
                   quantd::MakeExampleImages(32, 1), mp != 0, gptq != 0),
-          ctx, fractions);
+          ctx, fractions, only);
   auto bytes = quantd::ReadFileLimited(mobilenet, int64_t{1} << 31);
   if (!bytes.ok()) return 0;
   auto model = quantd::ImportOnnx(*bytes);
   std::vector<quantd::SampleFeeds> calib;
   if (!model.ok() || !RandomInputs(*model, samples, &calib)) return 0;
   RunCase("mobilenet_v2", Request(*bytes, calib, mp == 1, gptq == 1), ctx,
-          fractions);
+          fractions, only);
   return 0;
 }
