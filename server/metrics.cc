@@ -1,8 +1,14 @@
 #include "server/metrics.h"
 
+#include <netdb.h>
 #include <prometheus/metric_family.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <exception>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -312,8 +318,60 @@ absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
   for (const auto& collectable : collectables) {
     exposer->RegisterCollectable(collectable);
   }
+  std::string host = bind_address.substr(0, bind_address.rfind(':'));
+  if (host.size() > 1 && host.front() == '[') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host.empty() || host == "0.0.0.0") host = "127.0.0.1";
+  if (host == "::") host = "::1";
   return std::unique_ptr<MetricsEndpoint>(
-      new MetricsEndpoint(std::move(exposer)));
+      new MetricsEndpoint(std::move(exposer), std::move(host)));
+}
+
+namespace {
+
+// Opens and at once closes a TCP connection to `address` (best effort).
+void Poke(const addrinfo& address) {
+  const int fd =
+      socket(address.ai_family, address.ai_socktype, address.ai_protocol);
+  if (fd < 0) return;
+  (void)connect(fd, address.ai_addr, address.ai_addrlen);
+  close(fd);
+}
+
+}  // namespace
+
+MetricsEndpoint::~MetricsEndpoint() {
+  // civetweb's listener thread polls its socket with a 2 s timeout and reads
+  // its stop flag only between polls, so mg_stop (the Exposer's destructor)
+  // waited up to 2 s: most of a short drain's overrun (issue 15 item 5). A
+  // connection ends the poll; one is made every 10 ms until the Exposer is
+  // gone (each is closed at once, so a worker that accepts one reads EOF).
+  const int listening = port();
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (listening <= 0 ||
+      getaddrinfo(host_.c_str(), std::to_string(listening).c_str(), &hints,
+                  &found) != 0) {
+    found = nullptr;
+  }
+  std::atomic<bool> stopped{false};
+  std::thread waker;
+  if (found != nullptr) {
+    waker = std::thread([found, &stopped] {
+      while (!stopped.load()) {
+        Poke(*found);
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    });
+  }
+  exposer_.reset();
+  stopped.store(true);
+  if (waker.joinable()) waker.join();
+  if (found != nullptr) freeaddrinfo(found);
 }
 
 int MetricsEndpoint::port() const {

@@ -108,11 +108,15 @@ class MetricsEndpoint {
       const std::string& bind_address,
       const std::vector<std::weak_ptr<prometheus::Collectable>>& collectables);
   int port() const;
+  // Stops the listener within milliseconds (civetweb alone takes up to 2 s).
+  ~MetricsEndpoint();
 
  private:
-  explicit MetricsEndpoint(std::unique_ptr<prometheus::Exposer> exposer)
-      : exposer_(std::move(exposer)) {}
+  MetricsEndpoint(std::unique_ptr<prometheus::Exposer> exposer,
+                  std::string host)
+      : exposer_(std::move(exposer)), host_(std::move(host)) {}
   std::unique_ptr<prometheus::Exposer> exposer_;
+  std::string host_;  // the bound address, to connect to when stopping
 };
 
 }  // namespace quantd::server

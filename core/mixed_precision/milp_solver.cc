@@ -4,11 +4,13 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "coin/CbcEventHandler.hpp"
 #include "coin/CbcModel.hpp"
 #include "coin/CoinError.hpp"
 #include "coin/CoinPackedMatrix.hpp"
@@ -47,6 +49,23 @@ absl::Status CheckFeasible(const BitAllocationProblem& problem,
       "targets (",
       absl::StrJoin(violations, "; "), ")"));
 }
+
+// Stops branch and bound once MilpOptions::interrupted says so (CBC polls
+// its event handler after every node and at tree-status intervals).
+class InterruptHandler : public CbcEventHandler {
+ public:
+  explicit InterruptHandler(std::function<bool()> interrupted)
+      : interrupted_(std::move(interrupted)) {}
+  CbcAction event(CbcEvent) override {
+    return interrupted_() ? stop : noAction;
+  }
+  CbcEventHandler* clone() const override {
+    return new InterruptHandler(*this);
+  }
+
+ private:
+  std::function<bool()> interrupted_;
+};
 
 absl::StatusOr<BitAllocation> SolveWithCbc(const BitAllocationProblem& problem,
                                            const MilpOptions& options) {
@@ -148,7 +167,15 @@ absl::StatusOr<BitAllocation> SolveWithCbc(const BitAllocationProblem& problem,
   cbc.setBestSolution(start.data(), num_columns, Objective(problem, min_config),
                       /*check=*/false);
 
+  if (options.interrupted) {
+    if (options.interrupted()) return absl::CancelledError("solve interrupted");
+    InterruptHandler handler(options.interrupted);
+    cbc.passInEventHandler(&handler);  // CBC keeps a clone
+  }
   cbc.branchAndBound();
+  if (options.interrupted && options.interrupted()) {
+    return absl::CancelledError("solve interrupted");
+  }
   const double* solution = cbc.bestSolution();
   if (solution == nullptr) {
     return absl::InternalError(absl::StrCat("CBC found no solution (status ",

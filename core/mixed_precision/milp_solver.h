@@ -10,6 +10,7 @@
 #ifndef QUANTD_CORE_MIXED_PRECISION_MILP_SOLVER_H_
 #define QUANTD_CORE_MIXED_PRECISION_MILP_SOLVER_H_
 
+#include <functional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -22,6 +23,9 @@ struct MilpOptions {
   double time_limit_seconds = 60.0;
   // CBC's random seed; CBC runs single-threaded so results are reproducible.
   int random_seed = 1234567;
+  // Polled by CBC after each branch-and-bound node (a job's cancellation
+  // token); once true, CBC stops and the solve returns CANCELLED.
+  std::function<bool()> interrupted;
 };
 
 struct BitAllocation {
@@ -35,7 +39,7 @@ struct BitAllocation {
 
 // Validates the problem, pre-checks feasibility, then solves with CBC.
 // Errors: INVALID_ARGUMENT (malformed problem), FAILED_PRECONDITION
-// (infeasible budget), INTERNAL (CBC failure).
+// (infeasible budget), INTERNAL (CBC failure), CANCELLED (`interrupted`).
 absl::StatusOr<BitAllocation> SolveBitAllocation(
     const BitAllocationProblem& problem, const MilpOptions& options = {});
 

@@ -126,6 +126,21 @@ bool Cancelled(const WeightsSearchOptions& o) {
   return o.cancel != nullptr && o.cancel->IsCancelled();
 }
 
+// PointwiseError(kMse, x, QuantizeRow(x)) in one pass and without
+// allocating: the same operations in the same order (bit-identical), the
+// searches' inner loop.
+template <typename D>
+D QuantizedMse(const D* x, int64_t n, const Grid<D>& g) {
+  thread_local std::vector<D> squares;
+  squares.resize(n);
+  D* t = squares.data();
+  for (int64_t i = 0; i < n; ++i) {
+    const D d = x[i] - internal::QuantizeOne(x[i], g);
+    t[i] = d * d;
+  }
+  return internal::Mean(t, n);
+}
+
 double RowErrorF32(const WeightsSearchOptions& o, const float* x, int64_t n,
                    const float* h, const Grid<float>& g, double kl_min,
                    double kl_max, RangeKind kl_kind, const KlSetup& kl) {
@@ -134,13 +149,14 @@ double RowErrorF32(const WeightsSearchOptions& o, const float* x, int64_t n,
     return internal::KlTensorErrorFromHistogram(*kl.hist, kl_min, kl_max,
                                                 kl.bits, kl_kind);
   }
-  std::vector<float> q(n);
+  if (o.error_method == ErrorMethod::kMse) return QuantizedMse(x, n, g);
+  thread_local std::vector<float> q, scratch;
+  q.resize(n);
   internal::QuantizeRow(x, n, g, q.data());
   if (o.error_method == ErrorMethod::kKl) {
     return internal::KlTensorErrorImpl(q.data(), n, kl_min, kl_max, kl.bits,
                                        kl_kind);
   }
-  std::vector<float> scratch;
   return internal::PointwiseError<float>(o.error_method, x, q.data(), n, o.p, h,
                                          &scratch);
 }
@@ -158,9 +174,10 @@ double RowErrorF64(const WeightsSearchOptions& o, const double* x,
     return internal::KlTensorErrorImpl(x32, n, kl_min, kl_max, kl.bits,
                                        kl_kind);
   }
-  std::vector<double> q(n);
+  if (o.error_method == ErrorMethod::kMse) return QuantizedMse(x, n, g);
+  thread_local std::vector<double> q, scratch;
+  q.resize(n);
   internal::QuantizeRow(x, n, g, q.data());
-  std::vector<double> scratch;
   return internal::PointwiseError<double>(o.error_method, x, q.data(), n, o.p,
                                           h, &scratch);
 }

@@ -73,7 +73,8 @@ std::optional<double> ActivationMeanShift(const quantizers::Histogram& h,
   return shift / total;
 }
 
-absl::Status ApplyActivationBiasCorrection(JobState* state) {
+absl::Status ApplyActivationBiasCorrection(JobState* state,
+                                           const CancellationToken* cancel) {
   // Every quantized tensor's parameters, whoever quantizes it.
   std::map<std::string, const ActivationParams*> params;
   for (const auto& [tensor, a] : state->input_activations) params[tensor] = &a;
@@ -86,6 +87,7 @@ absl::Status ApplyActivationBiasCorrection(JobState* state) {
   const double threshold = state->options.activation_bias_correction_threshold;
   Graph& g = state->model.graph;
   for (Node& node : g.nodes) {
+    if (cancel != nullptr) RETURN_IF_ERROR(cancel->Check());
     const Tensor* w = g.FindInitializer(node.Input(1));
     auto a = params.find(node.Input(0));
     auto st = state->stats.find(node.Input(0));

@@ -16,6 +16,7 @@
 #include "core/pipeline/job/job_state.h"
 #include "core/qdq/quantization_params.h"
 #include "core/quantizers/types.h"
+#include "core/runtime/cancellation.h"
 
 namespace quantd {
 
@@ -25,8 +26,10 @@ std::optional<double> ActivationMeanShift(const quantizers::Histogram& h,
                                           const ActivationParams& a);
 
 // Corrects every eligible node of the state (after weights bias correction,
-// as MCT's ptq runner orders them).
-absl::Status ApplyActivationBiasCorrection(JobState* state);
+// as MCT's ptq runner orders them). A cancelled `cancel` stops it between
+// nodes with the token's status.
+absl::Status ApplyActivationBiasCorrection(
+    JobState* state, const CancellationToken* cancel = nullptr);
 
 }  // namespace quantd
 

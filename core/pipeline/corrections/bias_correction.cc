@@ -101,9 +101,11 @@ absl::Status SubtractFromBias(const std::vector<double>& c, Graph* g,
   return absl::OkStatus();
 }
 
-absl::Status ApplyBiasCorrection(JobState* state) {
+absl::Status ApplyBiasCorrection(JobState* state,
+                                 const CancellationToken* cancel) {
   Graph& g = state->model.graph;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (cancel != nullptr) RETURN_IF_ERROR(cancel->Check());
     Node& node = g.nodes[i];
     const NodePlan& p = state->plans[i];
     if (!SupportsBiasCorrection(node)) continue;

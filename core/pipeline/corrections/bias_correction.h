@@ -14,6 +14,7 @@
 #include "core/graph/graph.h"
 #include "core/graph/tensor.h"
 #include "core/pipeline/job/job_state.h"
+#include "core/runtime/cancellation.h"
 
 namespace quantd {
 
@@ -34,8 +35,10 @@ absl::Status SubtractFromBias(const std::vector<double>& c, Graph* g,
                               Node* node);
 
 // Applies the correction to every eligible node of the state (biases are
-// replaced by private corrected initializers).
-absl::Status ApplyBiasCorrection(JobState* state);
+// replaced by private corrected initializers). A cancelled `cancel` stops it
+// between nodes with the token's status.
+absl::Status ApplyBiasCorrection(JobState* state,
+                                 const CancellationToken* cancel = nullptr);
 
 }  // namespace quantd
 

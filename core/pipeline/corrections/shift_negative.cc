@@ -77,7 +77,8 @@ int IndexOf(const Graph& g, const std::string& name) {
 // of the unsigned grid of T', the MSE of the histogram shifted by s and
 // quantized unsigned with T'; the best (T', s) wins (first on ties).
 absl::Status SearchShiftParams(const quantizers::Histogram& histogram, double t,
-                               int n_bits, double z_threshold, double* best_t,
+                               int n_bits, double z_threshold,
+                               const CancellationToken* cancel, double* best_t,
                                double* best_shift) {
   quantizers::Histogram h = histogram;
   if (std::isfinite(z_threshold)) {
@@ -89,6 +90,8 @@ absl::Status SearchShiftParams(const quantizers::Histogram& histogram, double t,
   for (double tt : {t, 2 * t}) {
     const double lsb = tt / static_cast<double>(points);
     for (int64_t k = 0; k < points; ++k) {
+      // 16-bit grids have 65536 points: poll every 64.
+      if (cancel != nullptr && k % 64 == 0) RETURN_IF_ERROR(cancel->Check());
       // np.linspace(0, T - lsb, 2^n).astype(float32)
       const float s = static_cast<float>(
           points > 1 ? (tt - lsb) * static_cast<double>(k) / (points - 1) : 0);
@@ -114,11 +117,13 @@ absl::Status SearchShiftParams(const quantizers::Histogram& histogram, double t,
 // The activations to correct: each with a small negative tail whose single
 // consumers lead through bypass nodes to a linear node; warns about those
 // that cannot be corrected.
-absl::StatusOr<std::vector<Candidate>> FindCandidates(JobState* state) {
+absl::StatusOr<std::vector<Candidate>> FindCandidates(
+    JobState* state, const CancellationToken* cancel) {
   Graph& g = state->model.graph;
   GraphIndex index(g);
   std::vector<Candidate> found;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (cancel != nullptr) RETURN_IF_ERROR(cancel->Check());
     const Node& n = g.nodes[i];
     const NodePlan& p = state->plans[i];
     if (!IsSncActivation(n, p) || !p.quantize_activation || p.preserving ||
@@ -197,7 +202,7 @@ absl::StatusOr<std::vector<Candidate>> FindCandidates(JobState* state) {
     if (state->options.shift_negative_params_search) {
       RETURN_IF_ERROR(SearchShiftParams(
           st->second.histogram, t, p.activation.n_bits,
-          state->options.z_threshold, &c.threshold, &c.shift));
+          state->options.z_threshold, cancel, &c.threshold, &c.shift));
     }
     c.node_name = n.name;
     c.linear_name = g.nodes[c.linear].name;
@@ -399,9 +404,10 @@ absl::Status ApplyCandidate(Candidate& c, JobState* state) {
 
 }  // namespace
 
-absl::Status ApplyShiftNegativeCorrection(JobState* state) {
+absl::Status ApplyShiftNegativeCorrection(JobState* state,
+                                          const CancellationToken* cancel) {
   Graph& g = state->model.graph;
-  ASSIGN_OR_RETURN(std::vector<Candidate> found, FindCandidates(state));
+  ASSIGN_OR_RETURN(std::vector<Candidate> found, FindCandidates(state, cancel));
   // Apply from the last node back so earlier indices stay valid.
   for (auto it = found.rbegin(); it != found.rend(); ++it) {
     RETURN_IF_ERROR(ApplyCandidate(*it, state));

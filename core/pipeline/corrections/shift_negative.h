@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "core/pipeline/job/job_state.h"
+#include "core/runtime/cancellation.h"
 
 namespace quantd {
 
@@ -11,8 +12,11 @@ namespace quantd {
 // selection (inserts an Add after each corrected activation; the next
 // linear node's bias absorbs the shift). Cases it cannot handle (a padded
 // Conv after the activation, several consumers, ...) are left as they are
-// and listed in state->warnings.
-absl::Status ApplyShiftNegativeCorrection(JobState* state);
+// and listed in state->warnings. A cancelled `cancel` stops the search
+// between candidates and grid points and returns its status (the job then
+// discards the state).
+absl::Status ApplyShiftNegativeCorrection(
+    JobState* state, const CancellationToken* cancel = nullptr);
 
 }  // namespace quantd
 

@@ -83,6 +83,11 @@ class StageClock {
     if (sink_ != nullptr) sink_->Report({stage_, 1.0, "done"});
     stage_.clear();
   }
+  // Between the steps of a stage that has no loop of its own to poll in
+  // (export, the report's set-up).
+  absl::Status Check() const {
+    return cancel_ != nullptr ? cancel_->Check() : absl::OkStatus();
+  }
   void Warn(const std::string& message) {
     if (sink_ != nullptr) sink_->Warn(message);
   }
@@ -243,18 +248,21 @@ absl::StatusOr<StatisticsResult> Calibrate(
   return stats;
 }
 
-absl::Status ApplyCorrections(JobState* state) {
+absl::Status ApplyCorrections(JobState* state,
+                              const CancellationToken* cancel) {
   const PtqOptions& o = state->options;
   if (o.softmax_shift) RETURN_IF_ERROR(ApplySoftmaxShift(state));
   if (o.concat_threshold_update) {
     RETURN_IF_ERROR(ApplyConcatThresholdUpdate(state));
   }
   if (o.shift_negative_activation_correction) {
-    RETURN_IF_ERROR(ApplyShiftNegativeCorrection(state));
+    RETURN_IF_ERROR(ApplyShiftNegativeCorrection(state, cancel));
   }
-  if (o.weights_bias_correction) RETURN_IF_ERROR(ApplyBiasCorrection(state));
+  if (o.weights_bias_correction) {
+    RETURN_IF_ERROR(ApplyBiasCorrection(state, cancel));
+  }
   if (o.activation_bias_correction) {
-    RETURN_IF_ERROR(ApplyActivationBiasCorrection(state));
+    RETURN_IF_ERROR(ApplyActivationBiasCorrection(state, cancel));
   }
   return absl::OkStatus();
 }
@@ -275,9 +283,11 @@ absl::Status ExportModels(const v1::QuantizeRequest& request,
     if (export_model.DefaultOpset() < need) {
       RETURN_IF_ERROR(UpgradeForQdq(need, &export_model));
     }
+    RETURN_IF_ERROR(clock.Check());
     ASSIGN_OR_RETURN(Model qdq, BuildQdqModel(export_model, plan));
     RestoreDeclaredShapes(declared_inputs, declared_outputs, &qdq,
                           &state->warnings);
+    RETURN_IF_ERROR(clock.Check());
     ASSIGN_OR_RETURN(std::string bytes, ExportOnnx(qdq));
     result->set_qdq_onnx(std::move(bytes));
   }
@@ -339,6 +349,7 @@ absl::StatusOr<EvaluationResult> Evaluate(
     const ExecutorOptions& exec_options, const CancellationToken* cancel,
     ProgressSink* sink) {
   ASSIGN_OR_RETURN(Model fq_model, WithFakeQuantWeights(state.model, plan));
+  if (cancel != nullptr) RETURN_IF_ERROR(cancel->Check());
   ASSIGN_OR_RETURN(std::unique_ptr<Executor> fq_exec,
                    Executor::Create(std::move(fq_model), exec_options));
   ActivationFakeQuantizer quantizer(plan);
@@ -420,7 +431,7 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
   }
 
   RETURN_IF_ERROR(clock.Begin("correct", "shift-negative and bias correction"));
-  RETURN_IF_ERROR(ApplyCorrections(&state));
+  RETURN_IF_ERROR(ApplyCorrections(&state, cancel));
 
   // GPTQ (float_exec: the float targets, before the corrections).
   if (request.gptq().enabled()) {
@@ -438,6 +449,7 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
   ASSIGN_OR_RETURN(QdqPlan plan,
                    LowerToQdqPlan(state, request.export_options()));
   plan.metadata = {{"quantd.tpc", tpc.ref}, {"quantd.tpc_digest", tpc.digest}};
+  RETURN_IF_ERROR(clock.Check());
   RETURN_IF_ERROR(ExportModels(request, tpc, plan, declared_inputs,
                                declared_outputs, &state, clock, &result));
 

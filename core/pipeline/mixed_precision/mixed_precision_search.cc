@@ -205,7 +205,7 @@ absl::StatusOr<std::vector<int>> SolveAllocation(
     const v1::MixedPrecisionConfig& config, const PlanLayout& pl,
     const JobState& state, const std::vector<NodeSpace>& spaces,
     const std::vector<int>& searched, const ResourceBits& min_bits,
-    bool simd_padding, ProgressSink* progress,
+    bool simd_padding, const CancellationToken* cancel, ProgressSink* progress,
     mp::BitAllocationProblem* problem_io, MixedPrecisionOutcome* outcome_io) {
   mp::BitAllocationProblem& problem = *problem_io;
   MixedPrecisionOutcome& outcome = *outcome_io;
@@ -213,6 +213,9 @@ absl::StatusOr<std::vector<int>> SolveAllocation(
   mp::MilpOptions milp;
   if (config.has_solver_time_limit_seconds()) {
     milp.time_limit_seconds = config.solver_time_limit_seconds();
+  }
+  if (cancel != nullptr) {
+    milp.interrupted = [cancel] { return cancel->IsCancelled(); };
   }
   if (progress != nullptr) {
     progress->Report({"mixed_precision", 1.0, "solving the allocation"});
@@ -224,6 +227,8 @@ absl::StatusOr<std::vector<int>> SolveAllocation(
   std::vector<int> solution;
   for (int round = 0;; ++round) {
     auto solved = mp::SolveBitAllocation(problem, milp);
+    // The token's own status (CANCELLED or DEADLINE_EXCEEDED).
+    if (cancel != nullptr) RETURN_IF_ERROR(cancel->Check());
     if (!solved.ok()) {
       return absl::Status(
           solved.status().code(),
@@ -281,7 +286,7 @@ absl::Status SearchBitAllocation(
     ASSIGN_OR_RETURN(
         std::vector<int> solution,
         SolveAllocation(config, pl, *state, spaces, searched, min_bits,
-                        simd_padding, progress, &problem, outcome));
+                        simd_padding, cancel, progress, &problem, outcome));
     for (size_t k = 0; k < searched.size(); ++k) {
       spaces[searched[k]].chosen = solution[k];
     }

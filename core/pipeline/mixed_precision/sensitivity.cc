@@ -304,8 +304,8 @@ absl::Status SensitivityRun::Prepare() {
 absl::Status SensitivityRun::RunFloat(size_t begin,
                                       std::vector<FloatTensors>* cache) const {
   return ParallelForSamples(
-      static_cast<int64_t>(cache->size()), pool_, /*cancel=*/nullptr,
-      SampleProgress(), [&](int64_t s) -> absl::Status {
+      static_cast<int64_t>(cache->size()), pool_, cancel_, SampleProgress(),
+      [&](int64_t s) -> absl::Status {
         auto r = float_exec_->Run(samples_[begin + s], float_run_);
         if (!r.ok()) return r.status();
         (*cache)[s] = *std::move(r);
@@ -330,7 +330,8 @@ absl::Status SensitivityRun::RunTasks(size_t begin,
   auto run_tasks = [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) {
       task_status[t] = MeasureTask(tasks_[t], begin, cache, &dist_[t]);
-      CountDone();
+      // A failed (or cancelled) task is not progress.
+      if (task_status[t].ok()) CountDone();
     }
   };
   if (pool_ != nullptr) {

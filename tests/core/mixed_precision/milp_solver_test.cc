@@ -71,6 +71,31 @@ TEST(MilpSolver, MatchesBruteForceOnRandomInstances) {
   }
 }
 
+TEST(MilpSolver, InterruptedSolveReturnsCancelled) {
+  MilpOptions options;
+  int polls = 0;
+  options.interrupted = [&polls] { return ++polls > 1; };
+  auto result = SolveBitAllocation(TwoNodeWeightsProblem(150), options);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled)
+      << result.status();
+}
+
+// A job's token that never fires leaves CBC's answer as it was.
+TEST(MilpSolver, UnfiredInterruptChangesNoAllocation) {
+  std::mt19937 rng(20261126);
+  MilpOptions polled;
+  polled.interrupted = [] { return false; };
+  for (int trial = 0; trial < 200; ++trial) {
+    const BitAllocationProblem problem = RandomProblem(rng);
+    auto plain = SolveBitAllocation(problem);
+    auto with_handler = SolveBitAllocation(problem, polled);
+    ASSERT_EQ(plain.ok(), with_handler.ok()) << "trial " << trial;
+    if (!plain.ok()) continue;
+    EXPECT_EQ(plain->candidate, with_handler->candidate) << "trial " << trial;
+    EXPECT_EQ(plain->objective, with_handler->objective) << "trial " << trial;
+  }
+}
+
 TEST(MilpSolver, InfeasibleBudgetNamesSmallestAchievableFigures) {
   BitAllocationProblem problem = TwoNodeWeightsProblem(60);
   ResourceModel activation;
