@@ -336,12 +336,10 @@ class DockerignoreTest(unittest.TestCase):
 
 
 def build_stage_selection():
-    """(unit labels, excluded labels) regexes that build_stage.sh gives ctest."""
+    """The label regex that build_stage.sh gives ctest -L."""
     with open(BUILD_STAGE) as f:
-        text = f.read()
-    found = {name: value for name, value in re.findall(
-        r"^readonly (UNIT_LABELS|EXCLUDED_LABELS)='([^']*)'$", text, re.M)}
-    return found["UNIT_LABELS"], found["EXCLUDED_LABELS"]
+        return re.search(r"^readonly UNIT_LABELS='([^']*)'$", f.read(),
+                         re.M).group(1)
 
 
 class BuildStageScriptTest(unittest.TestCase):
@@ -386,10 +384,8 @@ class BuildStageScriptTest(unittest.TestCase):
         self.assertIn("-DQUANTD_BUILD_TESTS=ON", self.configure_args(calls))
         ctest = self.with_tool(calls, "ctest")
         self.assertEqual(len(ctest), 1)
-        unit, excluded = build_stage_selection()
         args = ctest[0]
-        self.assertEqual(args[args.index("-L") + 1], unit)
-        self.assertEqual(args[args.index("-LE") + 1], excluded)
+        self.assertEqual(args[args.index("-L") + 1], build_stage_selection())
         self.assertEqual(args[args.index("-FA") + 1], ".*")
         self.assertIn("--no-tests=error", args)
         self.assertEqual(args[args.index("-j") + 1], "3")
@@ -475,7 +471,7 @@ class UnitTestSelectionTest(unittest.TestCase):
     def test_every_test_reading_shared_fixtures_is_labelled(self):
         # A test source that reads ../shared/fixtures (directly or through
         # tpc_test_util.h's FixturePath) builds only into tests labelled
-        # shared_fixtures, which the image leaves out.
+        # core_shared_fixtures, which the image leaves out.
         readers = []
         for path in glob.glob(os.path.join(deploy_lib.SOURCE_DIR, "tests",
                                            "**", "*.cc"), recursive=True):
@@ -496,7 +492,9 @@ class UnitTestSelectionTest(unittest.TestCase):
                 continue  # e2e: not a unit test label at all
             self.assertTrue(targets, f"{rel}: no quantd_cc_test builds it")
             for name, labels in targets:
-                self.assertIn("shared_fixtures", labels, f"{name} ({rel})")
+                self.assertEqual(labels, ["core_shared_fixtures"],
+                                 f"{name} ({rel})")
+                self.assertNotRegex(labels[0], build_stage_selection())
 
     def test_selection_in_a_ctest_tree_has_only_unit_tests(self):
         if BUILD_DIR is None:
@@ -504,8 +502,7 @@ class UnitTestSelectionTest(unittest.TestCase):
         if not any("core" in labels for _, labels in ctest_tests([])):
             # gtest cases are discovered from built binaries only.
             self.skipTest(f"the unit test binaries in {BUILD_DIR} are not built")
-        unit, excluded = build_stage_selection()
-        tests = ctest_tests(["-L", unit, "-LE", excluded, "-FA", ".*"])
+        tests = ctest_tests(["-L", build_stage_selection(), "-FA", ".*"])
         labels_seen = set()
         for test, labels in tests:
             labels_seen.update(labels)
