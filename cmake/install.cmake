@@ -28,8 +28,10 @@ if(TARGET quantd)
 endif()
 install(DIRECTORY ${QUANTD_SOURCE_ROOT}/deploy/k8s/base/tpc/
         DESTINATION ${CMAKE_INSTALL_DATADIR}/quantd/tpc COMPONENT server)
-install(TARGETS quantctl RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
-        COMPONENT cli)
+if(TARGET quantctl)
+  install(TARGETS quantctl RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+          COMPONENT cli)
+endif()
 
 # Python: the client package from the source tree and the stubs that
 # clients/python/CMakeLists.txt generates into <build>/python (only when
