@@ -45,6 +45,13 @@ function(quantd_cc_test)
   if(NOT Q_TIMEOUT)
     set(Q_TIMEOUT 300)
   endif()
+  # gtest_discover_tests splits list-valued properties (below): a second
+  # label would become a bogus property name and be lost.
+  list(LENGTH Q_LABELS n_labels)
+  if(n_labels GREATER 1)
+    message(FATAL_ERROR "quantd_cc_test(${Q_NAME}): one label only, not "
+            "'${Q_LABELS}' (use a compound label such as farm_integration)")
+  endif()
   # FIXTURE: one ctest fixture the test needs (e.g. e2e_models: real models
   # and ONNX Runtime installed by scripts/fetch_models.sh).
   set(extra_props)

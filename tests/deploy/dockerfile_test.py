@@ -1,26 +1,42 @@
-"""Structure of docker/Dockerfile, its .dockerignore and install_binaries.sh.
+"""Structure of docker/Dockerfile, the root .dockerignore and build_stage.sh.
 
 No Docker engine runs in CI, so the image is checked as text: a multi-stage
-build on Debian bookworm whose build stage runs the same scripts as CI
-(setup, build, test command) and whose bookworm-slim runtime stage runs the
+build on Debian bookworm that the classic builder of Debian's docker.io can
+run (no BuildKit-only syntax, nothing from outside the context), whose build
+stage runs CI's setup script and then docker/build_stage.sh (unit tests only,
+RUN_TESTS=0 skips them), and whose bookworm-slim runtime stage runs the
 binaries as a fixed non-root UID under tini, exposes the gRPC and metrics
-ports named by its QUANTD_* defaults, and has a HEALTHCHECK.
+ports named by its QUANTD_* defaults, and has a HEALTHCHECK. build_stage.sh
+runs with stand-ins for cmake and ctest; with --build-dir, its unit test
+selection is checked against the labels of the real ctest tree.
 """
 
 import fnmatch
+import glob
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
 import unittest
 
 import deploy_lib
 
 DOCKERFILE = os.path.join(deploy_lib.DOCKER_DIR, "Dockerfile")
-DOCKERIGNORE = os.path.join(deploy_lib.DOCKER_DIR, "Dockerfile.dockerignore")
-INSTALL_BINARIES = os.path.join(deploy_lib.DOCKER_DIR, "install_binaries.sh")
+# The classic builder reads only the context root's .dockerignore.
+DOCKERIGNORE = os.path.join(deploy_lib.SOURCE_DIR, ".dockerignore")
+BUILD_STAGE = os.path.join(deploy_lib.DOCKER_DIR, "build_stage.sh")
+# A ctest build tree (--build-dir) for the unit test selection check.
+BUILD_DIR = None
+
+# Syntax only BuildKit understands; the classic builder fails on it (or, for
+# parser directives, silently ignores it).
+BUILDKIT_ONLY = ("--mount", "--link", "--chmod", "--network", "--security",
+                 "--parents", "--exclude", "--checksum", "--keep-git-dir",
+                 "--build-context")
 
 
 def parse_dockerfile(text):
@@ -119,25 +135,73 @@ class DockerfileTest(unittest.TestCase):
         self.assertEqual(self.runtime.base, "debian:bookworm-slim")
         self.assertEqual(self.runtime.name, "runtime")
 
-    def test_build_stage_runs_setup_then_build_then_the_test_command(self):
+    def test_build_stage_runs_setup_then_the_build_stage_script(self):
         runs = self.build.args("RUN")
         order = []
-        for script in ("scripts/setup.sh", "scripts/build.sh",
-                       "scripts/test.sh"):
+        for script in ("scripts/setup.sh", "docker/build_stage.sh"):
             index = next((i for i, r in enumerate(runs) if script in r), None)
             self.assertIsNotNone(index, f"build stage never runs {script}")
             order.append(index)
         self.assertEqual(order, sorted(order))
+        # Not CI's whole test command (sanitizers, fuzzing): unit tests only.
+        self.assertNotIn("scripts/test.sh", self.build.runs())
 
-    def test_build_stage_tests_with_the_shared_fixtures_mounted(self):
-        # Tests read $QUANTD_SOURCE_DIR/../shared/fixtures.
-        workdir = self.build.args("WORKDIR")[0]
-        test_run = next(r for r in self.build.args("RUN")
-                        if "scripts/test.sh" in r)
-        shared = os.path.normpath(os.path.join(workdir, "..", "shared"))
-        self.assertIn(f"--mount=type=bind,from=shared,target={shared}",
-                      test_run)
-        self.assertTrue(any(s.name == "shared" for s in self.stages))
+    def test_run_tests_build_arg_defaults_to_on_and_reaches_the_script(self):
+        args = dict(a.partition("=")[::2] for a in self.build.args("ARG"))
+        self.assertEqual(args.get("RUN_TESTS"), "1")
+        build_run = next(r for r in self.build.args("RUN")
+                         if "docker/build_stage.sh" in r)
+        self.assertIn('RUN_TESTS="${RUN_TESTS}"', build_run)
+        # The ARG is declared before the RUN that reads it.
+        keywords = [(k, a) for k, a in self.build.instructions]
+        self.assertLess(keywords.index(("ARG", "RUN_TESTS=1")),
+                        keywords.index(("RUN", build_run)))
+
+    def test_uses_no_buildkit_only_syntax(self):
+        with open(DOCKERFILE) as f:
+            text = f.read()
+        first = text.lstrip().splitlines()[0]
+        # A `# syntax=` directive would make BuildKit fetch a frontend image.
+        self.assertFalse(re.match(r"#\s*(syntax|check)\s*=", first), first)
+        for stage in self.stages:
+            for keyword, args in stage.instructions:
+                for flag in BUILDKIT_ONLY:
+                    self.assertNotIn(flag, args, f"{keyword} {args}")
+                # Heredocs (RUN <<EOF, COPY <<EOF) are BuildKit's.
+                self.assertNotIn("<<", args, f"{keyword} {args}")
+
+    def test_every_stage_and_copy_source_is_an_image_or_an_earlier_stage(self):
+        # No named build context (--build-context) stands in for a stage.
+        seen = set()
+        for stage in self.stages:
+            self.assertTrue(stage.base in seen or ":" in stage.base
+                            or stage.base == "scratch", stage.base)
+            for args in stage.args("COPY"):
+                for word in args.split():
+                    if word.startswith("--from="):
+                        self.assertIn(word[len("--from="):], seen, args)
+            seen.add(stage.name)
+
+    def test_copies_only_paths_inside_the_context_that_exist(self):
+        with open(DOCKERIGNORE) as f:
+            patterns = [l.strip() for l in f
+                        if l.strip() and not l.startswith("#")]
+        for stage in self.stages:
+            for keyword in ("COPY", "ADD"):
+                for args in stage.args(keyword):
+                    words = [w for w in args.split()
+                             if not w.startswith("--")]
+                    if "--from=" in args:
+                        continue
+                    for source in words[:-1]:
+                        norm = os.path.normpath(source)
+                        self.assertFalse(os.path.isabs(source), source)
+                        self.assertFalse(norm.startswith(".."), source)
+                        self.assertTrue(os.path.exists(os.path.join(
+                            deploy_lib.SOURCE_DIR, norm)), source)
+                        if norm != ".":
+                            self.assertFalse(
+                                dockerignore_excludes(patterns, norm), source)
 
     def test_every_script_the_build_runs_is_in_the_repository(self):
         for run in self.build.args("RUN"):
@@ -271,55 +335,188 @@ class DockerignoreTest(unittest.TestCase):
             self.assertTrue(dockerignore_excludes(self.patterns, path), path)
 
 
-class InstallBinariesTest(unittest.TestCase):
+def build_stage_selection():
+    """The label regex that build_stage.sh gives ctest -L."""
+    with open(BUILD_STAGE) as f:
+        return re.search(r"^readonly UNIT_LABELS='([^']*)'$", f.read(),
+                         re.M).group(1)
 
-    def make_tree(self, root, files):
-        for rel in files:
-            path = os.path.join(root, rel)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            # A real ELF file, so `install -s` (strip) has something to do.
-            subprocess.run(["cp", "/bin/true", path], check=True)
 
-    def run_script(self, build, out):
-        return subprocess.run([INSTALL_BINARIES, build, out],
-                              capture_output=True, text=True, check=False)
+class BuildStageScriptTest(unittest.TestCase):
+    """docker/build_stage.sh with stand-ins for cmake and ctest on PATH."""
 
-    def test_installs_each_binary_found_by_name(self):
+    def run_script(self, env_extra, ctest_rc=0):
         with tempfile.TemporaryDirectory() as tmp:
-            build = os.path.join(tmp, "build")
-            self.make_tree(build, ["server/quantd", "clients/quantctl/quantctl",
-                                   "server/CMakeFiles/quantd"])
-            proc = self.run_script(build, os.path.join(tmp, "out"))
+            fake_bin = os.path.join(tmp, "bin")
+            os.mkdir(fake_bin)
+            log = os.path.join(tmp, "calls")
+            for tool in ("cmake", "ctest"):
+                rc = ctest_rc if tool == "ctest" else 0
+                path = os.path.join(fake_bin, tool)
+                with open(path, "w") as f:
+                    f.write("#!/bin/sh\n"
+                            f'printf "%s\\n" "{tool} $*" >> "{log}"\n'
+                            f"exit {rc}\n")
+                os.chmod(path, 0o755)
+            env = dict(os.environ, PATH=fake_bin + ":" + os.environ["PATH"],
+                       JOBS="3")
+            env.pop("RUN_TESTS", None)
+            env.update(env_extra)
+            proc = subprocess.run([BUILD_STAGE, os.path.join(tmp, "out")],
+                                  env=env, capture_output=True, text=True,
+                                  check=False)
+            calls = []
+            if os.path.exists(log):
+                with open(log) as f:
+                    calls = [shlex.split(l) for l in f.read().splitlines()]
+            return proc, calls
+
+    @staticmethod
+    def with_tool(calls, tool):
+        return [c[1:] for c in calls if c[0] == tool]
+
+    def configure_args(self, calls):
+        return next(c for c in self.with_tool(calls, "cmake") if "-S" in c)
+
+    def test_default_builds_with_tests_and_runs_the_unit_test_labels(self):
+        proc, calls = self.run_script({})
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("-DQUANTD_BUILD_TESTS=ON", self.configure_args(calls))
+        ctest = self.with_tool(calls, "ctest")
+        self.assertEqual(len(ctest), 1)
+        args = ctest[0]
+        self.assertEqual(args[args.index("-L") + 1], build_stage_selection())
+        self.assertEqual(args[args.index("-FA") + 1], ".*")
+        self.assertIn("--no-tests=error", args)
+        self.assertEqual(args[args.index("-j") + 1], "3")
+
+    def test_run_tests_0_builds_the_two_binaries_and_runs_no_test(self):
+        proc, calls = self.run_script({"RUN_TESTS": "0"})
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("-DQUANTD_BUILD_TESTS=OFF", self.configure_args(calls))
+        self.assertEqual(self.with_tool(calls, "ctest"), [])
+        builds = [c for c in self.with_tool(calls, "cmake") if "--build" in c]
+        self.assertEqual(len(builds), 1)
+        target = builds[0][builds[0].index("--target") + 1:]
+        self.assertEqual(target, ["quantd", "quantctl"])
+
+    def test_installs_the_server_and_cli_components_stripped(self):
+        for run_tests in ("0", "1"):
+            proc, calls = self.run_script({"RUN_TESTS": run_tests})
             self.assertEqual(proc.returncode, 0, proc.stderr)
-            for name in ("quantd", "quantctl"):
-                path = os.path.join(tmp, "out", "bin", name)
-                self.assertTrue(os.access(path, os.X_OK), name)
+            installs = [c for c in self.with_tool(calls, "cmake")
+                        if "--install" in c]
+            components = sorted(c[c.index("--component") + 1]
+                                for c in installs)
+            self.assertEqual(components, ["cli", "server"])
+            for c in installs:
+                self.assertIn("--strip", c)
+                self.assertTrue(c[c.index("--prefix") + 1].endswith("/out"))
 
-    def test_fails_naming_a_binary_that_is_missing(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            build = os.path.join(tmp, "build")
-            self.make_tree(build, ["clients/quantctl/quantctl"])
-            proc = self.run_script(build, os.path.join(tmp, "out"))
-            self.assertNotEqual(proc.returncode, 0)
-            self.assertIn("'quantd'", proc.stderr)
+    def test_a_failing_unit_test_stops_the_build_before_installing(self):
+        proc, calls = self.run_script({"RUN_TESTS": "1"}, ctest_rc=8)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertFalse(any("--install" in c for c in calls))
 
-    def test_fails_when_a_name_is_ambiguous(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            build = os.path.join(tmp, "build")
-            self.make_tree(build, ["server/quantd", "server/old/quantd",
-                                   "clients/quantctl/quantctl"])
-            proc = self.run_script(build, os.path.join(tmp, "out"))
-            self.assertNotEqual(proc.returncode, 0)
-            self.assertIn("found 2", proc.stderr)
+    def test_rejects_a_run_tests_value_other_than_0_or_1(self):
+        proc, calls = self.run_script({"RUN_TESTS": "yes"})
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("RUN_TESTS must be 0 or 1", proc.stderr)
+        self.assertEqual(calls, [])
 
     def test_script_passes_shellcheck(self):
         shellcheck = shutil.which("shellcheck")
         if shellcheck is None:
             self.skipTest("shellcheck is not installed")
-        proc = subprocess.run([shellcheck, INSTALL_BINARIES],
+        proc = subprocess.run([shellcheck, BUILD_STAGE],
                               capture_output=True, text=True, check=False)
         self.assertEqual(proc.returncode, 0, proc.stdout)
 
 
+def cc_test_blocks(cmake_text):
+    """{test target: (sources, labels)} of the quantd_cc_test() calls."""
+    blocks = {}
+    for body in re.findall(r"quantd_cc_test\((.*?)\)\s*$", cmake_text,
+                           re.S | re.M):
+        words = re.sub(r"#[^\n]*", "", body).split()
+        current, fields = None, {}
+        for word in words:
+            if word in ("NAME", "SRCS", "DEPS", "LABELS", "TIMEOUT",
+                        "FIXTURE", "COST"):
+                current = word
+                fields.setdefault(word, [])
+            elif current:
+                fields[current].append(word)
+        blocks[fields["NAME"][0]] = (fields.get("SRCS", []),
+                                     fields.get("LABELS", []))
+    return blocks
+
+
+def ctest_tests(selection):
+    """[(test name, labels)] that ctest would run in BUILD_DIR."""
+    proc = subprocess.run(
+        ["ctest", "--test-dir", BUILD_DIR, "--show-only=json-v1"] + selection,
+        capture_output=True, text=True, check=True)
+    tests = []
+    for test in json.loads(proc.stdout)["tests"]:
+        labels = next((p["value"] for p in test.get("properties", [])
+                       if p["name"] == "LABELS"), [])
+        tests.append((test["name"], labels))
+    return tests
+
+
+class UnitTestSelectionTest(unittest.TestCase):
+    """The image's tests need nothing outside the repository."""
+
+    def test_every_test_reading_shared_fixtures_is_labelled(self):
+        # A test source that reads ../shared/fixtures (directly or through
+        # tpc_test_util.h's FixturePath) builds only into tests labelled
+        # core_shared_fixtures, which the image leaves out.
+        readers = []
+        for path in glob.glob(os.path.join(deploy_lib.SOURCE_DIR, "tests",
+                                           "**", "*.cc"), recursive=True):
+            with open(path, errors="replace") as f:
+                text = f.read()
+            if "../shared" in text or "FixturePath(" in text:
+                readers.append(path)
+        self.assertTrue(readers)
+        for path in readers:
+            folder = os.path.dirname(path)
+            cmake = os.path.join(folder, "CMakeLists.txt")
+            with open(cmake) as f:
+                blocks = cc_test_blocks(f.read())
+            targets = [(name, labels) for name, (srcs, labels)
+                       in blocks.items() if os.path.basename(path) in srcs]
+            rel = os.path.relpath(path, deploy_lib.SOURCE_DIR)
+            if rel.startswith(os.path.join("tests", "e2e")):
+                continue  # e2e: not a unit test label at all
+            self.assertTrue(targets, f"{rel}: no quantd_cc_test builds it")
+            for name, labels in targets:
+                self.assertEqual(labels, ["core_shared_fixtures"],
+                                 f"{name} ({rel})")
+                self.assertNotRegex(labels[0], build_stage_selection())
+
+    def test_selection_in_a_ctest_tree_has_only_unit_tests(self):
+        if BUILD_DIR is None:
+            self.skipTest("no --build-dir given")
+        if not any("core" in labels for _, labels in ctest_tests([])):
+            # gtest cases are discovered from built binaries only.
+            self.skipTest(f"the unit test binaries in {BUILD_DIR} are not built")
+        tests = ctest_tests(["-L", build_stage_selection(), "-FA", ".*"])
+        labels_seen = set()
+        for test, labels in tests:
+            labels_seen.update(labels)
+            for label in labels:
+                self.assertIn(label, ("core", "server", "farm"),
+                              f"{test} has label {label}")
+        # Discovered gtest cases from each unit label, not just placeholders.
+        self.assertEqual(labels_seen, {"core", "server", "farm"})
+        self.assertGreater(len(tests), 100)
+
+
 if __name__ == "__main__":
+    if "--build-dir" in sys.argv:
+        i = sys.argv.index("--build-dir")
+        BUILD_DIR = sys.argv[i + 1]
+        del sys.argv[i:i + 2]
     deploy_lib.main()
