@@ -46,6 +46,12 @@ absl::Status HistogramCollector::Update(absl::Span<const float> values,
   }
   absl::Status finite = CheckFinite(values, name);
   if (!finite.ok()) return finite;
+  auto [lo, hi] = std::minmax_element(values.begin(), values.end());
+  if (std::isinf(*hi - *lo)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor '", name, "': range [", *lo, ", ", *hi,
+                     "] is wider than float32 allows; no histogram"));
+  }
   quantizers::Histogram h;
   h.float32_edges = true;
   quantizers::internal::HistogramF32(values.data(),
@@ -69,8 +75,10 @@ absl::StatusOr<quantizers::Histogram> HistogramCollector::GetHistogram() const {
   return MergeHistograms(batches_, n_bins_);
 }
 
-quantizers::Histogram MergeHistograms(
+absl::StatusOr<quantizers::Histogram> MergeHistograms(
     const std::vector<quantizers::Histogram>& batches, int n_bins) {
+  if (batches.empty())
+    return absl::FailedPreconditionError("no batch to merge");
   // Float32 scalars throughout, as NumPy computes them from float32 edges.
   float mn = static_cast<float>(batches[0].edges.front());
   float mx = static_cast<float>(batches[0].edges.back());
@@ -81,22 +89,31 @@ quantizers::Histogram MergeHistograms(
     }
   }
   // max - min is a float32 subtraction (NumPy scalars), its quotient by
-  // n_bins float64; the grid in float64 (np.arange of float64 scalars):
-  // start + i * ((start + w) - start), length ceil((stop - start) / w).
+  // n_bins float64. The grid is np.arange of float64 scalars (NumPy 1.24's
+  // PyArray_ArangeObj): length ceil((stop - start) / w), edge 0 = start,
+  // edge 1 = start + w, then DOUBLE_fill: start + i * ((start + w) - start).
   // Subtracting in float64 gave 2049 edges where MCT has 2050 in ~1 case of
-  // 5 (tests/core/stats/testdata/make_merge_grid.py).
+  // 5; edge 1 as start + delta differed where |start| << w
+  // (tests/core/stats/testdata/make_merge_grid.py runs MCT's code).
+  const float width = mx - mn;
+  if (!std::isfinite(width) || !(width > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "histogram range [", mn, ", ", mx,
+        "] is wider than float32 allows (MCT's merge fails on it)"));
+  }
   const double start = mn;
-  const double w = static_cast<double>(mx - mn) / n_bins;
+  const double w = static_cast<double>(width) / n_bins;
   const double stop = static_cast<double>(mx) + w;
   const int64_t length = static_cast<int64_t>(std::ceil((stop - start) / w));
   quantizers::Histogram out;
-  out.edges.resize(std::max<int64_t>(length, 0));
-  if (length > 0) out.edges[0] = start;
+  out.edges.resize(length);
+  out.edges[0] = start;
+  if (length > 1) out.edges[1] = start + w;
   const double delta = (start + w) - start;
-  for (int64_t i = 1; i < length; ++i) {
+  for (int64_t i = 2; i < length; ++i) {
     out.edges[i] = start + static_cast<double>(i) * delta;
   }
-  out.counts.assign(out.edges.empty() ? 0 : out.edges.size() - 1, 0.0);
+  out.counts.assign(out.edges.size() - 1, 0.0);
   for (const auto& b : batches) {
     std::vector<double> cum(b.counts.size() + 1, 0.0);
     for (size_t i = 0; i < b.counts.size(); ++i)

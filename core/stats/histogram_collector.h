@@ -27,7 +27,8 @@ class HistogramCollector {
   explicit HistogramCollector(int n_bins = quantizers::kHistogramBins);
 
   // Adds one batch. `name` (the tensor's name) is used in error messages:
-  // empty tensors and NaN/Inf values are rejected.
+  // empty tensors, NaN/Inf values and ranges whose float32 width overflows
+  // (np.histogram fails on them) are rejected.
   absl::Status Update(absl::Span<const float> values, absl::string_view name);
   absl::Status Update(const Tensor& tensor, absl::string_view name);
 
@@ -43,8 +44,9 @@ class HistogramCollector {
 };
 
 // Merge rule above, exposed for tests: batches must be single histograms
-// with float32 edges.
-quantizers::Histogram MergeHistograms(
+// with float32 edges. An error when max - min of the edges overflows float32
+// (NumPy's arange cannot compute a length there; MCT raises).
+absl::StatusOr<quantizers::Histogram> MergeHistograms(
     const std::vector<quantizers::Histogram>& batches, int n_bins);
 
 // Checks values are finite; the error names the tensor and the first bad

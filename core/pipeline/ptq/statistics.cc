@@ -126,8 +126,12 @@ absl::StatusOr<StatisticsResult> CollectStatistics(
     s = SampleStats();  // free as we go
   }
   for (auto& [name, list] : batches) {
-    result.stats[name].histogram =
-        stats::MergeHistograms(list, quantizers::kHistogramBins);
+    auto merged = stats::MergeHistograms(list, quantizers::kHistogramBins);
+    if (!merged.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor '", name, "': ", merged.status().message()));
+    }
+    result.stats[name].histogram = *std::move(merged);
   }
   for (auto& [name, sum] : mean_sums) {
     for (double& v : sum) v /= mean_counts[name];

@@ -1,5 +1,8 @@
 // Statistics collectors against hand-derived NumPy/MCT semantics.
+#include <bit>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -51,32 +54,118 @@ TEST(HistogramCollectorTest, MergeInterpolatesShiftedBatch) {
   EXPECT_THAT(h->counts, ElementsAre(2, 2));
 }
 
-// MCT's merge grid as NumPy computes it (testdata/make_merge_grid.py):
-// length and edges bit-exact on random, exact-multiple and shifted ranges.
-TEST(HistogramCollectorTest, MergeGridEqualsNumpyOnEveryRange) {
+// The fixture's hash of a float64 array: sum of mix(bits[i]) * P^(i+1)
+// mod 2^64, mix = splitmix64's finalizer.
+std::string BitsHash(const std::vector<double>& values) {
+  uint64_t hash = 0, power = 1;
+  for (double v : values) {
+    uint64_t z = std::bit_cast<uint64_t>(v);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    power *= 0x100000001B3ull;
+    hash += z * power;
+  }
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016llx",
+                static_cast<unsigned long long>(hash));
+  return text;
+}
+
+nlohmann::json LoadMergeCases() {
   std::ifstream file(std::string(QUANTD_STATS_TESTDATA) + "/merge_grid.json");
-  ASSERT_TRUE(file.good());
-  const nlohmann::json data = nlohmann::json::parse(file);
+  return file.good() ? nlohmann::json::parse(file) : nlohmann::json();
+}
+
+// Length, every edge and every count bit-exact against MCT's own code.
+void ExpectEqualsMct(const quantizers::Histogram& merged,
+                     const nlohmann::json& c, const std::string& what) {
+  ASSERT_EQ(merged.edges.size(), c["length"].get<size_t>()) << what;
+  for (const auto& [index, edge] : c["edges_at"].items()) {
+    EXPECT_EQ(merged.edges[std::stoul(index)], edge.get<double>())
+        << "edge " << index << " of " << what;
+  }
+  for (const auto& [index, count] : c["counts_at"].items()) {
+    EXPECT_EQ(merged.counts[std::stoul(index)], count.get<double>())
+        << "count " << index << " of " << what;
+  }
+  EXPECT_EQ(BitsHash(merged.edges), c["edges_hash"].get<std::string>()) << what;
+  EXPECT_EQ(BitsHash(merged.counts), c["counts_hash"].get<std::string>())
+      << what;
+}
+
+// MCT 2.3.0's merge grid (testdata/make_merge_grid.py runs MCT's code) on
+// random, exact-multiple, shifted, straddling, tiny and huge ranges.
+TEST(HistogramCollectorTest, MergeGridEqualsMctOnEveryRange) {
+  const nlohmann::json data = LoadMergeCases();
+  ASSERT_FALSE(data.is_null());
   const int n_bins = data["n_bins"].get<int>();
   int cases = 0, with_2050 = 0;
-  for (const auto& c : data["cases"]) {
+  for (const auto& c : data["grid_cases"]) {
+    if (c.contains("error")) continue;
     quantizers::Histogram batch;
     batch.float32_edges = true;
     batch.edges = {c["min"].get<double>(), c["max"].get<double>()};
     batch.counts = {1};
-    const quantizers::Histogram merged = MergeHistograms({batch}, n_bins);
-    const size_t length = c["length"].get<size_t>();
-    ASSERT_EQ(merged.edges.size(), length)
-        << "range [" << c["min"] << ", " << c["max"] << "]";
-    for (const auto& [index, edge] : c["edges_at"].items()) {
-      EXPECT_EQ(merged.edges[std::stoul(index)], edge.get<double>())
-          << "edge " << index << " of [" << c["min"] << ", " << c["max"] << "]";
-    }
+    auto merged = MergeHistograms({batch}, n_bins);
+    ASSERT_TRUE(merged.ok()) << merged.status();
+    ExpectEqualsMct(*merged, c,
+                    c["kind"].get<std::string>() + " range [" +
+                        c["min"].dump() + ", " + c["max"].dump() + "]");
     ++cases;
-    with_2050 += length == 2050;
+    with_2050 += c["length"].get<int>() == 2050;
   }
-  EXPECT_EQ(cases, 800);
+  EXPECT_EQ(cases, 1900);
   EXPECT_GT(with_2050, 0);  // the cases that once came out as 2049
+}
+
+// Where MCT's np.arange cannot compute a length (max - min overflows float32)
+// the merge is an error, not a crash.
+TEST(HistogramCollectorTest, MergeOfRangeWiderThanFloat32IsAnError) {
+  const nlohmann::json data = LoadMergeCases();
+  ASSERT_FALSE(data.is_null());
+  int cases = 0;
+  for (const auto& c : data["grid_cases"]) {
+    if (!c.contains("error")) continue;
+    quantizers::Histogram batch;
+    batch.float32_edges = true;
+    batch.edges = {c["min"].get<double>(), c["max"].get<double>()};
+    batch.counts = {1};
+    auto merged = MergeHistograms({batch}, data["n_bins"].get<int>());
+    EXPECT_EQ(merged.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(merged.status().message(), HasSubstr("wider than float32"));
+    ++cases;
+  }
+  EXPECT_EQ(cases, 2);
+}
+
+// Shifted float32 batches through np.histogram and MCT's merge.
+TEST(HistogramCollectorTest, MergedBatchesEqualMct) {
+  const nlohmann::json data = LoadMergeCases();
+  ASSERT_FALSE(data.is_null());
+  int cases = 0;
+  for (const auto& c : data["batch_cases"]) {
+    HistogramCollector hc(data["n_bins"].get<int>());
+    for (const auto& batch : c["batches"]) {
+      std::vector<float> x;
+      for (const auto& v : batch)
+        x.push_back(static_cast<float>(v.get<double>()));
+      ASSERT_TRUE(hc.Update(x, "x").ok());
+    }
+    auto merged = hc.GetHistogram();
+    ASSERT_TRUE(merged.ok()) << merged.status();
+    ExpectEqualsMct(*merged, c, "batch case " + std::to_string(cases));
+    ++cases;
+  }
+  EXPECT_EQ(cases, 300);
+}
+
+TEST(HistogramCollectorTest, BatchWiderThanFloat32IsAnErrorNamingTheTensor) {
+  // np.histogram itself fails here: (x - min) * norm is inf * 0.
+  HistogramCollector hc;
+  absl::Status st = hc.Update(std::vector<float>{-3e38f, 0, 3e38f}, "wide");
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("'wide'"));
 }
 
 TEST(HistogramCollectorTest, NaNIsAnErrorNamingTheTensor) {
