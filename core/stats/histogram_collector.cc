@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/quantizers/internal/numpy_compat.h"
+#include "core/stats/batch_histogram.h"
 
 namespace quantd::stats {
 
@@ -40,29 +41,16 @@ HistogramCollector::HistogramCollector(int n_bins) : n_bins_(n_bins) {}
 
 absl::Status HistogramCollector::Update(absl::Span<const float> values,
                                         absl::string_view name) {
-  if (values.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("tensor '", name, "' is empty: no histogram"));
-  }
-  absl::Status finite = CheckFinite(values, name);
-  if (!finite.ok()) return finite;
-  auto [lo, hi] = std::minmax_element(values.begin(), values.end());
-  if (std::isinf(*hi - *lo)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("tensor '", name, "': range [", *lo, ", ", *hi,
-                     "] is wider than float32 allows; no histogram"));
-  }
-  quantizers::Histogram h;
-  h.float32_edges = true;
-  quantizers::internal::HistogramF32(values.data(),
-                                     static_cast<int64_t>(values.size()),
-                                     n_bins_, &h.edges, &h.counts);
-  batches_.push_back(std::move(h));
+  auto batch = HistogramOfBatch(values, n_bins_, name);
+  if (!batch.ok()) return batch.status();
+  batches_.push_back(std::move(batch->histogram));
   return absl::OkStatus();
 }
 
 absl::Status HistogramCollector::Update(const Tensor& tensor,
                                         absl::string_view name) {
+  if (tensor.dtype() == DType::kFloat)
+    return Update(tensor.span<float>(), name);
   auto values = TensorValues(tensor, name);
   if (!values.ok()) return values.status();
   return Update(*values, name);
@@ -74,6 +62,46 @@ absl::StatusOr<quantizers::Histogram> HistogramCollector::GetHistogram() const {
   }
   return MergeHistograms(batches_, n_bins_);
 }
+
+namespace {
+
+// np.interp(x, xp, fp) (quantizers::internal::Interp) for x and xp both
+// non-decreasing: the bracketing index j (the largest with xp[j] <= x[i]) by
+// one walk along xp instead of a binary search per point; the same
+// arithmetic per point.
+std::vector<double> InterpSorted(const std::vector<double>& x,
+                                 const std::vector<double>& xp,
+                                 const std::vector<double>& fp) {
+  const int64_t lenxp = static_cast<int64_t>(xp.size());
+  const double lval = fp.front(), rval = fp.back();
+  std::vector<double> res(x.size());
+  int64_t j = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double v = x[i];
+    if (v < xp[0]) {
+      res[i] = lval;
+      continue;
+    }
+    if (v > xp[lenxp - 1]) {
+      res[i] = rval;
+      continue;
+    }
+    while (j + 1 < lenxp && xp[j + 1] <= v) ++j;
+    if (j == lenxp - 1 || xp[j] == v) {
+      res[i] = fp[j];
+      continue;
+    }
+    const double slope = (fp[j + 1] - fp[j]) / (xp[j + 1] - xp[j]);
+    res[i] = slope * (v - xp[j]) + fp[j];
+    if (std::isnan(res[i])) {
+      res[i] = slope * (v - xp[j + 1]) + fp[j + 1];
+      if (std::isnan(res[i]) && fp[j] == fp[j + 1]) res[i] = fp[j];
+    }
+  }
+  return res;
+}
+
+}  // namespace
 
 absl::StatusOr<quantizers::Histogram> MergeHistograms(
     const std::vector<quantizers::Histogram>& batches, int n_bins) {
@@ -118,8 +146,7 @@ absl::StatusOr<quantizers::Histogram> MergeHistograms(
     std::vector<double> cum(b.counts.size() + 1, 0.0);
     for (size_t i = 0; i < b.counts.size(); ++i)
       cum[i + 1] = cum[i] + b.counts[i];
-    const std::vector<double> at =
-        quantizers::internal::Interp(out.edges, b.edges, cum);
+    const std::vector<double> at = InterpSorted(out.edges, b.edges, cum);
     for (size_t i = 0; i + 1 < at.size(); ++i)
       out.counts[i] += at[i + 1] - at[i];
   }

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/pipeline/job/parallel_samples.h"
+#include "core/stats/batch_histogram.h"
 #include "core/stats/channel_collectors.h"
 #include "core/stats/histogram_collector.h"
 #include "core/util/status_macros.h"
@@ -35,16 +36,14 @@ void Observe(const std::string& name, const Tensor& value,
   }
   if (value.num_elements() == 0) return;
   if (hist) {
-    stats::HistogramCollector collector;
-    absl::Status st = collector.Update(value, name);
-    if (!st.ok()) {
-      s->status = st;
+    auto batch = stats::HistogramOfBatch(value.span<float>(),
+                                         quantizers::kHistogramBins, name);
+    if (!batch.ok()) {
+      s->status = batch.status();
       return;
     }
-    s->histograms[name] = collector.batch(0);
-    auto v = value.span<float>();
-    auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-    s->min_max[name] = {*lo, *hi};
+    s->histograms[name] = std::move(batch->histogram);
+    s->min_max[name] = {batch->min, batch->max};
   }
   if (mean_it != request.mean_tensors.end()) {
     stats::MeanCollector mean(mean_it->second);
@@ -125,13 +124,27 @@ absl::StatusOr<StatisticsResult> CollectStatistics(
     result.non_float.insert(s.non_float.begin(), s.non_float.end());
     s = SampleStats();  // free as we go
   }
-  for (auto& [name, list] : batches) {
-    auto merged = stats::MergeHistograms(list, quantizers::kHistogramBins);
-    if (!merged.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("tensor '", name, "': ", merged.status().message()));
-    }
-    result.stats[name].histogram = *std::move(merged);
+  // Tensors merge independently: in parallel, each into its own slot.
+  std::vector<
+      std::pair<const std::string*, std::vector<quantizers::Histogram>*>>
+      lists;
+  for (auto& [name, list] : batches) lists.emplace_back(&name, &list);
+  std::vector<quantizers::Histogram> merged(lists.size());
+  RETURN_IF_ERROR(ParallelForSamples(
+      static_cast<int64_t>(lists.size()), pool, cancel, SampleProgress{},
+      [&](int64_t t) -> absl::Status {
+        auto m = stats::MergeHistograms(*lists[t].second,
+                                        quantizers::kHistogramBins);
+        if (!m.ok()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "tensor '", *lists[t].first, "': ", m.status().message()));
+        }
+        merged[t] = *std::move(m);
+        lists[t].second->clear();  // free as we go
+        return absl::OkStatus();
+      }));
+  for (size_t t = 0; t < lists.size(); ++t) {
+    result.stats[*lists[t].first].histogram = std::move(merged[t]);
   }
   for (auto& [name, sum] : mean_sums) {
     for (double& v : sum) v /= mean_counts[name];

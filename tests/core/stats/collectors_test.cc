@@ -1,13 +1,18 @@
 // Statistics collectors against hand-derived NumPy/MCT semantics.
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "core/graph/tensor.h"
+#include "core/quantizers/internal/numpy_compat.h"
+#include "core/stats/batch_histogram.h"
 #include "core/stats/channel_collectors.h"
 #include "core/stats/histogram_collector.h"
 #include "gmock/gmock.h"
@@ -157,7 +162,7 @@ TEST(HistogramCollectorTest, MergedBatchesEqualMct) {
     ExpectEqualsMct(*merged, c, "batch case " + std::to_string(cases));
     ++cases;
   }
-  EXPECT_EQ(cases, 300);
+  EXPECT_EQ(cases, 400);
 }
 
 TEST(HistogramCollectorTest, BatchWiderThanFloat32IsAnErrorNamingTheTensor) {
@@ -166,6 +171,73 @@ TEST(HistogramCollectorTest, BatchWiderThanFloat32IsAnErrorNamingTheTensor) {
   absl::Status st = hc.Update(std::vector<float>{-3e38f, 0, 3e38f}, "wide");
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(st.message(), HasSubstr("'wide'"));
+}
+
+// Bits of a float, so that -0 and +0 differ.
+uint32_t Bits(float v) { return std::bit_cast<uint32_t>(v); }
+
+// Batches for the fast path: lengths around the vector widths, ReLU-like
+// zeros of both signs, all-non-positive, constant and few-ulp batches.
+std::vector<std::vector<float>> RandomBatches() {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  std::vector<std::vector<float>> out;
+  for (int k = 0; k < 400; ++k) {
+    const int n = k < 100 ? k + 1 : static_cast<int>(rng() % 5000) + 1;
+    std::vector<float> x(n);
+    const float scale = std::pow(10.0f, static_cast<float>(rng() % 9) - 4);
+    for (float& v : x) v = normal(rng) * scale;
+    switch (k % 6) {
+      case 1:  // ReLU, a few negative zeros
+        for (float& v : x) v = v < 0 ? (rng() % 7 == 0 ? -0.0f : 0.0f) : v;
+        break;
+      case 2:  // max is a zero of either sign
+        for (float& v : x) v = v > 0 ? (rng() % 2 ? -0.0f : 0.0f) : v;
+        break;
+      case 3:  // constant
+        for (float& v : x) v = x[0];
+        break;
+      case 4:  // a few ulps wide, down to denormals
+        for (float& v : x) {
+          v = std::ldexp(1.0f, -140 + static_cast<int>(k % 200));
+          for (int u = static_cast<int>(rng() % 4); u > 0; --u)
+            v = std::nextafter(v, 1.0f);
+        }
+        break;
+      default:
+        break;
+    }
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+// The observer's two-pass AVX2 histogram against the scalar reference
+// (quantizers::internal::HistogramF32) and std::minmax_element, bit for bit.
+TEST(HistogramOfBatchTest, EqualsReferenceBitForBit) {
+  for (const std::vector<float>& x : RandomBatches()) {
+    auto fast = HistogramOfBatch(x, quantizers::kHistogramBins, "x");
+    ASSERT_TRUE(fast.ok()) << fast.status();
+    std::vector<double> edges, counts;
+    quantizers::internal::HistogramF32(x.data(), static_cast<int64_t>(x.size()),
+                                       quantizers::kHistogramBins, &edges,
+                                       &counts);
+    ASSERT_EQ(BitsHash(fast->histogram.edges), BitsHash(edges))
+        << x.size() << " values from " << x[0];
+    ASSERT_EQ(BitsHash(fast->histogram.counts), BitsHash(counts))
+        << x.size() << " values from " << x[0];
+    auto [lo, hi] = std::minmax_element(x.begin(), x.end());
+    EXPECT_EQ(Bits(fast->min), Bits(*lo));
+    EXPECT_EQ(Bits(fast->max), Bits(*hi));
+  }
+}
+
+TEST(HistogramOfBatchTest, InfIsAnErrorNamingTheElement) {
+  std::vector<float> x(40, 1.0f);
+  x[33] = -std::numeric_limits<float>::infinity();
+  auto h = HistogramOfBatch(x, quantizers::kHistogramBins, "t");
+  EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(h.status().message(), HasSubstr("Inf at element 33"));
 }
 
 TEST(HistogramCollectorTest, NaNIsAnErrorNamingTheTensor) {
@@ -190,6 +262,37 @@ TEST(MeanCollectorTest, MeanOfBatchMeansPerChannel) {
   ASSERT_TRUE(
       mc.Update(Tensor::FromVector<float>({5, 6, 7, 8}, {2, 2}), "x").ok());
   EXPECT_THAT(mc.mean(), ElementsAre(4, 5));
+}
+
+TEST(MeanCollectorTest, EveryChannelSumsInOrderInFloat64) {
+  // [2, 13, 37] on axis 1: 13 channels (a block of 8, then 5 alone). The
+  // reference: each channel's row summed sequentially in float64, the
+  // collector's order before it interleaved channels.
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1e4f, 1e4f);
+  std::vector<float> x(2 * 13 * 37);
+  for (float& v : x) v = u(rng);
+  MeanCollector mc(1);
+  ASSERT_TRUE(mc.Update(Tensor::FromVector<float>(x, {2, 13, 37}), "x").ok());
+  std::vector<double> expected(13, 0.0);
+  for (int o = 0; o < 2; ++o) {
+    for (int c = 0; c < 13; ++c) {
+      double s = 0;
+      for (int i = 0; i < 37; ++i) s += x[(o * 13 + c) * 37 + i];
+      expected[c] += s;
+    }
+  }
+  for (double& e : expected) e /= 74.0;
+  EXPECT_EQ(mc.mean(), expected);
+}
+
+TEST(MeanCollectorTest, NaNIsAnErrorNamingTheElement) {
+  std::vector<float> x(2 * 9 * 5, 1.0f);
+  x[52] = std::nanf("");
+  MeanCollector mc(1);
+  absl::Status st = mc.Update(Tensor::FromVector<float>(x, {2, 9, 5}), "m");
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("'m': NaN at element 52"));
 }
 
 TEST(MinMaxPerChannelCollectorTest, TracksEveryChannel) {

@@ -19,7 +19,8 @@ Two kinds of cases:
   either way, ranges straddling zero, tiny ranges (a few ulps, denormals),
   huge ranges, and ranges whose float32 width overflows (MCT raises).
 * batches: 2-5 float32 batches with shifted ranges through np.histogram and
-  the merge; the counts are checked too.
+  the merge, and 1-3 batches a few ulps wide (down to denormals, where
+  np.histogram's index arithmetic turns float64); the counts are checked too.
 Every edge and count is pinned by a 64-bit hash of the float64 bit patterns
 (sum of mix(bits[i]) * P^(i+1) mod 2^64, mix = splitmix64's finalizer), plus
 a few values in clear.
@@ -155,6 +156,20 @@ def batch_cases(rng):
             mct_update(histograms, x)
             batches.append([float(v) for v in x])
         c = result("batches", histograms)
+        c["batches"] = batches
+        cases.append(c)
+    for _ in range(100):  # a few ulps wide: np.histogram's norm >= 3.4e38
+        histograms, batches = [], []
+        lo = np.float32(10.0 ** rng.uniform(-45, 5) * rng.choice([-1, 1]))
+        for _ in range(int(rng.integers(1, 4))):
+            x = np.full(int(rng.integers(1, 24)), lo, dtype=np.float32)
+            for i in range(len(x)):
+                for _ in range(int(rng.integers(0, 6))):
+                    x[i] = np.nextafter(x[i], np.float32(np.inf))
+            with np.errstate(all="ignore"):
+                mct_update(histograms, x)
+            batches.append([float(v) for v in x])
+        c = result("tiny_batches", histograms)
         c["batches"] = batches
         cases.append(c)
     return cases
