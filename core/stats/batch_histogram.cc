@@ -2,6 +2,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/quantizers/internal/numpy_compat.h"
 #include "core/stats/histogram_collector.h"
+#include "core/util/status_macros.h"
 
 namespace quantd::stats {
 namespace {
@@ -59,6 +61,13 @@ __attribute__((target("avx2"))) MinMax MinMaxAvx2(const float* x, int64_t n) {
 
 const bool kHaveAvx2 = __builtin_cpu_supports("avx2");
 
+// _get_outer_edges' ends to np.linspace in float64, cast to float32.
+std::vector<float> Float32Edges(double first, double last, int n_bins) {
+  const std::vector<double> lin =
+      quantizers::internal::Linspace(first, last, n_bins + 1);
+  return std::vector<float>(lin.begin(), lin.end());
+}
+
 // NumPy 1.24's _histogram: f = (x - first) * norm with norm a float64
 // scalar; value-based casting keeps the product float32 when |norm| < 3.4e38
 // (min_scalar_type), else float64. Then the +-1 corrections against the
@@ -88,17 +97,14 @@ void CountScalar(const float* x, int64_t n, const Binning& b, uint32_t* t) {
   for (int64_t i = 0; i < n; ++i) ++t[(i & 3) * b.n_bins + b.Bin(x[i])];
 }
 
-__attribute__((target("avx2"))) void CountAvx2(const float* x, int64_t n,
-                                               const Binning& b, uint32_t* t) {
-  const __m256 first = _mm256_set1_ps(b.first);
-  const __m256 norm = _mm256_set1_ps(static_cast<float>(b.norm));
-  const __m256i top = _mm256_set1_epi32(b.n_bins);
-  const __m256i last = _mm256_set1_epi32(b.n_bins - 1);
-  const uint32_t n_bins = static_cast<uint32_t>(b.n_bins);
-  // Eight lanes equal to the minimum (ReLU zeros) count at once.
+// Eight values equal to `run_value` (ReLU zeros) count at once; the others
+// one by one as above (AVX2 gathers of the edges were slower than scalar
+// loads on this project's machine).
+__attribute__((target("avx2"))) void CountRunsAvx2(const float* x, int64_t n,
+                                                   const Binning& b,
+                                                   uint32_t* t) {
   const __m256 run = _mm256_set1_ps(b.run_value);
   const int64_t run_bin = b.Bin(b.run_value);
-  alignas(32) int32_t ix[8];
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m256 v = _mm256_loadu_ps(x + i);
@@ -106,19 +112,9 @@ __attribute__((target("avx2"))) void CountAvx2(const float* x, int64_t n,
       t[run_bin] += 8;
       continue;
     }
-    __m256i idx =
-        _mm256_cvttps_epi32(_mm256_mul_ps(_mm256_sub_ps(v, first), norm));
-    idx = _mm256_add_epi32(idx, _mm256_cmpeq_epi32(idx, top));  // -1
-    const __m256 lo = _mm256_i32gather_ps(b.edges, idx, 4);
-    idx = _mm256_add_epi32(
-        idx, _mm256_castps_si256(_mm256_cmp_ps(v, lo, _CMP_LT_OQ)));
-    const __m256 hi = _mm256_i32gather_ps(b.edges + 1, idx, 4);
-    const __m256i up = _mm256_andnot_si256(
-        _mm256_cmpeq_epi32(idx, last),
-        _mm256_castps_si256(_mm256_cmp_ps(v, hi, _CMP_GE_OQ)));
-    idx = _mm256_sub_epi32(idx, up);  // +1
-    _mm256_store_si256(reinterpret_cast<__m256i*>(ix), idx);
-    for (uint32_t l = 0; l < 8; ++l) ++t[(l & 3) * n_bins + ix[l]];
+    for (int64_t l = 0; l < 8; ++l) {
+      ++t[(l & 3) * b.n_bins + b.Bin(x[i + l])];
+    }
   }
   CountScalar(x + i, n - i, b, t);
 }
@@ -167,29 +163,60 @@ absl::StatusOr<BatchHistogram> HistogramOfBatch(absl::Span<const float> values,
     first -= 0.5;
     last += 0.5;
   }
-  const std::vector<double> lin =
-      quantizers::internal::Linspace(first, last, n_bins + 1);
-  std::vector<float> edges(n_bins + 1);
-  for (int i = 0; i <= n_bins; ++i) edges[i] = static_cast<float>(lin[i]);
+  out.first = first;
+  out.last = last;
+  const std::vector<float> edges = Float32Edges(first, last, n_bins);
   const float first32 = static_cast<float>(first);
   const float last32 = static_cast<float>(last);
   const double norm = n_bins / static_cast<double>(last32 - first32);
   const Binning binning{
       edges.data(), n_bins, first32, norm, norm > -3.4e38 && norm < 3.4e38,
       first_min};
+  // Counts below 2^32: a tensor holds at most max_tensor_bytes (4 GiB).
   std::vector<uint32_t> tables(4 * static_cast<size_t>(n_bins), 0);
-  if (kHaveAvx2 && binning.f32) {
-    CountAvx2(x, n, binning, tables.data());
+  if (kHaveAvx2) {
+    CountRunsAvx2(x, n, binning, tables.data());
   } else {
     CountScalar(x, n, binning, tables.data());
   }
-  quantizers::Histogram& h = out.histogram;
-  h.float32_edges = true;
-  h.edges.assign(edges.begin(), edges.end());
-  h.counts.resize(n_bins);
+  out.counts.resize(n_bins);
   for (int i = 0; i < n_bins; ++i) {
-    h.counts[i] = static_cast<double>(tables[i]) + tables[n_bins + i] +
-                  tables[2 * n_bins + i] + tables[3 * n_bins + i];
+    out.counts[i] = tables[i] + tables[n_bins + i] + tables[2 * n_bins + i] +
+                    tables[3 * n_bins + i];
+  }
+  return out;
+}
+
+std::vector<double> BatchHistogram::Edges() const {
+  const std::vector<float> e =
+      Float32Edges(first, last, static_cast<int>(counts.size()));
+  return std::vector<double>(e.begin(), e.end());
+}
+
+quantizers::Histogram BatchHistogram::ToHistogram() const {
+  quantizers::Histogram h;
+  h.float32_edges = true;
+  h.edges = Edges();
+  h.counts.assign(counts.begin(), counts.end());
+  return h;
+}
+
+absl::StatusOr<quantizers::Histogram> MergeBatches(
+    const std::vector<BatchHistogram>& batches, int n_bins) {
+  if (batches.empty())
+    return absl::FailedPreconditionError("no batch to merge");
+  // The grid's ends: the float32 end edges of every batch.
+  float mn = static_cast<float>(batches[0].first);
+  float mx = static_cast<float>(batches[0].last);
+  for (const BatchHistogram& b : batches) {
+    mn = std::min(mn, static_cast<float>(b.first));
+    mx = std::max(mx, static_cast<float>(b.last));
+  }
+  ASSIGN_OR_RETURN(quantizers::Histogram out, MergeGrid(mn, mx, n_bins));
+  std::vector<double> counts;
+  for (const BatchHistogram& b : batches) {
+    counts.assign(b.counts.begin(), b.counts.end());
+    AddInterpolated(b.Edges(), counts, &out);
   }
   return out;
 }

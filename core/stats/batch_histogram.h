@@ -2,10 +2,12 @@
 // calibration observer's hot loop. Same bytes as the reference
 // quantizers::internal::HistogramF32 (NumPy 1.24's _histogram fast path), in
 // two passes over the caller's values and no copy: min/max with the
-// finiteness check, then the binning (AVX2 where the CPU has it; the scalar
-// loop otherwise, with the same float32 arithmetic).
+// finiteness check (AVX2 where the CPU has it), then the binning.
 #ifndef QUANTD_CORE_STATS_BATCH_HISTOGRAM_H_
 #define QUANTD_CORE_STATS_BATCH_HISTOGRAM_H_
+
+#include <cstdint>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -14,12 +16,19 @@
 
 namespace quantd::stats {
 
+// Stored compactly (calibration keeps one per tensor and sample until the
+// merge): the float32 edges are float32(np.linspace(first, last, n_bins+1)),
+// rebuilt by Edges().
 struct BatchHistogram {
-  quantizers::Histogram histogram;  // float32 edges, integer counts
+  double first = 0, last = 0;    // linspace ends (min/max, or -/+ 0.5)
+  std::vector<uint32_t> counts;  // n_bins
   // The batch's min and max as std::minmax_element reports them (first
   // minimum, last maximum); they can differ from the end edges only in the
   // sign of a zero.
   float min = 0, max = 0;
+
+  std::vector<double> Edges() const;
+  quantizers::Histogram ToHistogram() const;  // float32 edges
 };
 
 // Errors name the tensor `name`: empty batch, NaN/Inf (the first bad
@@ -27,6 +36,10 @@ struct BatchHistogram {
 absl::StatusOr<BatchHistogram> HistogramOfBatch(absl::Span<const float> values,
                                                 int n_bins,
                                                 absl::string_view name);
+
+// MergeHistograms (histogram_collector.h) of compact batches, same bytes.
+absl::StatusOr<quantizers::Histogram> MergeBatches(
+    const std::vector<BatchHistogram>& batches, int n_bins);
 
 }  // namespace quantd::stats
 

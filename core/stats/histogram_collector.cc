@@ -43,7 +43,7 @@ absl::Status HistogramCollector::Update(absl::Span<const float> values,
                                         absl::string_view name) {
   auto batch = HistogramOfBatch(values, n_bins_, name);
   if (!batch.ok()) return batch.status();
-  batches_.push_back(std::move(batch->histogram));
+  batches_.push_back(batch->ToHistogram());
   return absl::OkStatus();
 }
 
@@ -103,26 +103,14 @@ std::vector<double> InterpSorted(const std::vector<double>& x,
 
 }  // namespace
 
-absl::StatusOr<quantizers::Histogram> MergeHistograms(
-    const std::vector<quantizers::Histogram>& batches, int n_bins) {
-  if (batches.empty())
-    return absl::FailedPreconditionError("no batch to merge");
-  // Float32 scalars throughout, as NumPy computes them from float32 edges.
-  float mn = static_cast<float>(batches[0].edges.front());
-  float mx = static_cast<float>(batches[0].edges.back());
-  for (const auto& b : batches) {
-    for (double e : b.edges) {
-      mn = std::min(mn, static_cast<float>(e));
-      mx = std::max(mx, static_cast<float>(e));
-    }
-  }
+absl::StatusOr<quantizers::Histogram> MergeGrid(float mn, float mx,
+                                                int n_bins) {
   // max - min is a float32 subtraction (NumPy scalars), its quotient by
   // n_bins float64. The grid is np.arange of float64 scalars (NumPy 1.24's
   // PyArray_ArangeObj): length ceil((stop - start) / w), edge 0 = start,
   // edge 1 = start + w, then DOUBLE_fill: start + i * ((start + w) - start).
   // Subtracting in float64 gave 2049 edges where MCT has 2050 in ~1 case of
-  // 5; edge 1 as start + delta differed where |start| << w
-  // (tests/core/stats/testdata/make_merge_grid.py runs MCT's code).
+  // 5 (tests/core/stats/testdata/make_merge_grid.py runs MCT's code).
   const float width = mx - mn;
   if (!std::isfinite(width) || !(width > 0)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -142,15 +130,38 @@ absl::StatusOr<quantizers::Histogram> MergeHistograms(
     out.edges[i] = start + static_cast<double>(i) * delta;
   }
   out.counts.assign(out.edges.size() - 1, 0.0);
-  for (const auto& b : batches) {
-    std::vector<double> cum(b.counts.size() + 1, 0.0);
-    for (size_t i = 0; i < b.counts.size(); ++i)
-      cum[i + 1] = cum[i] + b.counts[i];
-    const std::vector<double> at = InterpSorted(out.edges, b.edges, cum);
-    for (size_t i = 0; i + 1 < at.size(); ++i)
-      out.counts[i] += at[i + 1] - at[i];
-  }
   out.float32_edges = false;
+  return out;
+}
+
+void AddInterpolated(const std::vector<double>& edges,
+                     const std::vector<double>& counts,
+                     quantizers::Histogram* merged) {
+  std::vector<double> cum(counts.size() + 1, 0.0);
+  for (size_t i = 0; i < counts.size(); ++i) cum[i + 1] = cum[i] + counts[i];
+  const std::vector<double> at = InterpSorted(merged->edges, edges, cum);
+  for (size_t i = 0; i + 1 < at.size(); ++i) {
+    merged->counts[i] += at[i + 1] - at[i];
+  }
+}
+
+absl::StatusOr<quantizers::Histogram> MergeHistograms(
+    const std::vector<quantizers::Histogram>& batches, int n_bins) {
+  if (batches.empty()) {
+    return absl::FailedPreconditionError("no batch to merge");
+  }
+  // Float32 scalars throughout, as NumPy computes them from float32 edges.
+  float mn = static_cast<float>(batches[0].edges.front());
+  float mx = static_cast<float>(batches[0].edges.back());
+  for (const auto& b : batches) {
+    for (double e : b.edges) {
+      mn = std::min(mn, static_cast<float>(e));
+      mx = std::max(mx, static_cast<float>(e));
+    }
+  }
+  auto out = MergeGrid(mn, mx, n_bins);
+  if (!out.ok()) return out.status();
+  for (const auto& b : batches) AddInterpolated(b.edges, b.counts, &*out);
   return out;
 }
 

@@ -49,6 +49,15 @@ class HistogramCollector {
 absl::StatusOr<quantizers::Histogram> MergeHistograms(
     const std::vector<quantizers::Histogram>& batches, int n_bins);
 
+// The merge in two steps, for MergeBatches (batch_histogram.h): the grid
+// from the float32 min and max of every batch's edges, with zero counts (an
+// error when max - min overflows float32); then one batch's counts,
+// interpolated onto it and added.
+absl::StatusOr<quantizers::Histogram> MergeGrid(float mn, float mx, int n_bins);
+void AddInterpolated(const std::vector<double>& edges,
+                     const std::vector<double>& counts,
+                     quantizers::Histogram* merged);
+
 // Checks values are finite; the error names the tensor and the first bad
 // element.
 absl::Status CheckFinite(absl::Span<const float> values,

@@ -15,8 +15,7 @@ namespace {
 
 struct SampleStats {
   absl::Status status;
-  std::map<std::string, quantizers::Histogram> histograms;
-  std::map<std::string, std::pair<double, double>> min_max;
+  std::map<std::string, stats::BatchHistogram> histograms;
   std::map<std::string, std::vector<double>> means;
   std::map<std::string, std::vector<int64_t>> shapes;
   std::set<std::string> non_float;
@@ -42,8 +41,7 @@ void Observe(const std::string& name, const Tensor& value,
       s->status = batch.status();
       return;
     }
-    s->histograms[name] = std::move(batch->histogram);
-    s->min_max[name] = {batch->min, batch->max};
+    s->histograms[name] = *std::move(batch);
   }
   if (mean_it != request.mean_tensors.end()) {
     stats::MeanCollector mean(mean_it->second);
@@ -93,14 +91,14 @@ absl::StatusOr<StatisticsResult> CollectStatistics(
   // average with equal weight per sample.
   StatisticsResult result;
   if (n > 0) result.shapes = std::move(per_sample[0].shapes);
-  std::map<std::string, std::vector<quantizers::Histogram>> batches;
+  std::map<std::string, std::vector<stats::BatchHistogram>> batches;
   std::map<std::string, std::vector<double>> mean_sums;
   std::map<std::string, int> mean_counts;
   for (int64_t i = 0; i < n; ++i) {
     SampleStats& s = per_sample[i];
     for (auto& [name, h] : s.histograms) {
+      const double lo = h.min, hi = h.max;
       batches[name].push_back(std::move(h));
-      auto [lo, hi] = s.min_max[name];
       auto it = result.stats.find(name);
       if (it == result.stats.end()) {
         TensorStats& ts = result.stats[name];
@@ -126,15 +124,15 @@ absl::StatusOr<StatisticsResult> CollectStatistics(
   }
   // Tensors merge independently: in parallel, each into its own slot.
   std::vector<
-      std::pair<const std::string*, std::vector<quantizers::Histogram>*>>
+      std::pair<const std::string*, std::vector<stats::BatchHistogram>*>>
       lists;
   for (auto& [name, list] : batches) lists.emplace_back(&name, &list);
   std::vector<quantizers::Histogram> merged(lists.size());
   RETURN_IF_ERROR(ParallelForSamples(
       static_cast<int64_t>(lists.size()), pool, cancel, SampleProgress{},
       [&](int64_t t) -> absl::Status {
-        auto m = stats::MergeHistograms(*lists[t].second,
-                                        quantizers::kHistogramBins);
+        auto m =
+            stats::MergeBatches(*lists[t].second, quantizers::kHistogramBins);
         if (!m.ok()) {
           return absl::InvalidArgumentError(absl::StrCat(
               "tensor '", *lists[t].first, "': ", m.status().message()));

@@ -160,6 +160,19 @@ TEST(HistogramCollectorTest, MergedBatchesEqualMct) {
     auto merged = hc.GetHistogram();
     ASSERT_TRUE(merged.ok()) << merged.status();
     ExpectEqualsMct(*merged, c, "batch case " + std::to_string(cases));
+    // The calibration's path: compact batches, MergeBatches.
+    std::vector<BatchHistogram> compact;
+    for (const auto& batch : c["batches"]) {
+      std::vector<float> x;
+      for (const auto& v : batch) x.push_back(v.get<float>());
+      auto b = HistogramOfBatch(x, data["n_bins"].get<int>(), "x");
+      ASSERT_TRUE(b.ok()) << b.status();
+      compact.push_back(*std::move(b));
+    }
+    auto merged_compact = MergeBatches(compact, data["n_bins"].get<int>());
+    ASSERT_TRUE(merged_compact.ok()) << merged_compact.status();
+    ExpectEqualsMct(*merged_compact, c,
+                    "compact batch case " + std::to_string(cases));
     ++cases;
   }
   EXPECT_EQ(cases, 400);
@@ -222,9 +235,10 @@ TEST(HistogramOfBatchTest, EqualsReferenceBitForBit) {
     quantizers::internal::HistogramF32(x.data(), static_cast<int64_t>(x.size()),
                                        quantizers::kHistogramBins, &edges,
                                        &counts);
-    ASSERT_EQ(BitsHash(fast->histogram.edges), BitsHash(edges))
+    const quantizers::Histogram h = fast->ToHistogram();
+    ASSERT_EQ(BitsHash(h.edges), BitsHash(edges))
         << x.size() << " values from " << x[0];
-    ASSERT_EQ(BitsHash(fast->histogram.counts), BitsHash(counts))
+    ASSERT_EQ(BitsHash(h.counts), BitsHash(counts))
         << x.size() << " values from " << x[0];
     auto [lo, hi] = std::minmax_element(x.begin(), x.end());
     EXPECT_EQ(Bits(fast->min), Bits(*lo));
