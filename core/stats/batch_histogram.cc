@@ -78,7 +78,7 @@ struct Binning {
   float first;
   double norm;
   bool f32;
-  float run_value;  // any value of the batch
+  float low, high;  // the batch's min and max
 
   int64_t Bin(float v) const {
     int64_t idx =
@@ -97,19 +97,24 @@ void CountScalar(const float* x, int64_t n, const Binning& b, uint32_t* t) {
   for (int64_t i = 0; i < n; ++i) ++t[(i & 3) * b.n_bins + b.Bin(x[i])];
 }
 
-// Eight values equal to `run_value` (ReLU zeros) count at once; the others
-// one by one as above (AVX2 gathers of the edges were slower than scalar
-// loads on this project's machine).
+// Eight values each equal to the batch's min or max (ReLU zeros, ReLU6
+// sixes) count at once; the others one by one as above (AVX2 gathers of the
+// edges were slower than scalar loads on this project's machine).
 __attribute__((target("avx2"))) void CountRunsAvx2(const float* x, int64_t n,
                                                    const Binning& b,
                                                    uint32_t* t) {
-  const __m256 run = _mm256_set1_ps(b.run_value);
-  const int64_t run_bin = b.Bin(b.run_value);
+  const __m256 low = _mm256_set1_ps(b.low), high = _mm256_set1_ps(b.high);
+  const int64_t low_bin = b.Bin(b.low), high_bin = b.Bin(b.high);
+  const bool two = b.low != b.high;  // else a value would count twice
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m256 v = _mm256_loadu_ps(x + i);
-    if (_mm256_movemask_ps(_mm256_cmp_ps(v, run, _CMP_EQ_OQ)) == 0xFF) {
-      t[run_bin] += 8;
+    const int at_low = _mm256_movemask_ps(_mm256_cmp_ps(v, low, _CMP_EQ_OQ));
+    const int at_high =
+        two ? _mm256_movemask_ps(_mm256_cmp_ps(v, high, _CMP_EQ_OQ)) : 0;
+    if ((at_low | at_high) == 0xFF) {
+      t[low_bin] += __builtin_popcount(at_low);
+      t[high_bin] += __builtin_popcount(at_high);
       continue;
     }
     for (int64_t l = 0; l < 8; ++l) {
@@ -170,8 +175,8 @@ absl::StatusOr<BatchHistogram> HistogramOfBatch(absl::Span<const float> values,
   const float last32 = static_cast<float>(last);
   const double norm = n_bins / static_cast<double>(last32 - first32);
   const Binning binning{
-      edges.data(), n_bins, first32, norm, norm > -3.4e38 && norm < 3.4e38,
-      first_min};
+      edges.data(), n_bins,   first32, norm, norm > -3.4e38 && norm < 3.4e38,
+      first_min,    first_max};
   // Counts below 2^32: a tensor holds at most max_tensor_bytes (4 GiB).
   std::vector<uint32_t> tables(4 * static_cast<size_t>(n_bins), 0);
   if (kHaveAvx2) {

@@ -190,7 +190,8 @@ TEST(HistogramCollectorTest, BatchWiderThanFloat32IsAnErrorNamingTheTensor) {
 uint32_t Bits(float v) { return std::bit_cast<uint32_t>(v); }
 
 // Batches for the fast path: lengths around the vector widths, ReLU-like
-// zeros of both signs, all-non-positive, constant and few-ulp batches.
+// zeros of both signs, all-non-positive, constant, few-ulp and clipped
+// batches.
 std::vector<std::vector<float>> RandomBatches() {
   std::mt19937 rng(7);
   std::normal_distribution<float> normal;
@@ -216,6 +217,9 @@ std::vector<std::vector<float>> RandomBatches() {
           for (int u = static_cast<int>(rng() % 4); u > 0; --u)
             v = std::nextafter(v, 1.0f);
         }
+        break;
+      case 5:  // ReLU6-like: runs mixing the min and the max
+        for (float& v : x) v = std::clamp(v, 0.0f, 0.1f * scale);
         break;
       default:
         break;
