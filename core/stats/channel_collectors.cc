@@ -148,6 +148,8 @@ __attribute__((target("avx2"))) void AddChannelSumsAvx2(const float* p,
     }
     for (int k = 0; k < 8; ++k) sums[c + k] += acc[k];
   }
+  // Clean upper halves before non-VEX code (batch_histogram.cc, MinMaxAvx2).
+  _mm256_zeroupper();
   AddChannelSumsScalar(p + c * inner, count - c, inner, sums + c);
 }
 
