@@ -1,4 +1,5 @@
-// ptq_bench [--threads N] [--models DIR] [--samples DIR] [--mobilenet FILE]:
+// ptq_bench [--threads N] [--models DIR] [--samples DIR] [--mobilenet FILE]
+// [--only MODEL]:
 // time of the whole PTQ job (W8A8, imx500@4.1 default TPC) per model and per
 // stage, for the bundled example CNN, the real models of
 // scripts/fetch_models.sh when they are present (.cache/models,
@@ -6,14 +7,18 @@
 // untrained weights: timing only). Prints one table row per model and stage,
 // and the share of the job each stage takes. MobileNetV2 runs twice: the
 // report on the default 16 samples and on all 64 (report_samples = -1, the
-// behaviour before session 5); the ratio is printed.
+// behaviour before session 5); the ratio is printed. Its first run also
+// times a plain float pass over the same samples and prints what the
+// calibrate stage's observers cost as a share of it (observer_cost.h).
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "bench/ptq/observer_cost.h"
 #include "core/graph/onnx_export.h"
 #include "core/graph/onnx_import.h"
 #include "core/io/file_util.h"
@@ -84,6 +89,32 @@ bool LoadRandomInputs(const std::string& path, const std::string& name,
   return true;
 }
 
+// FNV-1a of the output model: a change in any byte shows.
+uint64_t Fnv1a(const std::string& bytes) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char b : bytes) h = (h ^ b) * 0x100000001b3ull;
+  return h;
+}
+
+// Calibrate stage vs a plain float pass (wall and process CPU seconds).
+void PrintObserverCost(const std::string& name,
+                       const quantd::bench::StageRecorder& stages,
+                       quantd::ThreadPool* pool) {
+  auto pass = quantd::bench::TimeFloatPass(stages.input(), pool);
+  if (!pass.ok()) {
+    std::printf("%-16s float pass failed: %s\n", name.c_str(),
+                pass.status().ToString().c_str());
+    return;
+  }
+  const quantd::bench::Seconds cal = stages.Stage("calibrate");
+  std::printf(
+      "%-16s calibrate %.3f s (cpu %.3f s) vs float pass %.3f s (cpu %.3f "
+      "s): observers %.0f%% of the pass (cpu %.0f%%)\n",
+      name.c_str(), cal.wall, cal.cpu, pass->wall, pass->cpu,
+      100 * (cal.wall - pass->wall) / pass->wall,
+      100 * (cal.cpu - pass->cpu) / pass->cpu);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -94,6 +125,7 @@ int main(int argc, char** argv) {
   std::string models = root + "/models", samples = root + "/samples";
   std::string tpc = "imx500@4.1";
   std::string mobilenet = "../shared/fixtures/bench-models/mobilenet_v2.onnx";
+  std::string only;  // run this model only
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--threads") absl::SimpleAtoi(argv[i + 1], &threads);
@@ -101,6 +133,7 @@ int main(int argc, char** argv) {
     if (a == "--samples") samples = argv[i + 1];
     if (a == "--tpc") tpc = argv[i + 1];
     if (a == "--mobilenet") mobilenet = argv[i + 1];
+    if (a == "--only") only = argv[i + 1];
   }
   std::vector<Case> cases;
   Case example{"example_cnn", *quantd::ExportOnnx(quantd::MakeExampleCnn()),
@@ -125,6 +158,7 @@ int main(int argc, char** argv) {
   std::vector<double> mobilenet_seconds;
   for (size_t ci = 0; ci < cases.size(); ++ci) {
     const Case& c = cases[ci];
+    if (!only.empty() && c.name != only) continue;
     quantd::v1::QuantizeRequest r;
     r.set_report_samples(report_samples[ci]);
     r.set_onnx_model(c.model_bytes);
@@ -133,6 +167,13 @@ int main(int argc, char** argv) {
     quantd::JobContext ctx;
     ctx.registry = &registry;
     ctx.pool = &pool;
+    quantd::bench::StageRecorder stages;
+    const bool observer_cost =
+        c.name == "mobilenet_v2" && mobilenet_seconds.empty();
+    if (observer_cost) {
+      ctx.on_stage_start = stages.OnStageStart();
+      ctx.on_preflight = stages.OnPreflight();
+    }
     auto t0 = std::chrono::steady_clock::now();
     auto result = quantd::RunQuantizeJob(r, ctx);
     const double wall =
@@ -151,11 +192,13 @@ int main(int argc, char** argv) {
     }
     std::printf(
         "%-16s %-10s %10.3f (%zu calibration samples, report on %s, SQNR "
-        "%.2f dB)\n",
+        "%.2f dB, QDQ model %016llx)\n",
         c.name.c_str(), "TOTAL", wall, c.calib.size(),
         report_samples[ci] < 0 ? "all" : "the default 16 at most",
-        result->output_sqnr_db());
+        result->output_sqnr_db(),
+        static_cast<unsigned long long>(Fnv1a(result->qdq_onnx())));
     if (c.name == "mobilenet_v2") mobilenet_seconds.push_back(wall);
+    if (observer_cost) PrintObserverCost(c.name, stages, &pool);
   }
   if (mobilenet_seconds.size() == 2) {
     std::printf(

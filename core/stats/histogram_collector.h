@@ -27,7 +27,8 @@ class HistogramCollector {
   explicit HistogramCollector(int n_bins = quantizers::kHistogramBins);
 
   // Adds one batch. `name` (the tensor's name) is used in error messages:
-  // empty tensors and NaN/Inf values are rejected.
+  // empty tensors, NaN/Inf values and ranges whose float32 width overflows
+  // (np.histogram fails on them) are rejected.
   absl::Status Update(absl::Span<const float> values, absl::string_view name);
   absl::Status Update(const Tensor& tensor, absl::string_view name);
 
@@ -43,9 +44,19 @@ class HistogramCollector {
 };
 
 // Merge rule above, exposed for tests: batches must be single histograms
-// with float32 edges.
-quantizers::Histogram MergeHistograms(
+// with float32 edges. An error when max - min of the edges overflows float32
+// (NumPy's arange cannot compute a length there; MCT raises).
+absl::StatusOr<quantizers::Histogram> MergeHistograms(
     const std::vector<quantizers::Histogram>& batches, int n_bins);
+
+// The merge in two steps, for MergeBatches (batch_histogram.h): the grid
+// from the float32 min and max of every batch's edges, with zero counts (an
+// error when max - min overflows float32); then one batch's counts,
+// interpolated onto it and added.
+absl::StatusOr<quantizers::Histogram> MergeGrid(float mn, float mx, int n_bins);
+void AddInterpolated(const std::vector<double>& edges,
+                     const std::vector<double>& counts,
+                     quantizers::Histogram* merged);
 
 // Checks values are finite; the error names the tensor and the first bad
 // element.

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/pipeline/job/parallel_samples.h"
+#include "core/stats/batch_histogram.h"
 #include "core/stats/channel_collectors.h"
 #include "core/stats/histogram_collector.h"
 #include "core/util/status_macros.h"
@@ -14,8 +15,7 @@ namespace {
 
 struct SampleStats {
   absl::Status status;
-  std::map<std::string, quantizers::Histogram> histograms;
-  std::map<std::string, std::pair<double, double>> min_max;
+  std::map<std::string, stats::BatchHistogram> histograms;
   std::map<std::string, std::vector<double>> means;
   std::map<std::string, std::vector<int64_t>> shapes;
   std::set<std::string> non_float;
@@ -35,16 +35,13 @@ void Observe(const std::string& name, const Tensor& value,
   }
   if (value.num_elements() == 0) return;
   if (hist) {
-    stats::HistogramCollector collector;
-    absl::Status st = collector.Update(value, name);
-    if (!st.ok()) {
-      s->status = st;
+    auto batch = stats::HistogramOfBatch(value.span<float>(),
+                                         quantizers::kHistogramBins, name);
+    if (!batch.ok()) {
+      s->status = batch.status();
       return;
     }
-    s->histograms[name] = collector.batch(0);
-    auto v = value.span<float>();
-    auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-    s->min_max[name] = {*lo, *hi};
+    s->histograms[name] = *std::move(batch);
   }
   if (mean_it != request.mean_tensors.end()) {
     stats::MeanCollector mean(mean_it->second);
@@ -94,14 +91,14 @@ absl::StatusOr<StatisticsResult> CollectStatistics(
   // average with equal weight per sample.
   StatisticsResult result;
   if (n > 0) result.shapes = std::move(per_sample[0].shapes);
-  std::map<std::string, std::vector<quantizers::Histogram>> batches;
+  std::map<std::string, std::vector<stats::BatchHistogram>> batches;
   std::map<std::string, std::vector<double>> mean_sums;
   std::map<std::string, int> mean_counts;
   for (int64_t i = 0; i < n; ++i) {
     SampleStats& s = per_sample[i];
     for (auto& [name, h] : s.histograms) {
+      const double lo = h.min, hi = h.max;
       batches[name].push_back(std::move(h));
-      auto [lo, hi] = s.min_max[name];
       auto it = result.stats.find(name);
       if (it == result.stats.end()) {
         TensorStats& ts = result.stats[name];
@@ -125,9 +122,27 @@ absl::StatusOr<StatisticsResult> CollectStatistics(
     result.non_float.insert(s.non_float.begin(), s.non_float.end());
     s = SampleStats();  // free as we go
   }
-  for (auto& [name, list] : batches) {
-    result.stats[name].histogram =
-        stats::MergeHistograms(list, quantizers::kHistogramBins);
+  // Tensors merge independently: in parallel, each into its own slot.
+  std::vector<
+      std::pair<const std::string*, std::vector<stats::BatchHistogram>*>>
+      lists;
+  for (auto& [name, list] : batches) lists.emplace_back(&name, &list);
+  std::vector<quantizers::Histogram> merged(lists.size());
+  RETURN_IF_ERROR(ParallelForSamples(
+      static_cast<int64_t>(lists.size()), pool, cancel, SampleProgress{},
+      [&](int64_t t) -> absl::Status {
+        auto m =
+            stats::MergeBatches(*lists[t].second, quantizers::kHistogramBins);
+        if (!m.ok()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "tensor '", *lists[t].first, "': ", m.status().message()));
+        }
+        merged[t] = *std::move(m);
+        lists[t].second->clear();  // free as we go
+        return absl::OkStatus();
+      }));
+  for (size_t t = 0; t < lists.size(); ++t) {
+    result.stats[*lists[t].first].histogram = std::move(merged[t]);
   }
   for (auto& [name, sum] : mean_sums) {
     for (double& v : sum) v /= mean_counts[name];

@@ -47,17 +47,21 @@ void HistogramF32(const float* x, int64_t n, int n_bins,
   for (int i = 0; i <= n_bins; ++i) e32[i] = static_cast<float>(lin[i]);
   edges->assign(e32.begin(), e32.end());
   counts->assign(n_bins, 0.0);
-  // _histogram's fast path: float32 index estimate, then +-1 corrections
-  // against the float32 edges.
+  // _histogram's fast path: an index estimate (x - first) * norm, then +-1
+  // corrections against the float32 edges. norm is a float64 scalar: value-
+  // based casting keeps the product float32 when |norm| < 3.4e38
+  // (min_scalar_type), else (ranges under ~6e-36) it is float64.
   const float first32 = static_cast<float>(first);
   const float last32 = static_cast<float>(last);
-  const float norm =
-      static_cast<float>(n_bins / static_cast<double>(last32 - first32));
+  const double norm64 = n_bins / static_cast<double>(last32 - first32);
+  const bool f32 = norm64 > -3.4e38 && norm64 < 3.4e38;
+  const float norm = static_cast<float>(norm64);
   for (int64_t i = 0; i < n; ++i) {
     const float v = x[i];
     if (!(v >= first32 && v <= last32)) continue;
-    const float f = (v - first32) * norm;
-    int64_t idx = static_cast<int64_t>(f);
+    int64_t idx =
+        f32 ? static_cast<int64_t>((v - first32) * norm)
+            : static_cast<int64_t>(static_cast<double>(v - first32) * norm64);
     if (idx == n_bins) --idx;
     if (v < e32[idx]) --idx;
     if (v >= e32[idx + 1] && idx != n_bins - 1) ++idx;

@@ -1,10 +1,18 @@
 // Statistics collectors against hand-derived NumPy/MCT semantics.
+#include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <fstream>
+#include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "core/graph/tensor.h"
+#include "core/quantizers/internal/numpy_compat.h"
+#include "core/stats/batch_histogram.h"
 #include "core/stats/channel_collectors.h"
 #include "core/stats/histogram_collector.h"
 #include "gmock/gmock.h"
@@ -51,32 +59,203 @@ TEST(HistogramCollectorTest, MergeInterpolatesShiftedBatch) {
   EXPECT_THAT(h->counts, ElementsAre(2, 2));
 }
 
-// MCT's merge grid as NumPy computes it (testdata/make_merge_grid.py):
-// length and edges bit-exact on random, exact-multiple and shifted ranges.
-TEST(HistogramCollectorTest, MergeGridEqualsNumpyOnEveryRange) {
+// The fixture's hash of a float64 array: sum of mix(bits[i]) * P^(i+1)
+// mod 2^64, mix = splitmix64's finalizer.
+std::string BitsHash(const std::vector<double>& values) {
+  uint64_t hash = 0, power = 1;
+  for (double v : values) {
+    uint64_t z = std::bit_cast<uint64_t>(v);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    power *= 0x100000001B3ull;
+    hash += z * power;
+  }
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016llx",
+                static_cast<unsigned long long>(hash));
+  return text;
+}
+
+nlohmann::json LoadMergeCases() {
   std::ifstream file(std::string(QUANTD_STATS_TESTDATA) + "/merge_grid.json");
-  ASSERT_TRUE(file.good());
-  const nlohmann::json data = nlohmann::json::parse(file);
+  return file.good() ? nlohmann::json::parse(file) : nlohmann::json();
+}
+
+// Length, every edge and every count bit-exact against MCT's own code.
+void ExpectEqualsMct(const quantizers::Histogram& merged,
+                     const nlohmann::json& c, const std::string& what) {
+  ASSERT_EQ(merged.edges.size(), c["length"].get<size_t>()) << what;
+  for (const auto& [index, edge] : c["edges_at"].items()) {
+    EXPECT_EQ(merged.edges[std::stoul(index)], edge.get<double>())
+        << "edge " << index << " of " << what;
+  }
+  for (const auto& [index, count] : c["counts_at"].items()) {
+    EXPECT_EQ(merged.counts[std::stoul(index)], count.get<double>())
+        << "count " << index << " of " << what;
+  }
+  EXPECT_EQ(BitsHash(merged.edges), c["edges_hash"].get<std::string>()) << what;
+  EXPECT_EQ(BitsHash(merged.counts), c["counts_hash"].get<std::string>())
+      << what;
+}
+
+// MCT 2.3.0's merge grid (testdata/make_merge_grid.py runs MCT's code) on
+// random, exact-multiple, shifted, straddling, tiny and huge ranges.
+TEST(HistogramCollectorTest, MergeGridEqualsMctOnEveryRange) {
+  const nlohmann::json data = LoadMergeCases();
+  ASSERT_FALSE(data.is_null());
   const int n_bins = data["n_bins"].get<int>();
   int cases = 0, with_2050 = 0;
-  for (const auto& c : data["cases"]) {
+  for (const auto& c : data["grid_cases"]) {
+    if (c.contains("error")) continue;
     quantizers::Histogram batch;
     batch.float32_edges = true;
     batch.edges = {c["min"].get<double>(), c["max"].get<double>()};
     batch.counts = {1};
-    const quantizers::Histogram merged = MergeHistograms({batch}, n_bins);
-    const size_t length = c["length"].get<size_t>();
-    ASSERT_EQ(merged.edges.size(), length)
-        << "range [" << c["min"] << ", " << c["max"] << "]";
-    for (const auto& [index, edge] : c["edges_at"].items()) {
-      EXPECT_EQ(merged.edges[std::stoul(index)], edge.get<double>())
-          << "edge " << index << " of [" << c["min"] << ", " << c["max"] << "]";
-    }
+    auto merged = MergeHistograms({batch}, n_bins);
+    ASSERT_TRUE(merged.ok()) << merged.status();
+    ExpectEqualsMct(*merged, c,
+                    c["kind"].get<std::string>() + " range [" +
+                        c["min"].dump() + ", " + c["max"].dump() + "]");
     ++cases;
-    with_2050 += length == 2050;
+    with_2050 += c["length"].get<int>() == 2050;
   }
-  EXPECT_EQ(cases, 800);
+  EXPECT_EQ(cases, 1900);
   EXPECT_GT(with_2050, 0);  // the cases that once came out as 2049
+}
+
+// Where MCT's np.arange cannot compute a length (max - min overflows float32)
+// the merge is an error, not a crash.
+TEST(HistogramCollectorTest, MergeOfRangeWiderThanFloat32IsAnError) {
+  const nlohmann::json data = LoadMergeCases();
+  ASSERT_FALSE(data.is_null());
+  int cases = 0;
+  for (const auto& c : data["grid_cases"]) {
+    if (!c.contains("error")) continue;
+    quantizers::Histogram batch;
+    batch.float32_edges = true;
+    batch.edges = {c["min"].get<double>(), c["max"].get<double>()};
+    batch.counts = {1};
+    auto merged = MergeHistograms({batch}, data["n_bins"].get<int>());
+    EXPECT_EQ(merged.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(merged.status().message(), HasSubstr("wider than float32"));
+    ++cases;
+  }
+  EXPECT_EQ(cases, 2);
+}
+
+// Shifted float32 batches through np.histogram and MCT's merge.
+TEST(HistogramCollectorTest, MergedBatchesEqualMct) {
+  const nlohmann::json data = LoadMergeCases();
+  ASSERT_FALSE(data.is_null());
+  int cases = 0;
+  for (const auto& c : data["batch_cases"]) {
+    HistogramCollector hc(data["n_bins"].get<int>());
+    for (const auto& batch : c["batches"]) {
+      std::vector<float> x;
+      for (const auto& v : batch)
+        x.push_back(static_cast<float>(v.get<double>()));
+      ASSERT_TRUE(hc.Update(x, "x").ok());
+    }
+    auto merged = hc.GetHistogram();
+    ASSERT_TRUE(merged.ok()) << merged.status();
+    ExpectEqualsMct(*merged, c, "batch case " + std::to_string(cases));
+    // The calibration's path: compact batches, MergeBatches.
+    std::vector<BatchHistogram> compact;
+    for (const auto& batch : c["batches"]) {
+      std::vector<float> x;
+      for (const auto& v : batch) x.push_back(v.get<float>());
+      auto b = HistogramOfBatch(x, data["n_bins"].get<int>(), "x");
+      ASSERT_TRUE(b.ok()) << b.status();
+      compact.push_back(*std::move(b));
+    }
+    auto merged_compact = MergeBatches(compact, data["n_bins"].get<int>());
+    ASSERT_TRUE(merged_compact.ok()) << merged_compact.status();
+    ExpectEqualsMct(*merged_compact, c,
+                    "compact batch case " + std::to_string(cases));
+    ++cases;
+  }
+  EXPECT_EQ(cases, 400);
+}
+
+TEST(HistogramCollectorTest, BatchWiderThanFloat32IsAnErrorNamingTheTensor) {
+  // np.histogram itself fails here: (x - min) * norm is inf * 0.
+  HistogramCollector hc;
+  absl::Status st = hc.Update(std::vector<float>{-3e38f, 0, 3e38f}, "wide");
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("'wide'"));
+}
+
+// Bits of a float, so that -0 and +0 differ.
+uint32_t Bits(float v) { return std::bit_cast<uint32_t>(v); }
+
+// Batches for the fast path: lengths around the vector widths, ReLU-like
+// zeros of both signs, all-non-positive, constant, few-ulp and clipped
+// batches.
+std::vector<std::vector<float>> RandomBatches() {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  std::vector<std::vector<float>> out;
+  for (int k = 0; k < 400; ++k) {
+    const int n = k < 100 ? k + 1 : static_cast<int>(rng() % 5000) + 1;
+    std::vector<float> x(n);
+    const float scale = std::pow(10.0f, static_cast<float>(rng() % 9) - 4);
+    for (float& v : x) v = normal(rng) * scale;
+    switch (k % 6) {
+      case 1:  // ReLU, a few negative zeros
+        for (float& v : x) v = v < 0 ? (rng() % 7 == 0 ? -0.0f : 0.0f) : v;
+        break;
+      case 2:  // max is a zero of either sign
+        for (float& v : x) v = v > 0 ? (rng() % 2 ? -0.0f : 0.0f) : v;
+        break;
+      case 3:  // constant
+        for (float& v : x) v = x[0];
+        break;
+      case 4:  // a few ulps wide, down to denormals
+        for (float& v : x) {
+          v = std::ldexp(1.0f, -140 + static_cast<int>(k % 200));
+          for (int u = static_cast<int>(rng() % 4); u > 0; --u)
+            v = std::nextafter(v, 1.0f);
+        }
+        break;
+      case 5:  // ReLU6-like: runs mixing the min and the max
+        for (float& v : x) v = std::clamp(v, 0.0f, 0.1f * scale);
+        break;
+      default:
+        break;
+    }
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+// The observer's two-pass AVX2 histogram against the scalar reference
+// (quantizers::internal::HistogramF32) and std::minmax_element, bit for bit.
+TEST(HistogramOfBatchTest, EqualsReferenceBitForBit) {
+  for (const std::vector<float>& x : RandomBatches()) {
+    auto fast = HistogramOfBatch(x, quantizers::kHistogramBins, "x");
+    ASSERT_TRUE(fast.ok()) << fast.status();
+    std::vector<double> edges, counts;
+    quantizers::internal::HistogramF32(x.data(), static_cast<int64_t>(x.size()),
+                                       quantizers::kHistogramBins, &edges,
+                                       &counts);
+    const quantizers::Histogram h = fast->ToHistogram();
+    ASSERT_EQ(BitsHash(h.edges), BitsHash(edges))
+        << x.size() << " values from " << x[0];
+    ASSERT_EQ(BitsHash(h.counts), BitsHash(counts))
+        << x.size() << " values from " << x[0];
+    auto [lo, hi] = std::minmax_element(x.begin(), x.end());
+    EXPECT_EQ(Bits(fast->min), Bits(*lo));
+    EXPECT_EQ(Bits(fast->max), Bits(*hi));
+  }
+}
+
+TEST(HistogramOfBatchTest, InfIsAnErrorNamingTheElement) {
+  std::vector<float> x(40, 1.0f);
+  x[33] = -std::numeric_limits<float>::infinity();
+  auto h = HistogramOfBatch(x, quantizers::kHistogramBins, "t");
+  EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(h.status().message(), HasSubstr("Inf at element 33"));
 }
 
 TEST(HistogramCollectorTest, NaNIsAnErrorNamingTheTensor) {
@@ -101,6 +280,37 @@ TEST(MeanCollectorTest, MeanOfBatchMeansPerChannel) {
   ASSERT_TRUE(
       mc.Update(Tensor::FromVector<float>({5, 6, 7, 8}, {2, 2}), "x").ok());
   EXPECT_THAT(mc.mean(), ElementsAre(4, 5));
+}
+
+TEST(MeanCollectorTest, EveryChannelSumsInOrderInFloat64) {
+  // [2, 13, 37] on axis 1: 13 channels (a block of 8, then 5 alone). The
+  // reference: each channel's row summed sequentially in float64, the
+  // collector's order before it interleaved channels.
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1e4f, 1e4f);
+  std::vector<float> x(2 * 13 * 37);
+  for (float& v : x) v = u(rng);
+  MeanCollector mc(1);
+  ASSERT_TRUE(mc.Update(Tensor::FromVector<float>(x, {2, 13, 37}), "x").ok());
+  std::vector<double> expected(13, 0.0);
+  for (int o = 0; o < 2; ++o) {
+    for (int c = 0; c < 13; ++c) {
+      double s = 0;
+      for (int i = 0; i < 37; ++i) s += x[(o * 13 + c) * 37 + i];
+      expected[c] += s;
+    }
+  }
+  for (double& e : expected) e /= 74.0;
+  EXPECT_EQ(mc.mean(), expected);
+}
+
+TEST(MeanCollectorTest, NaNIsAnErrorNamingTheElement) {
+  std::vector<float> x(2 * 9 * 5, 1.0f);
+  x[52] = std::nanf("");
+  MeanCollector mc(1);
+  absl::Status st = mc.Update(Tensor::FromVector<float>(x, {2, 9, 5}), "m");
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("'m': NaN at element 52"));
 }
 
 TEST(MinMaxPerChannelCollectorTest, TracksEveryChannel) {
