@@ -22,6 +22,7 @@ from onnx import TensorProto, helper, numpy_helper
 import quantd
 
 TPC = "imx500@4.1"
+ONNX_INT4 = 22  # TensorProto.INT4 (ONNX 1.16; Debian's onnx is 1.12)
 INPUT = "x"
 
 
@@ -71,8 +72,16 @@ def weight_integers(qdq_bytes, conv_name):
     producer = {o: n for n in graph.node for o in n.output}
     dq = producer[conv.input[1]]
     assert dq.op_type == "DequantizeLinear", dq.op_type
-    inits = {i.name: i for i in graph.initializer}
-    return numpy_helper.to_array(inits[dq.input[0]])
+    init = next(i for i in graph.initializer if i.name == dq.input[0])
+    if init.data_type != ONNX_INT4:
+        return numpy_helper.to_array(init)
+    # ONNX INT4 (onnx 1.12's numpy_helper predates it): two values a byte,
+    # the first in the low nibble, two's complement.
+    raw = np.frombuffer(init.raw_data, np.uint8)
+    nibbles = np.stack([raw & 0xF, raw >> 4], axis=1).reshape(-1)
+    values = nibbles.astype(np.int8)
+    values[values >= 8] -= 16
+    return values[:int(np.prod(init.dims))].reshape(init.dims)
 
 
 def layer(report, node):
@@ -104,6 +113,7 @@ class InProcessTest(unittest.TestCase):
         # Independent of the report: 4-bit signed integers are in [-8, 7];
         # an 8-bit symmetric kernel reaches beyond that.
         w1 = weight_integers(self.result.qdq_model, "conv1").astype(int)
+        self.assertEqual(w1.shape, (8, 3, 3, 3))
         w2 = weight_integers(self.result.qdq_model, "conv2").astype(int)
         self.assertGreaterEqual(w1.min(), -8)
         self.assertLessEqual(w1.max(), 7)
@@ -196,6 +206,14 @@ class InProcessErrorTest(unittest.TestCase):
             raise Stop(p.stage)
 
         with self.assertRaises(Stop):
+            quantd.quantize(MODEL, calibration=samples(2), tpc=TPC,
+                            progress=progress)
+
+    def test_ctrl_c_cancels_the_job(self):
+        def progress(p):
+            os.kill(os.getpid(), signal.SIGINT)
+
+        with self.assertRaises(KeyboardInterrupt):
             quantd.quantize(MODEL, calibration=samples(2), tpc=TPC,
                             progress=progress)
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "clients/batch/job_files.h"
 #include "clients/batch/mixed_precision_flags.h"
@@ -20,14 +21,19 @@ namespace py = pybind11;
 namespace quantd::python {
 namespace {
 
+// The status with `field` in front of its message, in place of the command
+// line flag that quantctl's parsers name ("--mp: ...").
 void Check(const absl::Status& status, absl::string_view field) {
-  if (!status.ok()) {
-    ThrowStatus(absl::Status(status.code(),
-                             absl::StrCat(field, ": ", status.message())));
+  if (status.ok()) return;
+  absl::string_view message = status.message();
+  if (absl::StartsWith(message, "--")) {
+    const size_t colon = message.find(": ");
+    if (colon != absl::string_view::npos) message.remove_prefix(colon + 2);
   }
+  ThrowStatus(absl::Status(status.code(), absl::StrCat(field, ": ", message)));
 }
 
-void Invalid(absl::string_view field, absl::string_view message) {
+[[noreturn]] void Invalid(absl::string_view field, absl::string_view message) {
   ThrowStatus(absl::InvalidArgumentError(absl::StrCat(field, ": ", message)));
 }
 

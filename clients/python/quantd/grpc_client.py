@@ -70,8 +70,8 @@ class GrpcClient:
     # -- jobs -------------------------------------------------------------
 
     def events(self, request=None, *, onnx_model=None, tpc=None,
-                 samples=None, request_id="", timeout=None,
-                 inline_limit_bytes=None, export=None):
+               samples=None, request_id="", timeout=None,
+               inline_limit_bytes=None, export=None):
         """Runs a job and yields its JobEvents in order.
 
         The first event is `accepted`; the last carries `result` (when the
