@@ -236,6 +236,13 @@ def start_quantd(*args):
     raise RuntimeError("quantd exited before listening")
 
 
+def stop_quantd(proc):
+    proc.send_signal(signal.SIGTERM)
+    proc.stdout.read()
+    proc.stdout.close()
+    proc.wait()
+
+
 class RemoteTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -251,9 +258,7 @@ class RemoteTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.client.close()
-        cls.proc.send_signal(signal.SIGTERM)
-        cls.proc.stdout.read()
-        cls.proc.wait()
+        stop_quantd(cls.proc)
         cls.tmp.cleanup()
 
     def test_same_bytes_as_in_process_with_progress(self):
@@ -280,6 +285,48 @@ class RemoteTest(unittest.TestCase):
                 anonymous.quantize(MODEL, calibration=samples(1), tpc=TPC,
                                    timeout=60)
         self.assertEqual(ctx.exception.code, "UNAUTHENTICATED")
+
+
+def make_certificates(d):
+    """A CA, a server certificate for 127.0.0.1 and a client certificate
+    (throwaway, openssl CLI)."""
+    script = (
+        "set -e\n"
+        "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=test-ca"
+        " -keyout ca.key -out ca.pem\n"
+        "printf 'subjectAltName=DNS:localhost,IP:127.0.0.1' > san.ext\n"
+        "openssl req -newkey rsa:2048 -nodes -subj /CN=localhost"
+        " -keyout server.key -out server.csr\n"
+        "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key"
+        " -CAcreateserial -days 1 -extfile san.ext -out server.pem\n"
+        "openssl req -newkey rsa:2048 -nodes -subj /CN=client"
+        " -keyout client.key -out client.csr\n"
+        "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key"
+        " -CAcreateserial -days 1 -out client.pem\n")
+    subprocess.run(["sh", "-c", script], cwd=d, check=True,
+                   capture_output=True)
+    return lambda name: os.path.join(d, name)
+
+
+class MutualTlsTest(unittest.TestCase):
+    def test_quantize_over_mutual_tls(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = make_certificates(d)
+            proc, port = start_quantd(
+                "--workers=1", f"--tls_cert={path('server.pem')}",
+                f"--tls_key={path('server.key')}",
+                f"--tls_client_ca={path('ca.pem')}")
+            try:
+                with quantd.Client(f"127.0.0.1:{port}",
+                                   tls_ca=path("ca.pem"),
+                                   tls_cert=path("client.pem"),
+                                   tls_key=path("client.key")) as c:
+                    r = c.quantize(MODEL, calibration=samples(2), tpc=TPC,
+                                   timeout=300)
+            finally:
+                stop_quantd(proc)
+        onnx.load_from_string(r.qdq_model)
+        self.assertEqual(r.tpc, TPC)
 
 
 class InstallTest(unittest.TestCase):
