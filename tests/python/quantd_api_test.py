@@ -218,12 +218,19 @@ class InProcessErrorTest(unittest.TestCase):
                             progress=progress)
 
 
+def plain_env():
+    """This environment without the ASan runtime preloaded for the module
+    (tests/python/CMakeLists.txt): for programs that are not Python, among
+    them quantd, which links its own."""
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    return env
+
+
 def start_quantd(*args):
     binary = os.path.join(os.environ["QUANTD_BINARY_DIR"], "server", "quantd")
-    env = dict(os.environ)
-    env.pop("LD_PRELOAD", None)  # the server links its own ASan runtime
     proc = subprocess.Popen(
-        [binary, "--port=0", "--metrics_port=-1", *args], env=env,
+        [binary, "--port=0", "--metrics_port=-1", *args], env=plain_env(),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     for line in proc.stdout:  # blocks on the pipe, not on a timer
         try:
@@ -304,7 +311,7 @@ def make_certificates(d):
         "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key"
         " -CAcreateserial -days 1 -out client.pem\n")
     subprocess.run(["sh", "-c", script], cwd=d, check=True,
-                   capture_output=True)
+                   capture_output=True, env=plain_env())
     return lambda name: os.path.join(d, name)
 
 
@@ -335,7 +342,8 @@ class InstallTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as prefix:
             subprocess.run(["cmake", "--install", build, "--component",
                             "python", "--prefix", prefix],
-                           check=True, stdout=subprocess.DEVNULL)
+                           check=True, stdout=subprocess.DEVNULL,
+                           env=plain_env())
             found = [os.path.join(root) for root, dirs, _ in os.walk(prefix)
                      if "quantd" in dirs]
             self.assertEqual(len(found), 1, found)
