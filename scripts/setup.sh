@@ -10,7 +10,7 @@ PACKAGES=(
   libabsl-dev libeigen3-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libonnx-dev libonnx-testdata coinor-libcbc-dev
-  python3 python3-grpcio python3-protobuf python3-numpy python3-onnx
+  python3 python3-dev pybind11-dev python3-grpcio python3-protobuf python3-numpy python3-onnx
   nlohmann-json3-dev yamllint python3-yaml shellcheck openssl
   fonts-dejavu-core
 )

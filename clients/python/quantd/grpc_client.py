@@ -1,10 +1,15 @@
-"""quantd gRPC client: jobs with progress events, uploads, TPCs, health."""
+"""quantd's gRPC calls: jobs as event streams, uploads, TPCs, health.
+
+quantd.Client (remote.py) adds the quantize() of quantd.quantize on top.
+"""
 
 import hashlib
 
 import grpc
 
-from quantd_health import health_pb2, health_pb2_grpc
+from quantd._health import health_pb2, health_pb2_grpc
+from quantd._request import sample_from_arrays
+from quantd.errors import QuantdError, from_rpc_error
 from quantd.v1 import job_pb2, quantization_service_pb2 as svc_pb2
 from quantd.v1 import quantization_service_pb2_grpc as svc_grpc
 from quantd.v1 import tensor_pb2
@@ -12,58 +17,12 @@ from quantd.v1 import tensor_pb2
 SERVICE_NAME = "quantd.v1.QuantizationService"
 _MIB = 1 << 20
 
-# numpy dtype name -> quantd.v1.DataType
-_DTYPES = {
-    "float32": tensor_pb2.DATA_TYPE_FLOAT,
-    "uint8": tensor_pb2.DATA_TYPE_UINT8,
-    "int8": tensor_pb2.DATA_TYPE_INT8,
-    "uint16": tensor_pb2.DATA_TYPE_UINT16,
-    "int16": tensor_pb2.DATA_TYPE_INT16,
-    "int32": tensor_pb2.DATA_TYPE_INT32,
-    "int64": tensor_pb2.DATA_TYPE_INT64,
-    "bool": tensor_pb2.DATA_TYPE_BOOL,
-    "float16": tensor_pb2.DATA_TYPE_FLOAT16,
-    "float64": tensor_pb2.DATA_TYPE_DOUBLE,
-}
-
-
-class QuantdError(Exception):
-    """A failed call: `code` is the grpc.StatusCode, `details` the message."""
-
-    def __init__(self, code, details):
-        super().__init__(f"{code.name}: {details}")
-        self.code = code
-        self.details = details
-
-
-def tensor_from_array(name, array):
-    """quantd.v1.Tensor (raw little-endian bytes) from a numpy array."""
-    import numpy as np
-
-    array = np.ascontiguousarray(array)
-    dtype = _DTYPES.get(array.dtype.name)
-    if dtype is None:
-        raise ValueError(f"tensor {name!r}: unsupported dtype {array.dtype}")
-    return tensor_pb2.Tensor(
-        name=name,
-        data_type=dtype,
-        dims=list(array.shape),
-        raw_data=array.astype(array.dtype.newbyteorder("<")).tobytes(),
-    )
-
-
-def sample_from_arrays(inputs):
-    """quantd.v1.Sample from {input name: numpy array}."""
-    return tensor_pb2.Sample(
-        inputs=[tensor_from_array(n, a) for n, a in sorted(inputs.items())]
-    )
-
 
 def _sha256(data):
     return hashlib.sha256(data).hexdigest()
 
 
-class Client:
+class GrpcClient:
     """A connection to quantd (one channel, reused by every call).
 
     target: "host:port" or "dns:///name:port" (round_robin over replicas).
@@ -110,9 +69,9 @@ class Client:
 
     # -- jobs -------------------------------------------------------------
 
-    def quantize(self, request=None, *, onnx_model=None, tpc=None,
-                 samples=None, request_id="", timeout=None,
-                 inline_limit_bytes=None, export=None):
+    def events(self, request=None, *, onnx_model=None, tpc=None,
+               samples=None, request_id="", timeout=None,
+               inline_limit_bytes=None, export=None):
         """Runs a job and yields its JobEvents in order.
 
         The first event is `accepted`; the last carries `result` (when the
@@ -165,18 +124,18 @@ class Client:
                 if event.HasField("result_chunk"):
                     c = event.result_chunk
                     if c.offset != sum(len(x) for x in chunks):
-                        raise QuantdError(grpc.StatusCode.DATA_LOSS,
+                        raise QuantdError("DATA_LOSS",
                                           "result_chunk.offset out of order")
                     digest, total = c.sha256, c.total_size
                     chunks.append(c.data)
                 last = event
                 yield event
         except grpc.RpcError as e:
-            raise QuantdError(e.code(), e.details()) from None
+            raise from_rpc_error(e) from None
         if chunks:
             data = b"".join(chunks)
             if len(data) != total or _sha256(data) != digest:
-                raise QuantdError(grpc.StatusCode.DATA_LOSS,
+                raise QuantdError("DATA_LOSS",
                                   "result chunks do not match size/sha256")
             final = job_pb2.JobEvent(job_id=last.job_id,
                                      request_id=last.request_id)
@@ -186,13 +145,13 @@ class Client:
     def quantize_result(self, request=None, on_event=None, **kwargs):
         """Runs a job and returns its QuantizeResult."""
         result = None
-        for event in self.quantize(request, **kwargs):
+        for event in self.events(request, **kwargs):
             if on_event:
                 on_event(event)
             if event.HasField("result"):
                 result = event.result
         if result is None:
-            raise QuantdError(grpc.StatusCode.INTERNAL,
+            raise QuantdError("INTERNAL",
                               "stream ended without a result")
         return result
 
@@ -248,4 +207,4 @@ class Client:
             return method(request, timeout=timeout or self.timeout,
                           metadata=self._metadata)
         except grpc.RpcError as e:
-            raise QuantdError(e.code(), e.details()) from None
+            raise from_rpc_error(e) from None

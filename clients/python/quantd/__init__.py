@@ -1,0 +1,25 @@
+"""quantd: post-training quantization of ONNX models, in this process or on
+a quantd server.
+
+    import quantd
+    r = quantd.quantize("model.onnx", calibration=({"x": a} for a in arrays),
+                        tpc="imx500@4.1", mp={"weights": 0.75}, threads=2)
+    r.qdq_model      # bytes of the QDQ ONNX model
+    r.report         # report.json as a dict
+    r.save("out/")   # the files `quantctl quantize --out out/` writes
+
+    with quantd.Client("host:50051", token_file="token", tls_ca="ca.pem") as c:
+        r = c.quantize("model.onnx", calibration=..., tpc="imx500@4.1",
+                       progress=print)
+
+Failures raise quantd.QuantdError (.code such as "INVALID_ARGUMENT",
+.message naming the field or node). docs/python.md has the details.
+"""
+
+from quantd.errors import QuantdError
+from quantd.local import quantize
+from quantd.progress import Progress
+from quantd.remote import Client
+from quantd.result import Result
+
+__all__ = ["Client", "Progress", "QuantdError", "Result", "quantize"]
