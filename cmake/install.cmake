@@ -8,19 +8,12 @@
 # Components:
 #   server  bin/quantd, share/quantd/tpc/ (an example site TPC for --tpc_dir)
 #   cli     bin/quantctl
-#   python  the gRPC client package quantd_client, its generated stubs
-#           (quantd.v1, quantd_health) and, once it exists, the in-process
-#           module (target quantd_python_module), under QUANTD_INSTALL_PYTHONDIR
+#   python  the `quantd` package: in-process module (_quantd), gRPC client,
+#           generated stubs (quantd.v1, quantd._health), under
+#           QUANTD_PYTHON_INSTALL_DIR (clients/python/CMakeLists.txt)
 #   doc     README.md, docs/*.md (share/doc/quantd), man pages if generated
 # The image (docker/build_stage.sh) installs server and cli only.
 include(GNUInstallDirs)
-
-# Debian's directory for Python 3 packages of every minor version, the one the
-# .deb must use (/usr/lib/python3/dist-packages). For another prefix put
-# <prefix>/lib/python3/dist-packages on PYTHONPATH, or set this (e.g.
-# lib/python3.11/dist-packages, on Debian's sys.path for /usr/local).
-set(QUANTD_INSTALL_PYTHONDIR "lib/python3/dist-packages" CACHE STRING
-    "Install directory of the Python packages, relative to the prefix")
 
 if(TARGET quantd)
   install(TARGETS quantd RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
@@ -33,35 +26,8 @@ if(TARGET quantctl)
           COMPONENT cli)
 endif()
 
-# Python: the client package from the source tree and the stubs that
-# clients/python/CMakeLists.txt generates into <build>/python (only when
-# grpc_python_plugin was found, so the target may be absent).
-if(TARGET quantd_python_stubs)
-  install(DIRECTORY ${QUANTD_SOURCE_ROOT}/clients/python/quantd_client
-          DESTINATION ${QUANTD_INSTALL_PYTHONDIR} COMPONENT python
-          PATTERN __pycache__ EXCLUDE PATTERN "*.pyc" EXCLUDE)
-  install(DIRECTORY ${CMAKE_BINARY_DIR}/python/
-          DESTINATION ${QUANTD_INSTALL_PYTHONDIR} COMPONENT python
-          FILES_MATCHING PATTERN "*.py" PATTERN __pycache__ EXCLUDE)
-endif()
-# Hook for the in-process Python module (pybind11, issue 18 item 1): the
-# extension goes into the `quantd` package folder, beside its pure-Python part
-# (clients/python/quantd/, if that folder exists). A target property
-# QUANTD_INSTALL_SUBDIR on the module names another folder ("" = top level).
-if(TARGET quantd_python_module)
-  get_target_property(_py_subdir quantd_python_module QUANTD_INSTALL_SUBDIR)
-  if(_py_subdir STREQUAL "_py_subdir-NOTFOUND")
-    set(_py_subdir quantd)
-  endif()
-  install(TARGETS quantd_python_module
-          LIBRARY DESTINATION ${QUANTD_INSTALL_PYTHONDIR}/${_py_subdir}
-          COMPONENT python)
-endif()
-if(EXISTS ${QUANTD_SOURCE_ROOT}/clients/python/quantd/__init__.py)
-  install(DIRECTORY ${QUANTD_SOURCE_ROOT}/clients/python/quantd
-          DESTINATION ${QUANTD_INSTALL_PYTHONDIR} COMPONENT python
-          PATTERN __pycache__ EXCLUDE PATTERN "*.pyc" EXCLUDE)
-endif()
+# Python: clients/python/CMakeLists.txt installs the `quantd` package (pure
+# Python, generated stubs, the _quantd extension) under component python.
 
 install(FILES ${QUANTD_SOURCE_ROOT}/README.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT doc)

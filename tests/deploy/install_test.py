@@ -25,10 +25,10 @@ EXPECTED = (
     "share/quantd/tpc/example_cpu.json",
     "share/doc/quantd/README.md",
     "share/doc/quantd/farm.md",
-    f"{PYTHONDIR}/quantd_client/__init__.py",
-    f"{PYTHONDIR}/quantd_client/client.py",
+    f"{PYTHONDIR}/quantd/__init__.py",
+    f"{PYTHONDIR}/quantd/grpc_client.py",
     f"{PYTHONDIR}/quantd/v1/quantization_service_pb2_grpc.py",
-    f"{PYTHONDIR}/quantd_health/health_pb2.py",
+    f"{PYTHONDIR}/quantd/_health/health_pb2.py",
 )
 
 
@@ -85,9 +85,9 @@ class InstallTest(unittest.TestCase):
                    PYTHONPATH=os.path.join(self.prefix, PYTHONDIR),
                    PYTHONDONTWRITEBYTECODE="1")
         proc = run(["/usr/bin/python3", "-c",
-                    "import quantd_client, quantd_client.client as c;"
+                    "import quantd, quantd.grpc_client as c;"
                     "from quantd.v1 import job_pb2;"
-                    "from quantd_health import health_pb2;"
+                    "from quantd._health import health_pb2;"
                     "print(c.__file__)"],
                    env=env, cwd=self.tmp.name)
         self.assertEqual(proc.returncode, 0, proc.stderr)
