@@ -14,38 +14,13 @@
 #include "absl/strings/str_join.h"
 #include "core/graph/graph_index.h"
 #include "core/pipeline/mixed_precision/internal/mixed_precision_space.h"
+#include "core/pipeline/prep/node_filter.h"
 #include "core/pipeline/prep/op_config_bits.h"
 #include "core/pipeline/ptq/param_selection.h"
 #include "core/util/status_macros.h"
 
 namespace quantd::mp_internal {
 namespace {
-
-bool Matches(const v1::NodeFilter& f, const Node& node) {
-  switch (f.filter_case()) {
-    case v1::NodeFilter::kNodeType:
-      return node.op_type == f.node_type();
-    case v1::NodeFilter::kNodeName:
-      return node.name == f.node_name();
-    case v1::NodeFilter::kNameScope:
-      return absl::StrContains(node.name, f.name_scope());
-    default:
-      return false;
-  }
-}
-
-std::string FilterText(const v1::NodeFilter& f) {
-  switch (f.filter_case()) {
-    case v1::NodeFilter::kNodeType:
-      return absl::StrCat("type ", f.node_type());
-    case v1::NodeFilter::kNodeName:
-      return absl::StrCat("name ", f.node_name());
-    case v1::NodeFilter::kNameScope:
-      return absl::StrCat("name scope ", f.name_scope());
-    default:
-      return "no filter";
-  }
-}
 
 // Largest activation bits every consumer of node i accepts (through
 // quantization-preserving consumers), as attach.cc's input-bits filter.
@@ -128,7 +103,7 @@ absl::StatusOr<std::vector<NodeSpace>> BuildNodeSpaces(
     // Overrides that select this node.
     std::vector<int> overrides;
     for (int k = 0; k < config.bit_width_overrides_size(); ++k) {
-      if (Matches(config.bit_width_overrides(k).filter(), node)) {
+      if (MatchesNodeFilter(config.bit_width_overrides(k).filter(), node)) {
         overrides.push_back(k);
       }
     }
@@ -208,7 +183,7 @@ absl::StatusOr<std::vector<NodeSpace>> BuildNodeSpaces(
     if (!override_used[k]) {
       state->warnings.push_back(
           absl::StrCat("mixed_precision.bit_width_overrides[", k, "] (",
-                       FilterText(config.bit_width_overrides(k).filter()),
+                       NodeFilterText(config.bit_width_overrides(k).filter()),
                        "): matches no quantized node"));
     }
   }

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "core/graph/graph_index.h"
 #include "core/graph/pattern_matcher.h"
+#include "core/pipeline/prep/node_filter.h"
 #include "core/pipeline/prep/op_config_bits.h"
 #include "core/tpc/framework_info.h"
 #include "core/tpc/onnx_opset_mapping.h"
@@ -393,32 +394,6 @@ absl::Status ApplyInputBitsFilter(JobState* state) {
   return absl::OkStatus();
 }
 
-bool MatchesFilter(const v1::NodeFilter& f, const Node& node) {
-  switch (f.filter_case()) {
-    case v1::NodeFilter::kNodeType:
-      return node.op_type == f.node_type();
-    case v1::NodeFilter::kNodeName:
-      return node.name == f.node_name();
-    case v1::NodeFilter::kNameScope:
-      return absl::StrContains(node.name, f.name_scope());
-    default:
-      return false;
-  }
-}
-
-std::string FilterText(const v1::NodeFilter& f) {
-  switch (f.filter_case()) {
-    case v1::NodeFilter::kNodeType:
-      return absl::StrCat("type:", f.node_type());
-    case v1::NodeFilter::kNodeName:
-      return absl::StrCat("name:", f.node_name());
-    case v1::NodeFilter::kNameScope:
-      return absl::StrCat("scope:", f.name_scope());
-    default:
-      return "no filter";
-  }
-}
-
 // quantization.keep_float (ORT's nodes_to_exclude): the matching nodes keep
 // float weights and outputs, whatever the TPC and the fusing say. Filters
 // that match no node are warnings; an empty filter is an error.
@@ -427,7 +402,7 @@ absl::Status ApplyKeepFloat(const v1::QuantizationConfig& config,
   const Graph& g = state->model.graph;
   for (int k = 0; k < config.keep_float_size(); ++k) {
     const v1::NodeFilter& f = config.keep_float(k);
-    const std::string text = FilterText(f);
+    const std::string text = NodeFilterText(f);
     if (f.node_type().empty() && f.node_name().empty() &&
         f.name_scope().empty()) {
       return absl::InvalidArgumentError(
@@ -437,7 +412,7 @@ absl::Status ApplyKeepFloat(const v1::QuantizationConfig& config,
     }
     int matched = 0;
     for (size_t i = 0; i < g.nodes.size(); ++i) {
-      if (!MatchesFilter(f, g.nodes[i])) continue;
+      if (!MatchesNodeFilter(f, g.nodes[i])) continue;
       ++matched;
       NodePlan& p = state->plans[i];
       p.quantize_activation = false;
