@@ -8,6 +8,7 @@
 #include "core/quantizers/error_functions.h"
 #include "core/quantizers/internal/errors.h"
 #include "core/quantizers/internal/kernels.h"
+#include "core/quantizers/internal/quantized_mse.h"
 #include "core/quantizers/internal/search.h"
 #include "core/quantizers/primitives.h"
 #include "core/quantizers/selection.h"
@@ -126,21 +127,6 @@ bool Cancelled(const WeightsSearchOptions& o) {
   return o.cancel != nullptr && o.cancel->IsCancelled();
 }
 
-// PointwiseError(kMse, x, QuantizeRow(x)) in one pass and without
-// allocating: the same operations in the same order (bit-identical), the
-// searches' inner loop.
-template <typename D>
-D QuantizedMse(const D* x, int64_t n, const Grid<D>& g) {
-  thread_local std::vector<D> squares;
-  squares.resize(n);
-  D* t = squares.data();
-  for (int64_t i = 0; i < n; ++i) {
-    const D d = x[i] - internal::QuantizeOne(x[i], g);
-    t[i] = d * d;
-  }
-  return internal::Mean(t, n);
-}
-
 double RowErrorF32(const WeightsSearchOptions& o, const float* x, int64_t n,
                    const float* h, const Grid<float>& g, double kl_min,
                    double kl_max, RangeKind kl_kind, const KlSetup& kl) {
@@ -149,7 +135,8 @@ double RowErrorF32(const WeightsSearchOptions& o, const float* x, int64_t n,
     return internal::KlTensorErrorFromHistogram(*kl.hist, kl_min, kl_max,
                                                 kl.bits, kl_kind);
   }
-  if (o.error_method == ErrorMethod::kMse) return QuantizedMse(x, n, g);
+  if (o.error_method == ErrorMethod::kMse)
+    return internal::QuantizedMse(x, n, g);
   thread_local std::vector<float> q, scratch;
   q.resize(n);
   internal::QuantizeRow(x, n, g, q.data());
@@ -174,7 +161,8 @@ double RowErrorF64(const WeightsSearchOptions& o, const double* x,
     return internal::KlTensorErrorImpl(x32, n, kl_min, kl_max, kl.bits,
                                        kl_kind);
   }
-  if (o.error_method == ErrorMethod::kMse) return QuantizedMse(x, n, g);
+  if (o.error_method == ErrorMethod::kMse)
+    return internal::QuantizedMse(x, n, g);
   thread_local std::vector<double> q, scratch;
   q.resize(n);
   internal::QuantizeRow(x, n, g, q.data());
