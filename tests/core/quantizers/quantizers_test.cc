@@ -306,7 +306,8 @@ TEST(SignednessTest, TpcForcedThenBoundedThenHistogram) {
 // The searches' fused MSE (AVX2 where the CPU has it) against the two-pass
 // reference it replaced, PointwiseError(kMse, x, QuantizeRow(x)): equal bit
 // for bit, on rows with ties, values outside the grid, huge values, NaN and
-// infinities, and every length mod 4.
+// infinities, every length mod 4 and lengths past NumPy's 128-value pairwise
+// blocks.
 TEST(QuantizedMseTest, EqualsTheTwoPassReferenceBitForBit) {
   std::mt19937 rng(7);
   std::normal_distribution<double> normal(0.0, 1.0);
@@ -321,7 +322,7 @@ TEST(QuantizedMseTest, EqualsTheTwoPassReferenceBitForBit) {
                              std::numeric_limits<double>::infinity(),
                              -std::numeric_limits<double>::infinity()};
   for (int trial = 0; trial < 200; ++trial) {
-    const int64_t n = 1 + trial % 37;
+    const int64_t n = trial < 100 ? 1 + trial % 37 : 120 + (trial - 100) * 29;
     std::vector<double> x(n);
     for (double& v : x) {
       v = normal(rng) * (trial % 5 == 0 ? 1e6 : 1.0);
