@@ -59,9 +59,14 @@ void HistogramF32(const float* x, int64_t n, int n_bins,
   for (int64_t i = 0; i < n; ++i) {
     const float v = x[i];
     if (!(v >= first32 && v <= last32)) continue;
-    int64_t idx =
-        f32 ? static_cast<int64_t>((v - first32) * norm)
-            : static_cast<int64_t>(static_cast<double>(v - first32) * norm64);
+    double pos = f32 ? static_cast<double>((v - first32) * norm)
+                     : static_cast<double>(v - first32) * norm64;
+    // A range wider than float32 (or an infinite value) makes the estimate
+    // NaN or out of range, where NumPy fails; clamp so the index stays a
+    // bin (exact for every other input: the same truncation).
+    if (!(pos >= 0)) pos = 0;
+    if (pos > n_bins) pos = n_bins;
+    int64_t idx = static_cast<int64_t>(pos);
     if (idx == n_bins) --idx;
     if (v < e32[idx]) --idx;
     if (v >= e32[idx + 1] && idx != n_bins - 1) ++idx;

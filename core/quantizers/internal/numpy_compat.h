@@ -62,8 +62,9 @@ T Mean(const T* a, int64_t n) {
 std::vector<double> Linspace(double start, double stop, int num);
 
 // np.histogram(x, bins=n_bins) of float32 data: float32 edges (returned as
-// their exact double values) and integer counts. `x` must be non-empty and
-// finite.
+// their exact double values) and integer counts. `x` must be non-empty; a
+// range wider than float32 or an infinity (where NumPy fails) gives clamped,
+// meaningless counts but never an index outside the bins.
 void HistogramF32(const float* x, int64_t n, int n_bins,
                   std::vector<double>* edges, std::vector<double>* counts);
 

@@ -10,6 +10,7 @@
 #include "core/quantizers/error_functions.h"
 #include "core/quantizers/internal/errors.h"
 #include "core/quantizers/internal/kernels.h"
+#include "core/quantizers/internal/numpy_compat.h"
 #include "core/quantizers/internal/quantized_mse.h"
 #include "core/quantizers/kmeans.h"
 #include "core/quantizers/lut_kmeans.h"
@@ -341,6 +342,25 @@ TEST(QuantizedMseTest, EqualsTheTwoPassReferenceBitForBit) {
         << "trial " << trial << ": " << got << " vs " << want;
     EXPECT_EQ(std::memcmp(&scalar, &want, sizeof(double)), 0)
         << "trial " << trial;
+  }
+}
+
+// The KL weight search's histogram of a tensor whose range overflows float32
+// (or holds an infinity) stays inside its bins (it read out of bounds): every
+// finite value is counted once.
+TEST(HistogramF32Test, RangeWiderThanFloat32StaysInsideTheBins) {
+  const float big = 3e38f;
+  for (const std::vector<float>& x :
+       {std::vector<float>{-big, 0.0f, big},
+        std::vector<float>{1.0f, std::numeric_limits<float>::infinity(), 2.0f},
+        std::vector<float>{-std::numeric_limits<float>::infinity(), 1.0f}}) {
+    std::vector<double> edges, counts;
+    internal::HistogramF32(x.data(), static_cast<int64_t>(x.size()), 2048,
+                           &edges, &counts);
+    ASSERT_EQ(counts.size(), 2048u);
+    double total = 0;
+    for (double c : counts) total += c;
+    EXPECT_LE(total, static_cast<double>(x.size()));
   }
 }
 
