@@ -5,15 +5,11 @@
 
 #include <cstdint>
 #include <filesystem>
-#include <map>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/graph/onnx_import.h"
-#include "core/io/file_util.h"
-#include "core/io/sample_set.h"
-#include "core/pipeline/job/samples.h"
 #include "gtest/gtest.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/test_jobs.h"
@@ -33,21 +29,9 @@ class DiskFullTest : public ::testing::Test {
                ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "calib");
-    const v1::QuantizeRequest job = SmallJob("disk-full");
-    ASSERT_TRUE(
-        WriteFileAtomically((dir_ / "model.onnx").string(), job.onnx_model())
-            .ok());
-    for (int i = 0; i < job.calibration_samples_size(); ++i) {
-      std::map<std::string, Tensor> tensors;
-      for (const v1::Tensor& input : job.calibration_samples(i).inputs()) {
-        auto tensor = TensorFromSampleProto(input, "sample", int64_t{1} << 24);
-        ASSERT_TRUE(tensor.ok()) << tensor.status();
-        tensors[input.name()] = *tensor;
-      }
-      ASSERT_TRUE(
-          WriteSample((dir_ / "calib").string(), absl::StrCat("s", i), tensors)
-              .ok());
-    }
+    const absl::Status written =
+        WriteJobFiles(SmallJob("disk-full"), dir_.string());
+    ASSERT_TRUE(written.ok()) << written;
   }
   void TearDown() override { fs::remove_all(dir_); }
 

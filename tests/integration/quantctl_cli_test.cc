@@ -4,15 +4,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/io/file_util.h"
-#include "core/io/sample_set.h"
-#include "core/pipeline/job/samples.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/integration/server_process.h"
@@ -123,21 +119,7 @@ TEST(QuantctlCliTest, NonEmptyOutFailsBeforeTheJobUnlessForced) {
 
 // SmallJob's model and calibration samples as files under `dir`.
 void WriteSmallJob(const std::filesystem::path& dir) {
-  const v1::QuantizeRequest job = SmallJob("cli");
-  ASSERT_TRUE(
-      WriteFileAtomically((dir / "model.onnx").string(), job.onnx_model())
-          .ok());
-  for (int i = 0; i < job.calibration_samples_size(); ++i) {
-    std::map<std::string, Tensor> tensors;
-    for (const v1::Tensor& input : job.calibration_samples(i).inputs()) {
-      auto tensor = TensorFromSampleProto(input, "sample", int64_t{1} << 24);
-      ASSERT_TRUE(tensor.ok()) << tensor.status();
-      tensors[input.name()] = *tensor;
-    }
-    ASSERT_TRUE(
-        WriteSample((dir / "calib").string(), absl::StrCat("s", i), tensors)
-            .ok());
-  }
+  ASSERT_TRUE(WriteJobFiles(SmallJob("cli"), dir.string()).ok());
 }
 
 TEST(QuantctlCliTest, QuantizeOnATokenServerWithTokenFileAndDeadline) {

@@ -1,8 +1,15 @@
 #include "tests/integration/test_jobs.h"
 
+#include <filesystem>
+#include <map>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/graph/tensor.h"
+#include "core/io/file_util.h"
+#include "core/io/sample_set.h"
+#include "core/pipeline/job/samples.h"
+#include "core/util/status_macros.h"
 #include "tests/data/onnx/model_builder.h"
 
 namespace quantd::testing {
@@ -54,6 +61,25 @@ v1::QuantizeRequest LongJob(const std::string& request_id) {
   // The report evaluates on all 300 samples, not the default 16.
   request.set_report_samples(-1);
   return request;
+}
+
+absl::Status WriteJobFiles(const v1::QuantizeRequest& job,
+                           const std::string& dir) {
+  const std::filesystem::path root(dir);
+  std::filesystem::create_directories(root / "calib");
+  RETURN_IF_ERROR(
+      WriteFileAtomically((root / "model.onnx").string(), job.onnx_model()));
+  for (int i = 0; i < job.calibration_samples_size(); ++i) {
+    std::map<std::string, Tensor> tensors;
+    for (const v1::Tensor& input : job.calibration_samples(i).inputs()) {
+      ASSIGN_OR_RETURN(
+          tensors[input.name()],
+          TensorFromSampleProto(input, "sample", int64_t{1} << 24));
+    }
+    RETURN_IF_ERROR(
+        WriteSample((root / "calib").string(), absl::StrCat("s", i), tensors));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace quantd::testing

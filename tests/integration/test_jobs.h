@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "quantd/v1/job.pb.h"
 
@@ -21,6 +22,11 @@ v1::QuantizeRequest SmallJob(const std::string& request_id);
 // report passes); tests
 // cancel it, never wait for it.
 v1::QuantizeRequest LongJob(const std::string& request_id);
+
+// `job` as the files quantctl reads: DIR/model.onnx and its calibration
+// samples as the sample set DIR/calib (s0, s1, ...).
+absl::Status WriteJobFiles(const v1::QuantizeRequest& job,
+                           const std::string& dir);
 
 }  // namespace quantd::testing
 
