@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "core/executor/kernel.h"
 #include "core/executor/kernel_util.h"
@@ -66,7 +67,15 @@ void BinaryLoop(ThreadPool* pool, const BroadcastPlan& plan, const A* a,
                     const B* pb = b + off[1] + begin * sb;
                     R* po = out + r * inner + begin;
                     const int64_t n = end - begin;
-                    if (sa == 1 && sb == 1) {
+                    if constexpr (!std::is_floating_point_v<A>) {
+                      // Integer and bool operands (shapes, masks, indices)
+                      // are never hot: one strided loop instead of four
+                      // specialised ones keeps the kernels' code, and their
+                      // compile time, small.
+                      for (int64_t i = 0; i < n; ++i) {
+                        po[i] = op_local(pa[i * sa], pb[i * sb]);
+                      }
+                    } else if (sa == 1 && sb == 1) {
                       for (int64_t i = 0; i < n; ++i) {
                         po[i] = op_local(pa[i], pb[i]);
                       }
