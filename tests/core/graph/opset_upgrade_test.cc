@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-Model Import(const onnx::ModelProto& proto) {
+Model ImportOrEmpty(const onnx::ModelProto& proto) {
   absl::StatusOr<Model> m = ImportOnnxModel(proto);
   EXPECT_TRUE(m.ok()) << m.status();
   return m.ok() ? *std::move(m) : Model();
@@ -62,7 +62,7 @@ TEST(UpgradeOpset, Opset9AttributesBecomeInputsWithSameResults) {
   b.AddNode("Squeeze", {"u"}, {"q"}).Ints("axes", {0});
   b.AddNode("ReduceSum", {"q"}, {"r"}).Ints("axes", {1}).Int("keepdims", 0);
   b.Output("r", DType::kInt64);
-  Model before = Import(b.Build());
+  Model before = ImportOrEmpty(b.Build());
   std::vector<int64_t> x(24);
   for (int i = 0; i < 24; ++i) x[i] = i;
   std::map<std::string, Tensor> feeds = {
@@ -95,7 +95,7 @@ TEST(UpgradeOpset, ClipAndPadAttributesBecomeInputs) {
       .Ints("pads", {0, 1, 0, 2})
       .Float("value", 1.5f);
   b.Output("y", DType::kFloat);
-  Model m = Import(b.Build());
+  Model m = ImportOrEmpty(b.Build());
   ASSERT_TRUE(UpgradeOpset(&m, 13).ok());
   const Node& clip = m.graph.nodes[0];
   ASSERT_EQ(clip.inputs.size(), 3u);
@@ -116,7 +116,7 @@ TEST(UpgradeOpset, SoftmaxOnInnerAxisIsMadeExplicit) {
   b.Input("x", DType::kFloat, {2, 3, 4});
   b.AddNode("Softmax", {"x"}, {"y"}, "sm").Int("axis", 1);
   b.Output("y", DType::kFloat);
-  Model m = Import(b.Build());
+  Model m = ImportOrEmpty(b.Build());
   ASSERT_TRUE(UpgradeOpset(&m, 13).ok());
   std::vector<std::string> ops;
   for (const Node& n : m.graph.nodes) ops.push_back(n.op_type);
@@ -133,7 +133,7 @@ TEST(UpgradeOpset, SoftmaxOnLastAxisOnlyGetsExplicitAxis) {
   b.Input("x", DType::kFloat, {2, 3});
   b.AddNode("Softmax", {"x"}, {"y"}, "sm");  // default axis 1 = last
   b.Output("y", DType::kFloat);
-  Model m = Import(b.Build());
+  Model m = ImportOrEmpty(b.Build());
   ASSERT_TRUE(UpgradeOpset(&m, 13).ok());
   ASSERT_EQ(m.graph.nodes.size(), 1u);
   EXPECT_EQ(m.graph.nodes[0].GetInt("axis", 0), -1);
@@ -144,7 +144,7 @@ TEST(UpgradeOpset, UpsampleBecomesAsymmetricFloorResize) {
   b.Input("x", DType::kFloat, {1, 1, 2, 2});
   b.AddNode("Upsample", {"x"}, {"y"}, "up").Floats("scales", {1, 1, 2, 3});
   b.Output("y", DType::kFloat);
-  Model m = Import(b.Build());
+  Model m = ImportOrEmpty(b.Build());
   ASSERT_TRUE(UpgradeOpset(&m, 13).ok());
   const Node& r = m.graph.nodes[0];
   EXPECT_EQ(r.op_type, "Resize");
@@ -161,7 +161,7 @@ TEST(UpgradeOpset, ReduceMeanAxesMoveToInputAt18) {
   b.Input("x", DType::kFloat, {2, 3});
   b.AddNode("ReduceMean", {"x"}, {"y"}, "rm").Ints("axes", {1});
   b.Output("y", DType::kFloat);
-  Model m = Import(b.Build());
+  Model m = ImportOrEmpty(b.Build());
   ASSERT_TRUE(UpgradeOpset(&m, 21).ok());
   EXPECT_EQ(m.ir_version, 10);
   const Node& rm = m.graph.nodes[0];
@@ -173,7 +173,7 @@ TEST(UpgradeOpset, ReduceMeanAxesMoveToInputAt18) {
 }
 
 TEST(UpgradeOpset, RejectsDowngradeAndOutOfRangeTargets) {
-  Model m = Import(MakeUnaryModel("Relu", {2}, 17));
+  Model m = ImportOrEmpty(MakeUnaryModel("Relu", {2}, 17));
   EXPECT_THAT(UpgradeOpset(&m, 13).message(), HasSubstr("newer than"));
   EXPECT_FALSE(UpgradeOpset(&m, 22).ok());
   EXPECT_TRUE(UpgradeOpset(&m, 17).ok());

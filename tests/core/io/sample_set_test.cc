@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-std::string TestData(const std::string& name) {
+std::string SampleTestData(const std::string& name) {
   const char* root = std::getenv("QUANTD_SOURCE_DIR");
   return absl::StrCat(root ? root : ".", "/tests/core/io/testdata/", name);
 }
@@ -82,7 +82,7 @@ TEST(ReadSampleSetTest, AcceptsPlainFilesForASingleInputModel) {
   const std::string dir = FreshDir();
   Put(dir + "/img1.npy", F(1));
   Put(dir + "/img0.npy", F(0));
-  fs::copy_file(TestData("tensor_f4_2x2.pb"), dir + "/img2.pb");
+  fs::copy_file(SampleTestData("tensor_f4_2x2.pb"), dir + "/img2.pb");
   std::ofstream(dir + "/README.txt") << "ignored";
   auto set = ReadSampleSet(dir, {"x"});
   ASSERT_TRUE(set.ok()) << set.status();
@@ -97,7 +97,7 @@ TEST(ReadSampleSetTest, AcceptsPlainFilesForASingleInputModel) {
 TEST(ReadSampleSetTest, ReadsTensorProtoFilesInSampleFolders) {
   const std::string dir = FreshDir();
   fs::create_directories(dir + "/s0");
-  fs::copy_file(TestData("tensor_i64_3.pb"), dir + "/s0/idx.pb");
+  fs::copy_file(SampleTestData("tensor_i64_3.pb"), dir + "/s0/idx.pb");
   auto set = ReadSampleSet(dir, {"idx"});
   ASSERT_TRUE(set.ok()) << set.status();
   const Tensor& t = set->samples[0].at("idx");
