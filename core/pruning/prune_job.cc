@@ -62,7 +62,8 @@ std::string NoSectionsMessage(const pruning::SectionSearch& search) {
   return msg;
 }
 
-std::string ReportJson(const v1::PruneResult& r) {
+std::string ReportJson(const v1::PruneResult& r,
+                       const std::vector<std::string>& rejected) {
   nlohmann::json j;
   j["importance_metric"] = r.importance_metric();
   j["tpc"] = r.tpc();
@@ -84,6 +85,8 @@ std::string ReportJson(const v1::PruneResult& r) {
                            {"simd_size", l.simd_size()},
                            {"removed_channels", l.removed_channels()}});
   }
+  // Kernel layers that are no section's entry, and why.
+  j["not_prunable"] = rejected;
   return j.dump(2);
 }
 
@@ -251,7 +254,7 @@ absl::StatusOr<v1::PruneResult> RunPruneJob(const v1::PruneRequest& request,
   ASSIGN_OR_RETURN(double sqnr, pruning::OutputSqnrDb(model, pruned, evaluation,
                                                       c.pool, c.cancel));
   result.set_output_sqnr_db(sqnr);
-  result.set_report_json(ReportJson(result));
+  result.set_report_json(ReportJson(result, search.rejected));
   if (request.has_quantize())
     RETURN_IF_ERROR(RunQuantizeStage(request, c, &result));
   Report(c, "done", 1);
