@@ -1,6 +1,8 @@
 // Conv (1-D / 2-D, groups, pads, strides, dilations, auto_pad) through
 // core/train's Conv2dBackward, and inference-mode BatchNormalization:
 //   y = (x - mean) * scale / sqrt(var + eps) + B.
+#include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -106,6 +108,66 @@ absl::StatusOr<train::ConvGeometry> GeometryOf(const OpGradContext& ctx) {
   return g;
 }
 
+// dx alone, in float, without im2col: dx[n, c, ih, iw] += w[m, c', kh, kw] *
+// dy[n, m, oh, ow] over the taps, the inner loop along ow; a 1x1 stride-1
+// unpadded dense Conv is one GEMM per image, dx = W^T dy.
+void ConvInputGradient(const train::ConvGeometry& g, const float* w,
+                       const float* dy, float* dx) {
+  const int64_t oh = g.OutHeight(), ow = g.OutWidth();
+  const int64_t cg = g.channels / g.groups, mg = g.out_channels / g.groups;
+  const int64_t hw = g.height * g.width;
+  std::fill(dx, dx + g.batch * g.channels * hw, 0.0f);
+  if (g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 &&
+      g.stride_w == 1 && g.groups == 1 && g.pad_top == 0 && g.pad_left == 0 &&
+      g.pad_bottom == 0 && g.pad_right == 0) {
+    using Mat =
+        Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    Eigen::Map<const Mat> wm(w, g.out_channels, g.channels);
+    for (int64_t n = 0; n < g.batch; ++n) {
+      Eigen::Map<const Mat> gm(dy + n * g.out_channels * hw, g.out_channels,
+                               hw);
+      Eigen::Map<Mat>(dx + n * g.channels * hw, g.channels, hw).noalias() =
+          wm.transpose() * gm;
+    }
+    return;
+  }
+  for (int64_t n = 0; n < g.batch; ++n) {
+    for (int64_t m = 0; m < g.out_channels; ++m) {
+      const int64_t group = m / mg;
+      const float* gy = dy + (n * g.out_channels + m) * oh * ow;
+      for (int64_t cl = 0; cl < cg; ++cl) {
+        float* plane = dx + (n * g.channels + group * cg + cl) * hw;
+        for (int64_t kh = 0; kh < g.kernel_h; ++kh) {
+          for (int64_t kw = 0; kw < g.kernel_w; ++kw) {
+            const float wv =
+                w[((m * cg + cl) * g.kernel_h + kh) * g.kernel_w + kw];
+            const int64_t dw0 = kw * g.dilation_w - g.pad_left;
+            // ow range with 0 <= ow * stride + dw0 < width.
+            int64_t lo = dw0 >= 0 ? 0 : (-dw0 + g.stride_w - 1) / g.stride_w;
+            int64_t hi = g.width - dw0 <= 0
+                             ? 0
+                             : (g.width - dw0 + g.stride_w - 1) / g.stride_w;
+            hi = std::min(hi, ow);
+            for (int64_t i = 0; i < oh; ++i) {
+              const int64_t ih = i * g.stride_h - g.pad_top + kh * g.dilation_h;
+              if (ih < 0 || ih >= g.height || lo >= hi) continue;
+              float* row = plane + ih * g.width + dw0;
+              const float* grow = gy + i * ow;
+              if (g.stride_w == 1) {
+                for (int64_t j = lo; j < hi; ++j) row[j] += wv * grow[j];
+              } else {
+                for (int64_t j = lo; j < hi; ++j) {
+                  row[j * g.stride_w] += wv * grow[j];
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 absl::Status ConvBackward(const OpGradContext& ctx,
@@ -115,11 +177,20 @@ absl::Status ConvBackward(const OpGradContext& ctx,
   ASSIGN_OR_RETURN(const train::ConvGeometry g, GeometryOf(ctx));
   const Tensor& x = *ctx.inputs[0];
   const Tensor& w = *ctx.inputs[1];
+  const bool want_b =
+      ctx.inputs.size() > 2 && ctx.inputs[2] != nullptr && ctx.wants[2];
+  if (!ctx.wants[1] && !want_b) {  // the data-generation case: dx only
+    if (!ctx.wants[0]) return absl::OkStatus();
+    const Tensor dyf = OutputGradOrZero(ctx, 0);
+    Tensor dx = Tensor::Uninitialized(DType::kFloat, x.shape());
+    ConvInputGradient(g, w.data<float>(), dyf.data<float>(),
+                      dx.mutable_data<float>());
+    (*grads)[0] = std::move(dx);
+    return absl::OkStatus();
+  }
   const std::vector<double> dy = ToDouble(OutputGradOrZero(ctx, 0));
   const std::vector<double> xd = ToDouble(x), wd = ToDouble(w);
   std::vector<double> dx, dw, db;
-  const bool want_b =
-      ctx.inputs.size() > 2 && ctx.inputs[2] != nullptr && ctx.wants[2];
   if (ctx.wants[1]) dw.assign(w.num_elements(), 0.0);
   if (want_b) db.assign(g.out_channels, 0.0);
   train::Conv2dBackward(g, xd, wd, dy, ctx.wants[0] ? &dx : nullptr,

@@ -56,6 +56,39 @@ TEST(ConvGradientTest, DepthwiseDilatedMatchesFiniteDifferences) {
             0);
 }
 
+// Input gradient alone (the float path without im2col).
+TEST(ConvGradientTest, InputOnlyStridedDilatedGroupedMatchesFiniteDiff) {
+  ModelBuilder b;
+  b.Input("x")
+      .Initializer("w", RandomTensor({4, 2, 3, 2}, 61))
+      .Add("Conv", {"x", "w"}, {"y"},
+           {{"group", Int(2)},
+            {"strides", Ints({2, 3})},
+            {"dilations", Ints({1, 2})},
+            {"pads", Ints({1, 2, 0, 1})}})
+      .Output("y");
+  EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({2, 4, 6, 7}, 60)}})), 0);
+}
+
+TEST(ConvGradientTest, InputOnlyDepthwiseMatchesFiniteDifferences) {
+  ModelBuilder b;
+  b.Input("x")
+      .Initializer("w", RandomTensor({3, 1, 3, 3}, 63))
+      .Add("Conv", {"x", "w"}, {"y"},
+           {{"group", Int(3)}, {"pads", Ints({1, 1, 1, 1})}})
+      .Output("y");
+  EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({1, 3, 4, 5}, 62)}})), 0);
+}
+
+TEST(ConvGradientTest, InputOnlyPointwiseMatchesFiniteDifferences) {
+  ModelBuilder b;
+  b.Input("x")
+      .Initializer("w", RandomTensor({5, 3, 1, 1}, 65))
+      .Add("Conv", {"x", "w"}, {"y"})
+      .Output("y");
+  EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({2, 3, 3, 4}, 64)}})), 0);
+}
+
 TEST(ConvGradientTest, Grouped1dMatchesFiniteDifferences) {
   ModelBuilder b;
   b.Input("x")
