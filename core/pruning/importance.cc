@@ -11,7 +11,8 @@ class MagnitudeMetric : public ImportanceMetric {
   std::string Name() const override { return "magnitude"; }
   absl::StatusOr<std::vector<std::vector<double>>> HessianTraces(
       const Model& /*model*/, const std::vector<PruningSection>& sections,
-      const std::vector<SampleFeeds>& /*samples*/) const override {
+      const std::vector<SampleFeeds>& /*samples*/,
+      const ImportanceContext& /*context*/) const override {
     std::vector<std::vector<double>> traces;
     for (const PruningSection& s : sections) {
       traces.emplace_back(static_cast<size_t>(s.channels), 1.0);
@@ -28,14 +29,10 @@ std::unique_ptr<ImportanceMetric> MakeMagnitudeMetric() {
 
 absl::StatusOr<std::unique_ptr<ImportanceMetric>> MakeImportanceMetric(
     const std::string& name) {
-  if (name.empty() || name == "magnitude") return MakeMagnitudeMetric();
-  if (name == "lfh") {
-    return absl::UnimplementedError(
-        "importance_metric 'lfh': needs the graph-level gradients "
-        "(core/autodiff), not in this build; use 'magnitude'");
-  }
+  if (name.empty() || name == "lfh") return MakeLfhMetric();
+  if (name == "magnitude") return MakeMagnitudeMetric();
   return absl::InvalidArgumentError(absl::StrCat(
-      "importance_metric '", name, "': unknown (known: magnitude)"));
+      "importance_metric '", name, "': unknown (known: lfh, magnitude)"));
 }
 
 }  // namespace quantd::pruning

@@ -18,8 +18,20 @@
 #include "core/graph/graph.h"
 #include "core/pipeline/job/samples.h"
 #include "core/pruning/pruning_section.h"
+#include "core/runtime/cancellation.h"
+#include "core/runtime/progress.h"
+#include "core/runtime/thread_pool.h"
 
 namespace quantd::pruning {
+
+struct ImportanceContext {
+  ThreadPool* pool = nullptr;  // samples run in parallel on it
+  const CancellationToken* cancel = nullptr;
+  ProgressSink* progress = nullptr;
+  // MCT's PruningConfig.num_score_approximations: how many samples (the
+  // first ones) LFH averages over; 0 = MCT's 32.
+  int num_score_approximations = 0;
+};
 
 class ImportanceMetric {
  public:
@@ -30,15 +42,21 @@ class ImportanceMetric {
   // section.
   virtual absl::StatusOr<std::vector<std::vector<double>>> HessianTraces(
       const Model& model, const std::vector<PruningSection>& sections,
-      const std::vector<SampleFeeds>& samples) const = 0;
+      const std::vector<SampleFeeds>& samples,
+      const ImportanceContext& context) const = 0;
 };
 
+// "lfh" (MCT's default): Hutchinson estimates of the Hessian traces of the
+// model output with respect to each entry kernel's output channels
+// (lfh_importance.cc).
+std::unique_ptr<ImportanceMetric> MakeLfhMetric();
+
 // "magnitude": every trace 1, so a group scores its squared L2 norm per
-// weight. Data-free; NOT LFH (docs/pruning.md says why it is the default).
+// weight. Data-free and fast; not LFH (docs/pruning.md compares them).
 std::unique_ptr<ImportanceMetric> MakeMagnitudeMetric();
 
-// By name: "" or "magnitude". An unknown name is INVALID_ARGUMENT listing
-// the known ones; "lfh" is UNIMPLEMENTED until quantd has graph gradients.
+// By name: "" or "lfh", "magnitude". An unknown name is INVALID_ARGUMENT
+// listing the known ones.
 absl::StatusOr<std::unique_ptr<ImportanceMetric>> MakeImportanceMetric(
     const std::string& name);
 

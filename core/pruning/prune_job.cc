@@ -202,8 +202,13 @@ absl::StatusOr<v1::PruneResult> RunPruneJob(const v1::PruneRequest& request,
 
   Report(c, "importance", 0, metric->Name());
   RETURN_IF_ERROR(CheckCancel(c));
+  pruning::ImportanceContext ic;
+  ic.pool = c.pool;
+  ic.cancel = c.cancel;
+  ic.progress = c.progress;
+  ic.num_score_approximations = request.num_score_approximations();
   ASSIGN_OR_RETURN(auto traces,
-                   metric->HessianTraces(model, sections, calibration));
+                   metric->HessianTraces(model, sections, calibration, ic));
   std::vector<ChannelGroups> groups;
   for (size_t s = 0; s < sections.size(); ++s) {
     const Tensor* kernel =

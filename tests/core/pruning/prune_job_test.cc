@@ -18,7 +18,10 @@
 #include "core/executor/executor.h"
 #include "core/graph/onnx_import.h"
 #include "core/io/sample_set.h"
+#include "core/pruning/importance.h"
+#include "core/pruning/pruning_section.h"
 #include "core/tpc/registry.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/core/pruning/pruning_test_util.h"
 #include "tests/data/onnx/model_builder.h"
@@ -29,6 +32,7 @@ namespace {
 namespace fs = std::filesystem;
 using pruning_test::MakeRequest;
 using pruning_test::RandomSamples;
+using ::testing::ElementsAre;
 
 class PruneJobTest : public ::testing::Test {
  protected:
@@ -214,12 +218,72 @@ TEST_F(PruneJobTest, TpcWithoutSimdSizeNamesTheNode) {
   EXPECT_NE(result.status().message().find("simd_size"), std::string::npos);
 }
 
-TEST_F(PruneJobTest, LfhMetricIsUnimplementedNotSubstituted) {
+TEST_F(PruneJobTest, UnknownMetricIsInvalidArgument) {
   v1::PruneRequest r = MakeRequest(pruning_test::DeadChannelModel(), 2,
                                    RandomSamples("x", {1, 2, 4, 4}, 1, 1));
   r.set_weights_memory_fraction(0.5);
-  r.set_importance_metric("lfh");
-  EXPECT_EQ(Run(r).status().code(), absl::StatusCode::kUnimplemented);
+  r.set_importance_metric("taylor");
+  absl::StatusOr<v1::PruneResult> result = Run(r);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(result.status().message().find("lfh, magnitude"),
+            std::string::npos);
+}
+
+// x [1, 2] -> MatMul A [2, 2] -> MatMul B [2, 1] -> y. Column 0 of A is
+// large (|A_0|^2 = 9) but B_0 = 0.01 makes it matter little to y; column 1
+// is small (1) with B_1 = 1.
+std::string TwoPathModel() {
+  OnnxModelBuilder b(13);
+  b.Input("x", DType::kFloat, {1, 2});
+  b.FloatInitializer("a", {3, 1, 0, 0}, {2, 2});
+  b.FloatInitializer("b", {0.01f, 1}, {2, 1});
+  b.AddNode("MatMul", {"x", "a"}, {"h"}, "m1");
+  b.AddNode("MatMul", {"h", "b"}, {"y"}, "m2");
+  b.Output("y", DType::kFloat);
+  return b.Serialize();
+}
+
+v1::PruneRequest TwoPathRequest(const std::string& metric) {
+  std::vector<v1::Sample> samples(2);
+  *samples[0].add_inputs() =
+      TensorToSampleProto(Tensor::FromVector<float>({1, 2}, {1, 2}), "x");
+  *samples[1].add_inputs() =
+      TensorToSampleProto(Tensor::FromVector<float>({3, 0}, {1, 2}), "x");
+  v1::PruneRequest r = MakeRequest(TwoPathModel(), 1, samples);
+  r.set_weights_memory_bytes(12);  // one channel: A 2 + B 1 parameters
+  r.set_importance_metric(metric);
+  return r;
+}
+
+TEST_F(PruneJobTest, LfhKeepsTheChannelTheOutputDependsOn) {
+  absl::StatusOr<v1::PruneResult> result = Run(TwoPathRequest("lfh"));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->importance_metric(), "lfh");
+  // Tr(H_0) * 9 / 2 = 7e-4 * 4.5 < Tr(H_1) * 1 / 2 = 3.5: channel 0 goes.
+  EXPECT_THAT(result->layers(0).removed_channels(), ElementsAre(0));
+}
+
+TEST_F(PruneJobTest, MagnitudeKeepsTheLargestColumn) {
+  absl::StatusOr<v1::PruneResult> result = Run(TwoPathRequest("magnitude"));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_THAT(result->layers(0).removed_channels(), ElementsAre(1));
+}
+
+TEST_F(PruneJobTest, LfhTracesEqualTheHandDerivedHessian) {
+  // y = sum_c B_c sum_k x_k A_kc: dy/dA_kc = x_k B_c for any v = +-1, so
+  // Tr(H_c) = B_c^2 ||x||^2, averaged over the samples (||x||^2 = 5, 9).
+  absl::StatusOr<Model> m = ImportOnnx(TwoPathModel());
+  ASSERT_TRUE(m.ok());
+  pruning::SectionSearch found = pruning::FindPruningSections(m->graph);
+  std::vector<SampleFeeds> samples = {
+      {{"x", Tensor::FromVector<float>({1, 2}, {1, 2})}},
+      {{"x", Tensor::FromVector<float>({3, 0}, {1, 2})}}};
+  auto traces = pruning::MakeLfhMetric()->HessianTraces(
+      *m, found.sections, samples, pruning::ImportanceContext{});
+  ASSERT_TRUE(traces.ok()) << traces.status();
+  const double b0 = 0.01f;  // as stored
+  EXPECT_NEAR((*traces)[0][0], b0 * b0 * 7, 1e-6 * b0 * b0 * 7);
+  EXPECT_NEAR((*traces)[0][1], 7, 1e-6 * 7);
 }
 
 TEST_F(PruneJobTest, QuantizeOptionQuantizesThePrunedModel) {
