@@ -1,8 +1,10 @@
 // quantctl prune MODEL.onnx --weights-memory F --tpc NAME|FILE --calib DIR
-//     --out DIR [--eval DIR] [--importance NAME] [--quantize [job options]]
+//     --out DIR [--eval DIR] [--importance lfh|magnitude] [--score-samples N]
+//     [--quantize [job options]] [--server HOST:PORT [TLS/token flags]]
 //     [--deadline D] [--force] [--quiet]
 //
-// Structured pruning in-process (core/pruning/prune_job.h, docs/pruning.md):
+// Structured pruning in-process (core/pruning/prune_job.h, docs/pruning.md)
+// or on a server (quantd.v1.PruningService):
 // writes DIR/model.pruned.onnx (a smaller float model) and
 // DIR/prune_report.json (per-layer kept/removed channels, weights memory
 // before/target/after, the output SQNR vs the unpruned model on --eval);
@@ -25,6 +27,9 @@
 #include "absl/time/clock.h"
 #include "clients/batch/job_files.h"
 #include "clients/batch/job_options.h"
+#include "clients/cpp/channel.h"
+#include "clients/cpp/client.h"
+#include "clients/quantctl/channel_flags.h"
 #include "clients/quantctl/command.h"
 #include "clients/quantctl/progress_bar.h"
 #include "core/io/file_util.h"
@@ -32,6 +37,7 @@
 #include "core/runtime/thread_pool.h"
 #include "core/tpc/registry.h"
 #include "core/util/status_macros.h"
+#include "quantd/v1/pruning_service.grpc.pb.h"
 
 namespace quantd::quantctl {
 namespace {
@@ -42,6 +48,8 @@ struct Args {
   std::string weights_memory;
   std::string importance;
   bool quantize = false;
+  int score_samples = 0;
+  client::ChannelOptions channel;  // target = --server
   absl::Duration deadline = absl::InfiniteDuration();
   bool force = false;
   bool quiet = false;
@@ -72,8 +80,12 @@ FlagSet Flags(Args* a) {
            "held-out sample set for the SQNR (default: calibration)",
            &a->job.eval);
   f.String("importance", "NAME",
-           "channel importance metric (default magnitude; docs/pruning.md)",
+           "channel importance: lfh (MCT's, default) or magnitude",
            &a->importance);
+  f.Int("score-samples",
+        "LFH: calibration samples the Hessian estimate averages over "
+        "(default: MCT's 32)",
+        0, 100000, &a->score_samples);
   f.Bool("quantize",
          "also quantize the pruned model (the job options below apply)",
          &a->quantize);
@@ -88,6 +100,10 @@ FlagSet Flags(Args* a) {
   }
   f.Bool("force", "write into a non-empty --out", &a->force);
   f.Bool("quiet", "no progress on stderr", &a->quiet);
+  f.String("server", "HOST:PORT",
+           "run the job on a quantd server (its Prune RPC)",
+           &a->channel.target);
+  AddChannelFlags(&f, &a->channel);
   f.Duration("deadline", "give up after DURATION (e.g. 30m)", &a->deadline);
   return f;
 }
@@ -142,6 +158,7 @@ absl::StatusOr<v1::PruneRequest> BuildPruneRequest(const Args& args) {
   r.mutable_calibration_samples()->Swap(q.mutable_calibration_samples());
   r.mutable_evaluation_samples()->Swap(q.mutable_evaluation_samples());
   r.set_importance_metric(args.importance);
+  r.set_num_score_approximations(args.score_samples);
   r.set_num_threads(q.num_threads());
   if (args.quantize) *r.mutable_quantize() = std::move(q);
   return r;
@@ -180,6 +197,61 @@ void PrintSummary(const v1::PruneResult& r, const std::string& out) {
               out.c_str(), r.has_quantized() ? ", quantize's files" : "");
 }
 
+absl::StatusOr<v1::PruneResult> RunInProcess(const Args& args,
+                                             const v1::PruneRequest& request,
+                                             const TpcRegistry* registry,
+                                             ProgressBar* bar) {
+  const int threads =
+      args.job.threads > 0
+          ? args.job.threads
+          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  ThreadPool pool(threads - 1);
+  CancellationToken cancel(args.deadline == absl::InfiniteDuration()
+                               ? absl::InfiniteFuture()
+                               : absl::Now() + args.deadline);
+  PruneContext context;
+  context.registry = registry;
+  context.pool = &pool;
+  context.cancel = &cancel;
+  context.progress = bar;
+  return RunPruneJob(request, context);
+}
+
+// The Prune RPC: progress events to `bar`, the last event's result.
+absl::StatusOr<v1::PruneResult> RunRemote(const Args& args,
+                                          const v1::PruneRequest& request,
+                                          ProgressBar* bar) {
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
+                   client::CreateChannel(args.channel));
+  auto stub = v1::PruningService::NewStub(channel);
+  grpc::ClientContext ctx;
+  if (!args.channel.auth_token.empty()) {
+    ctx.AddMetadata("authorization",
+                    absl::StrCat("Bearer ", args.channel.auth_token));
+  }
+  if (args.deadline != absl::InfiniteDuration()) {
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + args.deadline));
+  }
+  auto reader = stub->Prune(&ctx, request);
+  v1::PruneEvent e;
+  v1::PruneResult result;
+  bool have_result = false;
+  while (reader->Read(&e)) {
+    if (e.has_progress()) {
+      bar->Report({e.progress().stage(), e.progress().fraction(),
+                   e.progress().message()});
+    } else if (e.has_warning()) {
+      bar->Warn(e.warning().message());
+    } else if (e.has_result()) {
+      result = std::move(*e.mutable_result());
+      have_result = true;
+    }
+  }
+  RETURN_IF_ERROR(client::FromGrpcStatus(reader->Finish()));
+  if (!have_result) return absl::UnavailableError("Prune: no result sent");
+  return result;
+}
+
 int RunPrune(const std::vector<std::string>& argv) {
   Args args;
   const FlagSet flags = Flags(&args);
@@ -196,31 +268,27 @@ int RunPrune(const std::vector<std::string>& argv) {
     return 2;
   }
   absl::StatusOr<v1::PruneRequest> request = BuildPruneRequest(args);
+  if (request.ok() && args.channel.target.empty() &&
+      AnyChannelFlag(args.channel)) {
+    request = absl::InvalidArgumentError(
+        "TLS and token flags need --server (the job runs in-process without "
+        "it)");
+  }
   if (!request.ok()) {
     std::fprintf(stderr, "quantctl prune: %s\n",
                  std::string(request.status().message()).c_str());
     return 2;
   }
-  TpcRegistry registry;
-  if (absl::Status st = registry.AddBuiltins(); !st.ok()) {
-    std::fprintf(stderr, "quantctl prune: %s\n", st.ToString().c_str());
-    return 1;
-  }
-  const int threads =
-      args.job.threads > 0
-          ? args.job.threads
-          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  ThreadPool pool(threads - 1);
-  CancellationToken cancel(args.deadline == absl::InfiniteDuration()
-                               ? absl::InfiniteFuture()
-                               : absl::Now() + args.deadline);
   ProgressBar bar(stderr, isatty(2) != 0, args.quiet);
-  PruneContext context;
-  context.registry = &registry;
-  context.pool = &pool;
-  context.cancel = &cancel;
-  context.progress = &bar;
-  absl::StatusOr<v1::PruneResult> result = RunPruneJob(*request, context);
+  absl::StatusOr<v1::PruneResult> result;
+  TpcRegistry registry;
+  if (!args.channel.target.empty()) {
+    result = RunRemote(args, *request, &bar);
+  } else if (absl::Status st = registry.AddBuiltins(); !st.ok()) {
+    result = st;
+  } else {
+    result = RunInProcess(args, *request, &registry, &bar);
+  }
   bar.Finish();
   if (!result.ok()) {
     std::fprintf(stderr, "quantctl prune: %s: %s\n",
