@@ -288,6 +288,7 @@ absl::Status QuantdServer::Init(ServerOptions o) {
   context_->compute_pool = compute_pool_.get();
   context_->heartbeats = heartbeats_.get();
   service_ = std::make_unique<QuantizationServiceImpl>(context_.get());
+  pruning_service_ = std::make_unique<PruningServiceImpl>(context_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   if (o.enable_reflection) {
@@ -299,6 +300,7 @@ absl::Status QuantdServer::Init(ServerOptions o) {
   // Without this a second server on the same port would silently share it.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(service_.get());
+  builder.RegisterService(pruning_service_.get());
   if (!o.enable_reflection) {
     builder.SetOption(std::make_unique<WithoutReflection>());
   }

@@ -19,6 +19,7 @@
 #include "server/admission.h"
 #include "server/heartbeat.h"
 #include "server/metrics.h"
+#include "server/pruning_service.h"
 #include "server/quantization_service.h"
 #include "server/server_options.h"
 #include "server/service_context.h"
@@ -57,6 +58,7 @@ class QuantdServer {
   std::unique_ptr<ThreadPool> job_pool_;
   std::unique_ptr<ServiceContext> context_;
   std::unique_ptr<QuantizationServiceImpl> service_;
+  std::unique_ptr<PruningServiceImpl> pruning_service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   bool shut_down_ = false;

@@ -1,0 +1,1 @@
+list(APPEND QUANTCTL_DEPS quantd_core_pruning quantd_core_io quantd_job_files quantd_client quantd_grpc)

@@ -1,0 +1,284 @@
+// Conv (1-D / 2-D, groups, pads, strides, dilations, auto_pad) through
+// core/train's Conv2dBackward, and inference-mode BatchNormalization:
+//   y = (x - mean) * scale / sqrt(var + eps) + B.
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/autodiff/op_gradient.h"
+#include "core/train/conv2d.h"
+#include "core/util/status_macros.h"
+
+namespace quantd::autodiff::internal {
+namespace {
+
+std::vector<double> ToDouble(const Tensor& t) {
+  const float* p = t.data<float>();
+  return std::vector<double>(p, p + t.num_elements());
+}
+
+Tensor ToFloat(const std::vector<double>& v,
+               const std::vector<int64_t>& shape) {
+  Tensor t = Tensor::Uninitialized(DType::kFloat, shape);
+  float* p = t.mutable_data<float>();
+  for (size_t i = 0; i < v.size(); ++i) p[i] = static_cast<float>(v[i]);
+  return t;
+}
+
+// Begin / end padding of one spatial axis.
+void AxisPads(const std::string& auto_pad, int64_t in, int64_t out, int64_t k,
+              int64_t stride, int64_t dilation, int64_t* begin, int64_t* end) {
+  if (auto_pad == "VALID") {
+    *begin = *end = 0;
+    return;
+  }
+  int64_t total = (out - 1) * stride + (k - 1) * dilation + 1 - in;
+  if (total < 0) total = 0;
+  if (auto_pad == "SAME_LOWER") {
+    *begin = total - total / 2;
+  } else {
+    *begin = total / 2;
+  }
+  *end = total - *begin;
+}
+
+absl::StatusOr<train::ConvGeometry> GeometryOf(const OpGradContext& ctx) {
+  const Node& n = *ctx.node;
+  const Tensor& x = *ctx.inputs[0];
+  const Tensor& w = *ctx.inputs[1];
+  const Tensor& y = *ctx.outputs[0];
+  const int spatial = x.rank() - 2;
+  if ((spatial != 1 && spatial != 2) || w.rank() != x.rank() ||
+      y.rank() != x.rank()) {
+    return NodeUnimplemented(
+        ctx, absl::StrCat("a Conv on ", x.DebugString(), " with weight ",
+                          w.DebugString(), " (1-D and 2-D only)"));
+  }
+  train::ConvGeometry g;
+  g.batch = x.dim(0);
+  g.channels = x.dim(1);
+  g.height = spatial == 2 ? x.dim(2) : 1;
+  g.width = x.dim(x.rank() - 1);
+  g.out_channels = w.dim(0);
+  g.kernel_h = spatial == 2 ? w.dim(2) : 1;
+  g.kernel_w = w.dim(w.rank() - 1);
+  g.groups = n.GetInt("group", 1);
+  const std::vector<int64_t> ones(spatial, 1);
+  const std::vector<int64_t> strides = n.GetInts("strides", ones);
+  const std::vector<int64_t> dilations = n.GetInts("dilations", ones);
+  std::vector<int64_t> pads =
+      n.GetInts("pads", std::vector<int64_t>(2 * spatial, 0));
+  if (static_cast<int>(strides.size()) != spatial ||
+      static_cast<int>(dilations.size()) != spatial ||
+      static_cast<int>(pads.size()) != 2 * spatial) {
+    return NodeError(ctx, "strides / dilations / pads do not match the rank");
+  }
+  const std::string auto_pad = n.GetString("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && !auto_pad.empty()) {
+    for (int d = 0; d < spatial; ++d) {
+      AxisPads(auto_pad, x.dim(2 + d), y.dim(2 + d), w.dim(2 + d), strides[d],
+               dilations[d], &pads[d], &pads[spatial + d]);
+    }
+  }
+  if (spatial == 2) {
+    g.stride_h = strides[0];
+    g.stride_w = strides[1];
+    g.dilation_h = dilations[0];
+    g.dilation_w = dilations[1];
+    g.pad_top = pads[0];
+    g.pad_left = pads[1];
+    g.pad_bottom = pads[2];
+    g.pad_right = pads[3];
+  } else {
+    g.stride_w = strides[0];
+    g.dilation_w = dilations[0];
+    g.pad_left = pads[0];
+    g.pad_right = pads[1];
+  }
+  RETURN_IF_ERROR(train::ValidateConvGeometry(g));
+  if (w.dim(1) * g.groups != g.channels ||
+      g.OutHeight() * g.OutWidth() * g.out_channels * g.batch !=
+          y.num_elements()) {
+    return NodeError(
+        ctx, absl::StrCat("Conv geometry of ", x.DebugString(), " * ",
+                          w.DebugString(), " does not give ", y.DebugString()));
+  }
+  return g;
+}
+
+// dx alone, in float, without im2col: dx[n, c, ih, iw] += w[m, c', kh, kw] *
+// dy[n, m, oh, ow] over the taps, the inner loop along ow; a 1x1 stride-1
+// unpadded dense Conv is one GEMM per image, dx = W^T dy.
+void ConvInputGradient(const train::ConvGeometry& g, const float* w,
+                       const float* dy, float* dx) {
+  const int64_t oh = g.OutHeight(), ow = g.OutWidth();
+  const int64_t cg = g.channels / g.groups, mg = g.out_channels / g.groups;
+  const int64_t hw = g.height * g.width;
+  std::fill(dx, dx + g.batch * g.channels * hw, 0.0f);
+  if (g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 &&
+      g.stride_w == 1 && g.groups == 1 && g.pad_top == 0 && g.pad_left == 0 &&
+      g.pad_bottom == 0 && g.pad_right == 0) {
+    using Mat =
+        Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    Eigen::Map<const Mat> wm(w, g.out_channels, g.channels);
+    for (int64_t n = 0; n < g.batch; ++n) {
+      Eigen::Map<const Mat> gm(dy + n * g.out_channels * hw, g.out_channels,
+                               hw);
+      Eigen::Map<Mat>(dx + n * g.channels * hw, g.channels, hw).noalias() =
+          wm.transpose() * gm;
+    }
+    return;
+  }
+  for (int64_t n = 0; n < g.batch; ++n) {
+    for (int64_t m = 0; m < g.out_channels; ++m) {
+      const int64_t group = m / mg;
+      const float* gy = dy + (n * g.out_channels + m) * oh * ow;
+      for (int64_t cl = 0; cl < cg; ++cl) {
+        float* plane = dx + (n * g.channels + group * cg + cl) * hw;
+        for (int64_t kh = 0; kh < g.kernel_h; ++kh) {
+          for (int64_t kw = 0; kw < g.kernel_w; ++kw) {
+            const float wv =
+                w[((m * cg + cl) * g.kernel_h + kh) * g.kernel_w + kw];
+            const int64_t dw0 = kw * g.dilation_w - g.pad_left;
+            // ow range with 0 <= ow * stride + dw0 < width.
+            int64_t lo = dw0 >= 0 ? 0 : (-dw0 + g.stride_w - 1) / g.stride_w;
+            int64_t hi = g.width - dw0 <= 0
+                             ? 0
+                             : (g.width - dw0 + g.stride_w - 1) / g.stride_w;
+            hi = std::min(hi, ow);
+            for (int64_t i = 0; i < oh; ++i) {
+              const int64_t ih = i * g.stride_h - g.pad_top + kh * g.dilation_h;
+              if (ih < 0 || ih >= g.height || lo >= hi) continue;
+              float* row = plane + ih * g.width + dw0;
+              const float* grow = gy + i * ow;
+              if (g.stride_w == 1) {
+                for (int64_t j = lo; j < hi; ++j) row[j] += wv * grow[j];
+              } else {
+                for (int64_t j = lo; j < hi; ++j) {
+                  row[j * g.stride_w] += wv * grow[j];
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+absl::Status ConvBackward(const OpGradContext& ctx,
+                          std::vector<Tensor>* grads) {
+  RETURN_IF_ERROR(RequireFloat(ctx, ctx.inputs[0], "input X"));
+  RETURN_IF_ERROR(RequireFloat(ctx, ctx.inputs[1], "weight W"));
+  ASSIGN_OR_RETURN(const train::ConvGeometry g, GeometryOf(ctx));
+  const Tensor& x = *ctx.inputs[0];
+  const Tensor& w = *ctx.inputs[1];
+  const bool want_b =
+      ctx.inputs.size() > 2 && ctx.inputs[2] != nullptr && ctx.wants[2];
+  if (!ctx.wants[1] && !want_b) {  // the data-generation case: dx only
+    if (!ctx.wants[0]) return absl::OkStatus();
+    const Tensor dyf = OutputGradOrZero(ctx, 0);
+    Tensor dx = Tensor::Uninitialized(DType::kFloat, x.shape());
+    ConvInputGradient(g, w.data<float>(), dyf.data<float>(),
+                      dx.mutable_data<float>());
+    (*grads)[0] = std::move(dx);
+    return absl::OkStatus();
+  }
+  const std::vector<double> dy = ToDouble(OutputGradOrZero(ctx, 0));
+  const std::vector<double> xd = ToDouble(x), wd = ToDouble(w);
+  std::vector<double> dx, dw, db;
+  if (ctx.wants[1]) dw.assign(w.num_elements(), 0.0);
+  if (want_b) db.assign(g.out_channels, 0.0);
+  train::Conv2dBackward(g, xd, wd, dy, ctx.wants[0] ? &dx : nullptr,
+                        ctx.wants[1] ? &dw : nullptr, want_b ? &db : nullptr);
+  if (ctx.wants[0]) (*grads)[0] = ToFloat(dx, x.shape());
+  if (ctx.wants[1]) (*grads)[1] = ToFloat(dw, w.shape());
+  if (want_b) (*grads)[2] = ToFloat(db, ctx.inputs[2]->shape());
+  return absl::OkStatus();
+}
+
+absl::Status BatchNormBackward(const OpGradContext& ctx,
+                               std::vector<Tensor>* grads) {
+  if (ctx.inputs.size() < 5) return NodeError(ctx, "needs 5 inputs");
+  for (int k = 0; k < 5; ++k) {
+    RETURN_IF_ERROR(RequireFloat(ctx, ctx.inputs[k], "every input"));
+  }
+  if (ctx.node->GetInt("training_mode", 0) != 0 || ctx.outputs.size() > 1) {
+    return NodeUnimplemented(ctx, "training-mode BatchNormalization");
+  }
+  const Tensor& x = *ctx.inputs[0];
+  if (x.rank() < 2) return NodeError(ctx, "input X must have rank >= 2");
+  const int64_t c = x.dim(1), batch = x.dim(0);
+  const int64_t inner = c == 0 ? 0 : x.num_elements() / (batch * c);
+  for (int k = 1; k < 5; ++k) {
+    if (ctx.inputs[k]->num_elements() != c) {
+      return NodeError(
+          ctx, absl::StrCat("input ", k, " has ", ctx.inputs[k]->num_elements(),
+                            " values for ", c, " channels"));
+    }
+  }
+  const double eps = ctx.node->GetFloat("epsilon", 1e-5f);
+  const float* scale = ctx.inputs[1]->data<float>();
+  const float* mean = ctx.inputs[3]->data<float>();
+  const float* var = ctx.inputs[4]->data<float>();
+  const Tensor dy = OutputGradOrZero(ctx, 0);
+  const float* px = x.data<float>();
+  const float* pg = dy.data<float>();
+  float* dx = nullptr;
+  if (ctx.wants[0]) {
+    (*grads)[0] = Tensor::Uninitialized(DType::kFloat, x.shape());
+    dx = (*grads)[0].mutable_data<float>();
+  }
+  // Per channel: sum(dy) and sum(dy * (x - mean)).
+  std::vector<double> sum_g(c, 0.0), sum_gx(c, 0.0);
+  for (int64_t n = 0; n < batch; ++n) {
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const double inv = 1.0 / std::sqrt(static_cast<double>(var[ch]) + eps);
+      const int64_t base = (n * c + ch) * inner;
+      const float m = mean[ch];
+      double sg = 0, sgx = 0;
+      for (int64_t i = 0; i < inner; ++i) {
+        sg += pg[base + i];
+        sgx += static_cast<double>(pg[base + i]) * (px[base + i] - m);
+      }
+      sum_g[ch] += sg;
+      sum_gx[ch] += sgx;
+      if (dx != nullptr) {
+        const float k = static_cast<float>(scale[ch] * inv);
+        for (int64_t i = 0; i < inner; ++i) dx[base + i] = pg[base + i] * k;
+      }
+    }
+  }
+  for (int k = 1; k < 5; ++k) {
+    if (!ctx.wants[k]) continue;
+    Tensor d = Tensor::Uninitialized(DType::kFloat, ctx.inputs[k]->shape());
+    float* pd = d.mutable_data<float>();
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const double inv = 1.0 / std::sqrt(static_cast<double>(var[ch]) + eps);
+      double v = 0;
+      switch (k) {
+        case 1:  // scale
+          v = sum_gx[ch] * inv;
+          break;
+        case 2:  // B
+          v = sum_g[ch];
+          break;
+        case 3:  // mean
+          v = -sum_g[ch] * scale[ch] * inv;
+          break;
+        case 4:  // var
+          v = -0.5 * sum_gx[ch] * scale[ch] * inv * inv * inv;
+          break;
+      }
+      pd[ch] = static_cast<float>(v);
+    }
+    (*grads)[k] = std::move(d);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace quantd::autodiff::internal

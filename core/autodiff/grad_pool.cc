@@ -1,0 +1,181 @@
+// MaxPool (the gradient goes to the first maximum of each window),
+// AveragePool (dy / divisor to each counted position) and GlobalAveragePool
+// (dy / area everywhere). 1-D and 2-D windows.
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/autodiff/op_gradient.h"
+#include "core/util/status_macros.h"
+
+namespace quantd::autodiff::internal {
+namespace {
+
+struct Window {
+  int64_t planes = 0, h = 1, w = 1, oh = 1, ow = 1;
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
+  int64_t pt = 0, pl = 0, pb = 0, pr = 0;
+};
+
+absl::StatusOr<Window> WindowOf(const OpGradContext& ctx) {
+  const Node& n = *ctx.node;
+  const Tensor& x = *ctx.inputs[0];
+  const Tensor& y = *ctx.outputs[0];
+  const int spatial = x.rank() - 2;
+  if ((spatial != 1 && spatial != 2) || y.rank() != x.rank()) {
+    return NodeUnimplemented(
+        ctx, absl::StrCat("pooling of ", x.DebugString(), " (1-D, 2-D only)"));
+  }
+  const std::vector<int64_t> k = n.GetInts("kernel_shape");
+  const std::vector<int64_t> ones(spatial, 1);
+  const std::vector<int64_t> s = n.GetInts("strides", ones);
+  const std::vector<int64_t> d = n.GetInts("dilations", ones);
+  std::vector<int64_t> p = n.GetInts("pads", std::vector<int64_t>(2 * spatial));
+  if (static_cast<int>(k.size()) != spatial ||
+      static_cast<int>(s.size()) != spatial ||
+      static_cast<int>(d.size()) != spatial ||
+      static_cast<int>(p.size()) != 2 * spatial) {
+    return NodeError(ctx, "kernel_shape / strides / pads do not match rank");
+  }
+  const std::string auto_pad = n.GetString("auto_pad", "NOTSET");
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (int i = 0; i < spatial; ++i) {
+      int64_t total =
+          (y.dim(2 + i) - 1) * s[i] + (k[i] - 1) * d[i] + 1 - x.dim(2 + i);
+      if (total < 0) total = 0;
+      p[i] = auto_pad == "SAME_LOWER" ? total - total / 2 : total / 2;
+      p[spatial + i] = total - p[i];
+    }
+  } else if (auto_pad == "VALID") {
+    p.assign(2 * spatial, 0);
+  }
+  Window w;
+  w.planes = x.dim(0) * x.dim(1);
+  w.w = x.dim(x.rank() - 1);
+  w.ow = y.dim(y.rank() - 1);
+  w.kw = k.back();
+  w.sw = s.back();
+  w.dw = d.back();
+  if (spatial == 2) {
+    w.h = x.dim(2);
+    w.oh = y.dim(2);
+    w.kh = k[0];
+    w.sh = s[0];
+    w.dh = d[0];
+    w.pt = p[0];
+    w.pl = p[1];
+    w.pb = p[2];
+    w.pr = p[3];
+  } else {
+    w.pl = p[0];
+    w.pr = p[1];
+  }
+  return w;
+}
+
+}  // namespace
+
+absl::Status MaxPoolBackward(const OpGradContext& ctx,
+                             std::vector<Tensor>* grads) {
+  if (!ctx.wants[0]) return absl::OkStatus();
+  RETURN_IF_ERROR(RequireFloat(ctx, ctx.inputs[0], "input"));
+  ASSIGN_OR_RETURN(const Window w, WindowOf(ctx));
+  const Tensor& x = *ctx.inputs[0];
+  const Tensor dy = OutputGradOrZero(ctx, 0);
+  Tensor dx(DType::kFloat, x.shape());
+  const float* px = x.data<float>();
+  const float* pg = dy.data<float>();
+  float* pd = dx.mutable_data<float>();
+  for (int64_t c = 0; c < w.planes; ++c) {
+    const float* xp = px + c * w.h * w.w;
+    float* dp = pd + c * w.h * w.w;
+    const float* gp = pg + c * w.oh * w.ow;
+    for (int64_t i = 0; i < w.oh; ++i) {
+      for (int64_t j = 0; j < w.ow; ++j) {
+        int64_t best = -1;
+        float best_v = 0;
+        for (int64_t a = 0; a < w.kh; ++a) {
+          const int64_t r = i * w.sh - w.pt + a * w.dh;
+          if (r < 0 || r >= w.h) continue;
+          for (int64_t b = 0; b < w.kw; ++b) {
+            const int64_t q = j * w.sw - w.pl + b * w.dw;
+            if (q < 0 || q >= w.w) continue;
+            const float v = xp[r * w.w + q];
+            if (best < 0 || v > best_v) {
+              best = r * w.w + q;
+              best_v = v;
+            }
+          }
+        }
+        if (best >= 0) dp[best] += gp[i * w.ow + j];
+      }
+    }
+  }
+  (*grads)[0] = std::move(dx);
+  return absl::OkStatus();
+}
+
+absl::Status AveragePoolBackward(const OpGradContext& ctx,
+                                 std::vector<Tensor>* grads) {
+  if (!ctx.wants[0]) return absl::OkStatus();
+  RETURN_IF_ERROR(RequireFloat(ctx, ctx.inputs[0], "input"));
+  ASSIGN_OR_RETURN(const Window w, WindowOf(ctx));
+  const bool include_pad = ctx.node->GetInt("count_include_pad", 0) != 0;
+  const Tensor& x = *ctx.inputs[0];
+  const Tensor dy = OutputGradOrZero(ctx, 0);
+  Tensor dx(DType::kFloat, x.shape());
+  const float* pg = dy.data<float>();
+  float* pd = dx.mutable_data<float>();
+  for (int64_t c = 0; c < w.planes; ++c) {
+    float* dp = pd + c * w.h * w.w;
+    const float* gp = pg + c * w.oh * w.ow;
+    for (int64_t i = 0; i < w.oh; ++i) {
+      for (int64_t j = 0; j < w.ow; ++j) {
+        int64_t count = 0;
+        for (int64_t a = 0; a < w.kh; ++a) {
+          const int64_t r = i * w.sh - w.pt + a * w.dh;
+          for (int64_t b = 0; b < w.kw; ++b) {
+            const int64_t q = j * w.sw - w.pl + b * w.dw;
+            const bool valid = r >= 0 && r < w.h && q >= 0 && q < w.w;
+            const bool padded =
+                r >= -w.pt && r < w.h + w.pb && q >= -w.pl && q < w.w + w.pr;
+            count += include_pad ? padded : valid;
+          }
+        }
+        if (count == 0) continue;
+        const float g = gp[i * w.ow + j] / static_cast<float>(count);
+        for (int64_t a = 0; a < w.kh; ++a) {
+          const int64_t r = i * w.sh - w.pt + a * w.dh;
+          if (r < 0 || r >= w.h) continue;
+          for (int64_t b = 0; b < w.kw; ++b) {
+            const int64_t q = j * w.sw - w.pl + b * w.dw;
+            if (q >= 0 && q < w.w) dp[r * w.w + q] += g;
+          }
+        }
+      }
+    }
+  }
+  (*grads)[0] = std::move(dx);
+  return absl::OkStatus();
+}
+
+absl::Status GlobalAveragePoolBackward(const OpGradContext& ctx,
+                                       std::vector<Tensor>* grads) {
+  if (!ctx.wants[0]) return absl::OkStatus();
+  RETURN_IF_ERROR(RequireFloat(ctx, ctx.inputs[0], "input"));
+  const Tensor& x = *ctx.inputs[0];
+  if (x.rank() < 2) return NodeError(ctx, "input must have rank >= 2");
+  const int64_t planes = x.dim(0) * x.dim(1);
+  const int64_t area = planes == 0 ? 0 : x.num_elements() / planes;
+  const Tensor dy = OutputGradOrZero(ctx, 0);
+  Tensor dx = Tensor::Uninitialized(DType::kFloat, x.shape());
+  const float* pg = dy.data<float>();
+  float* pd = dx.mutable_data<float>();
+  for (int64_t c = 0; c < planes; ++c) {
+    const float g = pg[c] / static_cast<float>(area);
+    for (int64_t i = 0; i < area; ++i) pd[c * area + i] = g;
+  }
+  (*grads)[0] = std::move(dx);
+  return absl::OkStatus();
+}
+
+}  // namespace quantd::autodiff::internal

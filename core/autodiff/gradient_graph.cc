@@ -1,0 +1,192 @@
+#include "core/autodiff/gradient_graph.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/autodiff/op_gradient.h"
+#include "core/util/status_macros.h"
+
+namespace quantd::autodiff {
+namespace {
+
+using internal::FindOpGradient;
+using internal::OpGradContext;
+using internal::OpGradient;
+
+bool IsDefaultDomain(const Node& n) {
+  return n.domain.empty() || n.domain == "ai.onnx";
+}
+
+void Accumulate(Tensor g, const std::string& name,
+                std::map<std::string, Tensor>* grads) {
+  auto it = grads->find(name);
+  if (it == grads->end()) {
+    grads->emplace(name, std::move(g));
+    return;
+  }
+  float* dst = it->second.mutable_data<float>();
+  const float* src = g.data<float>();
+  for (int64_t i = 0; i < g.num_elements(); ++i) dst[i] += src[i];
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<GradientGraph>> GradientGraph::Create(
+    std::shared_ptr<const Model> model, const GradientOptions& options) {
+  std::unique_ptr<GradientGraph> self(new GradientGraph());
+  const Graph& g = model->graph;
+  for (const ValueInfo& in : g.inputs) self->differentiable_.insert(in.name);
+  for (const std::string& name : options.initializers) {
+    const Tensor* t = g.FindInitializer(name);
+    if (t == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("initializer '", name, "' not found in the graph"));
+    }
+    if (t->dtype() != DType::kFloat) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "initializer '", name, "' is ", t->DebugString(), ", not float"));
+    }
+    self->differentiable_.insert(name);
+    self->wrt_initializers_.push_back(name);
+  }
+  std::set<std::string> kept;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    bool any = false;
+    for (const std::string& in : n.inputs) {
+      any |= !in.empty() && self->differentiable_.count(in) > 0;
+    }
+    if (!any ||
+        (IsDefaultDomain(n) && internal::IsNonDifferentiableOp(n.op_type))) {
+      continue;
+    }
+    const OpGradient* op =
+        IsDefaultDomain(n) ? FindOpGradient(n.op_type) : nullptr;
+    if (op == nullptr) {
+      return absl::UnimplementedError(
+          absl::StrCat(n.Label(), ": no gradient for op ", n.op_type,
+                       " on the path from the inputs; differentiable ops: ",
+                       absl::StrJoin(internal::DifferentiableOps(), ", ")));
+    }
+    bool diff_input = false;
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      const bool in_range = op->differentiable_inputs < 0 ||
+                            static_cast<int>(k) < op->differentiable_inputs;
+      diff_input |= in_range && !n.inputs[k].empty() &&
+                    self->differentiable_.count(n.inputs[k]) > 0;
+    }
+    if (!diff_input) continue;  // e.g. only a Reshape's shape depends on x
+    if (!n.outputs.empty() && !n.outputs[0].empty()) {
+      self->differentiable_.insert(n.outputs[0]);
+    }
+    self->backward_nodes_.push_back(static_cast<int>(i));
+    for (const std::string& in : n.inputs) {
+      if (!in.empty() && g.FindInitializer(in) == nullptr) kept.insert(in);
+    }
+    if (!n.outputs.empty() && !n.outputs[0].empty()) kept.insert(n.outputs[0]);
+  }
+  for (const ValueInfo& in : g.inputs) kept.erase(in.name);
+  self->extra_outputs_.assign(kept.begin(), kept.end());
+  self->model_ = std::move(model);
+  ASSIGN_OR_RETURN(self->executor_,
+                   Executor::Create(self->model_, options.executor));
+  return self;
+}
+
+absl::StatusOr<Tape> GradientGraph::Forward(
+    const std::map<std::string, Tensor>& feeds,
+    const CancellationToken* cancel) const {
+  RunOptions run;
+  run.cancel = cancel;
+  run.extra_outputs = extra_outputs_;
+  Tape tape;
+  ASSIGN_OR_RETURN(tape.values, executor_->Run(feeds, run));
+  for (const auto& [name, t] : feeds) tape.values[name] = t;
+  return tape;
+}
+
+absl::StatusOr<Gradients> GradientGraph::Backward(
+    const Tape& tape, const std::map<std::string, Tensor>& seeds,
+    const CancellationToken* cancel) const {
+  const Graph& g = model_->graph;
+  auto value = [&](const std::string& name) -> const Tensor* {
+    if (name.empty()) return nullptr;
+    auto it = tape.values.find(name);
+    if (it != tape.values.end()) return &it->second;
+    return g.FindInitializer(name);
+  };
+  std::map<std::string, Tensor> grads;
+  for (const auto& [name, seed] : seeds) {
+    const Tensor* v = value(name);
+    if (!IsDifferentiable(name) || v == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "seed '", name, "' is not a tensor on the gradient path"));
+    }
+    if (seed.dtype() != DType::kFloat || seed.shape() != v->shape()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("seed '", name, "' is ", seed.DebugString(),
+                       ", the tensor is ", v->DebugString()));
+    }
+    Accumulate(seed.Clone(), name, &grads);
+  }
+  const int64_t opset = model_->DefaultOpset();
+  for (auto it = backward_nodes_.rbegin(); it != backward_nodes_.rend(); ++it) {
+    if (cancel != nullptr) RETURN_IF_ERROR(cancel->Check());
+    const Node& n = g.nodes[*it];
+    OpGradContext ctx;
+    ctx.node = &n;
+    ctx.opset = opset;
+    bool any_grad = false;
+    for (const std::string& out : n.outputs) {
+      auto git = out.empty() ? grads.end() : grads.find(out);
+      ctx.output_grads.push_back(git == grads.end() ? nullptr : &git->second);
+      any_grad |= git != grads.end();
+      ctx.outputs.push_back(value(out));
+    }
+    if (!any_grad) continue;
+    if (ctx.outputs[0] == nullptr) {
+      return absl::InternalError(
+          absl::StrCat(n.Label(), ": output missing from the tape"));
+    }
+    const OpGradient* op = FindOpGradient(n.op_type);
+    bool wanted = false;
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      ctx.inputs.push_back(value(n.inputs[k]));
+      const bool in_range = op->differentiable_inputs < 0 ||
+                            static_cast<int>(k) < op->differentiable_inputs;
+      ctx.wants.push_back(in_range && ctx.inputs.back() != nullptr &&
+                          IsDifferentiable(n.inputs[k]));
+      wanted |= ctx.wants.back();
+    }
+    if (!wanted) continue;
+    std::vector<Tensor> in_grads(n.inputs.size());
+    RETURN_IF_ERROR(op->backward(ctx, &in_grads));
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      if (!ctx.wants[k]) continue;
+      if (!in_grads[k].defined() ||
+          in_grads[k].shape() != ctx.inputs[k]->shape()) {
+        return absl::InternalError(absl::StrCat(
+            n.Label(), ": backward gave no gradient of input ", k));
+      }
+      Accumulate(std::move(in_grads[k]), n.inputs[k], &grads);
+    }
+  }
+  Gradients out;
+  auto take = [&](const std::string& name, std::map<std::string, Tensor>* to) {
+    auto git = grads.find(name);
+    const Tensor* v = value(name);
+    if (git != grads.end()) {
+      (*to)[name] = std::move(git->second);
+    } else if (v != nullptr) {
+      (*to)[name] = Tensor(DType::kFloat, v->shape());
+    }
+  };
+  for (const ValueInfo& in : g.inputs) take(in.name, &out.inputs);
+  for (const std::string& name : wrt_initializers_) {
+    take(name, &out.initializers);
+  }
+  return out;
+}
+
+}  // namespace quantd::autodiff

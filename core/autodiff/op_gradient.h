@@ -1,0 +1,84 @@
+// Per-operator backward passes of the autodiff library (internal to
+// core/autodiff; GradientGraph is the public entry point).
+//
+// A backward pass gets the node, its forward inputs and outputs (as the
+// executor computed them) and d(loss)/d(output) for each output (null when no
+// gradient reached that output: zero), and fills d(loss)/d(input k) for every
+// input k the caller wants. Gradients are float tensors of the value's shape.
+#ifndef QUANTD_CORE_AUTODIFF_OP_GRADIENT_H_
+#define QUANTD_CORE_AUTODIFF_OP_GRADIENT_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "core/graph/graph.h"
+#include "core/graph/tensor.h"
+
+namespace quantd::autodiff::internal {
+
+struct OpGradContext {
+  const Node* node = nullptr;
+  int64_t opset = 0;
+  std::vector<const Tensor*> inputs;        // null: absent optional input
+  std::vector<const Tensor*> outputs;       // forward values
+  std::vector<const Tensor*> output_grads;  // null: zero
+  std::vector<bool> wants;                  // per input
+};
+
+// Fills (*input_grads)[k] (sized like ctx.inputs) for every wanted k.
+using BackwardFn = absl::Status (*)(const OpGradContext& ctx,
+                                    std::vector<Tensor>* input_grads);
+
+struct OpGradient {
+  BackwardFn backward = nullptr;
+  // Inputs [0, differentiable_inputs) may carry gradients; the rest (shapes,
+  // axes, clip bounds) are constants of the op. -1: every input.
+  int differentiable_inputs = 1;
+};
+
+// The backward pass of op_type (default ONNX domain), or null.
+const OpGradient* FindOpGradient(const std::string& op_type);
+// Ops whose outputs never carry a gradient (shapes, comparisons, indices).
+bool IsNonDifferentiableOp(const std::string& op_type);
+std::vector<std::string> DifferentiableOps();
+
+// The op families (one file each).
+absl::Status ActivationBackward(const OpGradContext& ctx,
+                                std::vector<Tensor>* grads);
+absl::Status BinaryBackward(const OpGradContext& ctx,
+                            std::vector<Tensor>* grads);
+absl::Status ConvBackward(const OpGradContext& ctx, std::vector<Tensor>* grads);
+absl::Status BatchNormBackward(const OpGradContext& ctx,
+                               std::vector<Tensor>* grads);
+absl::Status GemmBackward(const OpGradContext& ctx, std::vector<Tensor>* grads);
+absl::Status MatMulBackward(const OpGradContext& ctx,
+                            std::vector<Tensor>* grads);
+absl::Status SoftmaxBackward(const OpGradContext& ctx,
+                             std::vector<Tensor>* grads);
+absl::Status MaxPoolBackward(const OpGradContext& ctx,
+                             std::vector<Tensor>* grads);
+absl::Status AveragePoolBackward(const OpGradContext& ctx,
+                                 std::vector<Tensor>* grads);
+absl::Status GlobalAveragePoolBackward(const OpGradContext& ctx,
+                                       std::vector<Tensor>* grads);
+absl::Status ReshapeLikeBackward(const OpGradContext& ctx,
+                                 std::vector<Tensor>* grads);
+absl::Status TransposeBackward(const OpGradContext& ctx,
+                               std::vector<Tensor>* grads);
+absl::Status ConcatBackward(const OpGradContext& ctx,
+                            std::vector<Tensor>* grads);
+
+// "node 'x' (Conv): <what>" as INVALID_ARGUMENT / UNIMPLEMENTED.
+absl::Status NodeError(const OpGradContext& ctx, const std::string& what);
+absl::Status NodeUnimplemented(const OpGradContext& ctx,
+                               const std::string& what);
+// The output gradient k, or a zero tensor of the output's shape.
+Tensor OutputGradOrZero(const OpGradContext& ctx, int k);
+// Requires a float forward value (node error otherwise).
+absl::Status RequireFloat(const OpGradContext& ctx, const Tensor* t,
+                          const char* what);
+
+}  // namespace quantd::autodiff::internal
+
+#endif  // QUANTD_CORE_AUTODIFF_OP_GRADIENT_H_

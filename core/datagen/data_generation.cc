@@ -1,0 +1,262 @@
+#include "core/datagen/data_generation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/autodiff/gradient_graph.h"
+#include "core/datagen/bn_targets.h"
+#include "core/datagen/image_pipeline.h"
+#include "core/datagen/losses.h"
+#include "core/util/status_macros.h"
+
+namespace quantd::datagen {
+namespace {
+
+// The single float image input and the shape generated for it.
+absl::StatusOr<ImageGeometry> InputGeometry(const Graph& g,
+                                            const DataGenOptions& o,
+                                            std::string* name) {
+  if (g.inputs.size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "data generation needs a model with one image input, this one has ",
+        g.inputs.size()));
+  }
+  const ValueInfo& in = g.inputs[0];
+  *name = in.name;
+  if (in.dtype != DType::kFloat || (in.has_shape && in.shape.size() != 4)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "input '", in.name, "' must be a float [N, C, H, W] image"));
+  }
+  std::vector<int64_t> chw;
+  if (!o.shape.empty()) {
+    if (o.shape.size() != 3 && o.shape.size() != 4) {
+      return absl::InvalidArgumentError("shape must be [N,] C, H, W");
+    }
+    chw.assign(o.shape.end() - 3, o.shape.end());
+    for (int d = 0; d < 3 && in.has_shape; ++d) {
+      if (in.shape[d + 1] >= 0 && in.shape[d + 1] != chw[d]) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("shape dim ", d + 1, " is ", chw[d], " but input '",
+                         in.name, "' declares ", in.shape[d + 1]));
+      }
+    }
+  } else {
+    for (int d = 1; d < 4 && in.has_shape; ++d) chw.push_back(in.shape[d]);
+    if (chw.size() != 3 || *std::min_element(chw.begin(), chw.end()) <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", in.name,
+          "' has dynamic dims: pass the image shape (shape / --shape C,H,W)"));
+    }
+  }
+  for (int64_t d : chw) {
+    if (d <= 0 || d > 16384) {
+      return absl::InvalidArgumentError("shape dims must be in [1, 16384]");
+    }
+  }
+  ImageGeometry geo;
+  geo.channels = chw[0];
+  geo.height = chw[1];
+  geo.width = chw[2];
+  geo.extra = o.extra_pixels;
+  geo.smoothing = o.smoothing;
+  if (!o.input_min.empty()) {
+    if (o.input_min.size() != 1 &&
+        static_cast<int64_t>(o.input_min.size()) != geo.channels) {
+      return absl::InvalidArgumentError(
+          "input range needs one value or one per channel");
+    }
+    geo.lo = o.input_min;
+    geo.hi = o.input_max;
+  } else if (geo.channels == 3) {  // torchvision normalisation of [0, 1]
+    const float mean[3] = {0.485f, 0.456f, 0.406f};
+    const float std[3] = {0.229f, 0.224f, 0.225f};
+    for (int c = 0; c < 3; ++c) {
+      geo.lo.push_back(-mean[c] / std[c]);
+      geo.hi.push_back((1.0f - mean[c]) / std[c]);
+    }
+  }
+  return geo;
+}
+
+// Adam over one batch of images, with ReduceLROnPlateau (torch defaults:
+// relative threshold 1e-4, factor 0.5, min lr 1e-4; MCT's patience).
+struct BatchOptimizer {
+  std::vector<float> m, v;
+  int64_t t = 0;
+  double lr = 0, best = HUGE_VAL;
+  int64_t bad = 0, patience = 0;
+
+  void Step(float* p, const float* g, int64_t n) {
+    ++t;
+    const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
+    const float c1 = static_cast<float>(lr / (1 - std::pow(b1, t)));
+    const float c2 = static_cast<float>(1 / std::sqrt(1 - std::pow(b2, t)));
+    for (int64_t i = 0; i < n; ++i) {
+      m[i] = 0.9f * m[i] + 0.1f * g[i];
+      v[i] = 0.999f * v[i] + 0.001f * g[i] * g[i];
+      p[i] -= c1 * m[i] / (std::sqrt(v[i]) * c2 + static_cast<float>(eps));
+    }
+  }
+  void Schedule(double loss) {
+    if (loss < best * (1 - 1e-4)) {
+      best = loss;
+      bad = 0;
+    } else if (++bad > patience) {
+      lr = std::max(lr * 0.5, 1e-4);
+      bad = 0;
+    }
+  }
+};
+
+void ForEach(ThreadPool* pool, int64_t n,
+             const std::function<void(int64_t)>& f) {
+  if (pool == nullptr) {
+    for (int64_t i = 0; i < n; ++i) f(i);
+    return;
+  }
+  pool->ParallelFor(n, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) f(i);
+  });
+}
+
+}  // namespace
+
+absl::StatusOr<GeneratedData> GenerateData(std::shared_ptr<const Model> model,
+                                           const DataGenOptions& options,
+                                           const DataGenContext& ctx) {
+  RETURN_IF_ERROR(ValidateDataGenOptions(options));
+  GeneratedData out;
+  ASSIGN_OR_RETURN(const ImageGeometry geo,
+                   InputGeometry(model->graph, options, &out.input_name));
+  ASSIGN_OR_RETURN(const std::vector<BnTarget> targets,
+                   FindBnTargets(model->graph, options));
+  ASSIGN_OR_RETURN(auto grad, autodiff::GradientGraph::Create(model));
+  for (const BnTarget& t : targets) {
+    if (!grad->IsDifferentiable(t.tensor)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor '", t.tensor, "' (", t.source,
+                       ") does not depend on the input"));
+    }
+  }
+  std::vector<std::string> outputs;
+  for (const ValueInfo& o : model->graph.outputs) {
+    if (grad->IsDifferentiable(o.name)) outputs.push_back(o.name);
+  }
+  out.aligned_tensors = static_cast<int64_t>(targets.size());
+  const int64_t n = options.count, psize = geo.padded_size();
+  std::mt19937_64 rng(options.seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> images(n * psize);  // MCT's Gaussian initialisation
+  for (float& v : images) v = normal(rng);
+  const int64_t bs = std::min(options.batch_size, n);
+  const int64_t batches = (n + bs - 1) / bs;
+  std::vector<BatchOptimizer> opt(batches);
+  for (int64_t b = 0; b < batches; ++b) {
+    const int64_t size = (std::min(n, (b + 1) * bs) - b * bs) * psize;
+    opt[b].m.assign(size, 0.0f);
+    opt[b].v.assign(size, 0.0f);
+    opt[b].lr = options.learning_rate;
+    opt[b].patience = options.iterations / 50;
+  }
+  const double layer_weight = 1.0 / static_cast<double>(targets.size());
+  std::vector<float> grads(bs * psize);
+  for (int64_t it = 0; it < options.iterations; ++it) {
+    if (ctx.cancel != nullptr) RETURN_IF_ERROR(ctx.cancel->Check());
+    double loss_sum = 0;
+    for (int64_t b = 0; b < batches; ++b) {
+      const int64_t first = b * bs, count = std::min(n, first + bs) - first;
+      std::vector<Augmentation> aug(count);
+      for (Augmentation& a : aug) {
+        a.flip = (rng() & 1) != 0;
+        a.top = static_cast<int64_t>(rng() % (geo.extra + 1));
+        a.left = static_cast<int64_t>(rng() % (geo.extra + 1));
+      }
+      std::vector<autodiff::Tape> tapes(count);
+      std::vector<absl::Status> status(count);
+      ForEach(ctx.pool, count, [&](int64_t k) {
+        std::vector<float> scratch;
+        Tensor x = Tensor::Uninitialized(
+            DType::kFloat, {1, geo.channels, geo.height, geo.width});
+        PipelineForward(geo, aug[k], images.data() + (first + k) * psize,
+                        x.mutable_data<float>(), &scratch);
+        auto tape = grad->Forward({{out.input_name, x}}, ctx.cancel);
+        if (tape.ok()) {
+          tapes[k] = std::move(tape).value();
+        } else {
+          status[k] = tape.status();
+        }
+      });
+      for (const absl::Status& s : status) RETURN_IF_ERROR(s);
+      std::vector<BnGradient> bn(targets.size());
+      double loss = 0;
+      for (size_t t = 0; t < targets.size(); ++t) {
+        ChannelSums sums;
+        for (int64_t k = 0; k < count; ++k) {
+          RETURN_IF_ERROR(AddChannelSums(
+              targets[t], tapes[k].values.at(targets[t].tensor), &sums));
+        }
+        bn[t] = BnAlignment(targets[t], sums, layer_weight);
+        loss += bn[t].loss;
+      }
+      std::vector<double> out_loss(count, 0.0);
+      ForEach(ctx.pool, count, [&](int64_t k) {
+        std::map<std::string, Tensor> seeds;
+        auto add = [&](const std::string& name, Tensor s) {
+          auto [pos, fresh] = seeds.emplace(name, s);
+          if (fresh) return;
+          float* d = pos->second.mutable_data<float>();
+          for (int64_t i = 0; i < s.num_elements(); ++i)
+            d[i] += s.data<float>()[i];
+        };
+        for (size_t t = 0; t < targets.size(); ++t) {
+          add(targets[t].tensor,
+              BnSeed(bn[t], tapes[k].values.at(targets[t].tensor)));
+        }
+        for (const std::string& o : outputs) {
+          Tensor seed;
+          out_loss[k] += OutputLossSeed(
+              tapes[k].values.at(o),
+              options.output_loss_multiplier / static_cast<double>(count),
+              &seed);
+          add(o, std::move(seed));
+        }
+        auto g = grad->Backward(tapes[k], seeds, ctx.cancel);
+        tapes[k] = autodiff::Tape();  // free the activations early
+        if (!g.ok()) {
+          status[k] = g.status();
+          return;
+        }
+        std::vector<float> scratch;
+        PipelineBackward(geo, aug[k],
+                         g->inputs.at(out.input_name).data<float>(),
+                         grads.data() + k * psize, &scratch);
+      });
+      for (const absl::Status& s : status) RETURN_IF_ERROR(s);
+      for (double l : out_loss) loss += l;
+      opt[b].Step(images.data() + first * psize, grads.data(), count * psize);
+      opt[b].Schedule(loss);
+      loss_sum += loss;
+    }
+    if (it == 0) out.first_loss = loss_sum / batches;
+    out.final_loss = loss_sum / batches;
+    if (ctx.progress != nullptr) {
+      ctx.progress->Report(
+          {"generate", static_cast<double>(it + 1) / options.iterations,
+           absl::StrFormat("iteration %d/%d, loss %.4g", it + 1,
+                           options.iterations, out.final_loss)});
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    Tensor x = Tensor::Uninitialized(DType::kFloat,
+                                     {1, geo.channels, geo.height, geo.width});
+    PipelineFinalize(geo, images.data() + i * psize, x.mutable_data<float>());
+    out.samples.push_back(std::move(x));
+  }
+  return out;
+}
+
+}  // namespace quantd::datagen

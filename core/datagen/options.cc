@@ -1,0 +1,52 @@
+#include "core/datagen/options.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace quantd::datagen {
+
+absl::Status ValidateDataGenOptions(const DataGenOptions& o) {
+  auto positive = [](const char* name, int64_t v, int64_t max) {
+    if (v <= 0 || v > max) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, " must be in [1, ", max, "], got ", v));
+    }
+    return absl::OkStatus();
+  };
+  absl::Status s = positive("count", o.count, 1'000'000);
+  if (s.ok()) s = positive("iterations", o.iterations, 1'000'000);
+  if (s.ok()) s = positive("batch_size", o.batch_size, 4096);
+  if (!s.ok()) return s;
+  if (!(o.learning_rate > 0)) {
+    return absl::InvalidArgumentError("learning_rate must be positive");
+  }
+  if (o.extra_pixels < 0 || o.extra_pixels > 4096) {
+    return absl::InvalidArgumentError("extra_pixels must be in [0, 4096]");
+  }
+  if (o.input_min.size() != o.input_max.size()) {
+    return absl::InvalidArgumentError(
+        "input_min and input_max need the same number of values");
+  }
+  for (size_t c = 0; c < o.input_min.size(); ++c) {
+    if (!(o.input_min[c] < o.input_max[c])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input range of channel ", c, " is empty"));
+    }
+  }
+  for (const auto& [name, st] : o.statistics) {
+    if (st.mean.empty() || st.mean.size() != st.std.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("statistics of '", name,
+                       "': mean and std need one value per "
+                       "channel"));
+    }
+    for (float v : st.std) {
+      if (!(v >= 0)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("statistics of '", name, "': negative std"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace quantd::datagen

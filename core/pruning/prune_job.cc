@@ -1,0 +1,269 @@
+#include "core/pruning/prune_job.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/graph/onnx_export.h"
+#include "core/graph/onnx_import.h"
+#include "core/pipeline/job/quantize_job.h"
+#include "core/pruning/apply_pruning.h"
+#include "core/pruning/channel_groups.h"
+#include "core/pruning/importance.h"
+#include "core/pruning/output_sqnr.h"
+#include "core/pruning/pruning_section.h"
+#include "core/pruning/simd_size.h"
+#include "core/pruning/weights_memory.h"
+#include "core/util/status_macros.h"
+#include "nlohmann/json.hpp"
+
+namespace quantd {
+namespace {
+
+using pruning::ChannelGroups;
+using pruning::PruningSection;
+
+void Report(const PruneContext& c, const std::string& stage, double fraction,
+            const std::string& message = "") {
+  if (c.progress != nullptr) c.progress->Report({stage, fraction, message});
+}
+
+absl::Status CheckCancel(const PruneContext& c) {
+  return c.cancel == nullptr ? absl::OkStatus() : c.cancel->Check();
+}
+
+int64_t TargetBytes(const v1::PruneRequest& r, int64_t before) {
+  if (r.target_case() == v1::PruneRequest::kWeightsMemoryBytes) {
+    return r.weights_memory_bytes();
+  }
+  return static_cast<int64_t>(
+      std::floor(r.weights_memory_fraction() * static_cast<double>(before)));
+}
+
+std::string NoSectionsMessage(const pruning::SectionSearch& search) {
+  std::string msg =
+      "model has no prunable layers: pruning needs a Conv (group 1), Gemm or "
+      "MatMul with constant weights whose output reaches another such layer "
+      "only through per-channel nodes (BatchNormalization, activations, "
+      "elementwise ops with a scalar or per-channel constant), with no "
+      "branch, residual Add or Concat in between";
+  if (!search.rejected.empty()) {
+    const size_t n = std::min<size_t>(search.rejected.size(), 8);
+    absl::StrAppend(&msg, "; rejected: ",
+                    absl::StrJoin(search.rejected.begin(),
+                                  search.rejected.begin() + n, "; "),
+                    search.rejected.size() > n ? "; ..." : "");
+  }
+  return msg;
+}
+
+std::string ReportJson(const v1::PruneResult& r,
+                       const std::vector<std::string>& rejected) {
+  nlohmann::json j;
+  j["importance_metric"] = r.importance_metric();
+  j["tpc"] = r.tpc();
+  j["weights_memory_bytes"] = {{"before", r.weights_memory_before()},
+                               {"target", r.weights_memory_target()},
+                               {"after", r.weights_memory_after()}};
+  if (std::isfinite(r.output_sqnr_db())) {
+    j["output_sqnr_db"] = r.output_sqnr_db();
+  } else {
+    j["output_sqnr_db"] = "inf";
+  }
+  j["layers"] = nlohmann::json::array();
+  for (const v1::LayerPruning& l : r.layers()) {
+    j["layers"].push_back({{"node", l.node()},
+                           {"exit_node", l.exit_node()},
+                           {"channels", l.channels()},
+                           {"kept", l.kept()},
+                           {"removed", l.channels() - l.kept()},
+                           {"simd_size", l.simd_size()},
+                           {"removed_channels", l.removed_channels()}});
+  }
+  // Kernel layers that are no section's entry, and why.
+  j["not_prunable"] = rejected;
+  return j.dump(2);
+}
+
+absl::Status RunQuantizeStage(const v1::PruneRequest& request,
+                              const PruneContext& c, v1::PruneResult* result) {
+  v1::QuantizeRequest q = request.quantize();
+  q.set_onnx_model(result->pruned_onnx());
+  q.clear_model_ref();
+  q.clear_samples_ref();
+  *q.mutable_tpc() = request.tpc();
+  *q.mutable_calibration_samples() = request.calibration_samples();
+  if (q.evaluation_samples().empty()) {
+    *q.mutable_evaluation_samples() = request.evaluation_samples();
+  }
+  if (q.request_id().empty()) q.set_request_id(request.request_id());
+  JobContext jc;
+  jc.registry = c.registry;
+  jc.pool = c.pool;
+  jc.cancel = c.cancel;
+  jc.progress = c.progress;
+  jc.limits = c.limits;
+  ASSIGN_OR_RETURN(*result->mutable_quantized(), RunQuantizeJob(q, jc));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidatePruneRequest(const v1::PruneRequest& request,
+                                  const JobLimits& limits) {
+  if (request.onnx_model().empty()) {
+    return absl::InvalidArgumentError("onnx_model: empty");
+  }
+  if (static_cast<int64_t>(request.onnx_model().size()) >
+      limits.max_model_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("onnx_model: ", request.onnx_model().size(),
+                     " bytes, over the limit of ", limits.max_model_bytes));
+  }
+  switch (request.target_case()) {
+    case v1::PruneRequest::kWeightsMemoryFraction: {
+      const double f = request.weights_memory_fraction();
+      if (!(f > 0 && f <= 1)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("weights_memory_fraction: ", f, " is not in (0, 1]"));
+      }
+      break;
+    }
+    case v1::PruneRequest::kWeightsMemoryBytes:
+      if (request.weights_memory_bytes() <= 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "weights_memory_bytes: ", request.weights_memory_bytes(),
+            " is not positive"));
+      }
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          "weights memory target: missing (weights_memory_fraction or "
+          "weights_memory_bytes)");
+  }
+  if (request.calibration_samples().empty()) {
+    return absl::InvalidArgumentError(
+        "calibration_samples: empty (the importance metric and the SQNR "
+        "need samples)");
+  }
+  RETURN_IF_ERROR(
+      ValidateSampleProtos(request.calibration_samples(), "calibration_samples",
+                           limits.max_samples, limits.max_sample_bytes));
+  return ValidateSampleProtos(request.evaluation_samples(),
+                              "evaluation_samples", limits.max_samples,
+                              limits.max_sample_bytes);
+}
+
+absl::StatusOr<v1::PruneResult> RunPruneJob(const v1::PruneRequest& request,
+                                            const PruneContext& c) {
+  RETURN_IF_ERROR(ValidatePruneRequest(request, c.limits));
+  if (c.registry == nullptr) {
+    return absl::InternalError("RunPruneJob: no TPC registry");
+  }
+  Report(c, "import", 0);
+  ASSIGN_OR_RETURN(ResolvedTpc tpc, ResolveTpc(request.tpc(), *c.registry));
+  ImportOptions import;
+  import.max_model_bytes = c.limits.max_model_bytes;
+  ASSIGN_OR_RETURN(Model model, ImportOnnx(request.onnx_model(), import));
+  ASSIGN_OR_RETURN(
+      std::vector<SampleFeeds> calibration,
+      DecodeSamples(request.calibration_samples(), model.graph.inputs,
+                    "calibration_samples", c.limits.max_sample_bytes));
+  std::vector<SampleFeeds> evaluation = calibration;
+  if (!request.evaluation_samples().empty()) {
+    ASSIGN_OR_RETURN(
+        evaluation,
+        DecodeSamples(request.evaluation_samples(), model.graph.inputs,
+                      "evaluation_samples", c.limits.max_sample_bytes));
+  }
+  ASSIGN_OR_RETURN(auto metric,
+                   pruning::MakeImportanceMetric(request.importance_metric()));
+
+  Report(c, "sections", 0);
+  const pruning::SectionSearch search =
+      pruning::FindPruningSections(model.graph);
+  if (search.sections.empty()) {
+    return absl::FailedPreconditionError(NoSectionsMessage(search));
+  }
+  const std::vector<PruningSection>& sections = search.sections;
+  ASSIGN_OR_RETURN(tpc::OnnxTpcAttachment attachment,
+                   tpc::OnnxTpcAttachment::Create(tpc.tpc));
+  std::vector<int> simd;
+  for (const PruningSection& s : sections) {
+    ASSIGN_OR_RETURN(int size, pruning::SimdSize(model.graph.nodes[s.entry],
+                                                 model.graph, attachment));
+    simd.push_back(size);
+  }
+
+  Report(c, "importance", 0, metric->Name());
+  RETURN_IF_ERROR(CheckCancel(c));
+  pruning::ImportanceContext ic;
+  ic.pool = c.pool;
+  ic.cancel = c.cancel;
+  ic.progress = c.progress;
+  ic.num_score_approximations = request.num_score_approximations();
+  ASSIGN_OR_RETURN(auto traces,
+                   metric->HessianTraces(model, sections, calibration, ic));
+  std::vector<ChannelGroups> groups;
+  for (size_t s = 0; s < sections.size(); ++s) {
+    const Tensor* kernel =
+        model.graph.FindInitializer(sections[s].entry_kernel.initializer);
+    groups.push_back(pruning::GroupChannels(
+        traces[s], *kernel, sections[s].entry_kernel.axis, simd[s]));
+  }
+
+  Report(c, "mask", 0);
+  const pruning::PrunedWeightsMemory memory(model.graph, sections);
+  const int64_t target = TargetBytes(request, memory.unpruned_bytes());
+  ASSIGN_OR_RETURN(std::vector<int> kept_groups,
+                   pruning::GreedyKeptGroups(groups, memory, target));
+
+  Report(c, "prune", 0);
+  v1::PruneResult result;
+  std::vector<std::vector<int64_t>> kept(sections.size());
+  for (size_t s = 0; s < sections.size(); ++s) {
+    for (int g = 0; g < kept_groups[s]; ++g) {
+      kept[s].insert(kept[s].end(), groups[s].groups[g].begin(),
+                     groups[s].groups[g].end());
+    }
+    std::sort(kept[s].begin(), kept[s].end());
+    v1::LayerPruning* l = result.add_layers();
+    l->set_node(model.graph.nodes[sections[s].entry].name);
+    l->set_exit_node(model.graph.nodes[sections[s].exit].name);
+    l->set_channels(sections[s].channels);
+    l->set_kept(static_cast<int64_t>(kept[s].size()));
+    l->set_simd_size(simd[s]);
+    for (int64_t ch = 0, k = 0; ch < sections[s].channels; ++ch) {
+      if (k < static_cast<int64_t>(kept[s].size()) && kept[s][k] == ch) {
+        ++k;
+      } else {
+        l->add_removed_channels(ch);
+      }
+    }
+  }
+  Model pruned = model;
+  RETURN_IF_ERROR(pruning::ApplyPruning(sections, kept, &pruned));
+  ASSIGN_OR_RETURN(*result.mutable_pruned_onnx(), ExportOnnx(pruned));
+  result.set_weights_memory_before(memory.unpruned_bytes());
+  result.set_weights_memory_target(target);
+  result.set_weights_memory_after(pruning::FloatWeightsBytes(pruned.graph));
+  result.set_importance_metric(metric->Name());
+  result.set_tpc(tpc.ref);
+
+  Report(c, "evaluate", 0);
+  ASSIGN_OR_RETURN(double sqnr, pruning::OutputSqnrDb(model, pruned, evaluation,
+                                                      c.pool, c.cancel));
+  result.set_output_sqnr_db(sqnr);
+  result.set_report_json(ReportJson(result, search.rejected));
+  if (request.has_quantize())
+    RETURN_IF_ERROR(RunQuantizeStage(request, c, &result));
+  Report(c, "done", 1);
+  return result;
+}
+
+}  // namespace quantd

@@ -1,0 +1,325 @@
+// Every differentiable op against central finite differences of quantd's
+// own executor (fd_check.h), on small hand-built graphs.
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/core/autodiff/fd_check.h"
+#include "tests/core/executor/test_util.h"
+
+namespace quantd::autodiff {
+namespace {
+
+using quantd::testing::F;
+using quantd::testing::Float;
+using quantd::testing::I64;
+using quantd::testing::Int;
+using quantd::testing::Ints;
+using quantd::testing::ModelBuilder;
+using quantd::testing::String;
+using testing::FdCheck;
+using testing::RandomTensor;
+using testing::RunFdCheck;
+
+FdCheck Check(const ModelBuilder& b, std::map<std::string, Tensor> feeds,
+              std::vector<std::string> initializers = {}) {
+  FdCheck c;
+  c.model = b.Build();
+  c.feeds = std::move(feeds);
+  c.initializers = std::move(initializers);
+  return c;
+}
+
+TEST(ConvGradientTest, PadsStridesAndBiasMatchFiniteDifferences) {
+  ModelBuilder b;
+  b.Input("x")
+      .Initializer("w", RandomTensor({4, 3, 3, 3}, 2))
+      .Initializer("b", RandomTensor({4}, 3))
+      .Add("Conv", {"x", "w", "b"}, {"y"},
+           {{"pads", Ints({1, 0, 2, 1})}, {"strides", Ints({2, 1})}})
+      .Output("y");
+  EXPECT_GT(
+      RunFdCheck(Check(b, {{"x", RandomTensor({2, 3, 6, 5}, 1)}}, {"w", "b"})),
+      0);
+}
+
+TEST(ConvGradientTest, DepthwiseDilatedMatchesFiniteDifferences) {
+  ModelBuilder b;
+  b.Input("x")
+      .Initializer("w", RandomTensor({3, 1, 3, 3}, 5))
+      .Add("Conv", {"x", "w"}, {"y"},
+           {{"group", Int(3)},
+            {"dilations", Ints({2, 1})},
+            {"pads", Ints({2, 1, 2, 1})}})
+      .Output("y");
+  EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({1, 3, 5, 5}, 4)}}, {"w"})),
+            0);
+}
+
+// Input gradient alone (the float path without im2col).
+TEST(ConvGradientTest, InputOnlyStridedDilatedGroupedMatchesFiniteDiff) {
+  ModelBuilder b;
+  b.Input("x")
+      .Initializer("w", RandomTensor({4, 2, 3, 2}, 61))
+      .Add("Conv", {"x", "w"}, {"y"},
+           {{"group", Int(2)},
+            {"strides", Ints({2, 3})},
+            {"dilations", Ints({1, 2})},
+            {"pads", Ints({1, 2, 0, 1})}})
+      .Output("y");
+  EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({2, 4, 6, 7}, 60)}})), 0);
+}
+
+TEST(ConvGradientTest, InputOnlyDepthwiseMatchesFiniteDifferences) {
+  ModelBuilder b;
+  b.Input("x")
+      .Initializer("w", RandomTensor({3, 1, 3, 3}, 63))
+      .Add("Conv", {"x", "w"}, {"y"},
+           {{"group", Int(3)}, {"pads", Ints({1, 1, 1, 1})}})
+      .Output("y");
+  EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({1, 3, 4, 5}, 62)}})), 0);
+}
+
+TEST(ConvGradientTest, InputOnlyPointwiseMatchesFiniteDifferences) {
+  ModelBuilder b;
+  b.Input("x")
+      .Initializer("w", RandomTensor({5, 3, 1, 1}, 65))
+      .Add("Conv", {"x", "w"}, {"y"})
+      .Output("y");
+  EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({2, 3, 3, 4}, 64)}})), 0);
+}
+
+TEST(ConvGradientTest, Grouped1dMatchesFiniteDifferences) {
+  ModelBuilder b;
+  b.Input("x")
+      .Initializer("w", RandomTensor({4, 2, 3}, 7))
+      .Add("Conv", {"x", "w"}, {"y"},
+           {{"group", Int(2)}, {"strides", Ints({2})}})
+      .Output("y");
+  EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({2, 4, 9}, 6)}}, {"w"})),
+            0);
+}
+
+TEST(ConvGradientTest, AutoPadSameUpperMatchesFiniteDifferences) {
+  ModelBuilder b;
+  b.Input("x")
+      .Initializer("w", RandomTensor({2, 2, 2, 2}, 9))
+      .Add("Conv", {"x", "w"}, {"y"},
+           {{"auto_pad", String("SAME_UPPER")}, {"strides", Ints({2, 2})}})
+      .Output("y");
+  EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({1, 2, 5, 4}, 8)}}, {"w"})),
+            0);
+}
+
+TEST(BatchNormGradientTest, EveryInputMatchesFiniteDifferences) {
+  ModelBuilder b(9);
+  b.Input("x")
+      .Initializer("scale", RandomTensor({3}, 11))
+      .Initializer("bias", RandomTensor({3}, 12))
+      .Initializer("mean", RandomTensor({3}, 13, 0.3f))
+      .Initializer("var", RandomTensor({3}, 14, 0.2f, 1.0f))
+      .Add("BatchNormalization", {"x", "scale", "bias", "mean", "var"}, {"y"},
+           {{"epsilon", Float(1e-3f)}})
+      .Output("y");
+  EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({2, 3, 2, 3}, 10)}},
+                             {"scale", "bias", "mean", "var"})),
+            0);
+}
+
+// One activation op on x (and its extra constant inputs).
+void CheckActivation(const std::string& op,
+                     std::map<std::string, Attribute> attrs = {},
+                     std::vector<Tensor> bounds = {}, int64_t opset = 17) {
+  ModelBuilder b(opset);
+  std::vector<std::string> inputs = {"x"};
+  for (size_t k = 0; k < bounds.size(); ++k) {
+    const std::string name = absl::StrCat("bound", k);
+    b.Initializer(name, bounds[k]);
+    inputs.push_back(name);
+  }
+  b.Input("x").Add(op, inputs, {"y"}, std::move(attrs)).Output("y");
+  EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({2, 3, 4}, 20, 2.0f)}})), 0)
+      << op;
+}
+
+TEST(ActivationGradientTest, ReluMatchesFiniteDifferences) {
+  CheckActivation("Relu");
+}
+TEST(ActivationGradientTest, ClipWithBoundInputsMatchesFiniteDifferences) {
+  CheckActivation("Clip", {}, {F({-0.5f}, {}), F({1.0f}, {})});
+}
+TEST(ActivationGradientTest, ClipWithBoundAttributesMatchesFiniteDifferences) {
+  CheckActivation("Clip", {{"min", Float(0.0f)}, {"max", Float(0.7f)}}, {}, 9);
+}
+TEST(ActivationGradientTest, SigmoidMatchesFiniteDifferences) {
+  CheckActivation("Sigmoid");
+}
+TEST(ActivationGradientTest, TanhMatchesFiniteDifferences) {
+  CheckActivation("Tanh");
+}
+TEST(ActivationGradientTest, HardSigmoidMatchesFiniteDifferences) {
+  CheckActivation("HardSigmoid", {{"alpha", Float(0.25f)}});
+}
+TEST(ActivationGradientTest, HardSwishMatchesFiniteDifferences) {
+  CheckActivation("HardSwish");
+}
+TEST(ActivationGradientTest, LeakyReluMatchesFiniteDifferences) {
+  CheckActivation("LeakyRelu", {{"alpha", Float(0.1f)}});
+}
+
+TEST(ActivationGradientTest, SwishAsMulBySigmoidMatchesFiniteDifferences) {
+  ModelBuilder b;
+  b.Input("x")
+      .Add("Sigmoid", {"x"}, {"s"})
+      .Add("Mul", {"x", "s"}, {"y"})
+      .Output("y");
+  EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({2, 5}, 21, 2.0f)}})), 0);
+}
+
+TEST(PoolGradientTest, MaxPoolWithPadsMatchesFiniteDifferences) {
+  ModelBuilder b;
+  b.Input("x")
+      .Add("MaxPool", {"x"}, {"y"},
+           {{"kernel_shape", Ints({3, 2})},
+            {"strides", Ints({2, 2})},
+            {"pads", Ints({1, 0, 1, 1})}})
+      .Output("y");
+  EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({1, 2, 5, 5}, 22)}})), 0);
+}
+
+TEST(PoolGradientTest, AveragePoolExcludingPadsMatchesFiniteDifferences) {
+  ModelBuilder b;
+  b.Input("x")
+      .Add("AveragePool", {"x"}, {"y"},
+           {{"kernel_shape", Ints({3, 3})},
+            {"strides", Ints({2, 2})},
+            {"pads", Ints({1, 1, 1, 1})}})
+      .Output("y");
+  EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({1, 2, 5, 6}, 23)}})), 0);
+}
+
+TEST(PoolGradientTest, AveragePoolIncludingPadsMatchesFiniteDifferences) {
+  ModelBuilder b;
+  b.Input("x")
+      .Add("AveragePool", {"x"}, {"y"},
+           {{"kernel_shape", Ints({2, 3})},
+            {"pads", Ints({1, 1, 0, 1})},
+            {"count_include_pad", Int(1)}})
+      .Output("y");
+  EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({1, 2, 4, 4}, 24)}})), 0);
+}
+
+TEST(PoolGradientTest, GlobalAveragePoolMatchesFiniteDifferences) {
+  ModelBuilder b;
+  b.Input("x").Add("GlobalAveragePool", {"x"}, {"y"}).Output("y");
+  EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({2, 3, 3, 4}, 25)}})), 0);
+}
+
+// op(a, b) with a [2,3,4] and b broadcast from [3,1].
+void CheckBinary(const std::string& op) {
+  ModelBuilder b;
+  b.Input("a").Input("b").Add(op, {"a", "b"}, {"y"}).Output("y");
+  FdCheck c = Check(b, {{"a", RandomTensor({2, 3, 4}, 26)},
+                        {"b", RandomTensor({3, 1}, 27, 0.5f, 2.0f)}});
+  EXPECT_GT(RunFdCheck(c), 0) << op;
+}
+
+TEST(BinaryGradientTest, AddBroadcastMatchesFiniteDifferences) {
+  CheckBinary("Add");
+}
+TEST(BinaryGradientTest, SubBroadcastMatchesFiniteDifferences) {
+  CheckBinary("Sub");
+}
+TEST(BinaryGradientTest, MulBroadcastMatchesFiniteDifferences) {
+  CheckBinary("Mul");
+}
+TEST(BinaryGradientTest, DivBroadcastMatchesFiniteDifferences) {
+  CheckBinary("Div");
+}
+
+TEST(BinaryGradientTest, MulOfScalarInitializerMatchesFiniteDifferences) {
+  ModelBuilder b;
+  b.Input("a")
+      .Initializer("k", F({1.5f}, {}))
+      .Add("Mul", {"k", "a"}, {"y"})
+      .Output("y");
+  EXPECT_GT(RunFdCheck(Check(b, {{"a", RandomTensor({2, 3}, 28)}}, {"k"})), 0);
+}
+
+TEST(ConcatGradientTest, ConcatOnChannelsMatchesFiniteDifferences) {
+  ModelBuilder b;
+  b.Input("a")
+      .Input("b")
+      .Add("Concat", {"a", "b", "a"}, {"y"}, {{"axis", Int(1)}})
+      .Output("y");
+  EXPECT_GT(RunFdCheck(Check(b, {{"a", RandomTensor({2, 2, 3}, 29)},
+                                 {"b", RandomTensor({2, 1, 3}, 30)}})),
+            0);
+}
+
+TEST(LinearGradientTest, GemmTransposedWithBroadcastBiasMatchesFiniteDiff) {
+  ModelBuilder b;
+  b.Input("a")
+      .Initializer("w", RandomTensor({5, 4}, 31))
+      .Initializer("c", RandomTensor({5}, 32))
+      .Add("Gemm", {"a", "w", "c"}, {"y"},
+           {{"transB", Int(1)}, {"alpha", Float(0.5f)}, {"beta", Float(2.0f)}})
+      .Output("y");
+  EXPECT_GT(RunFdCheck(Check(b, {{"a", RandomTensor({3, 4}, 33)}}, {"w", "c"})),
+            0);
+}
+
+TEST(LinearGradientTest, GemmTransposedAMatchesFiniteDifferences) {
+  ModelBuilder b;
+  b.Input("a")
+      .Initializer("w", RandomTensor({4, 2}, 34))
+      .Add("Gemm", {"a", "w"}, {"y"}, {{"transA", Int(1)}})
+      .Output("y");
+  EXPECT_GT(RunFdCheck(Check(b, {{"a", RandomTensor({4, 3}, 35)}}, {"w"})), 0);
+}
+
+TEST(LinearGradientTest, MatMul3dBy2dMatchesFiniteDifferences) {
+  ModelBuilder b;
+  b.Input("a")
+      .Initializer("w", RandomTensor({4, 3}, 36))
+      .Add("MatMul", {"a", "w"}, {"y"})
+      .Output("y");
+  EXPECT_GT(RunFdCheck(Check(b, {{"a", RandomTensor({2, 3, 4}, 37)}}, {"w"})),
+            0);
+}
+
+TEST(LinearGradientTest, BatchedMatMulMatchesFiniteDifferences) {
+  ModelBuilder b;
+  b.Input("a").Input("b").Add("MatMul", {"a", "b"}, {"y"}).Output("y");
+  EXPECT_GT(RunFdCheck(Check(b, {{"a", RandomTensor({2, 3, 4}, 38)},
+                                 {"b", RandomTensor({2, 4, 2}, 39)}})),
+            0);
+}
+
+TEST(LinearGradientTest, SoftmaxOpset13MatchesFiniteDifferences) {
+  ModelBuilder b(13);
+  b.Input("x").Add("Softmax", {"x"}, {"y"}, {{"axis", Int(1)}}).Output("y");
+  EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({2, 4, 3}, 40)}})), 0);
+}
+
+TEST(LinearGradientTest, SoftmaxOpset9FlattensTheTail) {
+  ModelBuilder b(9);
+  b.Input("x").Add("Softmax", {"x"}, {"y"}, {{"axis", Int(1)}}).Output("y");
+  EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({2, 3, 2}, 41)}})), 0);
+}
+
+TEST(ShapeGradientTest, ReshapeFlattenTransposeChainMatchesFiniteDiff) {
+  ModelBuilder b;
+  b.Input("x")
+      .Initializer("shape", I64({2, 6, 2}, {3}))
+      .Initializer("k", RandomTensor({2, 2, 6}, 42))
+      .Add("Reshape", {"x", "shape"}, {"r"})
+      .Add("Transpose", {"r"}, {"t"}, {{"perm", Ints({0, 2, 1})}})
+      .Add("Mul", {"t", "k"}, {"m"})
+      .Add("Flatten", {"m"}, {"y"}, {{"axis", Int(1)}})
+      .Output("y");
+  EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({2, 3, 4}, 43)}})), 0);
+}
+
+}  // namespace
+}  // namespace quantd::autodiff

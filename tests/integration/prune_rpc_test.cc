@@ -1,0 +1,120 @@
+// The Prune RPC on the real quantd binary: progress then the result on the
+// stream, and bad requests as statuses naming what is missing.
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/graph/onnx_import.h"
+#include "core/pipeline/job/samples.h"
+#include "core/tpc/builtins.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "quantd/v1/pruning_service.grpc.pb.h"
+#include "tests/data/onnx/model_builder.h"
+#include "tests/integration/server_process.h"
+
+namespace quantd::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+v1::TargetPlatformCapabilities TpcWithSimd2() {
+  v1::TargetPlatformCapabilities tpc = tpc::BuiltinTpcs()[0].tpc;
+  auto edit = [](v1::QuantizationConfigOptions* qco) {
+    qco->mutable_base_config()->set_simd_size(2);
+    for (auto& c : *qco->mutable_quantization_configurations()) {
+      c.set_simd_size(2);
+    }
+  };
+  edit(tpc.mutable_default_qco());
+  for (auto& set : *tpc.mutable_operator_set()) {
+    if (set.has_qc_options()) edit(set.mutable_qc_options());
+  }
+  return tpc;
+}
+
+// x -> Conv (4 channels; 1 and 3 all zero) -> Relu -> Conv (3) -> y.
+v1::PruneRequest DeadChannelRequest(bool second_conv) {
+  OnnxModelBuilder b(13);
+  b.Input("x", DType::kFloat, {1, 2, 4, 4});
+  b.FloatInitializer("w1", {1, 2, 0, 0, -1, 0.5f, 0, 0}, {4, 2, 1, 1});
+  b.FloatInitializer("w2", std::vector<float>(12, 0.5f), {3, 4, 1, 1});
+  b.AddNode("Conv", {"x", "w1"}, {second_conv ? "c1" : "y"}, "conv1");
+  if (second_conv) {
+    b.AddNode("Relu", {"c1"}, {"r1"}, "relu1");
+    b.AddNode("Conv", {"r1", "w2"}, {"y"}, "conv2");
+  }
+  b.Output("y", DType::kFloat);
+  v1::PruneRequest r;
+  r.set_onnx_model(b.Serialize());
+  *r.mutable_tpc()->mutable_inline_tpc() = TpcWithSimd2();
+  std::vector<float> x(32);
+  for (int i = 0; i < 32; ++i) x[i] = 0.1f * (i % 7) - 0.3f;
+  *r.add_calibration_samples()->add_inputs() =
+      TensorToSampleProto(Tensor::FromVector(x, {1, 2, 4, 4}), "x");
+  r.set_weights_memory_bytes(2 * 2 * 4 + 3 * 2 * 4);  // 2 channels kept
+  return r;
+}
+
+class PruneRpcTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto server = ServerProcess::Start({"--workers=1"});
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = server->release();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  // Runs the call; the events in `events`.
+  grpc::Status Prune(const v1::PruneRequest& request,
+                     std::vector<v1::PruneEvent>* events) {
+    auto stub = v1::PruningService::NewStub(grpc::CreateChannel(
+        server_->target(), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    auto reader = stub->Prune(&ctx, request);
+    v1::PruneEvent e;
+    while (reader->Read(&e)) events->push_back(e);
+    return reader->Finish();
+  }
+  static ServerProcess* server_;
+};
+ServerProcess* PruneRpcTest::server_ = nullptr;
+
+TEST_F(PruneRpcTest, StreamsProgressThenTheResult) {
+  std::vector<v1::PruneEvent> events;
+  grpc::Status st = Prune(DeadChannelRequest(true), &events);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_GE(events.size(), 2u);
+  EXPECT_TRUE(events.front().has_progress());
+  ASSERT_TRUE(events.back().has_result());
+  const v1::PruneResult& r = events.back().result();
+  ASSERT_EQ(r.layers_size(), 1);
+  EXPECT_EQ(r.layers(0).kept(), 2);
+  EXPECT_THAT(r.layers(0).removed_channels(), ::testing::ElementsAre(1, 3));
+  EXPECT_EQ(r.weights_memory_after(), 40);
+  EXPECT_TRUE(ImportOnnx(r.pruned_onnx()).ok());
+}
+
+TEST_F(PruneRpcTest, ModelWithoutPrunableLayersIsFailedPrecondition) {
+  std::vector<v1::PruneEvent> events;
+  grpc::Status st = Prune(DeadChannelRequest(false), &events);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(st.error_message(), HasSubstr("no prunable layers"));
+}
+
+TEST_F(PruneRpcTest, MissingTargetIsInvalidArgument) {
+  v1::PruneRequest r = DeadChannelRequest(true);
+  r.clear_weights_memory_bytes();
+  std::vector<v1::PruneEvent> events;
+  grpc::Status st = Prune(r, &events);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(st.error_message(), HasSubstr("weights_memory_fraction"));
+  EXPECT_TRUE(events.empty());
+}
+
+}  // namespace
+}  // namespace quantd::testing
