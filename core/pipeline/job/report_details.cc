@@ -91,10 +91,6 @@ std::string OptionsText(const v1::QuantizeRequest& request) {
   add("mixed_precision", request.mixed_precision());
   add("gptq", request.gptq());
   add("export_options", request.export_options());
-  if (request.report_samples() != 0) {
-    absl::StrAppend(&text, text.empty() ? "" : "\n",
-                    "report_samples: ", request.report_samples());
-  }
   return text;
 }
 

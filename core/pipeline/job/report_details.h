@@ -21,9 +21,10 @@ inline constexpr int kReportHistogramBins = 32;
 ActivationHistogram CoarseHistogram(const quantizers::Histogram& histogram,
                                     int bins);
 
-// The request's settings that change the result (quantization, mixed
-// precision, GPTQ, export, report samples), one protobuf text line each;
-// "" when all are defaults. Not the model, samples, TPC or thread count.
+// The request's settings that change the quantized model (quantization,
+// mixed precision, GPTQ, export), one protobuf text line each; "" when all
+// are defaults. Not the model, samples, TPC, thread count or which samples
+// the report evaluates on (the report states those apart).
 std::string OptionsText(const v1::QuantizeRequest& request);
 
 // Fills the layers' details from the QuantizedGraph (matched by node name)
