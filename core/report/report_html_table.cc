@@ -59,9 +59,14 @@ std::string WeightsThresholdCell(const LayerReport& l) {
   if (!l.weights_threshold_max.has_value()) return NumCell("&ndash;", {});
   const double lo = l.weights_threshold_min.value_or(*l.weights_threshold_max);
   const double hi = *l.weights_threshold_max;
-  const std::string shown =
-      lo == hi ? Num(hi) : absl::StrCat(Num(lo), "&hellip;", Num(hi));
-  return NumCell(shown, hi);
+  // Three digits fit the column; the title has six.
+  const std::string shown = lo == hi
+                                ? absl::StrFormat("%.3g", hi)
+                                : absl::StrFormat("%.3g&hellip;%.3g", lo, hi);
+  return NumCell(
+      absl::StrCat("<span title=\"", absl::StrFormat("%.6g .. %.6g", lo, hi),
+                   "\">", shown, "</span>"),
+      hi);
 }
 
 // The activation's threshold T or its range [min, max].
@@ -91,16 +96,16 @@ std::string HistogramCell(const LayerReport& l) {
 std::vector<Column> Columns(bool sensitivity) {
   std::vector<Column> c = {
       {"#", "num", "2.5em", "order in the graph"},
-      {"node", "text", "13%", "node name (full name on hover)"},
+      {"node", "text", "12%", "node name (full name on hover)"},
       {"op", "text", "6%", "ONNX op type"},
       {"op set", "text", "6%", "TPC op set the node matched"},
-      {"fused group", "text", "8%", "fusing group (full name on hover)"},
+      {"fused group", "text", "7%", "fusing group (full name on hover)"},
       {"W bits", "num", "3.8em", "kernel weight bits"},
       {"W method", "text", "5.5em", "weights quantization method"},
-      {"W thr", "num", "9%", "kernel thresholds over channels (min..max)"},
+      {"W thr", "num", "8%", "kernel thresholds over channels (min..max)"},
       {"A bits", "num", "3.8em", "output activation bits"},
       {"A method", "text", "5.5em", "activation quantization method"},
-      {"A thr / range", "num", "8%",
+      {"A thr / range", "num", "7%",
        "activation threshold (&plusmn; signed) or range [min, max]"},
       {"scale", "num", "6.5em", "activation scale"},
       {"zp", "num", "3.5em", "activation zero point"},
@@ -140,8 +145,8 @@ std::string LayersTable(const ReportData& r) {
   for (size_t i = 0; i < r.layers.size(); ++i) {
     const LayerReport& l = r.layers[i];
     absl::StrAppend(&h, "<tr>", NumCell(absl::StrCat(i), i),
-                    TextCell(l.node, 24), TextCell(l.op_type, 12),
-                    TextCell(l.op_set, 12), TextCell(l.fused_group, 13),
+                    TextCell(l.node, 22), TextCell(l.op_type, 10),
+                    TextCell(l.op_set, 10), TextCell(l.fused_group, 12),
                     BitsCell(l.weights_bits));
     absl::StrAppend(&h, MethodCell(l.weights_bits ? l.weights_method : ""),
                     WeightsThresholdCell(l), BitsCell(l.activation_bits),
