@@ -1,4 +1,5 @@
-// Text helpers shared by the parts of report.html (report_html*.cc).
+// The pieces of report.html and the text helpers its files share
+// (report_html.cc, report_html_chart.cc, report_html_table.cc).
 #ifndef QUANTD_CORE_REPORT_INTERNAL_HTML_UTIL_H_
 #define QUANTD_CORE_REPORT_INTERNAL_HTML_UTIL_H_
 
