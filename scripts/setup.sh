@@ -12,7 +12,7 @@ PACKAGES=(
   libonnx-dev libonnx-testdata coinor-libcbc-dev
   python3 python3-dev pybind11-dev python3-grpcio python3-protobuf python3-numpy python3-onnx
   nlohmann-json3-dev yamllint python3-yaml shellcheck openssl
-  fonts-dejavu-core
+  fonts-dejavu-core chromium
 )
 # Node.js + npm run ONNX Runtime (npm's onnxruntime-node) for the oracle tests.
 # Some images ship a Node.js whose package already contains npm (and conflicts

@@ -95,6 +95,53 @@ bool IsTpcFile(const std::string& tpc) {
   return tpc.find('/') != std::string::npos;
 }
 
+absl::Status ApplyJobSettings(const JobFiles& files,
+                              v1::QuantizeRequest* request) {
+  if (IsTpcFile(files.tpc)) {
+    ASSIGN_OR_RETURN(*request->mutable_tpc()->mutable_inline_tpc(),
+                     tpc::LoadTpcFile(files.tpc));
+  } else {
+    request->mutable_tpc()->set_name(files.tpc);
+  }
+  if (!files.mp.empty()) {
+    RETURN_IF_ERROR(
+        ParseMpTargets(files.mp, request->mutable_mixed_precision()));
+  }
+  if (files.weights_bits > 0) {
+    request->mutable_mixed_precision()->set_kernel_weights_bits(
+        files.weights_bits);
+  }
+  if (files.activation_storage != v1::ACTIVATION_STORAGE_UNSPECIFIED) {
+    request->mutable_export_options()->set_activation_storage(
+        files.activation_storage);
+  }
+  for (v1::ExportFormat f : files.export_formats) {
+    request->mutable_export_options()->add_formats(f);
+  }
+  if (!files.bits_override.empty()) {
+    RETURN_IF_ERROR(ParseBitWidthOverrides(files.bits_override,
+                                           request->mutable_mixed_precision()));
+  }
+  if (!files.config.empty()) {
+    v1::QuantizationConfig config;
+    if (!google::protobuf::TextFormat::ParseFromString(files.config, &config)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--config: not QuantizationConfig text format (fields of "
+          "proto/quantd/v1/job.proto, e.g. 'z_threshold: 8'): ",
+          files.config));
+    }
+    request->mutable_quantization()->MergeFrom(config);
+  }
+  if (!files.keep_float.empty()) {
+    RETURN_IF_ERROR(
+        ParseKeepFloat(files.keep_float, request->mutable_quantization()));
+  }
+  if (files.gptq) request->mutable_gptq()->set_enabled(true);
+  request->set_num_threads(files.threads);
+  request->set_report_samples(files.report_samples);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::QuantizeRequest> BuildQuantizeRequest(
     const JobFiles& files) {
   ASSIGN_OR_RETURN(std::string model_bytes,
@@ -117,48 +164,7 @@ absl::StatusOr<v1::QuantizeRequest> BuildQuantizeRequest(
     RETURN_IF_ERROR(
         AddSamples(files.eval, inputs, request.mutable_evaluation_samples()));
   }
-  if (IsTpcFile(files.tpc)) {
-    ASSIGN_OR_RETURN(*request.mutable_tpc()->mutable_inline_tpc(),
-                     tpc::LoadTpcFile(files.tpc));
-  } else {
-    request.mutable_tpc()->set_name(files.tpc);
-  }
-  if (!files.mp.empty()) {
-    RETURN_IF_ERROR(
-        ParseMpTargets(files.mp, request.mutable_mixed_precision()));
-  }
-  if (files.weights_bits > 0) {
-    request.mutable_mixed_precision()->set_kernel_weights_bits(
-        files.weights_bits);
-  }
-  if (files.activation_storage != v1::ACTIVATION_STORAGE_UNSPECIFIED) {
-    request.mutable_export_options()->set_activation_storage(
-        files.activation_storage);
-  }
-  for (v1::ExportFormat f : files.export_formats) {
-    request.mutable_export_options()->add_formats(f);
-  }
-  if (!files.bits_override.empty()) {
-    RETURN_IF_ERROR(ParseBitWidthOverrides(files.bits_override,
-                                           request.mutable_mixed_precision()));
-  }
-  if (!files.config.empty()) {
-    v1::QuantizationConfig config;
-    if (!google::protobuf::TextFormat::ParseFromString(files.config, &config)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--config: not QuantizationConfig text format (fields of "
-          "proto/quantd/v1/job.proto, e.g. 'z_threshold: 8'): ",
-          files.config));
-    }
-    request.mutable_quantization()->MergeFrom(config);
-  }
-  if (!files.keep_float.empty()) {
-    RETURN_IF_ERROR(
-        ParseKeepFloat(files.keep_float, request.mutable_quantization()));
-  }
-  if (files.gptq) request.mutable_gptq()->set_enabled(true);
-  request.set_num_threads(files.threads);
-  request.set_report_samples(files.report_samples);
+  RETURN_IF_ERROR(ApplyJobSettings(files, &request));
   return request;
 }
 

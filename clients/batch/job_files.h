@@ -47,6 +47,12 @@ struct JobFiles {
 // Errors name the file or flag at fault.
 absl::StatusOr<v1::QuantizeRequest> BuildQuantizeRequest(const JobFiles& files);
 
+// The part of BuildQuantizeRequest that reads no model or samples: the TPC
+// (a file is loaded) and the job options, into `request`'s fields. The
+// Python API builds its requests with it.
+absl::Status ApplyJobSettings(const JobFiles& files,
+                              v1::QuantizeRequest* request);
+
 // `--mp` targets (ParseMixedPrecisionTargets); errors quote the bad part.
 absl::Status ParseMpTargets(const std::string& spec,
                             v1::MixedPrecisionConfig* mp);

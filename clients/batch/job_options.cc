@@ -78,7 +78,7 @@ absl::Status Threads(const std::string& text, JobFiles* job) {
 }
 
 absl::Status ReportSamples(const std::string& text, JobFiles* job) {
-  if (text == "all") {
+  if (text == "all" || text == "-1") {  // -1: QuantizeRequest's "all"
     job->report_samples = -1;
     return absl::OkStatus();
   }

@@ -1,6 +1,7 @@
 // The job report: what was quantized how, and what it costs in accuracy and
 // resources. Rendered as report.json (keys listed in DESIGN.md) and as a
-// self-contained report.html (inline SVG chart, no scripts or network).
+// self-contained report.html (inline SVG charts and a small inline script
+// that sorts the layer table; nothing is fetched from the network).
 //
 // Every field is deterministic for a given request except
 // `timings_seconds`, which is wall-clock time per stage. Tools that compare
@@ -8,6 +9,7 @@
 #ifndef QUANTD_CORE_REPORT_REPORT_H_
 #define QUANTD_CORE_REPORT_REPORT_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -18,6 +20,22 @@
 namespace quantd {
 
 using mixed_precision::ResourceFigures;
+
+// A coarse histogram of an activation's calibration values: `counts` bins of
+// equal width over [min, max] (the statistics stage's 2048 bins, merged).
+struct ActivationHistogram {
+  double min = 0, max = 0;
+  std::vector<double> counts;
+};
+
+// The grid of a node's output activation, as the QuantizedGraph states it.
+struct ActivationGrid {
+  std::optional<double> threshold;             // POT / SYMMETRIC / LUT
+  std::optional<double> range_min, range_max;  // UNIFORM
+  double scale = 0;
+  int64_t zero_point = 0;
+  bool is_signed = false;
+};
 
 struct LayerReport {
   std::string node;
@@ -38,6 +56,12 @@ struct LayerReport {
   // node's tensors are quantized, and when only they are left float (unset
   // when the analysis did not run).
   std::optional<double> sqnr_only_quantized_db, sqnr_only_float_db;
+  // The output activation's grid and calibration histogram (unset when the
+  // node quantizes no output or no histogram was collected for it).
+  std::optional<ActivationGrid> activation_grid;
+  std::optional<ActivationHistogram> activation_histogram;
+  // The kernel's thresholds (or range ends, UNIFORM) over its channels.
+  std::optional<double> weights_threshold_min, weights_threshold_max;
 };
 
 struct OutputReport {
@@ -49,6 +73,10 @@ struct OutputReport {
 
 struct ReportData {
   std::string model_name;
+  std::string model_sha256;    // of the ONNX bytes sent
+  std::string quantd_version;  // QuantdVersion() of the engine that ran
+  // The request's settings that change the result, as protobuf text.
+  std::string options;
   std::string tpc;
   std::string tpc_digest;
   int num_calibration_samples = 0;
@@ -68,9 +96,13 @@ struct ReportData {
 // `timings_seconds` (the one non-deterministic field).
 std::string ReportToJson(const ReportData& report, bool with_timings = true);
 
-// A standalone HTML page: summary tables and a per-layer chart of bits and
-// SQNR as inline SVG.
+// A standalone HTML page: a summary (model digest, TPC, version, options),
+// output and resource tables, a per-layer chart of bits and SQNR, and a
+// sortable per-layer table with a histogram per activation (inline SVG).
 std::string ReportToHtml(const ReportData& report);
+
+// The project's version (CMake's PROJECT_VERSION), e.g. "0.1.0".
+std::string QuantdVersion();
 
 }  // namespace quantd
 

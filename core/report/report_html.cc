@@ -1,46 +1,58 @@
-#include <algorithm>
+// report.html: one self-contained page (inline CSS, SVG and a small sorting
+// script; nothing fetched). The layer chart and table are in
+// report_html_chart.cc and report_html_table.cc.
 #include <cmath>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/report/internal/html_util.h"
 #include "core/report/report.h"
 
 namespace quantd {
 namespace {
 
-std::string Escape(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
+using report_internal::Escape;
+using report_internal::Fmt;
 
-std::string Fmt(const std::optional<double>& v, const char* unit = "") {
-  if (!v.has_value()) return "&ndash;";
-  if (!std::isfinite(*v)) return *v > 0 ? "exact" : "&ndash;";
-  return absl::StrFormat("%.2f%s", *v, unit);
-}
+constexpr const char* kStyle =
+    "body{font-family:sans-serif;font-size:13px;margin:1.5em;color:#222}"
+    "h1{font-size:1.5em;overflow-wrap:anywhere}h2{font-size:1.2em;"
+    "margin-top:1.5em}"
+    "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px "
+    "6px;text-align:left}th{background:#f4f4f4}"
+    "table.summary td{overflow-wrap:anywhere}"
+    "table.layers{table-layout:fixed;width:100%;font-size:12px}"
+    "table.layers td,table.layers th{overflow:hidden;text-overflow:ellipsis;"
+    "white-space:nowrap}"
+    "table.layers th{cursor:pointer;user-select:none;white-space:normal;"
+    "vertical-align:bottom}"
+    "table.layers th[aria-sort=ascending]::after{content:' \\25B2'}"
+    "table.layers th[aria-sort=descending]::after{content:' \\25BC'}"
+    "table.layers tbody tr:nth-child(even){background:#fafafa}"
+    "svg.hist{display:block}svg.chart{display:block;max-width:1200px}"
+    "pre.options{white-space:pre-wrap;overflow-wrap:anywhere;margin:0}"
+    "code{overflow-wrap:anywhere}";
+
+// Sorts a table.sortable by a clicked header: numbers by each cell's data-v
+// (cells without one last), text by data-v or the text; a second click
+// reverses.
+constexpr const char* kSortScript =
+    "document.querySelectorAll('table.sortable th[data-sort]').forEach("
+    "function(th){th.addEventListener('click',function(){"
+    "var t=th.closest('table'),b=t.tBodies[0],i=th.cellIndex,"
+    "num=th.dataset.sort==='num',"
+    "dir=th.getAttribute('aria-sort')==='ascending'?-1:1;"
+    "t.querySelectorAll('th').forEach(function(h){"
+    "h.removeAttribute('aria-sort');});"
+    "th.setAttribute('aria-sort',dir>0?'ascending':'descending');"
+    "var key=function(r){var c=r.cells[i],v=c.dataset.v!==undefined?"
+    "c.dataset.v:c.textContent;return num?(v===''?NaN:parseFloat(v)):v;};"
+    "var rows=Array.prototype.slice.call(b.rows);"
+    "rows.sort(function(p,q){var x=key(p),y=key(q);if(num){"
+    "if(isNaN(x))return isNaN(y)?0:1;if(isNaN(y))return -1;"
+    "return (x-y)*dir;}return x.localeCompare(y)*dir;});"
+    "rows.forEach(function(r){b.appendChild(r);});});});";
 
 std::string Bytes(const std::optional<double>& v) {
   if (!v.has_value() || !std::isfinite(*v)) return "&ndash;";
@@ -58,90 +70,35 @@ std::string FiguresRow(const std::string& label, const ResourceFigures& f) {
       f.bops ? absl::StrFormat("%.3g", *f.bops) : "&ndash;", "</td></tr>\n");
 }
 
-// One row per layer: weight bits (blue) and activation bits (orange) bars on
-// the left scale, SQNR (dB) as a dot on the right scale.
-std::string Chart(const ReportData& r) {
-  const int row = 18, label_w = 260, bits_w = 200, sqnr_w = 260, pad = 10;
-  const int n = static_cast<int>(r.layers.size());
-  const int height = 40 + n * row + pad;
-  const int width = label_w + bits_w + sqnr_w + 3 * pad;
-  double max_sqnr = 10;
-  for (const auto& l : r.layers) {
-    if (l.sqnr_db && std::isfinite(*l.sqnr_db)) {
-      max_sqnr = std::max(max_sqnr, *l.sqnr_db);
-    }
-  }
-  max_sqnr = std::ceil(max_sqnr / 10) * 10;
-  std::string svg = absl::StrFormat(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-      "font-family=\"sans-serif\" font-size=\"11\">\n",
-      width, height);
-  const int bx = label_w + pad, sx = bx + bits_w + pad;
-  absl::StrAppendFormat(&svg,
-                        "<text x=\"%d\" y=\"14\">bits (weights blue, "
-                        "activation orange; full bar = 16)</text>\n",
-                        bx);
-  absl::StrAppendFormat(&svg,
-                        "<text x=\"%d\" y=\"14\">SQNR vs float, 0..%.0f "
-                        "dB</text>\n",
-                        sx, max_sqnr);
-  for (int i = 0; i < n; ++i) {
-    const LayerReport& l = r.layers[i];
-    const int y = 30 + i * row;
-    absl::StrAppendFormat(&svg,
-                          "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s "
-                          "(%s)</text>\n",
-                          label_w, y + 12, Escape(l.node), Escape(l.op_type));
-    const double unit = bits_w / 16.0;
-    if (l.weights_bits > 0) {
-      absl::StrAppendFormat(
-          &svg,
-          "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"7\" "
-          "fill=\"#3b6fb6\"><title>weights %d bit</title></rect>\n",
-          bx, y + 2, std::min(16, l.weights_bits) * unit, l.weights_bits);
-    }
-    if (l.activation_bits > 0) {
-      absl::StrAppendFormat(
-          &svg,
-          "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"7\" "
-          "fill=\"#e08a2c\"><title>activation %d bit</title></rect>\n",
-          bx, y + 9, std::min(16, l.activation_bits) * unit, l.activation_bits);
-    }
-    absl::StrAppendFormat(&svg,
-                          "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" "
-                          "stroke=\"#ddd\"/>\n",
-                          sx, sx + sqnr_w, y + 9, y + 9);
-    if (l.sqnr_db && std::isfinite(*l.sqnr_db)) {
-      double v = std::clamp(*l.sqnr_db, 0.0, max_sqnr);
-      absl::StrAppendFormat(
-          &svg,
-          "<circle cx=\"%.1f\" cy=\"%d\" r=\"4\" fill=\"#b63b3b\"><title>%.2f "
-          "dB</title></circle>\n",
-          sx + v / max_sqnr * sqnr_w, y + 9, *l.sqnr_db);
-    }
-  }
-  svg += "</svg>\n";
-  return svg;
+std::string Row(const char* label, const std::string& html) {
+  return absl::StrCat("<tr><th>", label, "</th><td>", html, "</td></tr>\n");
 }
 
-}  // namespace
+// What ran on what: model digest, TPC, version, samples, options.
+std::string Summary(const ReportData& r) {
+  std::string h = "<table class=\"summary\" id=\"summary\">\n";
+  h += Row("model", Escape(r.model_name));
+  h += Row("model sha256",
+           absl::StrCat("<code>", Escape(r.model_sha256), "</code>"));
+  h += Row("TPC", absl::StrCat("<b>", Escape(r.tpc), "</b> (sha256 <code>",
+                               Escape(r.tpc_digest), "</code>)"));
+  h += Row("quantd version", Escape(r.quantd_version));
+  h += Row("samples", absl::StrCat(r.num_calibration_samples, " calibration, ",
+                                   r.num_evaluation_samples, " evaluation"));
+  h += Row("output SQNR",
+           absl::StrCat("<b>", Fmt(r.output_sqnr_db, " dB"), "</b>"));
+  h += Row("options", r.options.empty()
+                          ? std::string("defaults")
+                          : absl::StrCat("<pre class=\"options\">",
+                                         Escape(r.options), "</pre>"));
+  h += "</table>\n";
+  return h;
+}
 
-std::string ReportToHtml(const ReportData& r) {
-  std::string h;
-  h += "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\n";
-  absl::StrAppend(&h, "<title>quantd report: ", Escape(r.model_name),
-                  "</title>\n");
-  h += "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:"
-       "collapse}td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}"
-       "th{background:#f4f4f4}</style>\n</head><body>\n";
-  absl::StrAppend(&h, "<h1>quantd report: ", Escape(r.model_name), "</h1>\n");
-  absl::StrAppend(&h, "<p>TPC <b>", Escape(r.tpc), "</b> (sha256 ",
-                  Escape(r.tpc_digest), "), ", r.num_calibration_samples,
-                  " calibration and ", r.num_evaluation_samples,
-                  " evaluation samples. Output SQNR: <b>",
-                  Fmt(r.output_sqnr_db, " dB"), "</b></p>\n");
-  h += "<h2>Outputs</h2>\n<table><tr><th>output</th><th>SQNR</th>"
-       "<th>top-1 agreement</th><th>cosine</th></tr>\n";
+std::string Outputs(const ReportData& r) {
+  std::string h =
+      "<h2>Outputs</h2>\n<table><tr><th>output</th><th>SQNR</th>"
+      "<th>top-1 agreement</th><th>cosine</th></tr>\n";
   for (const auto& o : r.outputs) {
     absl::StrAppend(
         &h, "<tr><td>", Escape(o.name), "</td><td>", Fmt(o.sqnr_db, " dB"),
@@ -151,32 +108,30 @@ std::string ReportToHtml(const ReportData& r) {
         "</td><td>", o.cosine ? absl::StrFormat("%.5f", *o.cosine) : "&ndash;",
         "</td></tr>\n");
   }
-  h += "</table>\n<h2>Resources</h2>\n<table><tr><th></th><th>weights</th>"
+  h += "</table>\n";
+  return h;
+}
+
+}  // namespace
+
+std::string ReportToHtml(const ReportData& r) {
+  std::string h;
+  h += "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\n";
+  absl::StrAppend(&h, "<title>quantd report: ", Escape(r.model_name),
+                  "</title>\n<style>", kStyle, "</style>\n</head><body>\n");
+  absl::StrAppend(&h, "<h1>quantd report: ", Escape(r.model_name), "</h1>\n");
+  h += Summary(r);
+  h += Outputs(r);
+  h += "<h2>Resources</h2>\n<table><tr><th></th><th>weights</th>"
        "<th>activations</th><th>total</th><th>BOPs</th></tr>\n";
   h += FiguresRow("quantized", r.resource_utilization);
   h += FiguresRow("8-bit baseline", r.baseline_8bit);
   h += FiguresRow("targets", r.targets);
   h += "</table>\n<h2>Layers</h2>\n";
-  h += Chart(r);
-  h += "<table><tr><th>node</th><th>op</th><th>op set</th><th>fused "
-       "group</th><th>weights</th><th>activation</th><th>SQNR</th><th>"
-       "note</th></tr>\n";
-  for (const auto& l : r.layers) {
-    absl::StrAppend(
-        &h, "<tr><td>", Escape(l.node), "</td><td>", Escape(l.op_type),
-        "</td><td>", Escape(l.op_set), "</td><td>", Escape(l.fused_group),
-        "</td><td>",
-        l.weights_bits
-            ? absl::StrCat(l.weights_bits, " bit ", Escape(l.weights_method))
-            : "float",
-        "</td><td>",
-        l.activation_bits ? absl::StrCat(l.activation_bits, " bit ",
-                                         Escape(l.activation_method))
-                          : "&ndash;",
-        "</td><td>", Fmt(l.sqnr_db, " dB"), "</td><td>", Escape(l.float_reason),
-        "</td></tr>\n");
-  }
-  h += "</table>\n";
+  h += report_internal::LayersChart(r);
+  h += "<p>Click a column header to sort; hover a cut name for the full "
+       "one.</p>\n";
+  h += report_internal::LayersTable(r);
   if (!r.warnings.empty()) {
     h += "<h2>Warnings</h2>\n<ul>\n";
     for (const auto& w : r.warnings) {
@@ -192,6 +147,7 @@ std::string ReportToHtml(const ReportData& r) {
     }
     h += "</table>\n";
   }
+  absl::StrAppend(&h, "<script>", kSortScript, "</script>\n");
   h += "</body></html>\n";
   return h;
 }

@@ -25,6 +25,34 @@ Json Figures(const ResourceFigures& f) {
   return j;
 }
 
+// Report details (issue 18): the output activation's grid, its coarse
+// calibration histogram and the kernel's threshold span; keys only when set.
+void AddLayerDetails(const LayerReport& l, Json* e) {
+  if (l.activation_grid.has_value()) {
+    const ActivationGrid& g = *l.activation_grid;
+    Json a = Json::object();
+    if (g.threshold.has_value()) a["threshold"] = Number(g.threshold);
+    if (g.range_min.has_value()) a["range_min"] = Number(g.range_min);
+    if (g.range_max.has_value()) a["range_max"] = Number(g.range_max);
+    a["scale"] = Number(g.scale);
+    a["zero_point"] = g.zero_point;
+    a["signed"] = g.is_signed;
+    (*e)["activation_grid"] = std::move(a);
+  }
+  if (l.activation_histogram.has_value()) {
+    const ActivationHistogram& h = *l.activation_histogram;
+    Json hist = Json::object();
+    hist["min"] = Number(h.min);
+    hist["max"] = Number(h.max);
+    hist["counts"] = h.counts;
+    (*e)["activation_histogram"] = std::move(hist);
+  }
+  if (l.weights_threshold_max.has_value()) {
+    (*e)["weights_threshold_min"] = Number(l.weights_threshold_min);
+    (*e)["weights_threshold_max"] = Number(l.weights_threshold_max);
+  }
+}
+
 }  // namespace
 
 std::string ReportToJson(const ReportData& r, bool with_timings) {
@@ -55,6 +83,7 @@ std::string ReportToJson(const ReportData& r, bool with_timings) {
       e["gptq_sqnr_after_db"] = Number(l.gptq_sqnr_after_db);
       e["gptq_applied"] = l.gptq_applied;
     }
+    AddLayerDetails(l, &e);
     layers.push_back(std::move(e));
   }
   j["layers"] = std::move(layers);
@@ -70,6 +99,10 @@ std::string ReportToJson(const ReportData& r, bool with_timings) {
   }
   j["outputs"] = std::move(outputs);
   j["warnings"] = r.warnings;
+  // Report details (issue 18): what ran, on what.
+  j["model_sha256"] = r.model_sha256;
+  j["quantd_version"] = r.quantd_version;
+  j["options"] = r.options;
   if (with_timings) {
     Json t = Json::object();
     double total = 0;

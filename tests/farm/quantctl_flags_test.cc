@@ -145,6 +145,28 @@ TEST(JobOptionsTest, ManifestTakesEveryJobOption) {
   EXPECT_EQ(job.report_samples, -1);
 }
 
+TEST(JobOptionsTest, ReportSamplesTakesTheRequestsMinusOneForAll) {
+  // The Python API passes report_samples=-1 (QuantizeRequest's "all").
+  JobFiles job;
+  ASSERT_TRUE(ApplyJobOption("report_samples", "-1", &job).ok());
+  EXPECT_EQ(job.report_samples, -1);
+  EXPECT_FALSE(ApplyJobOption("report_samples", "-2", &job).ok());
+}
+
+TEST(JobOptionsTest, SettingsWithoutFilesFillTheRequest) {
+  JobFiles job;
+  job.tpc = "imx500@4.1";
+  ASSERT_TRUE(ApplyJobOption("weights_bits", "4", &job).ok());
+  ASSERT_TRUE(ApplyJobOption("keep_float", "name:head", &job).ok());
+  v1::QuantizeRequest request;
+  ASSERT_TRUE(ApplyJobSettings(job, &request).ok());
+  EXPECT_EQ(request.tpc().name(), "imx500@4.1");
+  EXPECT_EQ(request.mixed_precision().kernel_weights_bits(), 4);
+  ASSERT_EQ(request.quantization().keep_float_size(), 1);
+  EXPECT_EQ(request.quantization().keep_float(0).node_name(), "head");
+  EXPECT_TRUE(request.onnx_model().empty());
+}
+
 TEST(JobOptionsTest, BadValuesFailTheSameWayInFlagsAndManifests) {
   JobFiles job;
   absl::Status flag = ApplyJobOption("keep-float", "layer3", &job);

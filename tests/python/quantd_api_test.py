@@ -163,6 +163,41 @@ class InProcessTest(unittest.TestCase):
         self.assertLessEqual(used, 0.75 * base)
 
 
+class JobOptionsTest(unittest.TestCase):
+    """The keyword arguments are the job options of quantctl and batch
+    manifests, from their one table (clients/batch/job_options.h)."""
+
+    def test_keywords_are_quantctls_flags(self):
+        quantctl = os.path.join(os.environ["QUANTD_BINARY_DIR"], "clients",
+                                "quantctl", "quantctl")
+        help_text = subprocess.run(
+            [quantctl, "quantize", "--help"], env=plain_env(),
+            capture_output=True, text=True).stdout
+        keywords = [o[0] for o in quantd.job_options()]
+        self.assertIn("keep_float", keywords)
+        for keyword in keywords:
+            self.assertIn("--" + keyword.replace("_", "-"), help_text)
+
+    def test_keep_float_leaves_the_node_float(self):
+        r = quantd.quantize(MODEL, calibration=samples(2), tpc=TPC,
+                            keep_float=["name:conv2"])
+        self.assertEqual(layer(r.report, "conv2")["weights_bits"], 0)
+        self.assertEqual(layer(r.report, "conv1")["weights_bits"], 8)
+
+    def test_unknown_keyword_is_a_type_error(self):
+        with self.assertRaises(TypeError) as ctx:
+            quantd.quantize(MODEL, calibration=samples(1), tpc=TPC,
+                            weight_bits=4)
+        self.assertIn("weights_bits", str(ctx.exception))
+
+    def test_bad_value_names_the_keyword(self):
+        with self.assertRaises(quantd.QuantdError) as ctx:
+            quantd.quantize(MODEL, calibration=samples(1), tpc=TPC,
+                            weights_bits=99)
+        self.assertEqual(ctx.exception.code, "INVALID_ARGUMENT")
+        self.assertIn("weights_bits: '99'", ctx.exception.message)
+
+
 class InProcessErrorTest(unittest.TestCase):
     def assertInvalid(self, ctx, *fragments):
         self.assertEqual(ctx.exception.code, "INVALID_ARGUMENT")

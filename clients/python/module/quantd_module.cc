@@ -1,18 +1,18 @@
 // quantd._quantd: the in-process engine for the `quantd` Python package
 // (clients/python/quantd). Bytes in, bytes out: the package builds the
 // QuantizeRequest with its generated quantd.v1 stubs, this module runs it
-// and turns the job options' text forms into request fields with the code
-// quantctl uses (clients/batch/job_files.h, mixed_precision_flags.h).
+// and turns the job options' text forms into request fields through the
+// table quantctl and batch manifests use (clients/batch/job_options.h).
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "clients/batch/job_files.h"
-#include "clients/batch/mixed_precision_flags.h"
+#include "clients/batch/job_options.h"
 #include "clients/python/module/job_runner.h"
-#include "core/tpc/json_io.h"
-#include "google/protobuf/text_format.h"
 #include "pybind11/pybind11.h"
 #include "pybind11/stl.h"
 
@@ -37,59 +37,32 @@ void Check(const absl::Status& status, absl::string_view field) {
   ThrowStatus(absl::InvalidArgumentError(absl::StrCat(field, ": ", message)));
 }
 
-// The job options as `quantctl quantize` takes them, into a QuantizeRequest
-// without model or samples (the caller merges it). "" / 0 = default.
-py::bytes RequestOptions(const std::string& tpc, const std::string& mp,
-                         const std::string& bits_override, int weights_bits,
-                         const std::string& activation_storage,
-                         const std::string& export_formats, bool gptq,
-                         int threads, int report_samples,
-                         const std::string& config) {
-  v1::QuantizeRequest request;
+// The job options table (clients/batch/job_options.h), the one definition
+// of the Python API's keyword arguments: (keyword, value name, help) each.
+std::vector<std::tuple<std::string, std::string, std::string>> OptionTable() {
+  std::vector<std::tuple<std::string, std::string, std::string>> table;
+  for (const JobOption& o : JobOptions()) {
+    table.emplace_back(JobOptionKey(o), o.value_name, o.help);
+  }
+  return table;
+}
+
+// The TPC and the job options, (keyword, text form) each as quantctl and
+// batch manifests take them, into a QuantizeRequest without model or
+// samples (the caller merges it). Errors name the keyword.
+py::bytes RequestOptions(
+    const std::string& tpc,
+    const std::vector<std::pair<std::string, std::string>>& options) {
   if (tpc.empty()) Invalid("tpc", "required (\"name@version\" or a file)");
-  if (IsTpcFile(tpc)) {
-    auto loaded = tpc::LoadTpcFile(tpc);
-    Check(loaded.status(), "tpc");
-    *request.mutable_tpc()->mutable_inline_tpc() = *std::move(loaded);
-  } else {
-    request.mutable_tpc()->set_name(tpc);
+  JobFiles job;
+  job.tpc = tpc;
+  for (const auto& [keyword, text] : options) {
+    const JobOption* option = FindJobOption(keyword);
+    if (option == nullptr) Invalid(keyword, "not a job option");
+    Check(option->apply(text, &job), JobOptionKey(*option));
   }
-  v1::MixedPrecisionConfig* mpc = request.mutable_mixed_precision();
-  if (!mp.empty()) Check(ParseMpTargets(mp, mpc), "mp");
-  if (!bits_override.empty()) {
-    Check(ParseBitWidthOverrides(bits_override, mpc), "bits_override");
-  }
-  if (weights_bits < 0 || weights_bits > 16) {
-    Invalid("weights_bits", "needs an integer in [1, 16]");
-  }
-  if (weights_bits > 0) mpc->set_kernel_weights_bits(weights_bits);
-  v1::ActivationStorage storage;
-  if (!ParseActivationStorage(activation_storage, &storage)) {
-    Invalid("activation_storage", "needs int8, uint8 or auto");
-  }
-  if (storage != v1::ACTIVATION_STORAGE_UNSPECIFIED) {
-    request.mutable_export_options()->set_activation_storage(storage);
-  }
-  std::vector<v1::ExportFormat> formats;
-  if (!ParseExportFormats(export_formats, &formats)) {
-    Invalid("export", "needs qdq, mctq or qdq,mctq");
-  }
-  for (v1::ExportFormat f : formats) {
-    request.mutable_export_options()->add_formats(f);
-  }
-  if (gptq) request.mutable_gptq()->set_enabled(true);
-  if (threads < 0 || threads > 1024) {
-    Invalid("threads", "needs an integer in [1, 1024]");
-  }
-  request.set_num_threads(threads);
-  if (report_samples < -1) Invalid("report_samples", "needs a count or -1");
-  request.set_report_samples(report_samples);
-  if (!config.empty() && !google::protobuf::TextFormat::ParseFromString(
-                             config, request.mutable_quantization())) {
-    Invalid("config",
-            "not QuantizationConfig text format (fields of "
-            "proto/quantd/v1/job.proto, e.g. 'z_threshold: 8')");
-  }
+  v1::QuantizeRequest request;
+  Check(ApplyJobSettings(job, &request), "tpc");  // the options are valid
   return py::bytes(request.SerializeAsString());
 }
 
@@ -115,12 +88,12 @@ PYBIND11_MODULE(_quantd, m) {
   m.def("run_job", &RunJob, py::arg("request"), py::arg("on_event"),
         "Runs a serialized QuantizeRequest; returns the serialized "
         "QuantizeResult. Releases the GIL while the job runs.");
-  m.def("request_options", &RequestOptions, py::arg("tpc"), py::arg("mp"),
-        py::arg("bits_override"), py::arg("weights_bits"),
-        py::arg("activation_storage"), py::arg("export_formats"),
-        py::arg("gptq"), py::arg("threads"), py::arg("report_samples"),
-        py::arg("config"),
-        "The job options' text forms as a serialized QuantizeRequest.");
+  m.def("job_options", &OptionTable,
+        "The job options (clients/batch/job_options.h): (keyword, value "
+        "name, help) each; a switch has no value name.");
+  m.def("request_options", &RequestOptions, py::arg("tpc"), py::arg("options"),
+        "The TPC and [(keyword, text form)] of job options as a serialized "
+        "QuantizeRequest.");
   m.def("write_result", &WriteResult, py::arg("dir"), py::arg("result"),
         "Writes the result files into dir; returns their names.");
 }

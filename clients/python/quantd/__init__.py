@@ -12,14 +12,18 @@ a quantd server.
         r = c.quantize("model.onnx", calibration=..., tpc="imx500@4.1",
                        progress=print)
 
+quantd.job_options() lists the job options (the keyword arguments of
+quantize, the same as quantctl's flags and batch manifests' keys).
 Failures raise quantd.QuantdError (.code such as "INVALID_ARGUMENT",
 .message naming the field or node). docs/python.md has the details.
 """
 
+from quantd._request import job_options
 from quantd.errors import QuantdError
 from quantd.local import quantize
 from quantd.progress import Progress
 from quantd.remote import Client
 from quantd.result import Result
 
-__all__ = ["Client", "Progress", "QuantdError", "Result", "quantize"]
+__all__ = ["Client", "Progress", "QuantdError", "Result", "job_options",
+           "quantize"]

@@ -1,6 +1,7 @@
 """QuantizeRequest from Python values: a model, samples as numpy arrays and
-the job options in the text forms `quantctl quantize` takes (turned into
-request fields by the engine's own parsers, quantd._quantd)."""
+the job options by keyword, in the text forms `quantctl quantize` takes,
+turned into request fields by the engine's one table of job options
+(clients/batch/job_options.h, through quantd._quantd)."""
 
 import os
 
@@ -55,52 +56,59 @@ def model_bytes(model):
         return f.read()
 
 
-def _targets(mp):
-    """mp as a dict {"weights": 0.75, ...} or the --mp text."""
-    if mp is None:
-        return ""
-    if isinstance(mp, str):
-        return mp
-    return ",".join(f"{k}={v}" for k, v in mp.items())
+def job_options():
+    """The job options quantd.quantize and quantd.Client.quantize take as
+    keyword arguments: [(keyword, value name, help)], from the one table
+    that `quantctl quantize` flags and batch manifests also use
+    (clients/batch/job_options.h). A switch has no value name."""
+    from quantd import _quantd
+
+    return [tuple(o) for o in _quantd.job_options()]
 
 
-def _overrides(bits):
-    """bits_override as a dict {"type:Conv": 4, ...} or the text form."""
-    if bits is None:
-        return ""
-    if isinstance(bits, str):
-        return bits
-    return ",".join(f"{k}={int(v)}" for k, v in bits.items())
+def _option_text(value):
+    """A keyword argument's value as the option's text form: a dict is
+    "key=value,..." ({"weights": 0.75} -> "weights=0.75"), a list, tuple or
+    set is "a,b", a bool is "true"/"false", anything else str()."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return ",".join(f"{k}={v}" for k, v in value.items())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return ",".join(str(v) for v in value)
+    return str(value)
 
 
-def _formats(export):
-    if export is None:
-        return ""
-    if isinstance(export, str):
-        return export
-    return ",".join(export)
+def option_texts(options):
+    """[(keyword, text form)] of the options given; None, False, "" and 0
+    mean the default and are left out. An unknown keyword is a TypeError
+    that lists the known ones."""
+    known = {o[0] for o in job_options()}
+    texts = []
+    for keyword, value in options.items():
+        if keyword not in known:
+            raise TypeError(f"unknown job option {keyword!r} (job options: "
+                            f"{', '.join(sorted(known))})")
+        if value is None or value is False or (
+                not isinstance(value, bool) and value in ("", 0)):
+            continue
+        texts.append((keyword, _option_text(value)))
+    return texts
 
 
-def build_request(model, calibration, *, tpc, evaluation=None, mp=None,
-                  bits_override=None, weights_bits=0,
-                  activation_storage="", export=None, gptq=False, threads=0,
-                  report_samples=0, config="", request_id=""):
+def build_request(model, calibration, *, tpc, evaluation=None,
+                  request_id="", **options):
     """The QuantizeRequest for quantd.quantize and quantd.Client.quantize.
 
     calibration and evaluation: iterables (lists, generators) of
-    {input name: numpy array}; each is read once.
+    {input name: numpy array}; each is read once. options: job options by
+    keyword (job_options()), applied by the engine's own table.
     """
     from quantd import _quantd
 
     request = job_pb2.QuantizeRequest()
     request.MergeFromString(_quantd.request_options(
-        tpc=os.fspath(tpc) if tpc is not None else "", mp=_targets(mp),
-        bits_override=_overrides(bits_override),
-        weights_bits=int(weights_bits),
-        activation_storage=activation_storage or "",
-        export_formats=_formats(export), gptq=bool(gptq),
-        threads=int(threads), report_samples=int(report_samples),
-        config=config or ""))
+        os.fspath(tpc) if tpc is not None else "", option_texts(options)))
     request.request_id = request_id
     request.onnx_model = model_bytes(model)
     if calibration is None:

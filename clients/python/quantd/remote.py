@@ -50,22 +50,18 @@ class Client(GrpcClient):
                          private_key=_read(tls_key), token=token,
                          server_name=server_name, timeout=timeout, **options)
 
-    def quantize(self, model, calibration, *, tpc, evaluation=None, mp=None,
-                 bits_override=None, weights_bits=0, activation_storage="",
-                 export=None, gptq=False, threads=0, report_samples=0,
-                 config="", progress=None, timeout=None, request_id=""):
+    def quantize(self, model, calibration, *, tpc, evaluation=None,
+                 progress=None, timeout=None, request_id="", **options):
         """quantd.quantize on the server; returns a quantd.Result.
 
-        Same arguments as quantd.quantize; progress is called with a
-        quantd.Progress per progress event, timeout (seconds) bounds the
-        whole job. Raises quantd.QuantdError with the server's status code.
+        Same arguments and job options as quantd.quantize; progress is
+        called with a quantd.Progress per progress event, timeout (seconds)
+        bounds the whole job. Raises quantd.QuantdError with the server's
+        status code.
         """
         request = _request.build_request(
-            model, calibration, tpc=tpc, evaluation=evaluation, mp=mp,
-            bits_override=bits_override, weights_bits=weights_bits,
-            activation_storage=activation_storage, export=export, gptq=gptq,
-            threads=threads, report_samples=report_samples, config=config,
-            request_id=request_id)
+            model, calibration, tpc=tpc, evaluation=evaluation,
+            request_id=request_id, **options)
         warnings, result = [], None
         for event in self.events(request, timeout=timeout):
             kind = event.WhichOneof("event")

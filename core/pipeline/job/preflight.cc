@@ -12,6 +12,7 @@
 #include "core/tpc/framework_info.h"
 #include "core/tpc/json_io.h"
 #include "core/tpc/tpc_ref.h"
+#include "core/util/sha256.h"
 #include "core/util/status_macros.h"
 
 namespace quantd {
@@ -270,6 +271,7 @@ absl::StatusOr<JobInput> PreflightJob(
   if (!imported.ok()) return Prefixed("onnx_model", imported.status());
   input.model = *std::move(imported);
   input.model_bytes = static_cast<int64_t>(model_bytes.size());
+  input.model_sha256 = Sha256Hex(model_bytes);
   input.sample_bytes =
       RawBytes(calibration_samples) + RawBytes(request.evaluation_samples());
 

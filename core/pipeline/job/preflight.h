@@ -77,6 +77,7 @@ struct JobInput {
   // ReportSampleCount(request.report_samples) calibration samples.
   std::vector<SampleFeeds> evaluation;
   int64_t model_bytes = 0;   // serialized
+  std::string model_sha256;  // of the serialized model, for the report
   int64_t sample_bytes = 0;  // raw bytes of every sample sent
   // Bytes of every activation of one sample (EstimateJobMemoryBytes).
   int64_t activation_bytes_per_sample = 0;

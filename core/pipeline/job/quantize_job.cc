@@ -30,6 +30,7 @@
 #include "core/pipeline/job/job_artifacts.h"
 #include "core/pipeline/job/job_state.h"
 #include "core/pipeline/job/ptq_options.h"
+#include "core/pipeline/job/report_details.h"
 #include "core/pipeline/job/samples.h"
 #include "core/pipeline/mixed_precision/mixed_precision_stage.h"
 #include "core/pipeline/mixed_precision/resource_utilization.h"
@@ -480,6 +481,7 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
       ComputeResourceUtilization(state, stats.shapes, 8, kMpSimdPadding);
   report.targets = mixed_precision.targets;
   report.warnings = state.warnings;
+  AddReportDetails(state, qg, request, input.model_sha256, &report);
   clock.End();
   report.timings_seconds = clock.timings();
   FillResult(report, tpc, std::move(qg), &result);
