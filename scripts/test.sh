@@ -8,7 +8,7 @@
 #      (scripts/sanitize.sh asan)
 #   4. fuzz: every fuzz target for FUZZ_SECONDS (default 20) each, one per
 #      core, libFuzzer seed FUZZ_SEED (default 1) (scripts/fuzz.sh)
-#   5. tsan: TSan tree of the core libraries and the core tests
+#   5. tsan: TSan tree of the core tests that run on several threads
 #      (scripts/sanitize.sh tsan); TSAN=0 skips it
 #   6. only with PLAIN=1: the plain optimised build (scripts/build.sh) and
 #      its ctest run, real-model tests at full scale. Off by default: it
