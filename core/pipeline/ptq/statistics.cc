@@ -70,7 +70,10 @@ class SampleKeeper {
   void Keep(const std::string& name, const Tensor& value) {
     if (!active_ || request_.tensors.count(name) == 0) return;
     if (!Charge(value)) return;
-    values_.tensors[name] = value.Clone();
+    // A reference to the executor's buffer, not a copy: Tensor copies on
+    // the first mutable access, so nothing the run does later can change
+    // it, and the buffer is released when the report has used it.
+    values_.tensors[name] = value;
   }
 
   // The run's outputs; the kept values, or nullopt.
