@@ -356,7 +356,8 @@ absl::Status SelectAllParams(JobState* state, ThreadPool* pool,
   // Heaviest nodes first (the weight searches' cost grows with the weight's
   // size): with the classifier's large Gemm last in topological order, one
   // thread would otherwise search it alone at the end. Each node writes only
-  // its own plan, so the order changes no result.
+  // its own plan, so the order changes no result; errors are returned in
+  // graph order, as before.
   std::vector<int64_t> cost(n, 0), order(n);
   for (int64_t i = 0; i < n; ++i) {
     order[i] = i;
@@ -367,9 +368,16 @@ absl::Status SelectAllParams(JobState* state, ThreadPool* pool,
   }
   std::stable_sort(order.begin(), order.end(),
                    [&](int64_t a, int64_t b) { return cost[a] > cost[b]; });
-  RETURN_IF_ERROR(ParallelForSamples(n, pool, cancel, report, [&](int64_t j) {
-    return select_node(order[j]);
+  std::vector<absl::Status> status(n);
+  RETURN_IF_ERROR(ParallelForSamples(n, pool, nullptr, report, [&](int64_t j) {
+    const int64_t i = order[j];
+    if (cancel != nullptr && !(status[i] = cancel->Check()).ok()) {
+      return absl::OkStatus();
+    }
+    status[i] = select_node(i);
+    return absl::OkStatus();
   }));
+  for (const absl::Status& st : status) RETURN_IF_ERROR(st);
   // Graph inputs.
   if (state->input_config.has_value()) {
     for (const auto& in : g.inputs) {
