@@ -2,6 +2,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <utility>
@@ -46,6 +47,16 @@ Seconds StageRecorder::Stage(const std::string& stage) const {
     return {b.wall - a.wall, b.cpu - a.cpu};
   }
   return {};
+}
+
+std::vector<std::string> StageRecorder::Names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, start] : starts_) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      names.push_back(name);
+    }
+  }
+  return names;
 }
 
 absl::StatusOr<Seconds> TimeFloatPass(const JobInput& input, ThreadPool* pool) {

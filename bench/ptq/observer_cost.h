@@ -31,6 +31,8 @@ class StageRecorder {
   std::function<absl::Status(const JobInput&)> OnPreflight();
   // From the start of `stage` to the start of the next one.
   Seconds Stage(const std::string& stage) const;
+  // The stages in the order they started.
+  std::vector<std::string> Names() const;
   const JobInput& input() const { return input_; }
 
  private:

@@ -31,9 +31,13 @@ inline int64_t QuantizeValue(float x, float scale, int64_t zero_point,
                              int64_t qmin, int64_t qmax);
 inline float DequantizeValue(int64_t q, float scale, int64_t zero_point);
 
-// x -> dequantize(quantize(x)) in place, per tensor.
+// x -> dequantize(quantize(x)) in place, per tensor. AVX2 where the CPU has
+// it (checked at run time), bit-identical to the portable body, which tests
+// call as FakeQuantizeInPlaceScalar.
 void FakeQuantizeInPlace(absl::Span<float> values, float scale,
                          int64_t zero_point, const QdqStorage& storage);
+void FakeQuantizeInPlaceScalar(absl::Span<float> values, float scale,
+                               int64_t zero_point, const QdqStorage& storage);
 
 // int32 bias for a linear op: scale[c] = x_scale * w_scale[c] (float32, as
 // ONNX Runtime computes it), q = round_half_even(b / scale[c]) saturated to

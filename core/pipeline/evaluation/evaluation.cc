@@ -92,8 +92,19 @@ absl::StatusOr<EvaluationResult> EvaluateFakeQuant(
     const ActivationFakeQuantizer& quantizer,
     const std::vector<SampleFeeds>& samples,
     const std::set<std::string>& tensors, ThreadPool* pool,
-    const CancellationToken* cancel, ProgressSink* progress) {
+    const CancellationToken* cancel, ProgressSink* progress,
+    KeptFloatRuns* kept) {
   const int64_t n = static_cast<int64_t>(samples.size());
+  // Kept values serve only if they hold every tensor evaluated here that
+  // the float model produces.
+  bool use_kept = kept != nullptr;
+  for (const Node& node : float_model.model().graph.nodes) {
+    for (const std::string& out : node.outputs) {
+      if (use_kept && tensors.count(out) && !kept->tensors.count(out)) {
+        use_kept = false;
+      }
+    }
+  }
   std::vector<SampleResult> results(n);
   SampleProgress report{progress, "report", [](int64_t d, int64_t total) {
                           return absl::StrCat("evaluated ", d, "/", total,
@@ -103,21 +114,32 @@ absl::StatusOr<EvaluationResult> EvaluateFakeQuant(
       n, pool, cancel, report, [&](int64_t i) -> absl::Status {
         SampleResult& r = results[i];
         std::map<std::string, Tensor> float_values;
-        TensorObserver keep = [&](const Node& node, int k, const Tensor& v) {
-          if (tensors.count(node.outputs[k])) {
-            float_values[node.outputs[k]] = v.Clone();
+        std::map<std::string, Tensor> float_outputs;
+        if (use_kept && i < static_cast<int64_t>(kept->samples.size()) &&
+            kept->samples[i].has_value()) {
+          KeptFloatValues& k = *kept->samples[i];
+          float_values = std::move(k.tensors);
+          float_outputs = std::move(k.outputs);
+          kept->samples[i].reset();
+        } else {
+          TensorObserver keep = [&](const Node& node, int k, const Tensor& v) {
+            if (tensors.count(node.outputs[k])) {
+              float_values[node.outputs[k]] = v.Clone();
+            }
+          };
+          RunOptions fo;
+          fo.observer = &keep;
+          fo.cancel = cancel;
+          auto f_out = float_model.Run(samples[i], fo);
+          if (!f_out.ok()) {
+            return absl::Status(f_out.status().code(),
+                                absl::StrCat("evaluation sample ", i, ": ",
+                                             f_out.status().message()));
           }
-        };
-        RunOptions fo;
-        fo.observer = &keep;
-        fo.cancel = cancel;
-        auto f_out = float_model.Run(samples[i], fo);
-        if (!f_out.ok()) {
-          return absl::Status(f_out.status().code(),
-                              absl::StrCat("evaluation sample ", i, ": ",
-                                           f_out.status().message()));
+          float_outputs = *std::move(f_out);
         }
         TensorObserver compare = [&](const Node& node, int k, const Tensor& v) {
+          if (!tensors.count(node.outputs[k])) return;
           auto it = float_values.find(node.outputs[k]);
           if (it == float_values.end()) return;
           Sums s = Compare(it->second, v);
@@ -138,7 +160,7 @@ absl::StatusOr<EvaluationResult> EvaluateFakeQuant(
               absl::StrCat("evaluation sample ", i,
                            " (fake-quant): ", q_out.status().message()));
         }
-        for (const auto& [name, f] : *f_out) {
+        for (const auto& [name, f] : float_outputs) {
           auto it = q_out->find(name);
           if (it != q_out->end()) {
             CompareOutput(f, it->second, &r.outputs[name]);

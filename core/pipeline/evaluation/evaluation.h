@@ -2,7 +2,10 @@
 // SQNR per quantized tensor (the cumulative error at that point of the
 // network), per graph output, top-1 agreement of classifier-like outputs
 // ([N, C], C >= 2) and the mean cosine similarity of each output. Samples
-// run in parallel; sums are merged in sample order (deterministic).
+// run in parallel; sums are merged in sample order (deterministic). Samples
+// whose float values `kept` holds (the calibration pass's, when the
+// evaluation samples are its first ones) skip the float run and free them
+// as they go; the figures are the same.
 #ifndef QUANTD_CORE_PIPELINE_EVALUATION_EVALUATION_H_
 #define QUANTD_CORE_PIPELINE_EVALUATION_EVALUATION_H_
 
@@ -14,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/executor/executor.h"
+#include "core/pipeline/evaluation/kept_float_values.h"
 #include "core/pipeline/export/fake_quant.h"
 #include "core/pipeline/job/samples.h"
 #include "core/report/report.h"
@@ -37,7 +41,8 @@ absl::StatusOr<EvaluationResult> EvaluateFakeQuant(
     const ActivationFakeQuantizer& quantizer,
     const std::vector<SampleFeeds>& samples,
     const std::set<std::string>& tensors, ThreadPool* pool,
-    const CancellationToken* cancel, ProgressSink* progress);
+    const CancellationToken* cancel, ProgressSink* progress,
+    KeptFloatRuns* kept = nullptr);
 
 }  // namespace quantd
 

@@ -221,16 +221,37 @@ StatisticsRequest StatisticsRequestFor(const JobState& state) {
   return stats_request;
 }
 
+// The report evaluates on the first calibration samples unless evaluation
+// samples were sent: calibration keeps their float values (every node
+// output of the float model), within a budget. Not with mixed precision or
+// GPTQ, whose stages would hold them for long.
+KeepFloatValuesRequest KeepForReport(const v1::QuantizeRequest& request,
+                                     const Model& float_model,
+                                     const JobInput& input) {
+  KeepFloatValuesRequest keep;
+  if (request.evaluation_samples_size() > 0 || request.gptq().enabled() ||
+      MixedPrecisionRequested(request.mixed_precision())) {
+    return keep;
+  }
+  keep.samples = static_cast<int64_t>(input.evaluation.size());
+  keep.budget_bytes = kKeptFloatValuesBudgetBytes;
+  for (const Node& n : float_model.graph.nodes) {
+    keep.tensors.insert(n.outputs.begin(), n.outputs.end());
+  }
+  return keep;
+}
+
 // Statistics into the job state; activations that turned out not to be
 // float (or never ran) stay float.
 absl::StatusOr<StatisticsResult> Calibrate(
     const Executor& float_exec, const std::vector<SampleFeeds>& calibration,
-    JobState* state, ThreadPool* pool, const CancellationToken* cancel,
-    ProgressSink* sink) {
-  ASSIGN_OR_RETURN(
-      StatisticsResult stats,
-      CollectStatistics(float_exec, calibration, StatisticsRequestFor(*state),
-                        pool, cancel, sink));
+    const KeepFloatValuesRequest& keep, JobState* state, ThreadPool* pool,
+    const CancellationToken* cancel, ProgressSink* sink) {
+  StatisticsRequest stats_request = StatisticsRequestFor(*state);
+  stats_request.keep = keep;
+  ASSIGN_OR_RETURN(StatisticsResult stats,
+                   CollectStatistics(float_exec, calibration, stats_request,
+                                     pool, cancel, sink));
   state->stats = std::move(stats.stats);
   state->input_means = std::move(stats.means);
   const Graph& g = state->model.graph;
@@ -347,8 +368,8 @@ std::vector<LayerReport> LayerReports(const EvaluationResult& eval,
 absl::StatusOr<EvaluationResult> Evaluate(
     const Executor& float_exec, const JobState& state, const QdqPlan& plan,
     const std::vector<SampleFeeds>& evaluation,
-    const ExecutorOptions& exec_options, const CancellationToken* cancel,
-    ProgressSink* sink) {
+    const ExecutorOptions& exec_options, KeptFloatRuns* kept,
+    const CancellationToken* cancel, ProgressSink* sink) {
   ASSIGN_OR_RETURN(Model fq_model, WithFakeQuantWeights(state.model, plan));
   if (cancel != nullptr) RETURN_IF_ERROR(cancel->Check());
   ASSIGN_OR_RETURN(std::unique_ptr<Executor> fq_exec,
@@ -359,7 +380,7 @@ absl::StatusOr<EvaluationResult> Evaluate(
     if (!n.outputs.empty()) tensors.insert(n.outputs[0]);
   }
   return EvaluateFakeQuant(float_exec, *fq_exec, quantizer, evaluation, tensors,
-                           exec_options.pool, cancel, sink);
+                           exec_options.pool, cancel, sink, kept);
 }
 
 void FillResult(const ReportData& report, const ResolvedTpc& tpc,
@@ -411,9 +432,10 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
   ASSIGN_OR_RETURN(std::unique_ptr<Executor> float_exec,
                    Executor::Create(std::make_shared<const Model>(state.model),
                                     exec_options));
-  ASSIGN_OR_RETURN(
-      StatisticsResult stats,
-      Calibrate(*float_exec, calibration, &state, pool, cancel, clock.sink()));
+  ASSIGN_OR_RETURN(StatisticsResult stats,
+                   Calibrate(*float_exec, calibration,
+                             KeepForReport(request, state.model, input), &state,
+                             pool, cancel, clock.sink()));
 
   // Parameter selection.
   RETURN_IF_ERROR(clock.Begin("select", "selecting quantization parameters"));
@@ -459,7 +481,7 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
   RETURN_IF_ERROR(clock.Begin("report", "evaluating against float"));
   ASSIGN_OR_RETURN(EvaluationResult eval,
                    Evaluate(*float_exec, state, plan, input.evaluation,
-                            exec_options, cancel, clock.sink()));
+                            exec_options, &stats.kept, cancel, clock.sink()));
   QuantizedGraphExtras extras;
   extras.tpc = tpc.ref;
   extras.tpc_digest = tpc.digest;

@@ -1,5 +1,6 @@
 #include "core/pipeline/ptq/param_selection.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -352,7 +353,31 @@ absl::Status SelectAllParams(JobState* state, ThreadPool* pool,
     }
     return absl::OkStatus();
   };
-  RETURN_IF_ERROR(ParallelForSamples(n, pool, cancel, report, select_node));
+  // Heaviest nodes first (the weight searches' cost grows with the weight's
+  // size): with the classifier's large Gemm last in topological order, one
+  // thread would otherwise search it alone at the end. Each node writes only
+  // its own plan, so the order changes no result; errors are returned in
+  // graph order, as before.
+  std::vector<int64_t> cost(n, 0), order(n);
+  for (int64_t i = 0; i < n; ++i) {
+    order[i] = i;
+    for (const WeightSlot& slot : state->plans[i].weights) {
+      const Tensor* t = g.FindInitializer(g.nodes[i].Input(slot.input_index));
+      if (t != nullptr) cost[i] += t->num_elements();
+    }
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return cost[a] > cost[b]; });
+  std::vector<absl::Status> status(n);
+  RETURN_IF_ERROR(ParallelForSamples(n, pool, nullptr, report, [&](int64_t j) {
+    const int64_t i = order[j];
+    if (cancel != nullptr && !(status[i] = cancel->Check()).ok()) {
+      return absl::OkStatus();
+    }
+    status[i] = select_node(i);
+    return absl::OkStatus();
+  }));
+  for (const absl::Status& st : status) RETURN_IF_ERROR(st);
   // Graph inputs.
   if (state->input_config.has_value()) {
     for (const auto& in : g.inputs) {

@@ -1,6 +1,8 @@
 #include "core/pipeline/ptq/statistics.h"
 
 #include <algorithm>
+#include <atomic>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -54,6 +56,58 @@ void Observe(const std::string& name, const Tensor& value,
   }
 }
 
+// One sample's kept values, charged to a budget shared by every sample. A
+// sample that does not fit gives its bytes back and keeps nothing.
+class SampleKeeper {
+ public:
+  SampleKeeper(const KeepFloatValuesRequest& request,
+               std::atomic<int64_t>* used, bool active)
+      : request_(request), used_(used), active_(active) {}
+  ~SampleKeeper() {
+    if (charged_ > 0) used_->fetch_sub(charged_);
+  }
+
+  void Keep(const std::string& name, const Tensor& value) {
+    if (!active_ || request_.tensors.count(name) == 0) return;
+    if (!Charge(value)) return;
+    // A reference to the executor's buffer, not a copy: Tensor copies on
+    // the first mutable access, so nothing the run does later can change
+    // it, and the buffer is released when the report has used it.
+    values_.tensors[name] = value;
+  }
+
+  // The run's outputs; the kept values, or nullopt.
+  std::optional<KeptFloatValues> Finish(std::map<std::string, Tensor> outputs) {
+    if (!active_) return std::nullopt;
+    for (const auto& [name, t] : outputs) {
+      if (!Charge(t)) return std::nullopt;
+    }
+    values_.outputs = std::move(outputs);
+    charged_ = 0;  // stays charged: the values live on in the result
+    return std::move(values_);
+  }
+
+ private:
+  bool Charge(const Tensor& value) {
+    const int64_t bytes = static_cast<int64_t>(value.byte_size());
+    if (used_->fetch_add(bytes) + bytes > request_.budget_bytes) {
+      used_->fetch_sub(bytes + charged_);
+      charged_ = 0;
+      active_ = false;
+      values_ = KeptFloatValues();
+      return false;
+    }
+    charged_ += bytes;
+    return true;
+  }
+
+  const KeepFloatValuesRequest& request_;
+  std::atomic<int64_t>* used_;
+  bool active_;
+  int64_t charged_ = 0;
+  KeptFloatValues values_;
+};
+
 }  // namespace
 
 absl::StatusOr<StatisticsResult> CollectStatistics(
@@ -62,6 +116,9 @@ absl::StatusOr<StatisticsResult> CollectStatistics(
     const CancellationToken* cancel, ProgressSink* progress) {
   const int64_t n = static_cast<int64_t>(samples.size());
   std::vector<SampleStats> per_sample(n);
+  std::vector<std::optional<KeptFloatValues>> kept(
+      std::min<int64_t>(n, std::max<int64_t>(0, request.keep.samples)));
+  std::atomic<int64_t> kept_bytes{0};
   SampleProgress report{progress, "calibrate", [](int64_t d, int64_t total) {
                           return absl::StrCat(d, "/", total, " samples");
                         }};
@@ -72,9 +129,12 @@ absl::StatusOr<StatisticsResult> CollectStatistics(
         for (const auto& [name, t] : samples[i]) {
           Observe(name, t, request, record_shapes, &s);
         }
+        SampleKeeper keeper(request.keep, &kept_bytes,
+                            i < static_cast<int64_t>(kept.size()));
         TensorObserver observer = [&](const Node& node, int k,
                                       const Tensor& value) {
           Observe(node.outputs[k], value, request, record_shapes, &s);
+          keeper.Keep(node.outputs[k], value);
         };
         RunOptions options;
         options.observer = &observer;
@@ -85,11 +145,16 @@ absl::StatusOr<StatisticsResult> CollectStatistics(
                               absl::StrCat("calibration sample ", i, ": ",
                                            out.status().message()));
         }
+        if (i < static_cast<int64_t>(kept.size())) {
+          kept[i] = keeper.Finish(*std::move(out));
+        }
         return s.status;
       }));
   // Merge in sample order: histograms merge as MCT merges batches, means
   // average with equal weight per sample.
   StatisticsResult result;
+  result.kept.tensors = request.keep.tensors;
+  result.kept.samples = std::move(kept);
   if (n > 0) result.shapes = std::move(per_sample[0].shapes);
   std::map<std::string, std::vector<stats::BatchHistogram>> batches;
   std::map<std::string, std::vector<double>> mean_sums;

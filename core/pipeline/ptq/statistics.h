@@ -3,7 +3,8 @@
 // min/max; for the inputs of kernel nodes that get bias correction, the
 // per-channel mean. Samples run in parallel on the pool; each sample's
 // statistics are kept apart and merged in sample order (MCT's batch order),
-// so the result does not depend on the thread count.
+// so the result does not depend on the thread count. On request it also keeps
+// the float values of the first samples for the report (kept_float_values.h).
 #ifndef QUANTD_CORE_PIPELINE_PTQ_STATISTICS_H_
 #define QUANTD_CORE_PIPELINE_PTQ_STATISTICS_H_
 
@@ -14,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "core/executor/executor.h"
+#include "core/pipeline/evaluation/kept_float_values.h"
 #include "core/pipeline/job/job_state.h"
 #include "core/pipeline/job/samples.h"
 #include "core/runtime/cancellation.h"
@@ -26,6 +28,7 @@ struct StatisticsRequest {
   std::set<std::string> histogram_tensors;
   // tensor -> channel axis of its per-channel mean.
   std::map<std::string, int> mean_tensors;
+  KeepFloatValuesRequest keep;
 };
 
 struct StatisticsResult {
@@ -35,6 +38,7 @@ struct StatisticsResult {
   std::map<std::string, std::vector<int64_t>> shapes;
   // Requested tensors that are not float (left unquantized by the caller).
   std::set<std::string> non_float;
+  KeptFloatRuns kept;  // `keep.samples` entries (fewer if fewer samples)
 };
 
 absl::StatusOr<StatisticsResult> CollectStatistics(

@@ -26,26 +26,24 @@ void SquaresScalar(const D* x, int64_t begin, int64_t n, const Grid<D>& g,
   }
 }
 
-// QuantizeOne and the square, four doubles at a time: the clip as two
-// compares (NaN passes through, as `if (c < lo)`), RoundHalfEven as
-// copysign((|y| + 2^52) - 2^52, y) where |y| < 2^52, else y. Returns how
-// many values it did.
+// QuantizeOne and the square, four doubles at a time. The clip is
+// max(lo, v) then min(hi, c): vmaxpd/vminpd return their second operand when
+// the compare is false or unordered, i.e. `if (v < lo)` / `if (c > hi)` with
+// NaN passing through. RoundHalfEven (copysign((|y| + 2^52) - 2^52, y) where
+// |y| < 2^52, else y) is vroundpd to nearest even: the same value for every
+// input, signed zeros and NaN included. Returns how many values it did.
 __attribute__((target("avx2"))) int64_t SquaresAvx2(const double* x, int64_t n,
                                                     const Grid<double>& g,
                                                     double* t) {
   const __m256d lo = _mm256_set1_pd(g.lo), hi = _mm256_set1_pd(g.hi);
   const __m256d delta = _mm256_set1_pd(g.delta);
-  const __m256d shift = _mm256_set1_pd(0x1p52), sign = _mm256_set1_pd(-0.0);
   int64_t i = 0;
   for (; i + 4 <= n; i += 4) {
     const __m256d v = _mm256_loadu_pd(x + i);
-    __m256d c = _mm256_blendv_pd(v, lo, _mm256_cmp_pd(v, lo, _CMP_LT_OQ));
-    c = _mm256_blendv_pd(c, hi, _mm256_cmp_pd(c, hi, _CMP_GT_OQ));
+    const __m256d c = _mm256_min_pd(hi, _mm256_max_pd(lo, v));
     const __m256d y = _mm256_div_pd(_mm256_sub_pd(c, lo), delta);
-    const __m256d a = _mm256_andnot_pd(sign, y);
-    __m256d r = _mm256_sub_pd(_mm256_add_pd(a, shift), shift);
-    r = _mm256_or_pd(r, _mm256_and_pd(y, sign));
-    r = _mm256_blendv_pd(y, r, _mm256_cmp_pd(a, shift, _CMP_LT_OQ));
+    const __m256d r =
+        _mm256_round_pd(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     const __m256d q = _mm256_add_pd(_mm256_mul_pd(delta, r), lo);
     const __m256d d = _mm256_sub_pd(v, q);
     _mm256_storeu_pd(t + i, _mm256_mul_pd(d, d));

@@ -2,6 +2,9 @@
 // QDQ fusion rules (onnx-reference §1.8/§5.3) on a hand-built Conv -> Relu.
 #include "core/qdq/qdq_export.h"
 
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -254,6 +257,44 @@ TEST(QdqMath, QuantizeRoundsHalfToEvenAndSaturates) {
   EXPECT_EQ(QuantizeValue(300.0f, 1.0f, 0, 0, 255), 255);
   EXPECT_EQ(QuantizeValue(-1.0f, 1.0f, 0, 0, 255), 0);
   EXPECT_EQ(QuantizeValue(1e30f, 1e-30f, 0, -128, 127), 127);
+}
+
+// The AVX2 fake quant against the portable body, bit for bit, on ties,
+// values past both ends of the grid, +-0, NaN, infinities, a zero scale
+// (x / 0) and every length mod 8, for 4-, 8- and 16-bit grids with zero
+// points. Hand check: scale 0.5, int8 zp 3: -0.2 -> round(-0.4) = -0.0 ->
+// +0.0; 1.25 -> round(2.5) = 2 -> 1.0; 100 -> clamp(200, -131, 124) -> 62.
+TEST(QdqMath, FakeQuantizeVectorBodyEqualsScalarBitForBit) {
+  const QdqStorage int8 = *StorageForBits(8, true);
+  std::vector<float> hand = {-0.2f, 1.25f,  100.0f, -0.2f,
+                             1.25f, 100.0f, -0.2f,  1.25f};
+  FakeQuantizeInPlace(absl::MakeSpan(hand), 0.5f, 3, int8);
+  EXPECT_EQ(std::signbit(hand[0]), false);
+  EXPECT_EQ(hand[0], 0.0f);
+  EXPECT_EQ(hand[1], 1.0f);
+  EXPECT_EQ(hand[2], 62.0f);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const float specials[] = {0.25f, -0.25f, 0.75f, -1.25f, 1e30f, -1e30f,
+                            -0.0f, 0.0f,   nan,   inf,    -inf};
+  uint32_t state = 12345;
+  for (int trial = 0; trial < 120; ++trial) {
+    const QdqStorage storage = *StorageForBits(
+        trial % 3 == 0 ? 4 : (trial % 3 == 1 ? 8 : 16), trial % 2 == 0);
+    const int64_t zp = trial % 4 == 0 ? 0 : (storage.qmin + storage.qmax) / 2;
+    const float scale = trial % 17 == 0 ? 0.0f : 0.01f * (1 + trial % 13);
+    std::vector<float> x(1 + trial % 41);
+    for (float& v : x) {
+      state = state * 1664525u + 1013904223u;
+      v = (static_cast<float>(state >> 8) / (1 << 24) - 0.5f) * 4.0f;
+      if ((state & 7) == 0) v = specials[(state >> 3) % 11];
+    }
+    std::vector<float> want = x;
+    FakeQuantizeInPlaceScalar(absl::MakeSpan(want), scale, zp, storage);
+    FakeQuantizeInPlace(absl::MakeSpan(x), scale, zp, storage);
+    ASSERT_EQ(std::memcmp(x.data(), want.data(), x.size() * sizeof(float)), 0)
+        << "trial " << trial;
+  }
 }
 
 TEST(QdqMath, StorageForBitsMatchesTheGrid) {

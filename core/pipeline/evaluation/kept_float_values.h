@@ -1,0 +1,49 @@
+// The float model's values of evaluation samples, kept from the calibration
+// pass (the same executor on the same samples) so that the report does not
+// run the float model again. Bounded by a byte budget: a sample whose values
+// do not fit is not kept, and the report recomputes it (same values either
+// way, so which samples were kept never changes a figure).
+#ifndef QUANTD_CORE_PIPELINE_EVALUATION_KEPT_FLOAT_VALUES_H_
+#define QUANTD_CORE_PIPELINE_EVALUATION_KEPT_FLOAT_VALUES_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/graph/tensor.h"
+
+namespace quantd {
+
+// What calibration keeps, and for which samples.
+struct KeepFloatValuesRequest {
+  std::set<std::string> tensors;  // node outputs to keep, any dtype
+  int64_t samples = 0;            // samples [0, samples)
+  int64_t budget_bytes = 0;       // over every kept tensor and output
+};
+
+struct KeptFloatValues {
+  std::map<std::string, Tensor> tensors;  // the requested node outputs
+  std::map<std::string, Tensor> outputs;  // the graph outputs (Run's result)
+};
+
+// Per sample; nullopt where the sample was not kept.
+struct KeptFloatRuns {
+  std::set<std::string> tensors;  // the request's tensors
+  std::vector<std::optional<KeptFloatValues>> samples;
+  int64_t num_kept() const {
+    int64_t n = 0;
+    for (const auto& s : samples) n += s.has_value();
+    return n;
+  }
+};
+
+// Default budget of a job: 256 MiB (MobileNetV2 at 224x224: about 7 of the
+// 16 default evaluation samples).
+inline constexpr int64_t kKeptFloatValuesBudgetBytes = int64_t{256} << 20;
+
+}  // namespace quantd
+
+#endif  // QUANTD_CORE_PIPELINE_EVALUATION_KEPT_FLOAT_VALUES_H_

@@ -1,0 +1,134 @@
+// The report's evaluation from float values kept by calibration equals the
+// evaluation that runs the float model again (the path it replaces), and
+// calibration keeps no more than its byte budget.
+#include "core/pipeline/evaluation/evaluation.h"
+
+#include <cstring>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/executor/executor.h"
+#include "core/pipeline/evaluation/kept_float_values.h"
+#include "core/pipeline/export/fake_quant.h"
+#include "core/pipeline/ptq/statistics.h"
+#include "core/qdq/qdq_math.h"
+#include "gtest/gtest.h"
+#include "tests/testing/example_model.h"
+
+namespace quantd {
+namespace {
+
+class KeptFloatValuesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto exec = Executor::Create(std::make_shared<const Model>(model_), {});
+    ASSERT_TRUE(exec.ok()) << exec.status();
+    exec_ = *std::move(exec);
+    // Every node output on a coarse int8 grid: non-zero noise everywhere.
+    for (const Node& n : model_.graph.nodes) {
+      tensors_.insert(n.outputs[0]);
+      all_outputs_.insert(n.outputs.begin(), n.outputs.end());
+      plan_.activations.push_back(
+          {n.outputs[0], *StorageForBits(8, true), 0.05f, 0});
+    }
+  }
+
+  // Bytes of every node output and graph output of one sample.
+  int64_t SampleBytes() {
+    int64_t bytes = 0;
+    TensorObserver count = [&](const Node&, int, const Tensor& v) {
+      bytes += static_cast<int64_t>(v.byte_size());
+    };
+    RunOptions o;
+    o.observer = &count;
+    auto out = exec_->Run(samples_[0], o);
+    EXPECT_TRUE(out.ok());
+    for (const auto& [name, t] : *out) bytes += t.byte_size();
+    return bytes;
+  }
+
+  StatisticsResult Calibrate(int64_t keep_samples, int64_t budget,
+                             ThreadPool* pool) {
+    StatisticsRequest request;
+    request.keep = {all_outputs_, keep_samples, budget};
+    auto stats =
+        CollectStatistics(*exec_, samples_, request, pool, nullptr, nullptr);
+    EXPECT_TRUE(stats.ok()) << stats.status();
+    return *std::move(stats);
+  }
+
+  EvaluationResult Evaluate(KeptFloatRuns* kept, ThreadPool* pool) {
+    ActivationFakeQuantizer quantizer(plan_);
+    auto r = EvaluateFakeQuant(*exec_, *exec_, quantizer, samples_, tensors_,
+                               pool, nullptr, nullptr, kept);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return *std::move(r);
+  }
+
+  static void ExpectSameFigures(const EvaluationResult& a,
+                                const EvaluationResult& b) {
+    ASSERT_EQ(a.tensor_sqnr_db.size(), b.tensor_sqnr_db.size());
+    for (const auto& [name, db] : a.tensor_sqnr_db) {
+      ASSERT_TRUE(b.tensor_sqnr_db.count(name)) << name;
+      const double other = b.tensor_sqnr_db.at(name);
+      EXPECT_EQ(std::memcmp(&db, &other, sizeof(double)), 0) << name;
+    }
+    ASSERT_EQ(a.outputs.size(), b.outputs.size());
+    for (size_t i = 0; i < a.outputs.size(); ++i) {
+      EXPECT_EQ(a.outputs[i].name, b.outputs[i].name);
+      EXPECT_EQ(a.outputs[i].sqnr_db, b.outputs[i].sqnr_db);
+      EXPECT_EQ(a.outputs[i].cosine, b.outputs[i].cosine);
+      EXPECT_EQ(a.outputs[i].top1_agreement, b.outputs[i].top1_agreement);
+    }
+    EXPECT_EQ(a.output_sqnr_db, b.output_sqnr_db);
+  }
+
+  Model model_ = MakeExampleCnn();
+  std::vector<SampleFeeds> samples_ = MakeExampleImages(6, 4);
+  std::unique_ptr<Executor> exec_;
+  std::set<std::string> tensors_, all_outputs_;
+  QdqPlan plan_;
+};
+
+TEST_F(KeptFloatValuesTest, FiguresFromKeptValuesEqualARecomputation) {
+  const EvaluationResult recomputed = Evaluate(nullptr, nullptr);
+  ASSERT_FALSE(recomputed.tensor_sqnr_db.empty());
+  StatisticsResult stats = Calibrate(6, int64_t{1} << 30, nullptr);
+  EXPECT_EQ(stats.kept.num_kept(), 6);
+  ExpectSameFigures(Evaluate(&stats.kept, nullptr), recomputed);
+  EXPECT_EQ(stats.kept.num_kept(), 0);  // used (and freed) by the report
+}
+
+// A budget of 2.5 samples keeps the first two (one thread, in order); the
+// other samples are recomputed and the figures do not change.
+TEST_F(KeptFloatValuesTest, BudgetBoundsTheKeptSamples) {
+  const int64_t per_sample = SampleBytes();
+  StatisticsResult stats = Calibrate(6, per_sample * 5 / 2, nullptr);
+  ASSERT_EQ(stats.kept.samples.size(), 6u);
+  EXPECT_TRUE(stats.kept.samples[0].has_value());
+  EXPECT_TRUE(stats.kept.samples[1].has_value());
+  EXPECT_EQ(stats.kept.num_kept(), 2);
+  ExpectSameFigures(Evaluate(&stats.kept, nullptr), Evaluate(nullptr, nullptr));
+}
+
+// Only the first `keep.samples` samples are kept (the report's subset).
+TEST_F(KeptFloatValuesTest, KeepsOnlyTheRequestedFirstSamples) {
+  StatisticsResult stats = Calibrate(3, int64_t{1} << 30, nullptr);
+  EXPECT_EQ(stats.kept.samples.size(), 3u);
+  EXPECT_EQ(stats.kept.num_kept(), 3);
+}
+
+// Whatever the thread count and whichever samples fit the budget, the
+// figures are those of the recomputation.
+TEST_F(KeptFloatValuesTest, ThreadCountDoesNotChangeTheFigures) {
+  ThreadPool pool(2);
+  const EvaluationResult serial = Evaluate(nullptr, nullptr);
+  StatisticsResult stats = Calibrate(6, SampleBytes() * 3, &pool);
+  EXPECT_LE(stats.kept.num_kept(), 3);
+  ExpectSameFigures(Evaluate(&stats.kept, &pool), serial);
+}
+
+}  // namespace
+}  // namespace quantd
