@@ -27,5 +27,5 @@ for calib in "gen$n:$work/gen$n" "real$n:$cache/samples/ppocr_cls/calib" "noise$
 done
 [ -d "$work/ort_float" ] || node "$ort" "$model" --inputs "$cache/samples/ppocr_cls/heldout" \
   --out "$work/ort_float" > /dev/null
-python3 "$(dirname "$0")/score.py" "$work/ort_float" softmax_0.tmp_0 \
+/usr/bin/python3 "$(dirname "$0")/score.py" "$work/ort_float" softmax_0.tmp_0 \
   "$work/ort_gen$n" "$work/ort_real$n" "$work/ort_noise$n"

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "core/datagen/bn_targets.h"
+#include "core/datagen/calib_spec.h"
 #include "core/datagen/image_pipeline.h"
 #include "core/datagen/losses.h"
 #include "gtest/gtest.h"
@@ -194,6 +195,32 @@ TEST(DataGenerationTest, CancelledTokenStopsTheLoop) {
   auto data = GenerateData(std::make_shared<const Model>(BnNetwork(true)),
                            SmallOptions(), {nullptr, &token});
   EXPECT_EQ(data.status().code(), absl::StatusCode::kCancelled);
+}
+
+TEST(CalibSpecTest, ParsesEveryKey) {
+  auto o = ParseGeneratedCalibSpec(
+      "generated:16,shape=3x48x192,range=-1:1,iterations=50,batch=8,lr=0.2,"
+      "seed=7");
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->count, 16);
+  EXPECT_EQ(o->shape, (std::vector<int64_t>{3, 48, 192}));
+  EXPECT_EQ(o->input_min, std::vector<float>{-1.0f});
+  EXPECT_EQ(o->input_max, std::vector<float>{1.0f});
+  EXPECT_EQ(o->iterations, 50);
+  EXPECT_EQ(o->batch_size, 8);
+  EXPECT_DOUBLE_EQ(o->learning_rate, 0.2);
+  EXPECT_EQ(o->seed, 7u);
+}
+
+TEST(CalibSpecTest, UnknownKeyIsNamed) {
+  auto o = ParseGeneratedCalibSpec("generated:4,colour=red");
+  EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(o.status().message().find("'colour=red'"), std::string::npos);
+}
+
+TEST(CalibSpecTest, FolderIsNotASpec) {
+  EXPECT_FALSE(IsGeneratedCalibSpec("calib/generated"));
+  EXPECT_TRUE(IsGeneratedCalibSpec("generated:8"));
 }
 
 }  // namespace
