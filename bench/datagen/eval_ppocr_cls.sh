@@ -3,7 +3,7 @@
 # Runtime on the held-out real inputs (docs/data_generation.md).
 #   bench/datagen/eval_ppocr_cls.sh BUILD_DIR WORK_DIR [COUNT] [ITERATIONS] [LR]
 set -euo pipefail
-build=${1:-build}; work=${2:-/tmp/dg_eval}; n=${3:-32}; iters=${4:-200}; lr=${5:-0.1}
+build=${1:-build}; work=${2:-/tmp/dg_eval}; n=${3:-32}; iters=${4:-200}; lr=${5:-1}
 cache=${QUANTD_CACHE_DIR:-.cache}
 ort=${QUANTD_ORT_RUNNER:-tools/ort/run_model.js}
 model=$cache/models/ppocr_cls.onnx
