@@ -1,6 +1,8 @@
 #include "clients/batch/job_files.h"
 
 #include <algorithm>
+#include <memory>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -9,10 +11,13 @@
 #include "absl/strings/strip.h"
 #include "clients/batch/mixed_precision_flags.h"
 #include "clients/batch/proto_output.h"
+#include "core/datagen/calib_spec.h"
+#include "core/datagen/data_generation.h"
 #include "core/graph/onnx_import.h"
 #include "core/io/file_util.h"
 #include "core/io/sample_set.h"
 #include "core/pipeline/job/samples.h"
+#include "core/runtime/thread_pool.h"
 #include "core/tpc/json_io.h"
 #include "core/util/status_macros.h"
 #include "google/protobuf/text_format.h"
@@ -34,6 +39,24 @@ absl::Status AddSamples(const std::string& dir,
     for (const auto& [name, t] : sample) {
       *s->add_inputs() = TensorToSampleProto(t, name);
     }
+  }
+  return absl::OkStatus();
+}
+
+// `--calib generated:N,...` (core/datagen/calib_spec.h): the samples are
+// generated here, before the request is sent, from the float model.
+absl::Status AddGeneratedSamples(
+    const std::string& spec, Model model, int threads,
+    google::protobuf::RepeatedPtrField<v1::Sample>* out) {
+  ASSIGN_OR_RETURN(datagen::DataGenOptions options,
+                   datagen::ParseGeneratedCalibSpec(spec));
+  ThreadPool pool(std::max(threads, 1) - 1);
+  ASSIGN_OR_RETURN(
+      datagen::GeneratedData data,
+      datagen::GenerateData(std::make_shared<const Model>(std::move(model)),
+                            options, {&pool}));
+  for (const Tensor& t : data.samples) {
+    *out->Add()->add_inputs() = TensorToSampleProto(t, data.input_name);
   }
   return absl::OkStatus();
 }
@@ -147,6 +170,7 @@ absl::StatusOr<v1::QuantizeRequest> BuildQuantizeRequest(
   ASSIGN_OR_RETURN(std::string model_bytes,
                    ReadFileLimited(files.model, kMaxModelFileBytes));
   std::vector<std::string> inputs;
+  Model float_model;
   {
     auto model = ImportOnnx(model_bytes);
     if (!model.ok()) {
@@ -155,11 +179,22 @@ absl::StatusOr<v1::QuantizeRequest> BuildQuantizeRequest(
           absl::StrCat(files.model, ": ", model.status().message()));
     }
     for (const auto& in : model->graph.inputs) inputs.push_back(in.name);
+    float_model = *std::move(model);
   }
   v1::QuantizeRequest request;
   request.set_onnx_model(std::move(model_bytes));
-  RETURN_IF_ERROR(
-      AddSamples(files.calib, inputs, request.mutable_calibration_samples()));
+  if (datagen::IsGeneratedCalibSpec(files.calib)) {
+    const int threads =
+        files.threads > 0
+            ? files.threads
+            : static_cast<int>(std::thread::hardware_concurrency());
+    RETURN_IF_ERROR(AddGeneratedSamples(files.calib, std::move(float_model),
+                                        threads,
+                                        request.mutable_calibration_samples()));
+  } else {
+    RETURN_IF_ERROR(
+        AddSamples(files.calib, inputs, request.mutable_calibration_samples()));
+  }
   if (!files.eval.empty()) {
     RETURN_IF_ERROR(
         AddSamples(files.eval, inputs, request.mutable_evaluation_samples()));

@@ -56,7 +56,10 @@ FlagSet Flags(Args* a) {
            "target platform: a registry name (quantctl tpc list) or a "
            ".json/.textproto file",
            &a->job.tpc, {.required = true});
-  f.String("calib", "DIR", "calibration sample set (one .npy per input)",
+  f.String("calib", "DIR|generated:N,..",
+           "calibration sample set (one .npy per input), or N images "
+           "generated from the model's BatchNormalization statistics "
+           "(docs/data_generation.md)",
            &a->job.calib, {.required = true});
   f.String("out", "DIR",
            "output folder; must be empty or absent unless --force", &a->out,

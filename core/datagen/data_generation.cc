@@ -123,6 +123,89 @@ void ForEach(ThreadPool* pool, int64_t n,
   });
 }
 
+// One optimisation step of a batch: forward every image (pool threads), the
+// batch statistics of each aligned tensor in image order, the seeds, backward
+// through the network and the image pipeline. Returns the batch's loss.
+struct BatchStep {
+  const ImageGeometry& geo;
+  const std::vector<BnTarget>& targets;
+  const std::vector<std::string>& outputs;  // differentiable graph outputs
+  const autodiff::GradientGraph& grad;
+  const std::string& input;
+  double output_loss_multiplier;
+  const DataGenContext& ctx;
+
+  absl::StatusOr<double> Run(const float* images,
+                             const std::vector<Augmentation>& aug,
+                             float* grads) const {
+    const int64_t count = static_cast<int64_t>(aug.size());
+    const int64_t psize = geo.padded_size();
+    std::vector<autodiff::Tape> tapes(count);
+    std::vector<absl::Status> status(count);
+    ForEach(ctx.pool, count, [&](int64_t k) {
+      std::vector<float> scratch;
+      Tensor x = Tensor::Uninitialized(
+          DType::kFloat, {1, geo.channels, geo.height, geo.width});
+      PipelineForward(geo, aug[k], images + k * psize, x.mutable_data<float>(),
+                      &scratch);
+      auto tape = grad.Forward({{input, x}}, ctx.cancel);
+      if (tape.ok()) {
+        tapes[k] = std::move(tape).value();
+      } else {
+        status[k] = tape.status();
+      }
+    });
+    for (const absl::Status& s : status) RETURN_IF_ERROR(s);
+    const double layer_weight = 1.0 / static_cast<double>(targets.size());
+    std::vector<BnGradient> bn(targets.size());
+    double loss = 0;
+    for (size_t t = 0; t < targets.size(); ++t) {
+      ChannelSums sums;
+      for (int64_t k = 0; k < count; ++k) {
+        RETURN_IF_ERROR(AddChannelSums(
+            targets[t], tapes[k].values.at(targets[t].tensor), &sums));
+      }
+      bn[t] = BnAlignment(targets[t], sums, layer_weight);
+      loss += bn[t].loss;
+    }
+    std::vector<double> out_loss(count, 0.0);
+    ForEach(ctx.pool, count, [&](int64_t k) {
+      std::map<std::string, Tensor> seeds;
+      for (size_t t = 0; t < targets.size(); ++t) {
+        AddSeed(targets[t].tensor,
+                BnSeed(bn[t], tapes[k].values.at(targets[t].tensor)), &seeds);
+      }
+      for (const std::string& o : outputs) {
+        Tensor seed;
+        out_loss[k] += OutputLossSeed(
+            tapes[k].values.at(o),
+            output_loss_multiplier / static_cast<double>(count), &seed);
+        AddSeed(o, std::move(seed), &seeds);
+      }
+      auto g = grad.Backward(tapes[k], seeds, ctx.cancel);
+      tapes[k] = autodiff::Tape();  // free the activations early
+      if (!g.ok()) {
+        status[k] = g.status();
+        return;
+      }
+      std::vector<float> scratch;
+      PipelineBackward(geo, aug[k], g->inputs.at(input).data<float>(),
+                       grads + k * psize, &scratch);
+    });
+    for (const absl::Status& s : status) RETURN_IF_ERROR(s);
+    for (double l : out_loss) loss += l;
+    return loss;
+  }
+
+  static void AddSeed(const std::string& name, Tensor s,
+                      std::map<std::string, Tensor>* seeds) {
+    auto [pos, fresh] = seeds->emplace(name, s);
+    if (fresh) return;
+    float* d = pos->second.mutable_data<float>();
+    for (int64_t i = 0; i < s.num_elements(); ++i) d[i] += s.data<float>()[i];
+  }
+};
+
 }  // namespace
 
 absl::StatusOr<GeneratedData> GenerateData(std::shared_ptr<const Model> model,
@@ -162,7 +245,9 @@ absl::StatusOr<GeneratedData> GenerateData(std::shared_ptr<const Model> model,
     opt[b].lr = options.learning_rate;
     opt[b].patience = options.iterations / 50;
   }
-  const double layer_weight = 1.0 / static_cast<double>(targets.size());
+  const BatchStep step{geo,   targets,        outputs,
+                       *grad, out.input_name, options.output_loss_multiplier,
+                       ctx};
   std::vector<float> grads(bs * psize);
   for (int64_t it = 0; it < options.iterations; ++it) {
     if (ctx.cancel != nullptr) RETURN_IF_ERROR(ctx.cancel->Check());
@@ -175,68 +260,9 @@ absl::StatusOr<GeneratedData> GenerateData(std::shared_ptr<const Model> model,
         a.top = static_cast<int64_t>(rng() % (geo.extra + 1));
         a.left = static_cast<int64_t>(rng() % (geo.extra + 1));
       }
-      std::vector<autodiff::Tape> tapes(count);
-      std::vector<absl::Status> status(count);
-      ForEach(ctx.pool, count, [&](int64_t k) {
-        std::vector<float> scratch;
-        Tensor x = Tensor::Uninitialized(
-            DType::kFloat, {1, geo.channels, geo.height, geo.width});
-        PipelineForward(geo, aug[k], images.data() + (first + k) * psize,
-                        x.mutable_data<float>(), &scratch);
-        auto tape = grad->Forward({{out.input_name, x}}, ctx.cancel);
-        if (tape.ok()) {
-          tapes[k] = std::move(tape).value();
-        } else {
-          status[k] = tape.status();
-        }
-      });
-      for (const absl::Status& s : status) RETURN_IF_ERROR(s);
-      std::vector<BnGradient> bn(targets.size());
-      double loss = 0;
-      for (size_t t = 0; t < targets.size(); ++t) {
-        ChannelSums sums;
-        for (int64_t k = 0; k < count; ++k) {
-          RETURN_IF_ERROR(AddChannelSums(
-              targets[t], tapes[k].values.at(targets[t].tensor), &sums));
-        }
-        bn[t] = BnAlignment(targets[t], sums, layer_weight);
-        loss += bn[t].loss;
-      }
-      std::vector<double> out_loss(count, 0.0);
-      ForEach(ctx.pool, count, [&](int64_t k) {
-        std::map<std::string, Tensor> seeds;
-        auto add = [&](const std::string& name, Tensor s) {
-          auto [pos, fresh] = seeds.emplace(name, s);
-          if (fresh) return;
-          float* d = pos->second.mutable_data<float>();
-          for (int64_t i = 0; i < s.num_elements(); ++i)
-            d[i] += s.data<float>()[i];
-        };
-        for (size_t t = 0; t < targets.size(); ++t) {
-          add(targets[t].tensor,
-              BnSeed(bn[t], tapes[k].values.at(targets[t].tensor)));
-        }
-        for (const std::string& o : outputs) {
-          Tensor seed;
-          out_loss[k] += OutputLossSeed(
-              tapes[k].values.at(o),
-              options.output_loss_multiplier / static_cast<double>(count),
-              &seed);
-          add(o, std::move(seed));
-        }
-        auto g = grad->Backward(tapes[k], seeds, ctx.cancel);
-        tapes[k] = autodiff::Tape();  // free the activations early
-        if (!g.ok()) {
-          status[k] = g.status();
-          return;
-        }
-        std::vector<float> scratch;
-        PipelineBackward(geo, aug[k],
-                         g->inputs.at(out.input_name).data<float>(),
-                         grads.data() + k * psize, &scratch);
-      });
-      for (const absl::Status& s : status) RETURN_IF_ERROR(s);
-      for (double l : out_loss) loss += l;
+      ASSIGN_OR_RETURN(
+          const double loss,
+          step.Run(images.data() + first * psize, aug, grads.data()));
       opt[b].Step(images.data() + first * psize, grads.data(), count * psize);
       opt[b].Schedule(loss);
       loss_sum += loss;
