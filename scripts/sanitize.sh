@@ -45,12 +45,12 @@ case "$mode" in
     configure "$dir" -DQUANTD_SANITIZE=thread
     # TSan looks for data races: it builds the core test binaries whose
     # code runs on several threads (thread pool, parallel kernels, jobs,
-    # searches, MP, pruning's scores, the TPC cache) and the libraries they
-    # need. The single-threaded ones (graph, io, qdq, report, train, util,
-    # autodiff) run under ASan only. ctest runs what was built.
+    # searches, MP, GPTQ, data generation, pruning, the TPC cache) and the
+    # libraries they need. The single-threaded ones (graph, io, report, util)
+    # run under ASan only. ctest runs what was built.
     targets=()
-    for d in executor mixed_precision pipeline pruning quantizers runtime \
-      stats tpc; do
+    for d in autodiff executor mixed_precision pipeline pruning qdq quantizers \
+      runtime stats tpc train; do
       targets+=("tests/core/$d/all")
     done
     cmake --build "$dir" -j "$JOBS" --target "${targets[@]}"
