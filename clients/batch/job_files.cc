@@ -157,6 +157,7 @@ absl::StatusOr<v1::QuantizeRequest> BuildQuantizeRequest(
         ParseKeepFloat(files.keep_float, request.mutable_quantization()));
   }
   if (files.gptq) request.mutable_gptq()->set_enabled(true);
+  if (files.analyze) request.set_sensitivity_analysis(true);
   request.set_num_threads(files.threads);
   request.set_report_samples(files.report_samples);
   return request;
