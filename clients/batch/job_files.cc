@@ -160,6 +160,7 @@ absl::Status ApplyJobSettings(const JobFiles& files,
         ParseKeepFloat(files.keep_float, request->mutable_quantization()));
   }
   if (files.gptq) request->mutable_gptq()->set_enabled(true);
+  if (files.analyze) request->set_sensitivity_analysis(true);
   request->set_num_threads(files.threads);
   request->set_report_samples(files.report_samples);
   return absl::OkStatus();

@@ -31,7 +31,8 @@ struct JobFiles {
   int weights_bits = 0;  // 0 = TPC default
   v1::ActivationStorage activation_storage = v1::ACTIVATION_STORAGE_UNSPECIFIED;
   bool gptq = false;
-  int threads = 0;  // 0 = server / hardware default
+  bool analyze = false;  // QuantizeRequest.sensitivity_analysis
+  int threads = 0;       // 0 = server / hardware default
   // QuantizeRequest.report_samples: 0 = 16, -1 = all.
   int report_samples = 0;
   // ONNX formats to write (ParseExportFormats); empty = QDQ only.

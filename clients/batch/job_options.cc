@@ -73,6 +73,10 @@ absl::Status Gptq(const std::string& text, JobFiles* job) {
   return Switch(text, &job->gptq);
 }
 
+absl::Status Analyze(const std::string& text, JobFiles* job) {
+  return Switch(text, &job->analyze);
+}
+
 absl::Status Threads(const std::string& text, JobFiles* job) {
   return IntIn(text, 1, 1024, &job->threads);
 }
@@ -133,6 +137,10 @@ const std::vector<JobOption>& JobOptions() {
        "how the QDQ model stores 8-bit activations (default: int8)",
        ActivationStorage},
       {"gptq", "", "run GPTQ (gradient-based weight rounding) after PTQ", Gptq},
+      {"analyze", "",
+       "per-layer sensitivity: output SQNR with only each layer quantized / "
+       "only it float, on the report's samples (report.json 'sensitivity')",
+       Analyze},
       {"threads", "N",
        "threads for the job's data-parallel work (default: all cores / the "
        "server's)",

@@ -15,21 +15,16 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "clients/batch/job_files.h"
 #include "clients/batch/job_options.h"
-#include "clients/cpp/client.h"
 #include "clients/quantctl/channel_flags.h"
 #include "clients/quantctl/command.h"
 #include "clients/quantctl/progress_bar.h"
-#include "core/pipeline/job/quantize_job.h"
-#include "core/runtime/thread_pool.h"
-#include "core/tpc/registry.h"
+#include "clients/quantctl/run_job.h"
 #include "core/util/status_macros.h"
 #include "nlohmann/json.hpp"
 
@@ -185,42 +180,6 @@ void PrintReportWarnings(const v1::QuantizeResult& result, ProgressBar* bar) {
   }
 }
 
-absl::StatusOr<v1::QuantizeResult> Run(const Args& args, ProgressBar* bar) {
-  ASSIGN_OR_RETURN(v1::QuantizeRequest request, BuildQuantizeRequest(args.job));
-  const absl::Time deadline = args.deadline == absl::InfiniteDuration()
-                                  ? absl::InfiniteFuture()
-                                  : absl::Now() + args.deadline;
-  if (!args.channel.target.empty()) {
-    ASSIGN_OR_RETURN(auto client, client::Client::Create(args.channel));
-    return client->Quantize(
-        std::move(request),
-        [&](const v1::JobEvent& e) {
-          if (e.has_progress()) {
-            bar->Report({e.progress().stage(), e.progress().fraction(),
-                         e.progress().message()});
-          } else if (e.has_warning()) {
-            bar->Warn(e.warning().message());
-          }
-        },
-        {.deadline = deadline});
-  }
-  TpcRegistry registry;
-  RETURN_IF_ERROR(registry.AddBuiltins());
-  const int threads =
-      args.job.threads > 0
-          ? args.job.threads
-          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  // The caller's thread works in ParallelFor too: N threads = N-1 workers.
-  ThreadPool pool(threads - 1);
-  CancellationToken cancel(deadline);
-  JobContext context;
-  context.registry = &registry;
-  context.pool = &pool;
-  context.cancel = &cancel;
-  context.progress = bar;
-  return RunQuantizeJob(request, context);
-}
-
 int RunQuantize(const std::vector<std::string>& argv) {
   Args args;
   const FlagSet flags = Flags(&args);
@@ -238,7 +197,7 @@ int RunQuantize(const std::vector<std::string>& argv) {
     return 2;
   }
   ProgressBar bar(stderr, isatty(2) != 0, args.quiet);
-  auto result = Run(args, &bar);
+  auto result = RunJob(args.job, args.channel, args.deadline, &bar);
   bar.Finish();
   if (!result.ok()) {
     std::fprintf(stderr, "quantctl quantize: %s: %s\n",

@@ -1,5 +1,8 @@
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
+#include <vector>
 
 #include "core/report/report.h"
 #include "core/util/json_text.h"
@@ -53,6 +56,36 @@ void AddLayerDetails(const LayerReport& l, Json* e) {
   }
 }
 
+// The analysed layers, most sensitive first: lowest SQNR when only the layer
+// is quantized (exact = +inf last), then highest SQNR when only it is left
+// float, then graph order.
+Json Sensitivity(const std::vector<LayerReport>& layers) {
+  std::vector<const LayerReport*> rows;
+  for (const LayerReport& l : layers) {
+    if (l.sqnr_only_quantized_db || l.sqnr_only_float_db) rows.push_back(&l);
+  }
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  auto key = [&](const std::optional<double>& v, double unset) {
+    return v.has_value() && !std::isnan(*v) ? *v : unset;
+  };
+  std::stable_sort(rows.begin(), rows.end(), [&](const auto* a, const auto* b) {
+    const double qa = key(a->sqnr_only_quantized_db, kInf);
+    const double qb = key(b->sqnr_only_quantized_db, kInf);
+    if (qa != qb) return qa < qb;
+    return key(a->sqnr_only_float_db, -kInf) >
+           key(b->sqnr_only_float_db, -kInf);
+  });
+  Json out = Json::array();
+  for (const LayerReport* l : rows) {
+    Json e = Json::object();
+    e["node"] = l->node;
+    e["sqnr_only_quantized_db"] = Number(l->sqnr_only_quantized_db);
+    e["sqnr_only_float_db"] = Number(l->sqnr_only_float_db);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string ReportToJson(const ReportData& r, bool with_timings) {
@@ -87,6 +120,9 @@ std::string ReportToJson(const ReportData& r, bool with_timings) {
     layers.push_back(std::move(e));
   }
   j["layers"] = std::move(layers);
+  // Only when the analysis ran: reports without it keep their bytes.
+  Json sensitivity = Sensitivity(r.layers);
+  if (!sensitivity.empty()) j["sensitivity"] = std::move(sensitivity);
   j["output_sqnr_db"] = Number(r.output_sqnr_db);
   Json outputs = Json::array();
   for (const OutputReport& o : r.outputs) {

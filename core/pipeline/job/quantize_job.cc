@@ -21,6 +21,7 @@
 #include "core/pipeline/corrections/post_statistics.h"
 #include "core/pipeline/corrections/shift_negative.h"
 #include "core/pipeline/evaluation/evaluation.h"
+#include "core/pipeline/evaluation/sensitivity_analysis.h"
 #include "core/pipeline/export/export_formats.h"
 #include "core/pipeline/export/fake_quant.h"
 #include "core/pipeline/export/qdq_lowering.h"
@@ -476,6 +477,17 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
   RETURN_IF_ERROR(ExportModels(request, tpc, plan, declared_inputs,
                                declared_outputs, &state, clock, &result));
 
+  // Per-layer sensitivity (if asked), on the report's samples.
+  std::vector<LayerSensitivity> sensitivity;
+  if (request.sensitivity_analysis()) {
+    RETURN_IF_ERROR(clock.Begin("analyze", "per-layer sensitivity"));
+    ASSIGN_OR_RETURN(
+        sensitivity,
+        AnalyzeLayerSensitivity(float_exec->model(), state.model, plan,
+                                input.evaluation, SensitivityAnalysisOptions(),
+                                pool, cancel, clock.sink()));
+  }
+
   // Report: evaluation, then the QuantizedGraph, built once with every
   // result known.
   RETURN_IF_ERROR(clock.Begin("report", "evaluating against float"));
@@ -495,6 +507,7 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
   report.num_calibration_samples = static_cast<int>(calibration.size());
   report.num_evaluation_samples = static_cast<int>(input.evaluation.size());
   report.layers = LayerReports(eval, state, qg);
+  FillLayerSensitivity(sensitivity, &report.layers);
   report.outputs = eval.outputs;
   report.output_sqnr_db = eval.output_sqnr_db;
   report.resource_utilization =

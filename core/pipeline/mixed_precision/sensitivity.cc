@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/executor/executor.h"
 #include "core/mixed_precision/sensitivity_metric.h"
+#include "core/pipeline/evaluation/downstream_cone.h"
 #include "core/pipeline/export/fake_quant.h"
 #include "core/pipeline/export/qdq_lowering.h"
 #include "core/pipeline/job/parallel_samples.h"
@@ -59,13 +60,10 @@ absl::StatusOr<double> Distance(DistanceKind kind, const Tensor& f,
   }
 }
 
-// The nodes depending on node `start`'s outputs, as a runnable model whose
-// inputs are the tensors it takes from outside the cone.
+// The downstream cone of a node and the points (indices into the caller's
+// lists) it produces.
 struct Cone {
-  std::shared_ptr<Model> model;
-  std::vector<std::string> inputs;    // fed from the float cache
-  std::vector<std::string> produced;  // every tensor made inside
-  // Indices (into the caller's point list) of the points inside the cone.
+  DownstreamCone cone;
   std::vector<int> points;
   std::vector<int> outputs;
 };
@@ -74,49 +72,9 @@ Cone BuildCone(const Model& model, int start,
                const std::vector<InterestPoint>& points,
                const std::vector<InterestPoint>& outputs,
                const std::map<std::string, DType>& dtypes) {
-  const Graph& g = model.graph;
-  std::set<std::string> produced;
-  std::vector<int> nodes;
-  for (int i = start; i < static_cast<int>(g.nodes.size()); ++i) {
-    bool in_cone = i == start;
-    for (const auto& in : g.nodes[i].inputs) {
-      if (!in.empty() && produced.count(in)) in_cone = true;
-    }
-    if (!in_cone) continue;
-    nodes.push_back(i);
-    for (const auto& out : g.nodes[i].outputs) {
-      if (!out.empty()) produced.insert(out);
-    }
-  }
   Cone cone;
-  cone.model = std::make_shared<Model>();
-  Model& m = *cone.model;
-  m.ir_version = model.ir_version;
-  m.opset_import = model.opset_import;
-  m.graph.name = g.name;
-  m.graph.value_info = g.value_info;
-  m.graph.sub_byte_types = g.sub_byte_types;
-  std::set<std::string> inputs;
-  for (int i : nodes) {
-    const Node& n = g.nodes[i];
-    m.graph.nodes.push_back(n);
-    for (const auto& in : n.inputs) {
-      if (in.empty() || produced.count(in)) continue;
-      if (const Tensor* t = g.FindInitializer(in)) {
-        m.graph.initializers[in] = *t;  // shares the buffer
-      } else if (inputs.insert(in).second) {
-        ValueInfo v;
-        v.name = in;
-        auto d = dtypes.find(in);
-        v.dtype = d == dtypes.end() ? DType::kFloat : d->second;
-        m.graph.inputs.push_back(v);
-        cone.inputs.push_back(in);
-      }
-    }
-  }
-  for (const auto& out : g.outputs) {
-    if (produced.count(out.name)) m.graph.outputs.push_back(out);
-  }
+  cone.cone = BuildDownstreamCone(model, start, dtypes);
+  const std::set<std::string>& produced = cone.cone.produced;
   for (size_t p = 0; p < points.size(); ++p) {
     if (produced.count(points[p].tensor)) {
       cone.points.push_back(static_cast<int>(p));
@@ -127,7 +85,6 @@ Cone BuildCone(const Model& model, int start,
       cone.outputs.push_back(static_cast<int>(o));
     }
   }
-  cone.produced.assign(produced.begin(), produced.end());
   return cone;
 }
 
@@ -146,7 +103,9 @@ ModelQuantization SingleNodeQuantization(const Node& node,
 std::vector<std::string> ExtraPointOutputs(
     const Cone& cone, const std::vector<InterestPoint>& points) {
   std::set<std::string> cone_outputs;
-  for (const auto& o : cone.model->graph.outputs) cone_outputs.insert(o.name);
+  for (const auto& o : cone.cone.model->graph.outputs) {
+    cone_outputs.insert(o.name);
+  }
   std::vector<std::string> extra;
   for (int p : cone.points) {
     if (!cone_outputs.count(points[p].tensor)) {
@@ -162,14 +121,11 @@ using FloatTensors = std::map<std::string, Tensor>;
 // The cone's inputs, taken from the float run of one sample.
 absl::StatusOr<FloatTensors> ConeFeeds(const Cone& cone,
                                        const FloatTensors& floats) {
-  FloatTensors feeds;
-  for (const auto& in : cone.inputs) {
-    auto it = floats.find(in);
-    if (it == floats.end()) {
-      return absl::InternalError(absl::StrCat("sensitivity: tensor '", in,
-                                              "' missing from the cache"));
-    }
-    feeds.emplace(in, it->second);
+  auto feeds = DownstreamConeFeeds(cone.cone, floats);
+  if (!feeds.ok()) {
+    return absl::Status(
+        feeds.status().code(),
+        absl::StrCat("sensitivity: ", feeds.status().message()));
   }
   return feeds;
 }
@@ -362,9 +318,10 @@ absl::Status SensitivityRun::MeasureTask(const Task& task, size_t begin,
   if (cone.points.empty() && cone.outputs.empty()) return absl::OkStatus();
   const ModelQuantization quantization =
       SingleNodeQuantization(g_.nodes[sn.node], sn.candidates[task.j]);
-  ASSIGN_OR_RETURN(QdqPlan plan, LowerToQdqPlan(cone.model->graph, quantization,
-                                                v1::ExportOptions()));
-  ASSIGN_OR_RETURN(Model fq, WithFakeQuantWeights(*cone.model, plan));
+  ASSIGN_OR_RETURN(QdqPlan plan,
+                   LowerToQdqPlan(cone.cone.model->graph, quantization,
+                                  v1::ExportOptions()));
+  ASSIGN_OR_RETURN(Model fq, WithFakeQuantWeights(*cone.cone.model, plan));
   ASSIGN_OR_RETURN(std::unique_ptr<Executor> exec,
                    Executor::Create(std::move(fq), ExecutorOptions()));
   ActivationFakeQuantizer quantizer(plan);

@@ -173,6 +173,22 @@ absl::Status ChooseConfig(const Node& node,
   return absl::OkStatus();
 }
 
+// Mul / Div / Add / Sub with a float constant operand: the output's values
+// are not the input's.
+bool ScalesOrShiftsByAConstant(const Node& node, const Graph& g) {
+  static const std::set<std::string> kOps = {"Mul", "Div", "Add", "Sub"};
+  if (!kOps.count(node.op_type)) return false;
+  for (const auto& in : node.inputs) {
+    const Tensor* t = in.empty() ? nullptr : g.FindInitializer(in);
+    if (t != nullptr &&
+        (t->dtype() == DType::kFloat || t->dtype() == DType::kDouble ||
+         t->dtype() == DType::kFloat16)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // Attaches node `node` of `g`: its op set, candidates, config, weights and
 // known ranges, and why it stays float.
 absl::Status AttachNode(const Node& node, const Graph& g,
@@ -226,6 +242,12 @@ absl::Status AttachNode(const Node& node, const Graph& g,
       p.float_reason =
           absl::StrCat("quantization preserving with ",
                        activation_inputs.size(), " activation inputs");
+    } else if (p.quantize_activation && ScalesOrShiftsByAConstant(node, g)) {
+      // The config enables both (MCT rejects that on a node; its TFLite TPC
+      // has it on Mul): the input's grid cannot hold an output scaled or
+      // shifted by a constant (ppocr_rec's learnable x * 0.03 collapsed to
+      // 0 and x * 3.2 clipped), so the output is quantized on its own.
+      p.preserving = false;
     } else {
       p.preserved_from = activation_inputs[0];
     }

@@ -210,6 +210,32 @@ TEST(AttachTpc, V4MaxPoolAndReshapePreserveTheirInputQuantization) {
   EXPECT_EQ(reshape.preserved_from, "p");  // the shape input is constant
 }
 
+// tflite@1.0's Mul op set enables activation quantization and preserving
+// together. Preserving across a Mul by a constant put x * 0.03 on x's grid
+// (ppocr_rec, CER 1.0): the output gets its own parameters; a Reshape
+// still preserves.
+TEST(AttachTpc, TfliteMulByAConstantQuantizesItsOwnOutput) {
+  OnnxModelBuilder b(13);
+  b.Input("x", DType::kFloat, {1, 4});
+  b.FloatInitializer("k", {0.03f}, {1});
+  b.Int64Initializer("shape", {4}, {1});
+  b.AddNode("Relu", {"x"}, {"r"}, "relu");
+  b.AddNode("Mul", {"r", "k"}, {"m"}, "scale");
+  b.AddNode("Reshape", {"m", "shape"}, {"y"}, "reshape");
+  b.Output("y", DType::kFloat);
+  auto m = ImportOnnxModel(b.Build());
+  ASSERT_TRUE(m.ok()) << m.status();
+  JobState s = Attach(*m, tpc::TfliteTpc());
+  const NodePlan& scale = Plan(s, "scale");
+  EXPECT_EQ(scale.op_set, "Mul");
+  EXPECT_FALSE(scale.preserving);
+  EXPECT_TRUE(scale.quantize_activation);
+  EXPECT_TRUE(scale.float_reason.empty()) << scale.float_reason;
+  const NodePlan& reshape = Plan(s, "reshape");
+  EXPECT_TRUE(reshape.preserving);
+  EXPECT_EQ(reshape.preserved_from, "m");
+}
+
 TEST(AttachTpc, GraphInputsTakeTheDefaultConfig) {
   JobState s = Attach(ChainModel(), tpc::Imx500Tpc("1.0"));
   ASSERT_TRUE(s.input_config.has_value());

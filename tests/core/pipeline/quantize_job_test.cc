@@ -370,5 +370,42 @@ TEST(ReportJsonTest, NodeNamesThatAreNotUtf8BecomeReplacementCharacters) {
   EXPECT_EQ(j["layers"][0]["node"], "conv\xef\xbf\xbd\xef\xbf\xbd");
 }
 
+// The sensitivity analysis (issue 17): a row per node with quantized
+// weights or outputs, most sensitive first, the same bytes whatever the
+// thread count, under its own progress stage.
+TEST_F(QuantizeJobTest, SensitivityAnalysisCoversEveryQuantizedLayer) {
+  v1::QuantizeRequest r = ExampleRequest();
+  r.set_sensitivity_analysis(true);
+  RecordingSink sink;
+  auto serial = Run(r, nullptr, &sink);
+  ASSERT_TRUE(serial.ok()) << serial.status();
+  EXPECT_TRUE(sink.stages().count("analyze"));
+  auto report = nlohmann::json::parse(serial->report_json());
+  std::set<std::string> quantized;
+  for (const auto& l : report["layers"]) {
+    if (l["weights_bits"].get<int>() > 0 ||
+        l["activation_bits"].get<int>() > 0) {
+      quantized.insert(l["node"].get<std::string>());
+    }
+  }
+  std::set<std::string> analysed;
+  double previous = -1e9;
+  for (const auto& row : report["sensitivity"]) {
+    analysed.insert(row["node"].get<std::string>());
+    const double q = row["sqnr_only_quantized_db"].is_number()
+                         ? row["sqnr_only_quantized_db"].get<double>()
+                         : 1e9;
+    EXPECT_GE(q, previous) << row["node"];
+    previous = q;
+  }
+  EXPECT_FALSE(analysed.empty());
+  EXPECT_EQ(analysed, quantized);
+  ThreadPool pool(3);
+  auto parallel = Run(r, &pool);
+  ASSERT_TRUE(parallel.ok()) << parallel.status();
+  EXPECT_EQ(WithoutTimings(parallel->report_json()),
+            WithoutTimings(serial->report_json()));
+}
+
 }  // namespace
 }  // namespace quantd

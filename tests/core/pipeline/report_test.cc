@@ -73,6 +73,36 @@ TEST(ReportJson, WithoutTimingsIsIndependentOfTheClock) {
   EXPECT_THAT(ReportToJson(a, false), Not(HasSubstr("timings_seconds")));
 }
 
+TEST(ReportJson, SensitivityListsAnalysedLayersMostSensitiveFirst) {
+  ReportData r = Sample();
+  r.layers[0].sqnr_only_quantized_db = 40.0;
+  r.layers[0].sqnr_only_float_db = 20.0;
+  r.layers[1].sqnr_only_quantized_db = 12.5;
+  r.layers[1].sqnr_only_float_db = 30.0;
+  LayerReport exact = r.layers[0];
+  exact.node = "exact";
+  exact.sqnr_only_quantized_db = std::numeric_limits<double>::infinity();
+  exact.sqnr_only_float_db = 19.0;
+  r.layers.insert(r.layers.begin(), exact);
+  LayerReport unanalysed = r.layers[1];
+  unanalysed.node = "float_node";
+  unanalysed.sqnr_only_quantized_db.reset();
+  unanalysed.sqnr_only_float_db.reset();
+  r.layers.push_back(unanalysed);
+  auto j = nlohmann::json::parse(ReportToJson(r));
+  ASSERT_EQ(j["sensitivity"].size(), 3u);
+  EXPECT_EQ(j["sensitivity"][0]["node"], "reshape");
+  EXPECT_EQ(j["sensitivity"][0]["sqnr_only_quantized_db"].get<double>(), 12.5);
+  EXPECT_EQ(j["sensitivity"][0]["sqnr_only_float_db"].get<double>(), 30.0);
+  EXPECT_EQ(j["sensitivity"][1]["node"], "conv_0");
+  EXPECT_EQ(j["sensitivity"][2]["node"], "exact");
+  EXPECT_TRUE(j["sensitivity"][2]["sqnr_only_quantized_db"].is_null());
+}
+
+TEST(ReportJson, NoSensitivityKeyWithoutTheAnalysis) {
+  EXPECT_THAT(ReportToJson(Sample()), Not(HasSubstr("sensitivity")));
+}
+
 TEST(ReportHtml, IsSelfContainedAndEscaped) {
   std::string html = ReportToHtml(Sample());
   EXPECT_THAT(html, HasSubstr("<svg"));

@@ -1,0 +1,69 @@
+#include "core/pipeline/evaluation/downstream_cone.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace quantd {
+
+DownstreamCone BuildDownstreamCone(const Model& model, int start,
+                                   const std::map<std::string, DType>& dtypes) {
+  const Graph& g = model.graph;
+  DownstreamCone cone;
+  std::vector<int> nodes;
+  for (int i = start; i < static_cast<int>(g.nodes.size()); ++i) {
+    bool in_cone = i == start;
+    for (const auto& in : g.nodes[i].inputs) {
+      if (!in.empty() && cone.produced.count(in)) in_cone = true;
+    }
+    if (!in_cone) continue;
+    nodes.push_back(i);
+    for (const auto& out : g.nodes[i].outputs) {
+      if (!out.empty()) cone.produced.insert(out);
+    }
+  }
+  cone.model = std::make_shared<Model>();
+  Model& m = *cone.model;
+  m.ir_version = model.ir_version;
+  m.opset_import = model.opset_import;
+  m.graph.name = g.name;
+  m.graph.value_info = g.value_info;
+  m.graph.sub_byte_types = g.sub_byte_types;
+  std::set<std::string> inputs;
+  for (int i : nodes) {
+    const Node& n = g.nodes[i];
+    m.graph.nodes.push_back(n);
+    for (const auto& in : n.inputs) {
+      if (in.empty() || cone.produced.count(in)) continue;
+      if (const Tensor* t = g.FindInitializer(in)) {
+        m.graph.initializers[in] = *t;  // shares the buffer
+      } else if (inputs.insert(in).second) {
+        ValueInfo v;
+        v.name = in;
+        auto d = dtypes.find(in);
+        v.dtype = d == dtypes.end() ? DType::kFloat : d->second;
+        m.graph.inputs.push_back(v);
+        cone.inputs.push_back(in);
+      }
+    }
+  }
+  for (const auto& out : g.outputs) {
+    if (cone.produced.count(out.name)) m.graph.outputs.push_back(out);
+  }
+  return cone;
+}
+
+absl::StatusOr<std::map<std::string, Tensor>> DownstreamConeFeeds(
+    const DownstreamCone& cone, const std::map<std::string, Tensor>& cache) {
+  std::map<std::string, Tensor> feeds;
+  for (const auto& in : cone.inputs) {
+    auto it = cache.find(in);
+    if (it == cache.end()) {
+      return absl::InternalError(
+          absl::StrCat("tensor '", in, "' missing from the cache"));
+    }
+    feeds.emplace(in, it->second);
+  }
+  return feeds;
+}
+
+}  // namespace quantd
