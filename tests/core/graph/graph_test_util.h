@@ -1,12 +1,17 @@
-// Structural comparison of graph IRs for tests.
+// Helpers shared by the graph tests: structural comparison of graph IRs,
+// and what several files of graph_test (one unity translation unit) use.
 #ifndef QUANTD_TESTS_CORE_GRAPH_GRAPH_TEST_UTIL_H_
 #define QUANTD_TESTS_CORE_GRAPH_GRAPH_TEST_UTIL_H_
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
+#include "absl/status/statusor.h"
 #include "core/graph/graph.h"
+#include "core/graph/onnx_import.h"
 #include "core/graph/tensor.h"
+#include "gtest/gtest.h"
 
 namespace quantd {
 namespace testing_util {
@@ -94,6 +99,21 @@ inline bool SameModel(const Model& a, const Model& b) {
 }
 
 }  // namespace testing_util
+
+namespace graph_test {
+
+// Debian's libonnx-testdata: ONNX's node test cases.
+inline constexpr char kOnnxNodeTestDir[] =
+    "/usr/share/libonnx-testdata/data/node";
+
+// Imports `proto`; a failure fails the test and gives an empty model.
+inline Model ImportOrEmpty(const onnx::ModelProto& proto) {
+  absl::StatusOr<Model> m = ImportOnnxModel(proto);
+  EXPECT_TRUE(m.ok()) << m.status();
+  return m.ok() ? *std::move(m) : Model();
+}
+
+}  // namespace graph_test
 }  // namespace quantd
 
 #endif  // QUANTD_TESTS_CORE_GRAPH_GRAPH_TEST_UTIL_H_

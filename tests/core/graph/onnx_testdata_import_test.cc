@@ -9,18 +9,19 @@
 
 #include "core/graph/onnx_import.h"
 #include "gtest/gtest.h"
+#include "tests/core/graph/graph_test_util.h"
 
 namespace quantd {
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr char kNodeDir[] = "/usr/share/libonnx-testdata/data/node";
+using graph_test::kOnnxNodeTestDir;
 
 std::vector<fs::path> NodeCases() {
   std::vector<fs::path> cases;
-  if (!fs::exists(kNodeDir)) return cases;
-  for (const auto& entry : fs::directory_iterator(kNodeDir)) {
+  if (!fs::exists(kOnnxNodeTestDir)) return cases;
+  for (const auto& entry : fs::directory_iterator(kOnnxNodeTestDir)) {
     if (fs::exists(entry.path() / "model.onnx")) cases.push_back(entry.path());
   }
   std::sort(cases.begin(), cases.end());

@@ -11,6 +11,7 @@
 #include "core/graph/shape_inference.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/core/graph/graph_test_util.h"
 #include "tests/data/onnx/model_builder.h"
 
 namespace quantd {
@@ -20,11 +21,7 @@ namespace fs = std::filesystem;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-Model ImportOrEmpty(const onnx::ModelProto& proto) {
-  absl::StatusOr<Model> m = ImportOnnxModel(proto);
-  EXPECT_TRUE(m.ok()) << m.status();
-  return m.ok() ? *std::move(m) : Model();
-}
+using graph_test::ImportOrEmpty;
 
 // Runs a graph of constant-evaluable ops (the reference evaluator) on the
 // given feeds and returns the graph outputs.

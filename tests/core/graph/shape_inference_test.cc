@@ -6,6 +6,7 @@
 #include "core/graph/onnx_import.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/core/graph/graph_test_util.h"
 #include "tests/data/onnx/model_builder.h"
 
 namespace quantd {
@@ -14,11 +15,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-Model Import(const onnx::ModelProto& proto) {
-  absl::StatusOr<Model> m = ImportOnnxModel(proto);
-  EXPECT_TRUE(m.ok()) << m.status();
-  return m.ok() ? *std::move(m) : Model();
-}
+using graph_test::ImportOrEmpty;
 
 std::vector<int64_t> ShapeOf(const Model& m, const std::string& name) {
   auto it = m.graph.value_info.find(name);
@@ -43,7 +40,7 @@ TEST(InferShapes, ConvWithGroupsDilationAndSameUpper) {
       .Ints("dilations", {2, 2})
       .Ints("pads", {1, 1, 0, 0});
   b.Output("y", DType::kFloat);
-  Model m = Import(b.Build());
+  Model m = ImportOrEmpty(b.Build());
   ASSERT_TRUE(InferShapes(&m).ok());
   EXPECT_THAT(ShapeOf(m, "a"), ElementsAre(1, 6, 4, 5));
   EXPECT_THAT(m.graph.outputs[0].shape, ElementsAre(1, 3, 1, 2));
@@ -55,7 +52,7 @@ TEST(InferShapes, ConvChannelMismatchNamesTheNode) {
   b.Initializer("w", Tensor(DType::kFloat, {4, 2, 3, 3}));
   b.AddNode("Conv", {"x", "w"}, {"y"}, "conv_3");
   b.Output("y", DType::kFloat);
-  Model m = Import(b.Build());
+  Model m = ImportOrEmpty(b.Build());
   EXPECT_THAT(InferShapes(&m).status().message(),
               HasSubstr("node 'conv_3' (Conv): input has 3 channels but "
                         "weight [4,2,3,3] with group 1 expects 2"));
@@ -75,7 +72,7 @@ TEST(InferShapes, ConvTransposeOutputPaddingAndOutputShape) {
       .Ints("output_shape", {10, 8});
   b.Output("a", DType::kFloat);
   b.Output("b", DType::kFloat);
-  Model m = Import(b.Build());
+  Model m = ImportOrEmpty(b.Build());
   ASSERT_TRUE(InferShapes(&m).ok());
   EXPECT_THAT(m.graph.outputs[0].shape, ElementsAre(1, 4, 6, 6));
   EXPECT_THAT(m.graph.outputs[1].shape, ElementsAre(1, 4, 10, 8));
@@ -93,12 +90,12 @@ TEST(InferShapes, MaxPoolCeilModeDropsWindowStartingInPadding) {
       .Ints("pads", {0, 0, 1, 1})
       .Int("ceil_mode", 1);
   b.Output("y", DType::kFloat);
-  Model m = Import(b.Build());
+  Model m = ImportOrEmpty(b.Build());
   ASSERT_TRUE(InferShapes(&m).ok());
   EXPECT_THAT(m.graph.outputs[0].shape, ElementsAre(1, 1, 3, 3));
   ShapeInferenceOptions options;
   options.input_shapes["x"] = {1, 1, 5, 4};
-  Model m2 = Import(b.Build());
+  Model m2 = ImportOrEmpty(b.Build());
   m2.graph.inputs[0].shape = {-1, -1, -1, -1};
   ASSERT_TRUE(InferShapes(&m2, options).ok());
   EXPECT_THAT(m2.graph.outputs[0].shape, ElementsAre(1, 1, 3, 2));
@@ -110,7 +107,7 @@ TEST(InferShapes, BroadcastMismatchNamesTheNode) {
   b.Input("z", DType::kFloat, {1, 4});
   b.AddNode("Add", {"x", "z"}, {"y"}, "add_3");
   b.Output("y", DType::kFloat);
-  Model m = Import(b.Build());
+  Model m = ImportOrEmpty(b.Build());
   EXPECT_THAT(
       InferShapes(&m).status().message(),
       HasSubstr("node 'add_3' (Add): shapes [1,3] and [1,4] do not broadcast"));
@@ -126,14 +123,14 @@ TEST(InferShapes, DynamicBatchIsBoundFromSampleShapes) {
   b.AddNode("Concat", {"n", "rest"}, {"shape"}).Int("axis", 0);
   b.AddNode("Reshape", {"x", "shape"}, {"y"});
   b.Output("y", DType::kFloat);
-  Model m = Import(b.Build());
+  Model m = ImportOrEmpty(b.Build());
   // Without a bound batch the shape stays partly unknown...
   ASSERT_TRUE(InferShapes(&m).ok());
   EXPECT_THAT(m.graph.outputs[0].shape, ElementsAre(-1, -1));
   // ...and with it the Shape subgraph folds: [5, 3*4].
   ShapeInferenceOptions options;
   options.input_shapes["x"] = {5, 3, 4};
-  Model bound = Import(b.Build());
+  Model bound = ImportOrEmpty(b.Build());
   absl::StatusOr<ShapeInferenceResult> r = InferShapes(&bound, options);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_THAT(bound.graph.outputs[0].shape, ElementsAre(5, 12));
@@ -147,7 +144,7 @@ TEST(InferShapes, ReshapeZeroCopiesAndMinusOneInfers) {
   b.Int64Initializer("s", {0, -1, 2}, {3});
   b.AddNode("Reshape", {"x", "s"}, {"y"}, "r");
   b.Output("y", DType::kFloat);
-  Model m = Import(b.Build());
+  Model m = ImportOrEmpty(b.Build());
   ASSERT_TRUE(InferShapes(&m).ok());
   // 0 copies 2; 24 / (2*2) = 6
   EXPECT_THAT(m.graph.outputs[0].shape, ElementsAre(2, 6, 2));
@@ -159,7 +156,7 @@ TEST(InferShapes, ReshapeToIncompatibleShapeNamesTheNode) {
   b.Int64Initializer("s", {5, -1}, {2});
   b.AddNode("Reshape", {"x", "s"}, {"y"}, "r");
   b.Output("y", DType::kFloat);
-  Model m = Import(b.Build());
+  Model m = ImportOrEmpty(b.Build());
   EXPECT_THAT(
       InferShapes(&m).status().message(),
       HasSubstr("node 'r' (Reshape): cannot reshape [2,3,4] to [5,-1]"));
@@ -173,7 +170,7 @@ TEST(InferShapes, ReshapeWhoseElementCountOverflowsIsRejected) {
   b.Int64Initializer("s", {int64_t{1} << 37, int64_t{1} << 36}, {2});
   b.AddNode("Reshape", {"x", "s"}, {"y"}, "r");
   b.Output("y", DType::kFloat);
-  Model m = Import(b.Build());
+  Model m = ImportOrEmpty(b.Build());
   EXPECT_THAT(InferShapes(&m).status().message(),
               HasSubstr("node 'r' (Reshape): shape [137438953472,68719476736] "
                         "is too large"));
@@ -185,7 +182,7 @@ TEST(InferShapes, GemmInnerDimMismatch) {
   b.Initializer("w", Tensor(DType::kFloat, {4, 5}));
   b.AddNode("Gemm", {"x", "w"}, {"y"}, "fc").Int("transB", 1);
   b.Output("y", DType::kFloat);
-  Model m = Import(b.Build());
+  Model m = ImportOrEmpty(b.Build());
   EXPECT_THAT(InferShapes(&m).status().message(),
               HasSubstr("node 'fc' (Gemm): inner dims differ: A has K=3, B "
                         "has K=5"));
@@ -202,7 +199,7 @@ TEST(InferShapes, LstmOutputsFollowLayoutAndDirection) {
   b.Output("y", DType::kFloat);
   b.Output("yh", DType::kFloat);
   b.Output("yc", DType::kFloat);
-  Model m = Import(b.Build());
+  Model m = ImportOrEmpty(b.Build());
   ASSERT_TRUE(InferShapes(&m).ok());
   EXPECT_THAT(m.graph.outputs[0].shape, ElementsAre(7, 2, 2, 3));
   EXPECT_THAT(m.graph.outputs[1].shape, ElementsAre(2, 2, 3));
@@ -214,7 +211,7 @@ TEST(InferShapes, UnknownOpIsListedOrStrictlyRejected) {
   b.Input("x", DType::kFloat, {2});
   b.AddNode("TfIdfVectorizer", {"x"}, {"y"}, "tfidf");
   b.Output("y", DType::kInt64);
-  Model m = Import(b.Build());
+  Model m = ImportOrEmpty(b.Build());
   absl::StatusOr<ShapeInferenceResult> r = InferShapes(&m);
   ASSERT_TRUE(r.ok());
   EXPECT_THAT(r->unsupported, ElementsAre("node 'tfidf' (TfIdfVectorizer)"));
@@ -229,7 +226,7 @@ TEST(InferShapes, DeclaredOutputShapeConflictIsAnError) {
   b.Input("x", DType::kFloat, {2, 3});
   b.AddNode("Transpose", {"x"}, {"y"}, "t");
   b.Output("y", DType::kFloat, {2, 3});  // transpose gives [3, 2]
-  Model m = Import(b.Build());
+  Model m = ImportOrEmpty(b.Build());
   EXPECT_THAT(InferShapes(&m).status().message(),
               HasSubstr("graph output 'y': inferred shape [3,2] differs from "
                         "the declared [2,3]"));
@@ -275,7 +272,7 @@ TEST(InferShapes, RankAboveTheLimitNamesTheNode) {
                 Tensor::FromVector<int64_t>(std::vector<int64_t>(65, 1), {65}));
   b.AddNode("Reshape", {"x", "s"}, {"y"}, "reshape_9");
   b.Output("y", DType::kFloat);
-  Model m = Import(b.Build());
+  Model m = ImportOrEmpty(b.Build());
   EXPECT_THAT(InferShapes(&m).status().message(),
               HasSubstr("node 'reshape_9' (Reshape): output 'y' would have "
                         "rank 65; tensors of rank above 64"));
@@ -289,7 +286,7 @@ TEST(InferShapes, RankFromAnUnknownShapeOfHugeLengthNamesTheNode) {
   b.AddNode("ConstantOfShape", {"s"}, {"ones"});
   b.AddNode("Reshape", {"x", "ones"}, {"y"}, "reshape_7");
   b.Output("y", DType::kFloat);
-  Model m = Import(b.Build());
+  Model m = ImportOrEmpty(b.Build());
   EXPECT_THAT(InferShapes(&m).status().message(),
               HasSubstr("node 'reshape_7' (Reshape): output would have rank "
                         "3019964416; tensors of rank above 64"));
@@ -303,7 +300,7 @@ TEST(InferShapes, ValuesPastTheConstantBudgetKeepOnlyTheirTypes) {
   b.AddNode("ConstantOfShape", {"s"}, {"b"});
   b.Output("a", DType::kFloat);
   b.Output("b", DType::kFloat);
-  Model m = Import(b.Build());
+  Model m = ImportOrEmpty(b.Build());
   ShapeInferenceOptions options;
   options.max_total_constant_elements = 10;
   absl::StatusOr<ShapeInferenceResult> r = InferShapes(&m, options);

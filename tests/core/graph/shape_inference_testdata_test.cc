@@ -16,13 +16,14 @@
 #include "core/graph/onnx_import.h"
 #include "core/graph/shape_inference.h"
 #include "gtest/gtest.h"
+#include "tests/core/graph/graph_test_util.h"
 
 namespace quantd {
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr char kNodeDir[] = "/usr/share/libonnx-testdata/data/node";
+using graph_test::kOnnxNodeTestDir;
 
 std::string ReadFile(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -132,9 +133,10 @@ std::string CheckCase(const fs::path& dir, bool* unsupported) {
 }
 
 TEST(ShapeInferenceTestdata, AgreesWithExpectedOutputShapes) {
-  if (!fs::exists(kNodeDir)) GTEST_SKIP() << "libonnx-testdata not installed";
+  if (!fs::exists(kOnnxNodeTestDir))
+    GTEST_SKIP() << "libonnx-testdata not installed";
   std::vector<fs::path> cases;
-  for (const auto& e : fs::directory_iterator(kNodeDir)) {
+  for (const auto& e : fs::directory_iterator(kOnnxNodeTestDir)) {
     cases.push_back(e.path());
   }
   std::sort(cases.begin(), cases.end());

@@ -7,6 +7,7 @@
 #include "core/graph/shape_inference.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/core/graph/graph_test_util.h"
 #include "tests/data/onnx/model_builder.h"
 
 namespace quantd {
@@ -16,11 +17,7 @@ using ::testing::ElementsAre;
 using ::testing::FloatEq;
 using ::testing::Pointwise;
 
-Model Import(const onnx::ModelProto& proto) {
-  absl::StatusOr<Model> m = ImportOnnxModel(proto);
-  EXPECT_TRUE(m.ok()) << m.status();
-  return m.ok() ? *std::move(m) : Model();
-}
+using graph_test::ImportOrEmpty;
 
 std::vector<float> Values(const Graph& g, const std::string& name) {
   const Tensor* t = g.FindInitializer(name);
@@ -52,8 +49,8 @@ ConvSpec PointwiseConv() {
 
 TEST(FoldBatchNorms, ConvWeightsAndBiasFollowMctFormula) {
   Bn bn;
-  Model m = Import(MakeConvBnReluModel(PointwiseConv(), bn.gamma, bn.beta,
-                                       bn.mean, bn.var, bn.eps));
+  Model m = ImportOrEmpty(MakeConvBnReluModel(
+      PointwiseConv(), bn.gamma, bn.beta, bn.mean, bn.var, bn.eps));
   ASSERT_TRUE(FoldBatchNorms(&m).ok());
   ASSERT_EQ(m.graph.nodes.size(), 2u);
   const Node& conv = m.graph.nodes[0];
@@ -72,7 +69,7 @@ TEST(FoldBatchNorms, ConvWithoutBiasGainsOne) {
   Bn bn;
   ConvSpec conv = PointwiseConv();
   conv.bias = Tensor();
-  Model m = Import(
+  Model m = ImportOrEmpty(
       MakeConvBnReluModel(conv, bn.gamma, bn.beta, bn.mean, bn.var, bn.eps));
   ASSERT_TRUE(FoldBatchNorms(&m).ok());
   ASSERT_EQ(m.graph.nodes[0].inputs.size(), 3u);
@@ -91,7 +88,7 @@ TEST(FoldBatchNorms, SkipsConvWhoseOutputHasAnotherConsumer) {
   extra->add_output("neg");
   auto* out = proto.mutable_graph()->add_output();
   out->set_name("neg");
-  Model m = Import(proto);
+  Model m = ImportOrEmpty(proto);
   ASSERT_TRUE(FoldBatchNorms(&m).ok());
   EXPECT_EQ(m.graph.nodes.size(), 4u);
 }
@@ -101,7 +98,7 @@ TEST(FoldBatchNorms, SkipsConvOutputThatIsAGraphOutput) {
   onnx::ModelProto proto = MakeConvBnReluModel(
       PointwiseConv(), bn.gamma, bn.beta, bn.mean, bn.var, bn.eps);
   proto.mutable_graph()->add_output()->set_name("conv_out");
-  Model m = Import(proto);
+  Model m = ImportOrEmpty(proto);
   ASSERT_TRUE(FoldBatchNorms(&m).ok());
   EXPECT_EQ(m.graph.nodes.size(), 3u);
 }
@@ -121,7 +118,7 @@ TEST(FoldBatchNorms, GemmTransBScalesRowsAndFoldsBeta) {
   b.AddNode("BatchNormalization", {"g", "s", "bb", "m", "v"}, {"y"}, "bn")
       .Float("epsilon", bn.eps);
   b.Output("y", DType::kFloat);
-  Model m = Import(b.Build());
+  Model m = ImportOrEmpty(b.Build());
   ASSERT_TRUE(FoldBatchNorms(&m).ok());
   ASSERT_EQ(m.graph.nodes.size(), 1u);
   const Node& gemm = m.graph.nodes[0];
@@ -148,7 +145,7 @@ TEST(FoldBatchNorms, ConvTransposeScalesAxisOne) {
   b.AddNode("BatchNormalization", {"t", "s", "bb", "m", "v"}, {"y"}, "bn")
       .Float("epsilon", bn.eps);
   b.Output("y", DType::kFloat);
-  Model m = Import(b.Build());
+  Model m = ImportOrEmpty(b.Build());
   ASSERT_TRUE(FoldBatchNorms(&m).ok());
   ASSERT_EQ(m.graph.nodes.size(), 1u);
   // W' = [2*0.5, 3*2]; b' = beta - mean*s = [0.5-0.5, 0-4]
@@ -172,7 +169,7 @@ TEST(FoldBatchNormsForward, FoldsIntoFollowingPointwiseConv) {
   b.FloatInitializer("b", {0.5f}, {1});
   b.AddNode("Conv", {"n", "w", "b"}, {"y"}, "conv");
   b.Output("y", DType::kFloat);
-  Model m = Import(b.Build());
+  Model m = ImportOrEmpty(b.Build());
   ASSERT_TRUE(FoldBatchNormsForward(&m).ok());
   ASSERT_EQ(m.graph.nodes.size(), 1u);
   const Node& conv = m.graph.nodes[0];
@@ -196,7 +193,7 @@ TEST(FoldBatchNormsForward, SkipsPaddedConv) {
   // Padding would see the BN offset in the border where x is zero-padded.
   b.AddNode("Conv", {"n", "w"}, {"y"}, "conv").Ints("pads", {1, 1, 1, 1});
   b.Output("y", DType::kFloat);
-  Model m = Import(b.Build());
+  Model m = ImportOrEmpty(b.Build());
   ASSERT_TRUE(FoldBatchNormsForward(&m).ok());
   EXPECT_EQ(m.graph.nodes.size(), 2u);
 }
@@ -213,7 +210,7 @@ TEST(FoldConstants, ResolvesShapeSubgraphIntoReshapeInitializer) {
   b.AddNode("Concat", {"n1", "minus_one"}, {"shape"}).Int("axis", 0);
   b.AddNode("Reshape", {"x", "shape"}, {"y"}, "reshape");
   b.Output("y", DType::kFloat);
-  Model m = Import(b.Build());
+  Model m = ImportOrEmpty(b.Build());
   ASSERT_TRUE(FoldConstants(&m).ok());
   ASSERT_EQ(m.graph.nodes.size(), 1u);
   EXPECT_EQ(m.graph.nodes[0].name, "reshape");
@@ -245,7 +242,7 @@ TEST(FoldConstants, KeepsWhatDependsOnADynamicDimension) {
   b.AddNode("Concat", {"n1", "k"}, {"shape"}, "concat").Int("axis", 0);
   b.AddNode("Reshape", {"x", "shape"}, {"y"}, "reshape");
   b.Output("y", DType::kFloat);
-  Model m = Import(b.Build());
+  Model m = ImportOrEmpty(b.Build());
   Model probe = m;
   auto probed = InferShapes(&probe, {.input_shapes = {{"x", {4, 4, 3}}}});
   ASSERT_TRUE(probed.ok()) << probed.status();
@@ -264,7 +261,7 @@ TEST(FoldConstants, KeepsWhatDependsOnADynamicDimension) {
   ASSERT_NE(k, nullptr);
   EXPECT_THAT(k->span<int64_t>(), ElementsAre(12));
   // Without the probe the calibration batch is baked in.
-  Model baked = Import(b.Build());
+  Model baked = ImportOrEmpty(b.Build());
   ASSERT_TRUE(InferShapes(&baked, {.input_shapes = {{"x", {2, 4, 3}}}}).ok());
   ASSERT_TRUE(FoldConstants(&baked).ok());
   EXPECT_THAT(baked.graph.FindInitializer("shape")->span<int64_t>(),
@@ -281,7 +278,7 @@ TEST(FoldConstants, FoldsArithmeticOnInitializersButKeepsGraphOutputs) {
   b.AddNode("Neg", {"a"}, {"z"});  // a graph output: kept as a node
   b.Output("y", DType::kFloat);
   b.Output("z", DType::kFloat);
-  Model m = Import(b.Build());
+  Model m = ImportOrEmpty(b.Build());
   ASSERT_TRUE(FoldConstants(&m).ok());
   ASSERT_EQ(m.graph.nodes.size(), 2u);
   EXPECT_THAT(Values(m.graph, "ac"),
@@ -296,7 +293,7 @@ TEST(RemoveIdentities, RewiresConsumersAndKeepsOutputNames) {
   b.AddNode("Dropout", {"r"}, {"d"}).Float("ratio", 0.5f);
   b.AddNode("Identity", {"d"}, {"y"});
   b.Output("y", DType::kFloat);
-  Model m = Import(b.Build());
+  Model m = ImportOrEmpty(b.Build());
   ASSERT_TRUE(RemoveIdentities(&m).ok());
   ASSERT_EQ(m.graph.nodes.size(), 1u);
   EXPECT_EQ(m.graph.nodes[0].name, "relu");
@@ -309,7 +306,7 @@ TEST(RemoveIdentities, KeepsIdentityBetweenGraphInputAndOutput) {
   b.Input("x", DType::kFloat, {2});
   b.AddNode("Identity", {"x"}, {"y"});
   b.Output("y", DType::kFloat);
-  Model m = Import(b.Build());
+  Model m = ImportOrEmpty(b.Build());
   ASSERT_TRUE(RemoveIdentities(&m).ok());
   EXPECT_EQ(m.graph.nodes.size(), 1u);
 }
@@ -320,7 +317,7 @@ TEST(RemoveIdentities, KeepsDropoutWhoseMaskIsUsed) {
   b.AddNode("Dropout", {"x"}, {"y", "mask"});
   b.Output("y", DType::kFloat);
   b.Output("mask", DType::kBool);
-  Model m = Import(b.Build());
+  Model m = ImportOrEmpty(b.Build());
   ASSERT_TRUE(RemoveIdentities(&m).ok());
   EXPECT_EQ(m.graph.nodes.size(), 1u);
 }
