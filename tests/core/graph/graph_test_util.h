@@ -4,7 +4,9 @@
 #define QUANTD_TESTS_CORE_GRAPH_GRAPH_TEST_UTIL_H_
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <utility>
 
 #include "absl/status/statusor.h"
@@ -105,6 +107,13 @@ namespace graph_test {
 // Debian's libonnx-testdata: ONNX's node test cases.
 inline constexpr char kOnnxNodeTestDir[] =
     "/usr/share/libonnx-testdata/data/node";
+
+// The repository root (ctest sets QUANTD_SOURCE_DIR).
+inline std::filesystem::path SourceDir() {
+  const char* dir = std::getenv("QUANTD_SOURCE_DIR");
+  return dir != nullptr ? std::filesystem::path(dir)
+                        : std::filesystem::current_path();
+}
 
 // Imports `proto`; a failure fails the test and gives an empty model.
 inline Model ImportOrEmpty(const onnx::ModelProto& proto) {

@@ -18,16 +18,14 @@
 #include "core/graph/onnx_import.h"
 #include "core/graph/opset_upgrade.h"
 #include "gtest/gtest.h"
+#include "tests/core/graph/graph_test_util.h"
 
 namespace quantd {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path SourceDir() {
-  const char* dir = std::getenv("QUANTD_SOURCE_DIR");
-  return dir != nullptr ? fs::path(dir) : fs::current_path();
-}
+using graph_test::SourceDir;
 
 std::string Json(const std::string& s) {
   std::string out = "\"";

@@ -31,10 +31,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path SourceDir() {
-  const char* dir = std::getenv("QUANTD_SOURCE_DIR");
-  return dir != nullptr ? fs::path(dir) : fs::current_path();
-}
+using graph_test::SourceDir;
 
 fs::path CacheDir() {
   const char* dir = std::getenv("QUANTD_CACHE_DIR");
