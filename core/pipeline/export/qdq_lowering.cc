@@ -28,10 +28,15 @@ absl::StatusOr<QdqActivation> LowerActivation(
   ASSIGN_OR_RETURN(q.storage, StorageForBits(a.n_bits, is_signed));
   q.scale = static_cast<float>(a.scale);
   q.zero_point = a.zero_point;
-  // 8-bit grids may be stored with the other signedness by shifting the
-  // zero point (same real values); int8 unless asked otherwise (job.proto,
+  // Grids below 8 bits (mixed precision's 4/2-bit activations) are stored
+  // in 8 bits and clipped to the grid (same values): ONNX Runtime has no
+  // kernels on 4-bit activations, and at its default level its
+  // Clip+QuantizeLinear fusion rejects a 4-bit zero point.
+  if (a.n_bits < 8) q.storage.dtype = is_signed ? DType::kInt8 : DType::kUint8;
+  // 8-bit storage may take the other signedness by shifting the zero point
+  // and the grid (same real values); int8 unless asked otherwise (job.proto,
   // ActivationStorage: ORT's U8S8 kernels saturate on CPUs without VNNI).
-  if (a.n_bits == 8) {
+  if (a.n_bits <= 8) {
     const v1::ActivationStorage storage = options.activation_storage();
     const bool want_unsigned = storage == v1::ACTIVATION_STORAGE_UINT8;
     const bool want_signed = storage == v1::ACTIVATION_STORAGE_INT8 ||
@@ -39,9 +44,18 @@ absl::StatusOr<QdqActivation> LowerActivation(
     const bool stored_signed = q.storage.dtype == DType::kInt8;
     if ((want_unsigned && stored_signed) || (want_signed && !stored_signed)) {
       const int64_t shift = stored_signed ? 128 : -128;
-      ASSIGN_OR_RETURN(q.storage, StorageForBits(8, !stored_signed));
+      q.storage.dtype = stored_signed ? DType::kUint8 : DType::kInt8;
+      q.storage.qmin += shift;
+      q.storage.qmax += shift;
       q.zero_point += shift;
     }
+  }
+  // A quantization-preserving output holds values of its source's grid,
+  // clipped already: a second Clip changes nothing, and ORT (opset 21,
+  // level extended and up) fails on MaxPool -> Clip -> QuantizeLinear.
+  if (a.n_bits < 8 && !a.preserved_from.empty()) {
+    q.storage.qmin = DTypeMin(q.storage.dtype);
+    q.storage.qmax = DTypeMax(q.storage.dtype);
   }
   if (!(q.scale > 0)) {
     return absl::InvalidArgumentError(absl::StrCat(

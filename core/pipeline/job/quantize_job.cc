@@ -515,6 +515,10 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
   report.baseline_8bit =
       ComputeResourceUtilization(state, stats.shapes, 8, kMpSimdPadding);
   report.targets = mixed_precision.targets;
+  for (std::string& w :
+       TargetOverrunWarnings(report.resource_utilization, report.targets)) {
+    state.warnings.push_back(std::move(w));
+  }
   report.warnings = state.warnings;
   AddReportDetails(state, qg, request, input.model_sha256, &report);
   clock.End();

@@ -1,5 +1,9 @@
 #include "core/pipeline/mixed_precision/resource_utilization.h"
 
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
 #include "core/pipeline/mixed_precision/mixed_precision_resources.h"
 
 namespace quantd {
@@ -81,6 +85,31 @@ v1::ResourceUtilization ToProto(const mixed_precision::ResourceFigures& f) {
   if (f.total_memory_bytes) r.set_total_memory_bytes(*f.total_memory_bytes);
   if (f.bops) r.set_bops(*f.bops);
   return r;
+}
+
+std::vector<std::string> TargetOverrunWarnings(
+    const mixed_precision::ResourceFigures& achieved,
+    const mixed_precision::ResourceFigures& targets) {
+  using F = std::optional<double> mixed_precision::ResourceFigures::*;
+  const std::pair<const char*, F> kinds[] = {
+      {"weights memory",
+       &mixed_precision::ResourceFigures::weights_memory_bytes},
+      {"activation memory",
+       &mixed_precision::ResourceFigures::activation_memory_bytes},
+      {"total memory", &mixed_precision::ResourceFigures::total_memory_bytes},
+      {"BOPs", &mixed_precision::ResourceFigures::bops}};
+  std::vector<std::string> warnings;
+  for (const auto& [name, field] : kinds) {
+    const auto& a = achieved.*field;
+    const auto& t = targets.*field;
+    if (!a || !t || *a <= *t) continue;
+    warnings.push_back(
+        absl::StrCat("mixed_precision: the quantized model's ", name, " ", *a,
+                     " exceeds the target ", *t,
+                     " (the search met it; tensors added after it, e.g. by "
+                     "shift_negative_activation_correction, count too)"));
+  }
+  return warnings;
 }
 
 }  // namespace quantd

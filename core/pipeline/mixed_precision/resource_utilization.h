@@ -28,6 +28,14 @@ mixed_precision::ResourceFigures ComputeResourceUtilization(
 
 v1::ResourceUtilization ToProto(const mixed_precision::ResourceFigures& f);
 
+// One warning per target the final model exceeds. The search meets every
+// target on the graph it sees; the corrections that follow it can add
+// quantized tensors (shift-negative correction's Add and Pad outputs),
+// which a cut may then hold on top of the searched ones.
+std::vector<std::string> TargetOverrunWarnings(
+    const mixed_precision::ResourceFigures& achieved,
+    const mixed_precision::ResourceFigures& targets);
+
 }  // namespace quantd
 
 #endif  // QUANTD_CORE_PIPELINE_MIXED_PRECISION_RESOURCE_UTILIZATION_H_

@@ -6,6 +6,7 @@
 
 #include "core/graph/graph.h"
 #include "core/pipeline/mixed_precision/mixed_precision_resources.h"
+#include "core/pipeline/mixed_precision/resource_utilization.h"
 #include "gtest/gtest.h"
 
 namespace quantd {
@@ -155,6 +156,21 @@ TEST(ResourceCalculatorTest, TotalIsWeightsPlusTheLargestCut) {
   ResourceBreakdown r = EvaluateResources(l, AllBits(l, 8));
   EXPECT_DOUBLE_EQ(r.activation, 200);
   EXPECT_DOUBLE_EQ(r.total, 1272);
+}
+
+TEST(ResourceCalculatorTest, OnlyExceededTargetsAreWarnedAbout) {
+  mixed_precision::ResourceFigures achieved, targets;
+  achieved.weights_memory_bytes = 100;
+  achieved.activation_memory_bytes = 80;
+  achieved.total_memory_bytes = 180;
+  targets.weights_memory_bytes = 100;    // met exactly
+  targets.activation_memory_bytes = 64;  // exceeded
+  // total: no target
+  const auto w = TargetOverrunWarnings(achieved, targets);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("activation memory 80 exceeds the target 64"),
+            std::string::npos)
+      << w[0];
 }
 
 }  // namespace
