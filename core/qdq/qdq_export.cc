@@ -314,6 +314,37 @@ void QdqRewrite::FindConsumers() {
   }
 }
 
+// The zero point of `a` in its holder type: a scalar (channels == 0) or
+// repeated `channels` times.
+absl::StatusOr<Tensor> ZeroPointTensor(const QdqActivation& a, DType holder,
+                                       int64_t channels) {
+  std::vector<int64_t> shape;
+  if (channels > 0) shape = {channels};
+  Tensor t(holder, shape);
+  const int64_t n = t.num_elements();
+  for (int64_t i = 0; i < n; ++i) {
+    switch (holder) {
+      case DType::kInt8:
+        t.mutable_data<int8_t>()[i] = a.zero_point;
+        break;
+      case DType::kUint8:
+        t.mutable_data<uint8_t>()[i] = a.zero_point;
+        break;
+      case DType::kInt16:
+        t.mutable_data<int16_t>()[i] = a.zero_point;
+        break;
+      case DType::kUint16:
+        t.mutable_data<uint16_t>()[i] = a.zero_point;
+        break;
+      default:
+        return absl::InvalidArgumentError(
+            absl::StrCat("activation '", a.tensor, "': storage ",
+                         DTypeName(a.storage.dtype), " not supported"));
+    }
+  }
+  return t;
+}
+
 absl::Status QdqRewrite::EmitQdq(const QdqActivation& a,
                                  const std::string& float_name) {
   const DType holder = HolderOf(a.storage.dtype);
@@ -322,25 +353,7 @@ absl::Status QdqRewrite::EmitQdq(const QdqActivation& a,
   std::string scale =
       b.AddInitializer(absl::StrCat(a.tensor, "_scale"),
                        Tensor::FromVector<float>({a.scale}, {}));
-  Tensor zp_t(holder, {});
-  switch (holder) {
-    case DType::kInt8:
-      zp_t.mutable_data<int8_t>()[0] = a.zero_point;
-      break;
-    case DType::kUint8:
-      zp_t.mutable_data<uint8_t>()[0] = a.zero_point;
-      break;
-    case DType::kInt16:
-      zp_t.mutable_data<int16_t>()[0] = a.zero_point;
-      break;
-    case DType::kUint16:
-      zp_t.mutable_data<uint16_t>()[0] = a.zero_point;
-      break;
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("activation '", a.tensor, "': storage ",
-                       DTypeName(a.storage.dtype), " not supported"));
-  }
+  ASSIGN_OR_RETURN(Tensor zp_t, ZeroPointTensor(a, holder, 0));
   std::string zp =
       b.AddInitializer(absl::StrCat(a.tensor, "_zero_point"), zp_t, sub);
   std::string q_input = float_name;
@@ -365,12 +378,31 @@ absl::Status QdqRewrite::EmitQdq(const QdqActivation& a,
                                    {q_input, scale, zp}, {q_out}));
   int k = 0;
   for (int consumer : consumers[a.tensor]) {
+    const std::string& consumer_name = g.nodes[consumer].name;
     std::string dq_out =
         b.names.Unique(absl::StrCat(a.tensor, "_dequantized_", k++));
-    b.out_nodes.push_back(b.MakeNode(
-        "DequantizeLinear",
-        absl::StrCat(a.tensor, "_DequantizeLinear_", g.nodes[consumer].name),
-        {q_out, scale, zp}, {dq_out}));
+    std::vector<std::string> dq_inputs = {q_out, scale, zp};
+    auto per_channel = a.per_channel_consumers.find(consumer_name);
+    if (per_channel != a.per_channel_consumers.end()) {
+      const auto [axis, channels] = per_channel->second;
+      ASSIGN_OR_RETURN(Tensor zp_c, ZeroPointTensor(a, holder, channels));
+      dq_inputs = {q_out,
+                   b.AddInitializer(
+                       absl::StrCat(a.tensor, "_scale_", consumer_name),
+                       Tensor::FromVector<float>(
+                           std::vector<float>(channels, a.scale), {channels})),
+                   b.AddInitializer(
+                       absl::StrCat(a.tensor, "_zero_point_", consumer_name),
+                       zp_c, sub)};
+    }
+    Node dq =
+        b.MakeNode("DequantizeLinear",
+                   absl::StrCat(a.tensor, "_DequantizeLinear_", consumer_name),
+                   dq_inputs, {dq_out});
+    if (per_channel != a.per_channel_consumers.end()) {
+      dq.attributes["axis"] = IntAttr(per_channel->second.first);
+    }
+    b.out_nodes.push_back(std::move(dq));
     dq_for_consumer[{a.tensor, consumer}] = dq_out;
   }
   if (graph_outputs.count(a.tensor)) {

@@ -9,7 +9,9 @@
 #define QUANTD_CORE_QDQ_QDQ_PLAN_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/graph/tensor.h"
@@ -33,6 +35,11 @@ struct QdqActivation {
   QdqStorage storage;
   float scale = 1.0f;
   int64_t zero_point = 0;
+  // Consumers (node name -> {axis, channels}) whose DequantizeLinear repeats
+  // the scale and zero point once per channel: the same values, which ONNX
+  // Runtime neither fuses nor takes as a cue to quantize the consumer's
+  // float weights (core/pipeline/export/float_constant_guard.h).
+  std::map<std::string, std::pair<int, int64_t>> per_channel_consumers;
 };
 
 // A constant input of one node, stored as integers behind a

@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/pipeline/export/float_constant_guard.h"
 #include "core/qdq/qdq_math.h"
 #include "core/util/status_macros.h"
 
@@ -232,6 +233,8 @@ absl::StatusOr<QdqPlan> LowerToQdqPlan(const Graph& g,
     for (float s : bias.scales) ok = ok && s > 0;
     if (ok) plan.weights.push_back(std::move(bias));
   }
+  // Float weights that ONNX Runtime would quantize on its own.
+  GuardFloatWeights(g, &plan);
   return plan;
 }
 

@@ -1,0 +1,86 @@
+#include "core/pipeline/export/float_constant_guard.h"
+
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace quantd {
+namespace {
+
+// Whether `tensor` reaches a quantized tensor through nodes that ONNX
+// Runtime's transformer walks: each the only consumer, Relu or Clip.
+bool ReachesQuantizeLinear(
+    std::string tensor, const std::set<std::string>& quantized,
+    const std::map<std::string, std::vector<const Node*>>& consumers) {
+  for (int steps = 0; steps < 64; ++steps) {
+    if (quantized.count(tensor) != 0) return true;
+    auto it = consumers.find(tensor);
+    if (it == consumers.end() || it->second.size() != 1) return false;
+    const Node* next = it->second.front();
+    if (next == nullptr ||
+        (next->op_type != "Relu" && next->op_type != "Clip") ||
+        next->outputs.size() != 1) {
+      return false;
+    }
+    tensor = next->outputs[0];
+  }
+  return false;
+}
+
+// The input-channel axis of input 0 and its length, from the weight's
+// shape; {-1, 0} when they cannot be told.
+std::pair<int, int64_t> InputChannels(const Node& n, const Tensor& w) {
+  if (n.op_type == "Conv" && w.rank() >= 3) {
+    return {1, w.dim(1) * n.GetInt("group", 1)};
+  }
+  if (n.op_type == "ConvTranspose" && w.rank() >= 3) return {1, w.dim(0)};
+  if (n.op_type == "Gemm" && w.rank() == 2) {
+    const int axis = n.GetInt("transA", 0) != 0 ? 0 : 1;
+    return {axis, n.GetInt("transB", 0) != 0 ? w.dim(1) : w.dim(0)};
+  }
+  return {-1, 0};
+}
+
+}  // namespace
+
+void GuardFloatWeights(const Graph& graph, QdqPlan* plan) {
+  std::map<std::string, QdqActivation*> activations;
+  for (QdqActivation& a : plan->activations) activations[a.tensor] = &a;
+  std::set<std::string> quantized;
+  for (const auto& [tensor, a] : activations) quantized.insert(tensor);
+  std::map<std::string, std::vector<const Node*>> consumers;
+  for (const Node& n : graph.nodes) {
+    for (const std::string& in : n.inputs) {
+      if (!in.empty()) consumers[in].push_back(&n);
+    }
+  }
+  // A graph output counts as one more consumer (a branch).
+  for (const ValueInfo& out : graph.outputs) {
+    consumers[out.name].push_back(nullptr);
+  }
+  std::set<std::string> quantized_weight_of;
+  for (const QdqWeight& w : plan->weights) {
+    if (w.input_index == 1) quantized_weight_of.insert(w.node);
+  }
+  for (const Node& n : graph.nodes) {
+    if (n.op_type != "Conv" && n.op_type != "ConvTranspose" &&
+        n.op_type != "Gemm") {
+      continue;
+    }
+    auto act = activations.find(n.Input(0));
+    const Tensor* w = graph.FindInitializer(n.Input(1));
+    if (act == activations.end() || w == nullptr ||
+        w->dtype() != DType::kFloat || quantized_weight_of.count(n.name) ||
+        n.outputs.size() != 1 ||
+        !ReachesQuantizeLinear(n.outputs[0], quantized, consumers)) {
+      continue;
+    }
+    const auto [axis, channels] = InputChannels(n, *w);
+    if (axis < 0 || channels <= 0) continue;
+    act->second->per_channel_consumers[n.name] = {axis, channels};
+  }
+}
+
+}  // namespace quantd
