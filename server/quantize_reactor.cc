@@ -38,6 +38,18 @@ std::string NewJobId() {
 
 double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
 
+// Progress within a stage reaches the client at most this often: a report
+// is a protobuf, a write and a wake-up of the client, which a 10 ms job
+// paid a dozen times (docs/service.md, service overhead).
+constexpr absl::Duration kProgressInterval = absl::Milliseconds(50);
+
+#ifdef __GLIBC__
+// malloc_trim only when a finished job left at least this much free in the
+// heaps: trimming after every job cost small jobs the madvise calls and the
+// next job the page faults of memory it had just handed back.
+constexpr size_t kTrimFreeBytes = size_t{64} << 20;
+#endif
+
 }  // namespace
 
 // Everything about one job that must outlive the reactor: the worker, the
@@ -112,9 +124,12 @@ class JobState final : public ProgressSink {
     p->set_fraction(progress.fraction);
     p->set_message(progress.message);
     p->set_elapsed_seconds(Seconds(absl::Now() - accepted_at_));
-    // The first report of a stage is kept so clients see every stage.
-    const bool new_stage = EnterStage(progress.stage);
-    coalescer_.Post(std::move(event), /*droppable=*/!new_stage);
+    // The first report of a stage is kept so clients see every stage; later
+    // ones at most every kProgressInterval (each write costs the job CPU).
+    const ProgressDecision decision = EnterStage(progress.stage);
+    if (decision == ProgressDecision::kSkip) return;
+    coalescer_.Post(std::move(event),
+                    /*droppable=*/decision == ProgressDecision::kDroppable);
   }
 
   void Warn(absl::string_view message) override {
@@ -215,16 +230,25 @@ class JobState final : public ProgressSink {
     return event;
   }
 
-  bool EnterStage(const std::string& stage) {
+  enum class ProgressDecision { kKeep, kDroppable, kSkip };
+
+  ProgressDecision EnterStage(const std::string& stage) {
     absl::MutexLock lock(&mu_);
-    if (stage == stage_) return false;
     const absl::Time now = absl::Now();
+    if (stage == stage_) {
+      if (now - last_progress_ < kProgressInterval) {
+        return ProgressDecision::kSkip;
+      }
+      last_progress_ = now;
+      return ProgressDecision::kDroppable;
+    }
     if (!stage_.empty()) {
       service_->metrics->ObserveStage(stage_, Seconds(now - stage_started_));
     }
     stage_ = stage;
     stage_started_ = now;
-    return true;
+    last_progress_ = now;
+    return ProgressDecision::kKeep;
   }
 
   ServiceContext* const service_;
@@ -244,6 +268,7 @@ class JobState final : public ProgressSink {
   bool cancelling_ ABSL_GUARDED_BY(mu_) = false;
   std::string stage_ ABSL_GUARDED_BY(mu_);
   absl::Time stage_started_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_progress_ ABSL_GUARDED_BY(mu_);
 };
 
 namespace {
@@ -417,7 +442,7 @@ void RunJob(ServiceContext* service, std::shared_ptr<JobState> job,
   // glibc keeps what a job freed (activations, model copies) in its heaps;
   // hand it back so an idle server's RSS falls (docs/reliability.md, load
   // test: 750 MiB stayed resident after the run without this).
-  malloc_trim(0);
+  if (mallinfo2().fordblks >= kTrimFreeBytes) malloc_trim(0);
 #endif
 }
 

@@ -138,6 +138,37 @@ bool Overhead(const char* label, const v1::QuantizeRequest& request, int runs,
   return true;
 }
 
+// One call through quantd with the arrival time of every event (client
+// clock, from the call's start) next to the server's own elapsed time, to
+// show where the fixed cost per job goes.
+void TraceOneCall(const v1::QuantizeRequest& request, client::Client& client) {
+  const absl::Time t0 = absl::Now();
+  std::vector<std::string> lines;
+  auto result = client.Quantize(request, [&](const v1::JobEvent& event) {
+    const double at_ms = absl::ToDoubleMilliseconds(absl::Now() - t0);
+    std::string what = "result";
+    double server_ms = -1;
+    if (event.has_accepted()) what = "accepted";
+    if (event.has_progress()) {
+      what = event.progress().stage() + " " +
+             std::to_string(event.progress().fraction()).substr(0, 4);
+      server_ms = event.progress().elapsed_seconds() * 1e3;
+    }
+    if (event.has_heartbeat()) what = "heartbeat";
+    if (event.has_result_chunk()) what = "result_chunk";
+    char line[160];
+    std::snprintf(line, sizeof(line), "  %8.2f ms  %-24s server %8.2f ms",
+                  at_ms, what.c_str(), server_ms);
+    lines.push_back(line);
+  });
+  const double total_ms = absl::ToDoubleMilliseconds(absl::Now() - t0);
+  std::printf("one call, events as the client saw them:\n");
+  for (const auto& line : lines) std::printf("%s\n", line.c_str());
+  std::printf("  %8.2f ms  call returned (%s, result %zu bytes)\n", total_ms,
+              result.ok() ? "ok" : result.status().ToString().c_str(),
+              result.ok() ? result->ByteSizeLong() : size_t{0});
+}
+
 int Run(int argc, char** argv) {
   const int jobs = Flag(argc, argv, "--jobs", 15);
   const int real_jobs = Flag(argc, argv, "--real_jobs", 3);
@@ -170,11 +201,16 @@ int Run(int argc, char** argv) {
   context.cancel = &token;
   context.progress = &progress;
 
+  if (Flag(argc, argv, "--trace", 0) != 0) {
+    for (int i = 0; i < 3; ++i) TraceOneCall(request, **client);
+  }
   if (!Overhead("conv 8->16, 32x32, 16 samples", request, jobs, context,
                 **client)) {
     return 1;
   }
-  if (const auto real = RealModelJob(); real.has_value()) {
+  if (real_jobs <= 0) {
+    // --real_jobs=0: the tiny job only.
+  } else if (const auto real = RealModelJob(); real.has_value()) {
     if (!Overhead("ppocr_cls, imx500@4.1, 32 samples", *real, real_jobs,
                   context, **client)) {
       return 1;
