@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
@@ -149,24 +150,28 @@ class JobState final : public ProgressSink {
   void Succeed(v1::QuantizeResult result) {
     const int64_t max_send = service_->max_message_bytes();
     const int64_t size = static_cast<int64_t>(result.ByteSizeLong());
+    // The last event goes out with the stream's end.
+    v1::JobEvent last = NewEvent();
     if (size + kEventEnvelopeBytes <= max_send) {
-      v1::JobEvent event = NewEvent();
-      *event.mutable_result() = std::move(result);
-      coalescer_.Post(std::move(event), /*droppable=*/false);
+      *last.mutable_result() = std::move(result);
     } else {
       const std::string serialized = result.SerializeAsString();
-      for (v1::ResultChunk& chunk :
-           SplitResult(serialized, ResultChunkBytes(max_send))) {
+      std::vector<v1::ResultChunk> chunks =
+          SplitResult(serialized, ResultChunkBytes(max_send));
+      *last.mutable_result_chunk() = std::move(chunks.back());
+      chunks.pop_back();
+      for (v1::ResultChunk& chunk : chunks) {
         v1::JobEvent event = NewEvent();
         *event.mutable_result_chunk() = std::move(chunk);
         coalescer_.Post(std::move(event), /*droppable=*/false);
       }
     }
-    End(absl::OkStatus());
+    End(absl::OkStatus(), std::move(last));
   }
 
-  // Ends the job and the stream with `status`; later calls do nothing.
-  void End(absl::Status status) {
+  // Ends the job and the stream with `status`, after `last` if given; later
+  // calls do nothing.
+  void End(absl::Status status, std::optional<v1::JobEvent> last = {}) {
     std::unique_ptr<AdmissionTicket> ticket;
     int64_t heartbeat_id = -1;
     bool admitted = false;
@@ -197,7 +202,11 @@ class JobState final : public ProgressSink {
       Log(status.ok() ? LogLevel::kInfo : LogLevel::kWarning, "job finished",
           fields);
     }
-    coalescer_.Close(std::move(status));
+    if (last.has_value()) {
+      coalescer_.PostLastAndClose(*std::move(last), std::move(status));
+    } else {
+      coalescer_.Close(std::move(status));
+    }
   }
 
   // OnCancel: fire the token; a job still in the queue ends at once so its
@@ -534,6 +543,15 @@ void QuantizeReactor::Start(const v1::QuantizeRequest* request) {
 void QuantizeReactor::StartWrite(const v1::JobEvent* event) {
   service_->metrics->RpcMsgSent(RpcType::kServerStream, kMethod);
   grpc::ServerWriteReactor<v1::JobEvent>::StartWrite(event);
+}
+
+void QuantizeReactor::WriteAndFinish(const v1::JobEvent* event,
+                                     const absl::Status& status) {
+  service_->metrics->RpcMsgSent(RpcType::kServerStream, kMethod);
+  const grpc::Status grpc_status = ToGrpcStatus(status, job_->Fields());
+  final_code_ = static_cast<int>(grpc_status.error_code());
+  grpc::ServerWriteReactor<v1::JobEvent>::StartWriteAndFinish(
+      event, grpc::WriteOptions(), grpc_status);
 }
 
 void QuantizeReactor::Finish(const absl::Status& status) {
