@@ -186,13 +186,43 @@ double JobsPerMinute(const v1::QuantizeRequest& request, int workers,
   return failures.load() > 0 ? -1 : clients * per_client * 60.0 / seconds;
 }
 
+// The same without the service: `threads` threads each running `per_thread`
+// jobs in-process, sharing a compute pool of `threads` threads (as a server
+// with that many workers does). What the machine itself allows.
+double InProcessJobsPerMinute(const v1::QuantizeRequest& request,
+                              const JobContext& base, int threads,
+                              int per_thread) {
+  ThreadPool pool(threads);
+  JobContext context = base;
+  context.pool = &pool;
+  std::vector<std::thread> runners;
+  std::atomic<int> failures{0};
+  const absl::Time t0 = absl::Now();
+  for (int t = 0; t < threads; ++t) {
+    runners.emplace_back([&] {
+      for (int j = 0; j < per_thread; ++j) {
+        if (!RunQuantizeJob(request, context).ok()) ++failures;
+      }
+    });
+  }
+  for (auto& t : runners) t.join();
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - t0);
+  return failures.load() > 0 ? -1 : threads * per_thread * 60.0 / seconds;
+}
+
 // The bundled example with 1 and 2 workers, 2 clients each (so that a
 // worker never waits for a client). Target: 2 workers >= 1.8x one.
-bool Scaling(const v1::QuantizeRequest& request, int jobs) {
+// In-process, 1 and 2 concurrent jobs, for reference.
+bool Scaling(const v1::QuantizeRequest& request, const JobContext& context,
+             int jobs) {
   const int per_client = std::max(2, jobs / 2);
   const double one = JobsPerMinute(request, 1, 2, per_client);
   const double two = JobsPerMinute(request, 2, 2, per_client);
-  if (one <= 0 || two <= 0) {
+  const double local_one =
+      InProcessJobsPerMinute(request, context, 1, 2 * per_client);
+  const double local_two =
+      InProcessJobsPerMinute(request, context, 2, per_client);
+  if (one <= 0 || two <= 0 || local_one <= 0 || local_two <= 0) {
     std::fprintf(stderr, "scaling run failed\n");
     return false;
   }
@@ -200,6 +230,10 @@ bool Scaling(const v1::QuantizeRequest& request, int jobs) {
   std::printf("  --workers=1  %8.1f jobs/minute\n", one);
   std::printf("  --workers=2  %8.1f jobs/minute\n", two);
   std::printf("  2 workers / 1 worker: %.2fx (target >= 1.8x)\n", two / one);
+  std::printf(
+      "  in-process, 1 / 2 concurrent jobs: %.1f / %.1f jobs/minute "
+      "(%.2fx: what this machine allows)\n",
+      local_one, local_two, local_two / local_one);
   return true;
 }
 
@@ -291,7 +325,7 @@ int Run(int argc, char** argv) {
   }
 
   (*server)->Shutdown(absl::Seconds(5));
-  return Scaling(ExampleJob(), jobs) ? 0 : 1;
+  return Scaling(ExampleJob(), context, jobs) ? 0 : 1;
 }
 
 }  // namespace
