@@ -5,7 +5,8 @@
 // heartbeat) replaces a droppable event at the tail of the queue, so a slow
 // client sees the latest progress, never a backlog. Kept events (accepted,
 // the first progress of each stage, warnings, results) are never dropped.
-// Close() finishes the stream once every kept event has been written.
+// Close() finishes the stream once every kept event has been written; the
+// last event goes out with the finish (one step for gRPC instead of two).
 //
 // The Sink's calls happen outside the coalescer's lock, so a sink may call
 // back (OnWriteDone) from any thread, even inline.
@@ -32,6 +33,10 @@ class EventCoalescer {
     virtual void StartWrite(const Event* event) = 0;
     // Ends the stream; called exactly once, never with a write in flight.
     virtual void Finish(const absl::Status& status) = 0;
+    // Writes *event and ends the stream, instead of StartWrite then Finish:
+    // no OnWriteDone follows. *event stays valid until the stream is done.
+    virtual void WriteAndFinish(const Event* event,
+                                const absl::Status& status) = 0;
   };
 
   explicit EventCoalescer(Sink* sink) : sink_(sink) {}
@@ -75,14 +80,42 @@ class EventCoalescer {
         queue_.pop_front();
         in_flight_ = true;
         to_write = &current_;
-      } else if (closed_ && !finished_) {
+      }
+      if (closed_ && !finished_ && queue_.empty()) {
         finished_ = true;
         finish = true;
         status = status_;
       }
     }
-    if (to_write != nullptr) sink_->StartWrite(to_write);
-    if (finish) sink_->Finish(status);
+    Send(to_write, finish, status);
+  }
+
+  // Post(event, /*droppable=*/false) then Close(status), as one step: when
+  // nothing else is pending, the event and the finish go out together.
+  void PostLastAndClose(Event event, absl::Status status) {
+    const Event* to_write = nullptr;
+    bool finish = false;
+    {
+      absl::MutexLock lock(&mu_);
+      if (closed_) return;
+      closed_ = true;
+      status_ = status;
+      if (!broken_) {
+        ++posted_;
+        if (in_flight_) {
+          queue_.push_back(Queued{std::move(event), false});
+        } else {
+          in_flight_ = true;
+          current_ = std::move(event);
+          to_write = &current_;
+        }
+      }
+      if (!in_flight_ || to_write != nullptr) {
+        finished_ = true;
+        finish = true;
+      }
+    }
+    Send(to_write, finish, status);
   }
 
   // Finishes with `status` after the queued events; later posts are ignored.
@@ -112,6 +145,17 @@ class EventCoalescer {
   }
 
  private:
+  // Outside the lock: a write, the finish, or both in one step.
+  void Send(const Event* to_write, bool finish, const absl::Status& status) {
+    if (to_write != nullptr && finish) {
+      sink_->WriteAndFinish(to_write, status);
+    } else if (to_write != nullptr) {
+      sink_->StartWrite(to_write);
+    } else if (finish) {
+      sink_->Finish(status);
+    }
+  }
+
   struct Queued {
     Event event;
     bool droppable;

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
@@ -37,6 +38,18 @@ std::string NewJobId() {
 }
 
 double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
+
+// Progress within a stage reaches the client at most this often: a report
+// is a protobuf, a write and a wake-up of the client, which a 10 ms job
+// paid a dozen times (docs/service.md, service overhead).
+constexpr absl::Duration kProgressInterval = absl::Milliseconds(50);
+
+#ifdef __GLIBC__
+// malloc_trim only when a finished job left at least this much free in the
+// heaps: trimming after every job cost small jobs the madvise calls and the
+// next job the page faults of memory it had just handed back.
+constexpr size_t kTrimFreeBytes = size_t{64} << 20;
+#endif
 
 }  // namespace
 
@@ -112,9 +125,12 @@ class JobState final : public ProgressSink {
     p->set_fraction(progress.fraction);
     p->set_message(progress.message);
     p->set_elapsed_seconds(Seconds(absl::Now() - accepted_at_));
-    // The first report of a stage is kept so clients see every stage.
-    const bool new_stage = EnterStage(progress.stage);
-    coalescer_.Post(std::move(event), /*droppable=*/!new_stage);
+    // The first report of a stage is kept so clients see every stage; later
+    // ones at most every kProgressInterval (each write costs the job CPU).
+    const ProgressDecision decision = EnterStage(progress.stage);
+    if (decision == ProgressDecision::kSkip) return;
+    coalescer_.Post(std::move(event),
+                    /*droppable=*/decision == ProgressDecision::kDroppable);
   }
 
   void Warn(absl::string_view message) override {
@@ -134,24 +150,28 @@ class JobState final : public ProgressSink {
   void Succeed(v1::QuantizeResult result) {
     const int64_t max_send = service_->max_message_bytes();
     const int64_t size = static_cast<int64_t>(result.ByteSizeLong());
+    // The last event goes out with the stream's end.
+    v1::JobEvent last = NewEvent();
     if (size + kEventEnvelopeBytes <= max_send) {
-      v1::JobEvent event = NewEvent();
-      *event.mutable_result() = std::move(result);
-      coalescer_.Post(std::move(event), /*droppable=*/false);
+      *last.mutable_result() = std::move(result);
     } else {
       const std::string serialized = result.SerializeAsString();
-      for (v1::ResultChunk& chunk :
-           SplitResult(serialized, ResultChunkBytes(max_send))) {
+      std::vector<v1::ResultChunk> chunks =
+          SplitResult(serialized, ResultChunkBytes(max_send));
+      *last.mutable_result_chunk() = std::move(chunks.back());
+      chunks.pop_back();
+      for (v1::ResultChunk& chunk : chunks) {
         v1::JobEvent event = NewEvent();
         *event.mutable_result_chunk() = std::move(chunk);
         coalescer_.Post(std::move(event), /*droppable=*/false);
       }
     }
-    End(absl::OkStatus());
+    End(absl::OkStatus(), std::move(last));
   }
 
-  // Ends the job and the stream with `status`; later calls do nothing.
-  void End(absl::Status status) {
+  // Ends the job and the stream with `status`, after `last` if given; later
+  // calls do nothing.
+  void End(absl::Status status, std::optional<v1::JobEvent> last = {}) {
     std::unique_ptr<AdmissionTicket> ticket;
     int64_t heartbeat_id = -1;
     bool admitted = false;
@@ -182,7 +202,11 @@ class JobState final : public ProgressSink {
       Log(status.ok() ? LogLevel::kInfo : LogLevel::kWarning, "job finished",
           fields);
     }
-    coalescer_.Close(std::move(status));
+    if (last.has_value()) {
+      coalescer_.PostLastAndClose(*std::move(last), std::move(status));
+    } else {
+      coalescer_.Close(std::move(status));
+    }
   }
 
   // OnCancel: fire the token; a job still in the queue ends at once so its
@@ -215,16 +239,25 @@ class JobState final : public ProgressSink {
     return event;
   }
 
-  bool EnterStage(const std::string& stage) {
+  enum class ProgressDecision { kKeep, kDroppable, kSkip };
+
+  ProgressDecision EnterStage(const std::string& stage) {
     absl::MutexLock lock(&mu_);
-    if (stage == stage_) return false;
     const absl::Time now = absl::Now();
+    if (stage == stage_) {
+      if (now - last_progress_ < kProgressInterval) {
+        return ProgressDecision::kSkip;
+      }
+      last_progress_ = now;
+      return ProgressDecision::kDroppable;
+    }
     if (!stage_.empty()) {
       service_->metrics->ObserveStage(stage_, Seconds(now - stage_started_));
     }
     stage_ = stage;
     stage_started_ = now;
-    return true;
+    last_progress_ = now;
+    return ProgressDecision::kKeep;
   }
 
   ServiceContext* const service_;
@@ -244,6 +277,7 @@ class JobState final : public ProgressSink {
   bool cancelling_ ABSL_GUARDED_BY(mu_) = false;
   std::string stage_ ABSL_GUARDED_BY(mu_);
   absl::Time stage_started_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_progress_ ABSL_GUARDED_BY(mu_);
 };
 
 namespace {
@@ -417,7 +451,7 @@ void RunJob(ServiceContext* service, std::shared_ptr<JobState> job,
   // glibc keeps what a job freed (activations, model copies) in its heaps;
   // hand it back so an idle server's RSS falls (docs/reliability.md, load
   // test: 750 MiB stayed resident after the run without this).
-  malloc_trim(0);
+  if (mallinfo2().fordblks >= kTrimFreeBytes) malloc_trim(0);
 #endif
 }
 
@@ -509,6 +543,15 @@ void QuantizeReactor::Start(const v1::QuantizeRequest* request) {
 void QuantizeReactor::StartWrite(const v1::JobEvent* event) {
   service_->metrics->RpcMsgSent(RpcType::kServerStream, kMethod);
   grpc::ServerWriteReactor<v1::JobEvent>::StartWrite(event);
+}
+
+void QuantizeReactor::WriteAndFinish(const v1::JobEvent* event,
+                                     const absl::Status& status) {
+  service_->metrics->RpcMsgSent(RpcType::kServerStream, kMethod);
+  const grpc::Status grpc_status = ToGrpcStatus(status, job_->Fields());
+  final_code_ = static_cast<int>(grpc_status.error_code());
+  grpc::ServerWriteReactor<v1::JobEvent>::StartWriteAndFinish(
+      event, grpc::WriteOptions(), grpc_status);
 }
 
 void QuantizeReactor::Finish(const absl::Status& status) {

@@ -37,6 +37,8 @@ class QuantizeReactor final : public grpc::ServerWriteReactor<v1::JobEvent>,
   // EventCoalescer::Sink
   void StartWrite(const v1::JobEvent* event) override;
   void Finish(const absl::Status& status) override;
+  void WriteAndFinish(const v1::JobEvent* event,
+                      const absl::Status& status) override;
 
  private:
   void Start(const v1::QuantizeRequest* request);

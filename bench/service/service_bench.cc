@@ -1,13 +1,13 @@
 // Service overhead: the same quantization job run in-process
 // (RunQuantizeJob) and through quantd over localhost gRPC (C++ client),
-// interleaved in the same run; then throughput in jobs/minute for 1, 2 and 8
-// concurrent clients. Two jobs: a 12 ms one-conv job, which shows the fixed
-// cost per job (a streaming call, 0.5 MB of samples each way through
-// protobuf, a dozen events), and a real model (ppocr_cls, 32 samples) from
-// the model cache (scripts/fetch_models.sh), which is what users send.
-// Target: overhead <= 5%.
+// interleaved in the same run; then jobs/minute with 1 and 2 workers.
+// Jobs: a ~10 ms one-conv job and the bundled example CNN, which show the
+// fixed cost per job (a streaming call, the samples through protobuf, the
+// events), and a real model (ppocr_cls, 32 samples) from the model cache
+// (scripts/fetch_models.sh). Targets: overhead <= 5%, 2 workers >= 1.8x one.
+// --trace=1 first prints when each event of a call reached the client.
 //
-//   service_bench [--jobs=N] [--real_jobs=N] [--workers=N]
+//   service_bench [--jobs=N] [--real_jobs=N] [--workers=N] [--trace=1]
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -20,6 +20,7 @@
 
 #include "absl/time/clock.h"
 #include "clients/cpp/client.h"
+#include "core/graph/onnx_export.h"
 #include "core/graph/onnx_import.h"
 #include "core/io/file_util.h"
 #include "core/io/sample_set.h"
@@ -27,6 +28,7 @@
 #include "core/pipeline/job/samples.h"
 #include "server/grpc_server.h"
 #include "tests/data/onnx/model_builder.h"
+#include "tests/testing/example_model.h"
 
 namespace quantd {
 namespace {
@@ -60,6 +62,20 @@ v1::QuantizeRequest SmallModelJob() {
     for (int64_t d : {int64_t{1}, c, hw, hw}) t->add_dims(d);
     t->set_raw_data(std::string(reinterpret_cast<const char*>(x.data()),
                                 x.size() * sizeof(float)));
+  }
+  return request;
+}
+
+// The bundled example CNN (scripts/demo.sh) with 32 of its images.
+v1::QuantizeRequest ExampleJob() {
+  v1::QuantizeRequest request;
+  request.set_onnx_model(*ExportOnnx(MakeExampleCnn()));
+  request.mutable_tpc()->set_name("imx500@4.0");
+  for (const SampleFeeds& feeds : MakeExampleImages(32, 1)) {
+    v1::Sample* s = request.add_calibration_samples();
+    for (const auto& [name, t] : feeds) {
+      *s->add_inputs() = TensorToSampleProto(t, name);
+    }
   }
   return request;
 }
@@ -138,6 +154,120 @@ bool Overhead(const char* label, const v1::QuantizeRequest& request, int runs,
   return true;
 }
 
+// Jobs per minute of `clients` concurrent clients, each sending `per_client`
+// jobs one after the other, against a fresh server with `workers` workers
+// (and as many compute threads, the default); -1 on failure.
+double JobsPerMinute(const v1::QuantizeRequest& request, int workers,
+                     int clients, int per_client) {
+  server::ServerOptions options;
+  options.port = 0;
+  options.metrics_port = -1;
+  options.workers = workers;
+  options.max_queued_jobs = 64;
+  auto server = server::QuantdServer::Start(options);
+  if (!server.ok()) return -1;
+  auto client = client::Client::Create(
+      {.target = "127.0.0.1:" + std::to_string((*server)->port())});
+  if (!client.ok()) return -1;
+  if (!(*client)->Quantize(request).ok()) return -1;  // warm-up
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  const absl::Time t0 = absl::Now();
+  for (int c = 0; c < clients; ++c) {
+    threads.emplace_back([&] {
+      for (int j = 0; j < per_client; ++j) {
+        if (!(*client)->Quantize(request).ok()) ++failures;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - t0);
+  (*server)->Shutdown(absl::Seconds(5));
+  return failures.load() > 0 ? -1 : clients * per_client * 60.0 / seconds;
+}
+
+// The same without the service: `threads` threads each running `per_thread`
+// jobs in-process, sharing a compute pool of `threads` threads (as a server
+// with that many workers does). What the machine itself allows.
+double InProcessJobsPerMinute(const v1::QuantizeRequest& request,
+                              const JobContext& base, int threads,
+                              int per_thread) {
+  ThreadPool pool(threads);
+  JobContext context = base;
+  context.pool = &pool;
+  std::vector<std::thread> runners;
+  std::atomic<int> failures{0};
+  const absl::Time t0 = absl::Now();
+  for (int t = 0; t < threads; ++t) {
+    runners.emplace_back([&] {
+      for (int j = 0; j < per_thread; ++j) {
+        if (!RunQuantizeJob(request, context).ok()) ++failures;
+      }
+    });
+  }
+  for (auto& t : runners) t.join();
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - t0);
+  return failures.load() > 0 ? -1 : threads * per_thread * 60.0 / seconds;
+}
+
+// The bundled example with 1 and 2 workers, 2 clients each (so that a
+// worker never waits for a client). Target: 2 workers >= 1.8x one.
+// In-process, 1 and 2 concurrent jobs, for reference.
+bool Scaling(const v1::QuantizeRequest& request, const JobContext& context,
+             int jobs) {
+  const int per_client = std::max(2, jobs / 2);
+  const double one = JobsPerMinute(request, 1, 2, per_client);
+  const double two = JobsPerMinute(request, 2, 2, per_client);
+  const double local_one =
+      InProcessJobsPerMinute(request, context, 1, 2 * per_client);
+  const double local_two =
+      InProcessJobsPerMinute(request, context, 2, per_client);
+  if (one <= 0 || two <= 0 || local_one <= 0 || local_two <= 0) {
+    std::fprintf(stderr, "scaling run failed\n");
+    return false;
+  }
+  std::printf("example CNN (32 images), 2 clients x %d jobs:\n", per_client);
+  std::printf("  --workers=1  %8.1f jobs/minute\n", one);
+  std::printf("  --workers=2  %8.1f jobs/minute\n", two);
+  std::printf("  2 workers / 1 worker: %.2fx (target >= 1.8x)\n", two / one);
+  std::printf(
+      "  in-process, 1 / 2 concurrent jobs: %.1f / %.1f jobs/minute "
+      "(%.2fx: what this machine allows)\n",
+      local_one, local_two, local_two / local_one);
+  return true;
+}
+
+// One call through quantd with the arrival time of every event (client
+// clock, from the call's start) next to the server's own elapsed time, to
+// show where the fixed cost per job goes.
+void TraceOneCall(const v1::QuantizeRequest& request, client::Client& client) {
+  const absl::Time t0 = absl::Now();
+  std::vector<std::string> lines;
+  auto result = client.Quantize(request, [&](const v1::JobEvent& event) {
+    const double at_ms = absl::ToDoubleMilliseconds(absl::Now() - t0);
+    std::string what = "result";
+    double server_ms = -1;
+    if (event.has_accepted()) what = "accepted";
+    if (event.has_progress()) {
+      what = event.progress().stage() + " " +
+             std::to_string(event.progress().fraction()).substr(0, 4);
+      server_ms = event.progress().elapsed_seconds() * 1e3;
+    }
+    if (event.has_heartbeat()) what = "heartbeat";
+    if (event.has_result_chunk()) what = "result_chunk";
+    char line[160];
+    std::snprintf(line, sizeof(line), "  %8.2f ms  %-24s server %8.2f ms",
+                  at_ms, what.c_str(), server_ms);
+    lines.push_back(line);
+  });
+  const double total_ms = absl::ToDoubleMilliseconds(absl::Now() - t0);
+  std::printf("one call, events as the client saw them:\n");
+  for (const auto& line : lines) std::printf("%s\n", line.c_str());
+  std::printf("  %8.2f ms  call returned (%s, result %zu bytes)\n", total_ms,
+              result.ok() ? "ok" : result.status().ToString().c_str(),
+              result.ok() ? result->ByteSizeLong() : size_t{0});
+}
+
 int Run(int argc, char** argv) {
   const int jobs = Flag(argc, argv, "--jobs", 15);
   const int real_jobs = Flag(argc, argv, "--real_jobs", 3);
@@ -170,11 +300,20 @@ int Run(int argc, char** argv) {
   context.cancel = &token;
   context.progress = &progress;
 
+  if (Flag(argc, argv, "--trace", 0) != 0) {
+    for (int i = 0; i < 3; ++i) TraceOneCall(request, **client);
+  }
   if (!Overhead("conv 8->16, 32x32, 16 samples", request, jobs, context,
                 **client)) {
     return 1;
   }
-  if (const auto real = RealModelJob(); real.has_value()) {
+  if (!Overhead("example CNN, 32 images", ExampleJob(), jobs, context,
+                **client)) {
+    return 1;
+  }
+  if (real_jobs <= 0) {
+    // --real_jobs=0: no real model.
+  } else if (const auto real = RealModelJob(); real.has_value()) {
     if (!Overhead("ppocr_cls, imx500@4.1, 32 samples", *real, real_jobs,
                   context, **client)) {
       return 1;
@@ -185,27 +324,8 @@ int Run(int argc, char** argv) {
         "scripts/fetch_models.sh for the real-model figure\n");
   }
 
-  std::printf("throughput with --workers=%d:\n", workers);
-  for (int clients : {1, 2, 8}) {
-    const int per_client = std::max(2, jobs / clients);
-    std::vector<std::thread> threads;
-    std::atomic<int> failures{0};
-    const absl::Time t0 = absl::Now();
-    for (int c = 0; c < clients; ++c) {
-      threads.emplace_back([&] {
-        for (int j = 0; j < per_client; ++j) {
-          if (!(*client)->Quantize(request).ok()) ++failures;
-        }
-      });
-    }
-    for (auto& t : threads) t.join();
-    const double seconds = absl::ToDoubleSeconds(absl::Now() - t0);
-    std::printf("  %d client(s): %7.1f jobs/minute (%d jobs, %d failed)\n",
-                clients, clients * per_client * 60.0 / seconds,
-                clients * per_client, failures.load());
-  }
   (*server)->Shutdown(absl::Seconds(5));
-  return 0;
+  return Scaling(ExampleJob(), context, jobs) ? 0 : 1;
 }
 
 }  // namespace

@@ -97,13 +97,18 @@ absl::StatusOr<v1::UploadReceipt> Client::Upload(v1::UploadKind kind,
 }
 
 absl::StatusOr<v1::QuantizeResult> Client::Quantize(
-    v1::QuantizeRequest request, const EventCallback& on_event,
+    const v1::QuantizeRequest& original, const EventCallback& on_event,
     const QuantizeOptions& options) {
   const int64_t inline_limit = options.inline_limit_bytes > 0
                                    ? options.inline_limit_bytes
                                    : max_message_bytes_ - (1 << 20);
-  if (static_cast<int64_t>(request.ByteSizeLong()) > inline_limit &&
-      !request.onnx_model().empty()) {
+  if (static_cast<int64_t>(original.ByteSizeLong()) <= inline_limit) {
+    return Call(original, on_event, options);
+  }
+  // Too large for one message: upload the model, then if needed the samples,
+  // and send references instead (on a copy).
+  v1::QuantizeRequest request = original;
+  if (!request.onnx_model().empty()) {
     auto receipt =
         Upload(v1::UPLOAD_KIND_MODEL, request.onnx_model(), options.deadline);
     if (!receipt.ok()) return receipt.status();
@@ -119,7 +124,12 @@ absl::StatusOr<v1::QuantizeResult> Client::Quantize(
     if (!receipt.ok()) return receipt.status();
     request.set_samples_ref(receipt->sha256());
   }
+  return Call(request, on_event, options);
+}
 
+absl::StatusOr<v1::QuantizeResult> Client::Call(
+    const v1::QuantizeRequest& request, const EventCallback& on_event,
+    const QuantizeOptions& options) {
   grpc::ClientContext ctx;
   PrepareContext(ctx, options.deadline);
   if (options.canceller != nullptr) options.canceller->Attach(&ctx);

@@ -67,9 +67,11 @@ class Client {
       const ChannelOptions& options);
   Client(std::shared_ptr<grpc::Channel> channel, const ChannelOptions& options);
 
-  // Runs a job; `on_event` sees every event in order (accepted first).
+  // Runs a job; `on_event` sees every event in order (accepted first). The
+  // request is copied only when its model or samples must be uploaded.
   absl::StatusOr<v1::QuantizeResult> Quantize(
-      v1::QuantizeRequest request, const EventCallback& on_event = nullptr,
+      const v1::QuantizeRequest& request,
+      const EventCallback& on_event = nullptr,
       const QuantizeOptions& options = {});
 
   // Uploads content in chunks; returns the receipt whose sha256 goes into
@@ -96,6 +98,11 @@ class Client {
   absl::Duration unary_timeout = absl::Seconds(30);
 
  private:
+  // The Quantize stream for a request that fits in one message.
+  absl::StatusOr<v1::QuantizeResult> Call(const v1::QuantizeRequest& request,
+                                          const EventCallback& on_event,
+                                          const QuantizeOptions& options);
+
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::QuantizationService::Stub> stub_;
   const std::string auth_token_;

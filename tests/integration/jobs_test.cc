@@ -140,10 +140,10 @@ TEST_F(JobsTest, InlineTpcIsNamedAlikeInAcceptedAndResult) {
   EXPECT_EQ(local->tpc(), "my_board@inline");
 }
 
-// Admission before the import counts what is known unparsed (64 MiB + the
-// 4 MiB sample twice): it fits 100 MiB. The worker's import then finds
-// 16 x 1024 x 1024 float activations (64 MiB, twice per sample in flight):
-// more than the whole budget, after Accepted.
+// Admission before the import counts what is known unparsed (8 MiB + the
+// 4 MiB sample x4.5): it fits 100 MiB. The worker's import then finds
+// 16 x 1024 x 1024 float activations (64 MiB, x1.35 for the one sample):
+// 112 MiB, more than the whole budget, after Accepted.
 TEST_F(JobsTest, EstimateFromTheParsedModelEndsAJobThatCannotFit) {
   StartServer({"--max_job_memory_mb=100"});
   if (HasFatalFailure() || IsSkipped()) return;

@@ -9,17 +9,19 @@
 namespace quantd {
 namespace {
 
-constexpr int64_t kBase = int64_t{64} << 20;
+// The fixed part of every job's estimate.
+constexpr int64_t kEstimateBase = int64_t{8} << 20;
 
 // ConvJob(3, 8, 4, 4): x[1,3,8,8] -> Conv(4 filters, pad 1) -> y[1,4,8,8],
-// 4 float samples. Samples: 4 x 3*8*8*4 = 3072 bytes, counted twice.
-// Activations of one sample: y only (x is a graph input) = 4*8*8*4 = 1024
-// bytes, counted twice per sample in flight.
+// 4 float samples. Samples: 4 x 3*8*8*4 = 3072 bytes, counted 4.5 times =
+// 13824. The model 9 times. Activations of one sample: y only (x is a graph
+// input) = 4*8*8*4 = 1024 bytes; the first sample in flight counts 1.35x:
+// 1382 (1382.4 rounded down).
 TEST(EstimateJobMemoryBytes, CountsSamplesModelAndActivations) {
   const v1::QuantizeRequest r = testing::ConvJob(3, 8, 4, 4, "r");
   const int64_t model = static_cast<int64_t>(r.onnx_model().size());
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1),
-            2 * 3072 + 5 * model + 2 * 1024 + kBase);
+            13824 + 9 * model + 1382 + kEstimateBase);
 }
 
 // The MCTQ export holds two more copies of the (float) weights.
@@ -31,11 +33,13 @@ TEST(EstimateJobMemoryBytes, MctqExportCountsTwoMoreModelCopies) {
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1), qdq_only + 2 * model);
 }
 
+// Each sample in flight after the first adds 0.4x its activations:
+// 1024 * 2/5 = 409 (409.6 rounded down).
 TEST(EstimateJobMemoryBytes, ActivationsScaleWithSamplesInFlight) {
   const v1::QuantizeRequest r = testing::ConvJob(3, 8, 4, 4, "r");
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 3) -
                 EstimateJobMemoryBytes(r, JobLimits{}, 1),
-            2 * 2 * 1024);
+            2 * 409);
 }
 
 // No more samples are in flight than there are samples (4).
@@ -45,13 +49,15 @@ TEST(EstimateJobMemoryBytes, SamplesInFlightCappedBySampleCount) {
             EstimateJobMemoryBytes(r, JobLimits{}, 4));
 }
 
-// 64 filters on 96x96: one activation is 64*96*96*4 = 2359296 bytes.
+// 64 filters on 96x96: one activation is 64*96*96*4 = 2359296 bytes; two
+// samples in flight: 2359296 * 27/20 = 3185049 (.6 rounded down) plus
+// 2359296 * 2/5 = 943718 (.4). Samples: 2 x 4*96*96*4 = 294912 bytes,
+// x4.5 = 1327104.
 TEST(EstimateJobMemoryBytes, LargeActivationsDominate) {
   const v1::QuantizeRequest r = testing::ConvJob(4, 96, 64, 2, "r");
   const int64_t model = static_cast<int64_t>(r.onnx_model().size());
-  const int64_t samples = 2 * 4 * 96 * 96 * 4;
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 2),
-            2 * samples + 5 * model + 2 * 2 * 2359296 + kBase);
+            1327104 + 9 * model + 3185049 + 943718 + kEstimateBase);
 }
 
 // A model that does not parse adds no activations (the job fails at
@@ -59,8 +65,9 @@ TEST(EstimateJobMemoryBytes, LargeActivationsDominate) {
 TEST(EstimateJobMemoryBytes, UnparsableModelCountsOnlyItsBytes) {
   v1::QuantizeRequest r = testing::ConvJob(3, 8, 4, 1, "r");
   r.set_onnx_model("not a model");
+  // 768 sample bytes x4.5, 11 model bytes x9.
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1),
-            2 * 768 + 5 * 11 + kBase);
+            3456 + 9 * 11 + kEstimateBase);
 }
 
 }  // namespace

@@ -28,7 +28,15 @@ class FakeSink : public EventCoalescer<std::string>::Sink {
     finished = true;
     final_status = status;
   }
+  void WriteAndFinish(const std::string* event,
+                      const absl::Status& status) override {
+    StartWrite(event);
+    in_flight = false;  // no OnWriteDone follows
+    Finish(status);
+    finished_with_write = true;
+  }
   bool in_flight = false;
+  bool finished_with_write = false;
   bool finished = false;
   absl::Status final_status;
   std::vector<std::string> written;
@@ -82,16 +90,51 @@ TEST_F(EventCoalescerTest, DroppableAfterKeptIsQueuedNotMerged) {
   EXPECT_THAT(sink_.written, ElementsAre("a", "warning", "p1"));
 }
 
-TEST_F(EventCoalescerTest, CloseWaitsForQueuedEventsThenFinishes) {
+// The last queued event goes out with the finish: no OnWriteDone for it.
+TEST_F(EventCoalescerTest, CloseWaitsForQueuedEventsThenFinishesWithTheLast) {
   coalescer_.Post("accepted", false);
+  coalescer_.Post("progress", false);
   coalescer_.Post("result", false);
   coalescer_.Close(absl::OkStatus());
   EXPECT_FALSE(sink_.finished);
   Complete();
   EXPECT_FALSE(sink_.finished);
   Complete();
+  EXPECT_TRUE(sink_.finished_with_write);
+  EXPECT_THAT(sink_.written, ElementsAre("accepted", "progress", "result"));
+}
+
+TEST_F(EventCoalescerTest, CloseAfterTheLastWriteCompletedFinishesAlone) {
+  coalescer_.Post("result", false);
+  coalescer_.Close(absl::OkStatus());
+  Complete();
   EXPECT_TRUE(sink_.finished);
+  EXPECT_FALSE(sink_.finished_with_write);
+  EXPECT_THAT(sink_.written, ElementsAre("result"));
+}
+
+TEST_F(EventCoalescerTest, PostLastAndCloseWhenIdleIsOneStep) {
+  coalescer_.PostLastAndClose("result", absl::OkStatus());
+  EXPECT_TRUE(sink_.finished_with_write);
+  EXPECT_THAT(sink_.written, ElementsAre("result"));
+}
+
+TEST_F(EventCoalescerTest, PostLastAndCloseWaitsForTheWriteInFlight) {
+  coalescer_.Post("accepted", false);
+  coalescer_.PostLastAndClose("result", absl::OkStatus());
+  EXPECT_FALSE(sink_.finished);
+  Complete();
+  EXPECT_TRUE(sink_.finished_with_write);
   EXPECT_THAT(sink_.written, ElementsAre("accepted", "result"));
+}
+
+TEST_F(EventCoalescerTest, PostLastAndCloseOnABrokenStreamOnlyFinishes) {
+  coalescer_.Post("accepted", false);
+  Complete(/*ok=*/false);
+  coalescer_.PostLastAndClose("result", absl::OkStatus());
+  EXPECT_TRUE(sink_.finished);
+  EXPECT_FALSE(sink_.finished_with_write);
+  EXPECT_THAT(sink_.written, ElementsAre("accepted"));
 }
 
 TEST_F(EventCoalescerTest, CloseWhenIdleFinishesImmediately) {

@@ -61,14 +61,22 @@ int64_t RawBytes(
   return bytes;
 }
 
-// Parsed model, prepared copy, fake-quant copy and QDQ export each hold the
-// weights; an MCTQ export holds them twice more (its graph and its bytes,
-// float weights).
+// The terms of the estimate were fitted to the peak RSS of real jobs, each
+// alone in a fresh quantd (bench/service/memory_bench, docs/service.md):
+// ppocr cls/det/rec, openWakeWord and MobileNetV2, 1 and 2 compute threads;
+// every prediction within 13% of the measured peak.
+// - 8 MiB per job whatever its size (TPC, executors, thread arenas);
+// - the model 9 times: parsed, prepared, the float and fake-quant executors'
+//   weights (packed), the fake-quant weights, the QuantizedGraph's weight
+//   integers, the QDQ export and the result's copies; an MCTQ export holds
+//   the float weights twice more (its graph and its bytes);
+// - the samples 4.5 times: the request as received and parsed, the decoded
+//   feeds, the evaluation feeds and the per-sample statistics.
 int64_t BaseEstimate(int64_t sample_bytes, int64_t model_bytes,
                      const v1::ExportOptions& export_options) {
   const int64_t model_copies =
-      5 + (WantsExportFormat(export_options, v1::EXPORT_FORMAT_MCTQ) ? 2 : 0);
-  return sample_bytes * 2 + model_bytes * model_copies + (int64_t{64} << 20);
+      9 + (WantsExportFormat(export_options, v1::EXPORT_FORMAT_MCTQ) ? 2 : 0);
+  return sample_bytes * 9 / 2 + model_bytes * model_copies + (int64_t{8} << 20);
 }
 
 // Bytes of every activation of one sample: shapes inferred (on a copy) for
@@ -117,13 +125,17 @@ int64_t ActivationBytesPerSample(const Model& imported,
 
 int64_t ActivationsInFlight(int64_t per_sample, int samples_in_flight,
                             int num_samples) {
-  // Per sample in flight, evaluation keeps a float copy of every quantized
-  // activation while the fake-quant run makes its own: at most twice the sum
-  // of all activations.
+  // The report's float run keeps every activation of its sample while the
+  // fake-quant run of the same sample makes its own (measured: 1.35x the sum
+  // of all activations); further samples in flight are at other points of
+  // their runs, 0.4x the sum each on average.
   const int64_t in_flight = std::max<int64_t>(
       1,
       std::min<int64_t>({samples_in_flight, 1024, std::max(1, num_samples)}));
-  return std::min(int64_t{1} << 50, 2 * in_flight * per_sample);
+  constexpr int64_t kCap = int64_t{1} << 50;
+  const int64_t per = std::min(kCap, per_sample);
+  // At most 2^50 * (27/20 + 1023 * 2/5) < 2^60: no overflow.
+  return std::min(kCap, per * 27 / 20 + (in_flight - 1) * (per * 2 / 5));
 }
 
 }  // namespace

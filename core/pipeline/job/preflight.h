@@ -102,10 +102,10 @@ absl::StatusOr<JobInput> PreflightJob(const v1::QuantizeRequest& request,
 // reserves it before the import so that parsing is paid from the budget.
 int64_t EstimateJobMemoryBytesBeforeImport(const v1::QuantizeRequest& request);
 
-// A rough upper bound of the job's peak memory, for admission control: the
-// sample bytes, the model's copies and the activations of
-// `samples_in_flight` samples at once (twice the sum of every activation of
-// one sample, shapes inferred for the first calibration sample).
+// The job's peak memory, for admission control: the sample bytes, the
+// model's copies and the activations of `samples_in_flight` samples at once
+// (from the sum of every activation of one sample, shapes inferred for the
+// first calibration sample). Fitted to measured peaks (preflight.cc).
 int64_t EstimateJobMemoryBytes(const JobInput& input, int samples_in_flight);
 
 // The same from a request alone (tools and tests): imports the model; 0

@@ -1,0 +1,193 @@
+// Admission's memory estimate against the measured peak, per real model:
+// each job runs alone in a fresh quantd (the real binary, --workers=1), and
+// the job's peak is the server's VmHWM after the job minus its RSS when
+// idle. The estimate is what admission reserves once the model is parsed
+// (EstimateJobMemoryBytes with the compute threads plus the job's worker in
+// flight). Target: within 25% for every model.
+//
+//   memory_bench [--compute_threads=N] [--max_samples=N]
+//                [--mobilenet=FILE.onnx --mobilenet_samples=DIR]
+// Models from $QUANTD_CACHE_DIR (scripts/fetch_models.sh).
+#include <cmath>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "clients/cpp/client.h"
+#include "core/graph/onnx_import.h"
+#include "core/io/file_util.h"
+#include "core/io/sample_set.h"
+#include "core/pipeline/job/preflight.h"
+#include "core/pipeline/job/samples.h"
+#include "tests/integration/server_process.h"
+
+namespace quantd {
+namespace {
+
+std::string StringFlag(int argc, char** argv, const std::string& name,
+                       const std::string& fallback) {
+  const std::string prefix = "--" + name + "=";
+  for (int i = 1; i < argc; ++i) {
+    if (absl::StartsWith(argv[i], prefix)) return argv[i] + prefix.size();
+  }
+  return fallback;
+}
+
+int IntFlag(int argc, char** argv, const std::string& name, int fallback) {
+  int value = fallback;
+  const std::string text = StringFlag(argc, argv, name, "");
+  return !text.empty() && absl::SimpleAtoi(text, &value) ? value : fallback;
+}
+
+// A field of /proc/PID/status in kB, or -1.
+int64_t StatusKb(pid_t pid, const std::string& field) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (absl::StartsWith(line, field + ":")) {
+      std::istringstream rest(line.substr(field.size() + 1));
+      int64_t kb = -1;
+      rest >> kb;
+      return kb;
+    }
+  }
+  return -1;
+}
+
+// The model's job with at most `max_samples` calibration samples from
+// `samples_dir`, or an error.
+absl::StatusOr<v1::QuantizeRequest> ModelJob(const std::string& model_path,
+                                             const std::string& samples_dir,
+                                             int max_samples) {
+  auto bytes = ReadFileLimited(model_path, int64_t{1} << 31);
+  if (!bytes.ok()) return bytes.status();
+  auto model = ImportOnnx(*bytes);
+  if (!model.ok()) return model.status();
+  std::vector<std::string> inputs;
+  for (const auto& in : model->graph.inputs) inputs.push_back(in.name);
+  auto set = ReadSampleSet(samples_dir, inputs);
+  if (!set.ok()) return set.status();
+  v1::QuantizeRequest request;
+  request.set_onnx_model(*std::move(bytes));
+  request.mutable_tpc()->set_name("imx500");
+  for (const auto& sample : set->samples) {
+    if (request.calibration_samples_size() >= max_samples) break;
+    v1::Sample* s = request.add_calibration_samples();
+    for (const auto& [name, t] : sample) {
+      *s->add_inputs() = TensorToSampleProto(t, name);
+    }
+  }
+  return request;
+}
+
+struct Row {
+  std::string name;
+  int samples = 0;
+  double predicted_mib = 0, measured_mib = 0;
+  // The estimate's terms: model and sample bytes, activations of a sample.
+  double model_mib = 0, samples_mib = 0, activations_mib = 0;
+};
+
+// One job in a fresh server; false when it could not run.
+bool Measure(const std::string& name, const v1::QuantizeRequest& request,
+             int compute_threads, Row* row) {
+  auto server = testing::ServerProcess::Start(
+      {"--workers=1", absl::StrCat("--compute_threads=", compute_threads),
+       "--max_job_memory_mb=0", "--metrics_port=-1"});
+  if (!server.ok()) {
+    std::fprintf(stderr, "%s: %s\n", name.c_str(),
+                 server.status().ToString().c_str());
+    return false;
+  }
+  const int64_t idle_kb = StatusKb((*server)->pid(), "VmRSS");
+  auto client = client::Client::Create({.target = (*server)->target()});
+  if (!client.ok()) return false;
+  auto result = (*client)->Quantize(request);
+  const int64_t peak_kb = StatusKb((*server)->pid(), "VmHWM");
+  (*server)->Signal(SIGTERM);
+  (void)(*server)->WaitExit();
+  if (!result.ok()) {
+    std::fprintf(stderr, "%s: %s\n", name.c_str(),
+                 result.status().ToString().c_str());
+    return false;
+  }
+  row->name = name;
+  row->samples = request.calibration_samples_size();
+  row->predicted_mib =
+      EstimateJobMemoryBytes(request, JobLimits{}, compute_threads + 1) /
+      1048576.0;
+  row->measured_mib = (peak_kb - idle_kb) / 1024.0;
+  row->model_mib = request.onnx_model().size() / 1048576.0;
+  int64_t sample_bytes = 0;
+  for (const auto& s : request.calibration_samples()) {
+    for (const auto& t : s.inputs()) sample_bytes += t.raw_data().size();
+  }
+  row->samples_mib = sample_bytes / 1048576.0;
+  if (row->samples > 1) {
+    // Two samples in flight instead of one add one sample's activations
+    // (times the estimate's own factor).
+    row->activations_mib = (EstimateJobMemoryBytes(request, JobLimits{}, 2) -
+                            EstimateJobMemoryBytes(request, JobLimits{}, 1)) /
+                           1048576.0;
+  }
+  return true;
+}
+
+int Run(int argc, char** argv) {
+  const int compute_threads = IntFlag(argc, argv, "compute_threads", 1);
+  const int max_samples = IntFlag(argc, argv, "max_samples", 32);
+  const char* cache_env = std::getenv("QUANTD_CACHE_DIR");
+  const std::string cache =
+      cache_env != nullptr ? cache_env : QUANTD_SOURCE_ROOT "/.cache";
+  struct Source {
+    std::string name, model, samples;
+  };
+  std::vector<Source> sources;
+  for (const char* name :
+       {"ppocr_cls", "ppocr_det", "ppocr_rec", "oww_embedding",
+        "oww_melspectrogram", "oww_hey_jarvis"}) {
+    sources.push_back({name, cache + "/models/" + name + ".onnx",
+                       cache + "/samples/" + name + "/calib"});
+  }
+  if (const std::string mnv2 = StringFlag(argc, argv, "mobilenet", "");
+      !mnv2.empty()) {
+    sources.push_back({"mobilenet_v2", mnv2,
+                       StringFlag(argc, argv, "mobilenet_samples", "")});
+  }
+  std::printf(
+      "model               samples  predicted  measured   error   (model, "
+      "samples, activations/sample in the estimate, MiB)\n");
+  bool all_within = true;
+  for (const Source& source : sources) {
+    auto request = ModelJob(source.model, source.samples, max_samples);
+    if (!request.ok()) {
+      std::printf("%-18s skipped: %s\n", source.name.c_str(),
+                  request.status().ToString().c_str());
+      continue;
+    }
+    Row row;
+    if (!Measure(source.name, *request, compute_threads, &row)) return 1;
+    const double error = row.predicted_mib / row.measured_mib - 1;
+    all_within = all_within && std::fabs(error) <= 0.25;
+    std::printf("%-18s %7d %7.1f MiB %7.1f MiB %+6.1f%%   (%.1f, %.1f, %.1f)\n",
+                row.name.c_str(), row.samples, row.predicted_mib,
+                row.measured_mib, error * 100, row.model_mib, row.samples_mib,
+                row.activations_mib);
+    std::fflush(stdout);
+  }
+  std::printf("every model within 25%%: %s\n", all_within ? "yes" : "no");
+  return 0;
+}
+
+}  // namespace
+}  // namespace quantd
+
+int main(int argc, char** argv) { return quantd::Run(argc, argv); }
