@@ -16,12 +16,37 @@ constexpr int64_t kEstimateBase = int64_t{8} << 20;
 // 4 float samples. Samples: 4 x 3*8*8*4 = 3072 bytes, counted 4.5 times =
 // 13824. The model 9 times. Activations of one sample: y only (x is a graph
 // input) = 4*8*8*4 = 1024 bytes; the first sample in flight counts 1.35x:
-// 1382 (1382.4 rounded down).
+// 1382 (1382.4 rounded down). The report's 4 samples (all of them: fewer
+// than 16) keep their activations from calibration: 4 x 1024 = 4096.
 TEST(EstimateJobMemoryBytes, CountsSamplesModelAndActivations) {
   const v1::QuantizeRequest r = testing::ConvJob(3, 8, 4, 4, "r");
   const int64_t model = static_cast<int64_t>(r.onnx_model().size());
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1),
-            13824 + 9 * model + 1382 + kEstimateBase);
+            13824 + 9 * model + 1382 + 4096 + kEstimateBase);
+}
+
+// With evaluation samples sent nothing is kept from calibration.
+TEST(EstimateJobMemoryBytes, EvaluationSamplesKeepNothingFromCalibration) {
+  v1::QuantizeRequest r = testing::ConvJob(3, 8, 4, 4, "r");
+  const int64_t kept = EstimateJobMemoryBytes(r, JobLimits{}, 1);
+  *r.add_evaluation_samples() = r.calibration_samples(0);
+  // One more sample sent (768 bytes x4.5 = 3456), 4096 fewer kept.
+  EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1), kept + 3456 - 4096);
+}
+
+// The kept values stop at the 64 MiB budget: 42 samples of 2359296 bytes of
+// activations would keep 94.5 MiB.
+TEST(EstimateJobMemoryBytes, KeptValuesStopAtTheBudget) {
+  v1::QuantizeRequest r = testing::ConvJob(4, 96, 64, 2, "r");
+  r.set_report_samples(-1);
+  const int64_t two = EstimateJobMemoryBytes(r, JobLimits{}, 1);
+  for (int i = 0; i < 40; ++i) {
+    *r.add_calibration_samples() = r.calibration_samples(0);
+  }
+  // 40 more samples of 4*96*96*4 bytes, counted 4.5 times.
+  const int64_t samples = int64_t{40} * 4 * 96 * 96 * 4 * 9 / 2;
+  EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1) - two,
+            samples + (int64_t{64} << 20) - 2 * 2359296);
 }
 
 // The MCTQ export holds two more copies of the (float) weights.
@@ -52,12 +77,14 @@ TEST(EstimateJobMemoryBytes, SamplesInFlightCappedBySampleCount) {
 // 64 filters on 96x96: one activation is 64*96*96*4 = 2359296 bytes; two
 // samples in flight: 2359296 * 27/20 = 3185049 (.6 rounded down) plus
 // 2359296 * 2/5 = 943718 (.4). Samples: 2 x 4*96*96*4 = 294912 bytes,
-// x4.5 = 1327104.
+// x4.5 = 1327104. Both samples keep their activations for the report:
+// 2 x 2359296.
 TEST(EstimateJobMemoryBytes, LargeActivationsDominate) {
   const v1::QuantizeRequest r = testing::ConvJob(4, 96, 64, 2, "r");
   const int64_t model = static_cast<int64_t>(r.onnx_model().size());
-  EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 2),
-            1327104 + 9 * model + 3185049 + 943718 + kEstimateBase);
+  EXPECT_EQ(
+      EstimateJobMemoryBytes(r, JobLimits{}, 2),
+      1327104 + 9 * model + 3185049 + 943718 + 2 * 2359296 + kEstimateBase);
 }
 
 // A model that does not parse adds no activations (the job fails at

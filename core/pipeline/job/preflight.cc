@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/graph/onnx_import.h"
 #include "core/graph/shape_inference.h"
+#include "core/pipeline/evaluation/kept_float_values.h"
 #include "core/pipeline/export/export_formats.h"
 #include "core/pipeline/gptq/gptq_options.h"
 #include "core/pipeline/mixed_precision/mixed_precision_stage.h"
@@ -136,6 +137,20 @@ int64_t ActivationsInFlight(int64_t per_sample, int samples_in_flight,
   const int64_t per = std::min(kCap, per_sample);
   // At most 2^50 * (27/20 + 1023 * 2/5) < 2^60: no overflow.
   return std::min(kCap, per * 27 / 20 + (in_flight - 1) * (per * 2 / 5));
+}
+
+// What calibration keeps for the report (KeepsFloatValuesForReport): every
+// activation of the report's samples, within the budget.
+int64_t KeptForReport(const v1::QuantizeRequest& request, int64_t per_sample,
+                      int64_t report_samples) {
+  if (!KeepsFloatValuesForReport(request)) return 0;
+  constexpr int64_t kCap = int64_t{1} << 50;
+  const int64_t per = std::min(kCap, std::max<int64_t>(0, per_sample));
+  const int64_t n = std::clamp<int64_t>(report_samples, 0, 1 << 20);
+  return std::min(kKeptFloatValuesBudgetBytes,
+                  n > 0 && per > kKeptFloatValuesBudgetBytes / n
+                      ? kKeptFloatValuesBudgetBytes
+                      : per * n);
 }
 
 }  // namespace
@@ -344,7 +359,9 @@ int64_t EstimateJobMemoryBytes(const JobInput& input, int samples_in_flight) {
                       input.request->export_options()) +
          ActivationsInFlight(input.activation_bytes_per_sample,
                              samples_in_flight,
-                             static_cast<int>(input.calibration.size()));
+                             static_cast<int>(input.calibration.size())) +
+         KeptForReport(*input.request, input.activation_bytes_per_sample,
+                       static_cast<int64_t>(input.evaluation.size()));
 }
 
 int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
@@ -365,9 +382,18 @@ int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
           *model, first.ok() ? *first : std::vector<SampleFeeds>());
     }
   }
+  const int report = ReportSampleCount(request.report_samples());
+  const int calibration = request.calibration_samples_size();
   return EstimateJobMemoryBytesBeforeImport(request) +
-         ActivationsInFlight(per_sample, samples_in_flight,
-                             request.calibration_samples_size());
+         ActivationsInFlight(per_sample, samples_in_flight, calibration) +
+         KeptForReport(
+             request, per_sample,
+             report < 0 ? calibration : std::min(report, calibration));
+}
+
+bool KeepsFloatValuesForReport(const v1::QuantizeRequest& request) {
+  return request.evaluation_samples_size() == 0 && !request.gptq().enabled() &&
+         !MixedPrecisionRequested(request.mixed_precision());
 }
 
 }  // namespace quantd

@@ -102,6 +102,12 @@ absl::StatusOr<JobInput> PreflightJob(const v1::QuantizeRequest& request,
 // reserves it before the import so that parsing is paid from the budget.
 int64_t EstimateJobMemoryBytesBeforeImport(const v1::QuantizeRequest& request);
 
+// Whether calibration keeps the float values of the report's samples
+// (kept_float_values.h): not when evaluation samples were sent, nor with
+// GPTQ or mixed precision, whose stages would hold them for long. The
+// estimates count them, up to kKeptFloatValuesBudgetBytes.
+bool KeepsFloatValuesForReport(const v1::QuantizeRequest& request);
+
 // The job's peak memory, for admission control: the sample bytes, the
 // model's copies and the activations of `samples_in_flight` samples at once
 // (from the sum of every activation of one sample, shapes inferred for the

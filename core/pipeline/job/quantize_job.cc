@@ -224,16 +224,12 @@ StatisticsRequest StatisticsRequestFor(const JobState& state) {
 
 // The report evaluates on the first calibration samples unless evaluation
 // samples were sent: calibration keeps their float values (every node
-// output of the float model), within a budget. Not with mixed precision or
-// GPTQ, whose stages would hold them for long.
+// output of the float model), within a budget (KeepsFloatValuesForReport).
 KeepFloatValuesRequest KeepForReport(const v1::QuantizeRequest& request,
                                      const Model& float_model,
                                      const JobInput& input) {
   KeepFloatValuesRequest keep;
-  if (request.evaluation_samples_size() > 0 || request.gptq().enabled() ||
-      MixedPrecisionRequested(request.mixed_precision())) {
-    return keep;
-  }
+  if (!KeepsFloatValuesForReport(request)) return keep;
   keep.samples = static_cast<int64_t>(input.evaluation.size());
   keep.budget_bytes = kKeptFloatValuesBudgetBytes;
   for (const Node& n : float_model.graph.nodes) {
