@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/clock.h"
+#include "clients/cpp/client.h"
 #include "core/datagen/data_generation.h"
 #include "core/graph/onnx_import.h"
 #include "gmock/gmock.h"
@@ -174,6 +176,35 @@ TEST_F(GenerateDataRpcTest, MissingModelIsInvalidArgument) {
   EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(st.error_message(), HasSubstr("onnx_model"));
   EXPECT_TRUE(events.empty());
+}
+
+TEST_F(GenerateDataRpcTest, UploadedModelGivesTheSameImagesAsInlineBytes) {
+  auto client = client::Client::Create({.target = server_->target()});
+  ASSERT_TRUE(client.ok()) << client.status();
+  auto receipt = (*client)->Upload(v1::UPLOAD_KIND_MODEL, GenDataModel(true),
+                                   absl::Now() + absl::Seconds(30));
+  ASSERT_TRUE(receipt.ok()) << receipt.status();
+  v1::GenerateDataRequest by_ref = GenDataRequest(true, 2);
+  by_ref.clear_onnx_model();
+  by_ref.set_model_ref(receipt->sha256());
+  std::vector<v1::GenerateDataEvent> inline_events, ref_events;
+  ASSERT_TRUE(Generate(GenDataRequest(true, 2), &inline_events).ok());
+  grpc::Status st = Generate(by_ref, &ref_events);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_TRUE(inline_events.back().has_result());
+  ASSERT_TRUE(ref_events.back().has_result());
+  EXPECT_EQ(ref_events.back().result().SerializeAsString(),
+            inline_events.back().result().SerializeAsString());
+}
+
+TEST_F(GenerateDataRpcTest, UnknownModelRefIsNotFound) {
+  v1::GenerateDataRequest r = GenDataRequest(true, 2);
+  r.clear_onnx_model();
+  r.set_model_ref(std::string(64, 'a'));
+  std::vector<v1::GenerateDataEvent> events;
+  grpc::Status st = Generate(r, &events);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(st.error_message(), HasSubstr("model_ref"));
 }
 
 TEST_F(GenerateDataRpcTest, CancelStopsTheJobAndFreesTheWorker) {
