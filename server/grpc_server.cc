@@ -289,6 +289,8 @@ absl::Status QuantdServer::Init(ServerOptions o) {
   context_->heartbeats = heartbeats_.get();
   service_ = std::make_unique<QuantizationServiceImpl>(context_.get());
   pruning_service_ = std::make_unique<PruningServiceImpl>(context_.get());
+  data_generation_service_ =
+      std::make_unique<DataGenerationServiceImpl>(context_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   if (o.enable_reflection) {
@@ -301,6 +303,7 @@ absl::Status QuantdServer::Init(ServerOptions o) {
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(service_.get());
   builder.RegisterService(pruning_service_.get());
+  builder.RegisterService(data_generation_service_.get());
   if (!o.enable_reflection) {
     builder.SetOption(std::make_unique<WithoutReflection>());
   }

@@ -17,6 +17,7 @@
 #include "absl/time/time.h"
 #include "core/runtime/thread_pool.h"
 #include "server/admission.h"
+#include "server/data_generation_service.h"
 #include "server/heartbeat.h"
 #include "server/metrics.h"
 #include "server/pruning_service.h"
@@ -59,6 +60,7 @@ class QuantdServer {
   std::unique_ptr<ServiceContext> context_;
   std::unique_ptr<QuantizationServiceImpl> service_;
   std::unique_ptr<PruningServiceImpl> pruning_service_;
+  std::unique_ptr<DataGenerationServiceImpl> data_generation_service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   bool shut_down_ = false;

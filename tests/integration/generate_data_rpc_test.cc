@@ -1,0 +1,234 @@
+// The GenerateData RPC on the real quantd binary: the images equal the
+// in-process generation's byte for byte, progress then results on the
+// stream, a model without BatchNormalization named, cancellation.
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "clients/cpp/client.h"
+#include "core/datagen/data_generation.h"
+#include "core/graph/onnx_import.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "quantd/v1/data_generation_service.grpc.pb.h"
+#include "tests/data/onnx/model_builder.h"
+#include "tests/integration/server_process.h"
+
+namespace quantd::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+// x [1, 3, 8, 8] -> Conv (4) -> [BatchNormalization] -> Relu ->
+// GlobalAveragePool -> y.
+std::string GenDataModel(bool with_bn) {
+  OnnxModelBuilder b(13);
+  b.Input("x", DType::kFloat, {1, 3, 8, 8});
+  std::vector<float> w(4 * 3 * 3 * 3);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.05f * ((i * 7) % 11) - 0.25f;
+  b.FloatInitializer("w", w, {4, 3, 3, 3});
+  b.AddNode("Conv", {"x", "w"}, {"c"}).Ints("pads", {1, 1, 1, 1});
+  std::string last = "c";
+  if (with_bn) {
+    b.FloatInitializer("scale", {0.9f, 0.5f, 1.1f, 0.7f}, {4});
+    b.FloatInitializer("bias", {0.1f, -0.2f, 0.0f, 0.05f}, {4});
+    b.FloatInitializer("mean", {0.5f, -0.3f, 0.2f, 0.0f}, {4});
+    b.FloatInitializer("var", {0.3f, 1.5f, 0.8f, 0.5f}, {4});
+    b.AddNode("BatchNormalization", {"c", "scale", "bias", "mean", "var"},
+              {"bn"});
+    last = "bn";
+  }
+  b.AddNode("Relu", {last}, {"r"});
+  b.AddNode("GlobalAveragePool", {"r"}, {"y"});
+  b.Output("y", DType::kFloat);
+  return b.Serialize();
+}
+
+v1::GenerateDataRequest GenDataRequest(bool with_bn, int64_t count) {
+  v1::GenerateDataRequest r;
+  r.set_onnx_model(GenDataModel(with_bn));
+  r.set_count(count);
+  r.set_batch_size(count);
+  r.set_iterations(6);
+  r.set_learning_rate(0.05);
+  r.set_extra_pixels(2);
+  r.set_seed(7);
+  return r;
+}
+
+class GenerateDataRpcTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto server = ServerProcess::Start({"--workers=1"});
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = server->release();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  static std::unique_ptr<v1::DataGenerationService::Stub> Stub() {
+    return v1::DataGenerationService::NewStub(grpc::CreateChannel(
+        server_->target(), grpc::InsecureChannelCredentials()));
+  }
+  // Runs the call (at most a minute); the events in `events`.
+  grpc::Status Generate(const v1::GenerateDataRequest& request,
+                        std::vector<v1::GenerateDataEvent>* events) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::seconds(60));
+    auto reader = Stub()->GenerateData(&ctx, request);
+    v1::GenerateDataEvent e;
+    while (reader->Read(&e)) events->push_back(e);
+    return reader->Finish();
+  }
+  static ServerProcess* server_;
+};
+ServerProcess* GenerateDataRpcTest::server_ = nullptr;
+
+TEST_F(GenerateDataRpcTest, ImagesEqualInProcessGenerationByteForByte) {
+  std::vector<v1::GenerateDataEvent> events;
+  grpc::Status st = Generate(GenDataRequest(true, 3), &events);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  // The oracle: the engine called directly with the same options.
+  auto model = ImportOnnx(GenDataModel(true));
+  ASSERT_TRUE(model.ok()) << model.status();
+  datagen::DataGenOptions o;
+  o.count = 3;
+  o.batch_size = 3;
+  o.iterations = 6;
+  o.learning_rate = 0.05;
+  o.extra_pixels = 2;
+  o.seed = 7;
+  auto expected = datagen::GenerateData(
+      std::make_shared<const Model>(*std::move(model)), o);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  std::vector<v1::Tensor> got;
+  for (const v1::GenerateDataEvent& e : events) {
+    if (!e.has_result()) continue;
+    EXPECT_EQ(e.result().input_name(), "x");
+    EXPECT_EQ(e.result().aligned_tensors(), 1);
+    for (const v1::Tensor& t : e.result().samples()) got.push_back(t);
+  }
+  ASSERT_EQ(got.size(), 3u);
+  for (size_t i = 0; i < got.size(); ++i) {
+    const Tensor& x = expected->samples[i];
+    EXPECT_EQ(got[i].name(), "x");
+    EXPECT_THAT(got[i].dims(), ::testing::ElementsAre(1, 3, 8, 8));
+    EXPECT_EQ(got[i].raw_data(),
+              std::string(reinterpret_cast<const char*>(x.data<float>()),
+                          x.num_elements() * sizeof(float)))
+        << "image " << i;
+  }
+}
+
+TEST_F(GenerateDataRpcTest, ProgressOfTheGenerateStageComesBeforeResults) {
+  std::vector<v1::GenerateDataEvent> events;
+  grpc::Status st = Generate(GenDataRequest(true, 2), &events);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  bool generate_progress = false;
+  for (const v1::GenerateDataEvent& e : events) {
+    if (e.has_result()) break;
+    if (e.has_progress() && e.progress().stage() == "generate") {
+      generate_progress = true;
+      EXPECT_THAT(e.progress().message(), HasSubstr("loss"));
+    }
+  }
+  EXPECT_TRUE(generate_progress);
+  EXPECT_TRUE(events.back().has_result());
+}
+
+TEST_F(GenerateDataRpcTest, ImagesAreSplitOverResultEventsInOrder) {
+  // 17 images of 768 bytes: 16 per event at most, so two events.
+  std::vector<v1::GenerateDataEvent> events;
+  v1::GenerateDataRequest r = GenDataRequest(true, 17);
+  r.set_iterations(1);
+  grpc::Status st = Generate(r, &events);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  std::vector<int64_t> first, sizes;
+  for (const v1::GenerateDataEvent& e : events) {
+    if (!e.has_result()) continue;
+    EXPECT_EQ(e.result().count(), 17);
+    first.push_back(e.result().first_index());
+    sizes.push_back(e.result().samples_size());
+  }
+  EXPECT_THAT(first, ::testing::ElementsAre(0, 16));
+  EXPECT_THAT(sizes, ::testing::ElementsAre(16, 1));
+}
+
+TEST_F(GenerateDataRpcTest, ModelWithoutBatchNormIsFailedPrecondition) {
+  std::vector<v1::GenerateDataEvent> events;
+  grpc::Status st = Generate(GenDataRequest(false, 2), &events);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(st.error_message(), HasSubstr("0 BatchNormalization node(s)"));
+  EXPECT_THAT(st.error_message(), HasSubstr("statistics"));
+}
+
+TEST_F(GenerateDataRpcTest, MissingModelIsInvalidArgument) {
+  v1::GenerateDataRequest r = GenDataRequest(true, 2);
+  r.clear_onnx_model();
+  std::vector<v1::GenerateDataEvent> events;
+  grpc::Status st = Generate(r, &events);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(st.error_message(), HasSubstr("onnx_model"));
+  EXPECT_TRUE(events.empty());
+}
+
+TEST_F(GenerateDataRpcTest, UploadedModelGivesTheSameImagesAsInlineBytes) {
+  auto client = client::Client::Create({.target = server_->target()});
+  ASSERT_TRUE(client.ok()) << client.status();
+  auto receipt = (*client)->Upload(v1::UPLOAD_KIND_MODEL, GenDataModel(true),
+                                   absl::Now() + absl::Seconds(30));
+  ASSERT_TRUE(receipt.ok()) << receipt.status();
+  v1::GenerateDataRequest by_ref = GenDataRequest(true, 2);
+  by_ref.clear_onnx_model();
+  by_ref.set_model_ref(receipt->sha256());
+  std::vector<v1::GenerateDataEvent> inline_events, ref_events;
+  ASSERT_TRUE(Generate(GenDataRequest(true, 2), &inline_events).ok());
+  grpc::Status st = Generate(by_ref, &ref_events);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_TRUE(inline_events.back().has_result());
+  ASSERT_TRUE(ref_events.back().has_result());
+  EXPECT_EQ(ref_events.back().result().SerializeAsString(),
+            inline_events.back().result().SerializeAsString());
+}
+
+TEST_F(GenerateDataRpcTest, UnknownModelRefIsNotFound) {
+  v1::GenerateDataRequest r = GenDataRequest(true, 2);
+  r.clear_onnx_model();
+  r.set_model_ref(std::string(64, 'a'));
+  std::vector<v1::GenerateDataEvent> events;
+  grpc::Status st = Generate(r, &events);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(st.error_message(), HasSubstr("model_ref"));
+}
+
+TEST_F(GenerateDataRpcTest, CancelStopsTheJobAndFreesTheWorker) {
+  v1::GenerateDataRequest endless = GenDataRequest(true, 2);
+  endless.set_iterations(1000000);
+  {
+    grpc::ClientContext ctx;
+    auto reader = Stub()->GenerateData(&ctx, endless);
+    v1::GenerateDataEvent e;
+    bool generating = false;
+    while (!generating && reader->Read(&e)) {
+      generating = e.has_progress() && e.progress().stage() == "generate";
+    }
+    ASSERT_TRUE(generating);
+    ctx.TryCancel();
+    while (reader->Read(&e)) {
+    }
+    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  // The server has one worker: the next job runs only if the first stopped.
+  std::vector<v1::GenerateDataEvent> events;
+  grpc::Status st = Generate(GenDataRequest(true, 2), &events);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+}
+
+}  // namespace
+}  // namespace quantd::testing
