@@ -163,6 +163,11 @@ class JobStreamReactor : public grpc::ServerWriteReactor<Event>,
     grpc::ServerWriteReactor<Event>::Finish(
         ToGrpcStatus(status, {{"rpc", rpc_}, {"peer", peer_}}));
   }
+  void WriteAndFinish(const Event* e, const absl::Status& status) override {
+    grpc::ServerWriteReactor<Event>::StartWriteAndFinish(
+        e, grpc::WriteOptions(),
+        ToGrpcStatus(status, {{"rpc", rpc_}, {"peer", peer_}}));
+  }
 
   ServiceContext* const service_;
   grpc::CallbackServerContext* const ctx_;
