@@ -85,4 +85,14 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(
   return grpc::CreateCustomChannel(options.target, credentials, args);
 }
 
+void PrepareCallContext(const std::string& auth_token, absl::Time deadline,
+                        grpc::ClientContext* ctx) {
+  if (!auth_token.empty()) {
+    ctx->AddMetadata("authorization", absl::StrCat("Bearer ", auth_token));
+  }
+  if (deadline != absl::InfiniteFuture()) {
+    ctx->set_deadline(absl::ToChronoTime(deadline));
+  }
+}
+
 }  // namespace quantd::client

@@ -9,12 +9,14 @@
 #define QUANTD_CLIENTS_CPP_CHANNEL_H_
 
 #include <grpcpp/channel.h>
+#include <grpcpp/client_context.h>
 
 #include <cstdint>
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 namespace quantd::client {
 
@@ -40,6 +42,11 @@ struct ChannelOptions {
 
 absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(
     const ChannelOptions& options);
+
+// Sets a call's `authorization: Bearer` header (when `auth_token` is set)
+// and its deadline (none for absl::InfiniteFuture()).
+void PrepareCallContext(const std::string& auth_token, absl::Time deadline,
+                        grpc::ClientContext* ctx);
 
 // The service config CreateChannel installs; exposed for tests and docs.
 std::string DefaultServiceConfigJson();

@@ -55,12 +55,7 @@ Client::Client(std::shared_ptr<grpc::Channel> channel,
 
 void Client::PrepareContext(grpc::ClientContext& ctx,
                             absl::Time deadline) const {
-  if (!auth_token_.empty()) {
-    ctx.AddMetadata("authorization", absl::StrCat("Bearer ", auth_token_));
-  }
-  if (deadline != absl::InfiniteFuture()) {
-    ctx.set_deadline(absl::ToChronoTime(deadline));
-  }
+  PrepareCallContext(auth_token_, deadline, &ctx);
 }
 
 absl::StatusOr<v1::UploadReceipt> Client::Upload(v1::UploadKind kind,

@@ -193,13 +193,8 @@ absl::StatusOr<datagen::GeneratedData> RunRemote(
                    client::CreateChannel(args.channel));
   auto stub = v1::DataGenerationService::NewStub(channel);
   grpc::ClientContext ctx;
-  if (!args.channel.auth_token.empty()) {
-    ctx.AddMetadata("authorization",
-                    absl::StrCat("Bearer ", args.channel.auth_token));
-  }
-  if (args.deadline != absl::InfiniteDuration()) {
-    ctx.set_deadline(absl::ToChronoTime(absl::Now() + args.deadline));
-  }
+  client::PrepareCallContext(args.channel.auth_token,
+                             absl::Now() + args.deadline, &ctx);
   auto reader = stub->GenerateData(&ctx, request);
   v1::GenerateDataEvent e;
   datagen::GeneratedData data;

@@ -225,13 +225,8 @@ absl::StatusOr<v1::PruneResult> RunRemote(const Args& args,
                    client::CreateChannel(args.channel));
   auto stub = v1::PruningService::NewStub(channel);
   grpc::ClientContext ctx;
-  if (!args.channel.auth_token.empty()) {
-    ctx.AddMetadata("authorization",
-                    absl::StrCat("Bearer ", args.channel.auth_token));
-  }
-  if (args.deadline != absl::InfiniteDuration()) {
-    ctx.set_deadline(absl::ToChronoTime(absl::Now() + args.deadline));
-  }
+  client::PrepareCallContext(args.channel.auth_token,
+                             absl::Now() + args.deadline, &ctx);
   auto reader = stub->Prune(&ctx, request);
   v1::PruneEvent e;
   v1::PruneResult result;
