@@ -70,12 +70,8 @@ FlagSet Flags(Args* a) {
            "also write the job's files here (absent or empty folder)", &a->out);
   f.Bool("quiet", "no progress on stderr (warnings and errors still)",
          &a->quiet);
-  f.String("server", "HOST:PORT", "run the job on a quantd server",
-           &a->channel.target);
-  AddChannelFlags(&f, &a->channel);
-  f.Duration("deadline",
-             "give up after DURATION (e.g. 30m; in-process or on the server)",
-             &a->deadline);
+  AddServerFlags(&f, "run the job on a quantd server", &a->channel,
+                 &a->deadline);
   return f;
 }
 
@@ -150,12 +146,7 @@ int RunAnalyze(const std::vector<std::string>& argv) {
   ProgressBar bar(stderr, isatty(2) != 0, args.quiet);
   auto result = RunJob(args.job, args.channel, args.deadline, &bar);
   bar.Finish();
-  if (!result.ok()) {
-    std::fprintf(stderr, "quantctl analyze: %s: %s\n",
-                 absl::StatusCodeToString(result.status().code()).c_str(),
-                 std::string(result.status().message()).c_str());
-    return 1;
-  }
+  if (!result.ok()) return PrintJobFailure("analyze", result.status());
   if (!args.out.empty()) {
     absl::Status st = WriteResultFiles(args.out, *result);
     if (!st.ok()) {

@@ -1,5 +1,6 @@
 #include "clients/quantctl/channel_flags.h"
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -67,6 +68,23 @@ bool AnyChannelFlag(const client::ChannelOptions& options) {
   return options.use_tls || !options.tls_ca.empty() ||
          !options.tls_cert.empty() || !options.tls_key.empty() ||
          !options.tls_server_name.empty() || !options.auth_token.empty();
+}
+
+void AddServerFlags(FlagSet* flags, const std::string& server_help,
+                    client::ChannelOptions* options, absl::Duration* deadline) {
+  flags->String("server", "HOST:PORT", server_help, &options->target);
+  AddChannelFlags(flags, options);
+  flags->Duration(
+      "deadline",
+      "give up after DURATION (e.g. 30m; in-process or on the server)",
+      deadline);
+}
+
+int PrintJobFailure(const std::string& verb, const absl::Status& status) {
+  std::fprintf(stderr, "quantctl %s: %s: %s\n", verb.c_str(),
+               absl::StatusCodeToString(status.code()).c_str(),
+               std::string(status.message()).c_str());
+  return 1;
 }
 
 }  // namespace quantd::quantctl

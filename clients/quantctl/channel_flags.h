@@ -4,6 +4,10 @@
 #ifndef QUANTD_CLIENTS_QUANTCTL_CHANNEL_FLAGS_H_
 #define QUANTD_CLIENTS_QUANTCTL_CHANNEL_FLAGS_H_
 
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "clients/cpp/channel.h"
 #include "clients/quantctl/flags.h"
 
@@ -13,6 +17,16 @@ namespace quantd::quantctl {
 // --tls; `--token-file` reads the token, trimmed, and fails when the file
 // is unreadable or empty).
 void AddChannelFlags(FlagSet* flags, client::ChannelOptions* options);
+
+// The flags of a verb that runs a job in-process or on a server: --server
+// HOST:PORT (`server_help` says what runs there), the connection flags above
+// and --deadline DURATION (in-process or on the server).
+void AddServerFlags(FlagSet* flags, const std::string& server_help,
+                    client::ChannelOptions* options, absl::Duration* deadline);
+
+// Prints "quantctl VERB: CODE: message" to stderr; returns 1, the exit code
+// of a failed job.
+int PrintJobFailure(const std::string& verb, const absl::Status& status);
 
 // True when any of those flags set something (for "needs --server").
 bool AnyChannelFlag(const client::ChannelOptions& options);

@@ -80,11 +80,8 @@ FlagSet Flags(GenerateArgs* a) {
   f.Int("threads", "threads in all (0: every core)", 0, 1024, &a->threads,
         {.default_text = "0"});
   f.Bool("quiet", "no progress", &a->quiet);
-  f.String("server", "HOST:PORT",
-           "generate on a quantd server (its GenerateData RPC)",
-           &a->channel.target);
-  AddChannelFlags(&f, &a->channel);
-  f.Duration("deadline", "give up after DURATION (e.g. 30m)", &a->deadline);
+  AddServerFlags(&f, "generate on a quantd server (its GenerateData RPC)",
+                 &a->channel, &a->deadline);
   return f;
 }
 
@@ -267,9 +264,7 @@ int RunGenerateData(const std::vector<std::string>& argv) {
   absl::Status status = Generate(args, &bar);
   if (!status.ok()) {
     bar.Finish();
-    std::fprintf(stderr, "quantctl generate-data: %s\n",
-                 status.ToString().c_str());
-    return 1;
+    return PrintJobFailure("generate-data", status);
   }
   return 0;
 }

@@ -100,11 +100,8 @@ FlagSet Flags(Args* a) {
   }
   f.Bool("force", "write into a non-empty --out", &a->force);
   f.Bool("quiet", "no progress on stderr", &a->quiet);
-  f.String("server", "HOST:PORT",
-           "run the job on a quantd server (its Prune RPC)",
-           &a->channel.target);
-  AddChannelFlags(&f, &a->channel);
-  f.Duration("deadline", "give up after DURATION (e.g. 30m)", &a->deadline);
+  AddServerFlags(&f, "run the job on a quantd server (its Prune RPC)",
+                 &a->channel, &a->deadline);
   return f;
 }
 
@@ -285,12 +282,7 @@ int RunPrune(const std::vector<std::string>& argv) {
     result = RunInProcess(args, *request, &registry, &bar);
   }
   bar.Finish();
-  if (!result.ok()) {
-    std::fprintf(stderr, "quantctl prune: %s: %s\n",
-                 absl::StatusCodeToString(result.status().code()).c_str(),
-                 std::string(result.status().message()).c_str());
-    return 1;
-  }
+  if (!result.ok()) return PrintJobFailure("prune", result.status());
   if (absl::Status st = WriteOutputs(args.out, *result); !st.ok()) {
     std::fprintf(stderr, "quantctl prune: %s\n",
                  std::string(st.message()).c_str());

@@ -75,13 +75,10 @@ FlagSet Flags(Args* a) {
          &a->force);
   f.Bool("quiet", "no progress on stderr (warnings and errors still)",
          &a->quiet);
-  f.String("server", "HOST:PORT",
-           "run the job on a quantd server (dns:///NAME:PORT for all replicas)",
-           &a->channel.target);
-  AddChannelFlags(&f, &a->channel);
-  f.Duration("deadline",
-             "give up after DURATION (e.g. 30m; in-process or on the server)",
-             &a->deadline);
+  AddServerFlags(&f,
+                 "run the job on a quantd server (dns:///NAME:PORT for all "
+                 "replicas)",
+                 &a->channel, &a->deadline);
   return f;
 }
 
@@ -199,12 +196,7 @@ int RunQuantize(const std::vector<std::string>& argv) {
   ProgressBar bar(stderr, isatty(2) != 0, args.quiet);
   auto result = RunJob(args.job, args.channel, args.deadline, &bar);
   bar.Finish();
-  if (!result.ok()) {
-    std::fprintf(stderr, "quantctl quantize: %s: %s\n",
-                 absl::StatusCodeToString(result.status().code()).c_str(),
-                 std::string(result.status().message()).c_str());
-    return 1;
-  }
+  if (!result.ok()) return PrintJobFailure("quantize", result.status());
   PrintReportWarnings(*result, &bar);
   absl::Status st = WriteResultFiles(args.out, *result);
   if (!st.ok()) {
