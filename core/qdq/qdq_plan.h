@@ -38,7 +38,7 @@ struct QdqActivation {
   // Consumers (node name -> {axis, channels}) whose DequantizeLinear repeats
   // the scale and zero point once per channel: the same values, which ONNX
   // Runtime neither fuses nor takes as a cue to quantize the consumer's
-  // float weights (core/pipeline/export/float_constant_guard.h).
+  // float weights (core/pipeline/export/float_weight_guard.h).
   std::map<std::string, std::pair<int, int64_t>> per_channel_consumers;
 };
 

@@ -6,7 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "core/pipeline/export/float_constant_guard.h"
+#include "core/pipeline/export/float_weight_guard.h"
 #include "core/qdq/qdq_math.h"
 #include "core/util/status_macros.h"
 

@@ -1,8 +1,10 @@
 // A TPC that leaves a Conv's weights float must get float weights in ONNX
 // Runtime at its default level, where the WeightBiasQuantization transformer
 // would otherwise quantize them to per-tensor int8
-// (core/pipeline/export/float_constant_guard.h). Oracle: the same model in
+// (core/pipeline/export/float_weight_guard.h). Oracle: the same model in
 // ORT with optimizations off.
+#include "core/pipeline/export/float_weight_guard.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,7 +20,6 @@
 #include "core/graph/onnx_export.h"
 #include "core/graph/onnx_import.h"
 #include "core/io/sample_set.h"
-#include "core/pipeline/export/float_constant_guard.h"
 #include "core/qdq/qdq_export.h"
 #include "core/qdq/qdq_math.h"
 #include "gtest/gtest.h"

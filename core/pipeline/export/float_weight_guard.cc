@@ -1,4 +1,4 @@
-#include "core/pipeline/export/float_constant_guard.h"
+#include "core/pipeline/export/float_weight_guard.h"
 
 #include <map>
 #include <set>

@@ -15,8 +15,8 @@
 // ORT's QDQ fusion, which leaves a float Conv on dequantized inputs and
 // float weights, as the TPC says. (An int32 DequantizeLinear on the weight
 // does not work: ORT then fuses it into a QLinearConv it cannot load.)
-#ifndef QUANTD_CORE_PIPELINE_EXPORT_FLOAT_CONSTANT_GUARD_H_
-#define QUANTD_CORE_PIPELINE_EXPORT_FLOAT_CONSTANT_GUARD_H_
+#ifndef QUANTD_CORE_PIPELINE_EXPORT_FLOAT_WEIGHT_GUARD_H_
+#define QUANTD_CORE_PIPELINE_EXPORT_FLOAT_WEIGHT_GUARD_H_
 
 #include "core/graph/graph.h"
 #include "core/qdq/qdq_plan.h"
@@ -31,4 +31,4 @@ void GuardFloatWeights(const Graph& graph, QdqPlan* plan);
 
 }  // namespace quantd
 
-#endif  // QUANTD_CORE_PIPELINE_EXPORT_FLOAT_CONSTANT_GUARD_H_
+#endif  // QUANTD_CORE_PIPELINE_EXPORT_FLOAT_WEIGHT_GUARD_H_
