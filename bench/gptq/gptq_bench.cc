@@ -1,10 +1,15 @@
 // GPTQ time per model against PTQ time, same request and pool (one
 // thread): W4A8 with imx500@4.1 and the default GptqConfig (5 epochs of 4096
 // sampled positions per block, 128 per step). Prints per model the PTQ and
-// GPTQ job times, their ratio and both held-out output SQNRs.
+// GPTQ job times (wall), their ratio, both held-out output SQNRs, and the
+// gptq stage alone in wall and process CPU seconds, whole and per epoch
+// (issue 15 item 3). `--mobilenet FILE` adds that model with seeded random
+// 224x224 inputs (`--samples` calibration, 16 held out; timing only).
 //
 //   gptq_bench [--cache DIR] [--models ppocr_cls,oww_embedding]
-//              [--samples N] [--epochs N]
+//              [--samples N] [--epochs N] [--mobilenet FILE]
+#include <time.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -20,12 +25,102 @@
 #include "core/pipeline/job/samples.h"
 #include "core/runtime/thread_pool.h"
 #include "core/tpc/registry.h"
+#include "nlohmann/json.hpp"
 
 namespace quantd {
 namespace {
 
+double CpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * t.tv_nsec;
+}
+
+// `count` samples of the model's single input, uniform in [-1, 1], seeded.
+bool RandomInputs(const Model& model, int count, uint64_t seed,
+                  std::vector<SampleFeeds>* out) {
+  if (model.graph.inputs.size() != 1) return false;
+  const ValueInfo& in = model.graph.inputs[0];
+  std::vector<int64_t> shape = in.shape;
+  for (int64_t& d : shape) d = d > 0 ? d : 1;
+  uint64_t state = seed;
+  for (int i = 0; i < count; ++i) {
+    Tensor t(DType::kFloat, shape);
+    for (float& v : t.mutable_span<float>()) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      v = static_cast<float>((state >> 40) * (2.0 / (1 << 24)) - 1.0);
+    }
+    out->push_back({{in.name, std::move(t)}});
+  }
+  return true;
+}
+
+struct BenchCase {
+  std::string name;
+  std::string bytes;
+  std::vector<SampleFeeds> calib, held;
+};
+
+// The PTQ and GPTQ jobs of one case; prints one row.
+void RunCase(const BenchCase& c, int samples, int epochs,
+             tpc::TpcRegistry* registry) {
+  v1::QuantizeRequest r;
+  r.set_onnx_model(c.bytes);
+  for (size_t i = 0; i < c.calib.size() && static_cast<int>(i) < samples; ++i) {
+    v1::Sample* s = r.add_calibration_samples();
+    for (const auto& [n, t] : c.calib[i]) {
+      *s->add_inputs() = TensorToSampleProto(t, n);
+    }
+  }
+  for (const auto& sample : c.held) {
+    v1::Sample* s = r.add_evaluation_samples();
+    for (const auto& [n, t] : sample) {
+      *s->add_inputs() = TensorToSampleProto(t, n);
+    }
+  }
+  r.mutable_tpc()->set_name("imx500@4.1");
+  r.mutable_mixed_precision()->set_kernel_weights_bits(4);
+  r.mutable_export_options()->set_skip_qdq_onnx(true);
+  ThreadPool pool(1);
+  JobContext ctx;
+  ctx.registry = registry;
+  ctx.pool = &pool;
+  double seconds[2] = {0, 0}, sqnr[2] = {0, 0}, stage = 0, stage_cpu = 0;
+  for (int gptq = 0; gptq < 2; ++gptq) {
+    r.mutable_gptq()->set_enabled(gptq == 1);
+    if (epochs > 0) r.mutable_gptq()->set_n_epochs(epochs);
+    double stage_cpu_start = 0;
+    ctx.on_stage_start = [&](const std::string& s) {
+      if (s == "gptq") stage_cpu_start = CpuSeconds();
+      if (stage_cpu_start > 0 && stage_cpu == 0 && s != "gptq") {
+        stage_cpu = CpuSeconds() - stage_cpu_start;
+      }
+      return absl::OkStatus();
+    };
+    const absl::Time start = absl::Now();
+    auto result = RunQuantizeJob(r, ctx);
+    seconds[gptq] = absl::ToDoubleSeconds(absl::Now() - start);
+    if (!result.ok()) {
+      std::printf("%-16s failed: %s\n", c.name.c_str(),
+                  std::string(result.status().message()).c_str());
+      return;
+    }
+    sqnr[gptq] = result->output_sqnr_db();
+    if (gptq == 1) {
+      auto t = nlohmann::json::parse(result->report_json())["timings_seconds"];
+      if (t.contains("gptq")) stage = t["gptq"].get<double>();
+    }
+  }
+  const int n_epochs = epochs > 0 ? epochs : 5;  // GptqOptions' default
+  std::printf("%-16s %8.2f %8.2f %6.1f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f\n",
+              c.name.c_str(), seconds[0], seconds[1], seconds[1] / seconds[0],
+              sqnr[0], sqnr[1], stage, stage_cpu, stage / n_epochs,
+              stage_cpu / n_epochs);
+  std::fflush(stdout);
+}
+
 int Main(int argc, char** argv) {
-  std::string cache = ".cache";
+  std::string cache = ".cache", mobilenet;
   std::vector<std::string> models = {"ppocr_cls", "oww_embedding"};
   int samples = 16, epochs = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -33,7 +128,9 @@ int Main(int argc, char** argv) {
     if (flag == "--cache") {
       cache = value;
     } else if (flag == "--models") {
-      models = absl::StrSplit(value, ',');
+      models = absl::StrSplit(value, ',', absl::SkipEmpty());
+    } else if (flag == "--mobilenet") {
+      mobilenet = value;
     } else if (flag == "--samples" && absl::SimpleAtoi(value, &samples)) {
     } else if (flag == "--epochs" && absl::SimpleAtoi(value, &epochs)) {
     } else {
@@ -44,9 +141,11 @@ int Main(int argc, char** argv) {
   }
   tpc::TpcRegistry registry;
   if (!registry.AddBuiltins().ok()) return 1;
-  std::printf("%-16s %10s %10s %8s %10s %10s\n", "model", "ptq_s", "gptq_s",
-              "ratio", "ptq_dB", "gptq_dB");
+  std::printf("%-16s %8s %8s %6s %8s %8s %8s %8s %8s %8s\n", "model", "ptq_s",
+              "gptq_s", "ratio", "ptq_dB", "gptq_dB", "stage_s", "stage_cpu",
+              "epoch_s", "epoch_cpu");
   for (const std::string& name : models) {
+    BenchCase c{name, "", {}, {}};
     auto bytes =
         ReadFileLimited(cache + "/models/" + name + ".onnx", int64_t{1} << 30);
     if (!bytes.ok()) {
@@ -64,46 +163,23 @@ int Main(int argc, char** argv) {
       std::printf("%-16s samples missing\n", name.c_str());
       continue;
     }
-    v1::QuantizeRequest r;
-    r.set_onnx_model(*bytes);
-    for (size_t i = 0;
-         i < calib->samples.size() && static_cast<int>(i) < samples; ++i) {
-      v1::Sample* s = r.add_calibration_samples();
-      for (const auto& [n, t] : calib->samples[i]) {
-        *s->add_inputs() = TensorToSampleProto(t, n);
-      }
+    c.bytes = *std::move(bytes);
+    c.calib = std::move(calib->samples);
+    c.held = std::move(held->samples);
+    RunCase(c, samples, epochs, &registry);
+  }
+  if (!mobilenet.empty()) {
+    BenchCase c{"mobilenet_v2", "", {}, {}};
+    auto bytes = ReadFileLimited(mobilenet, int64_t{1} << 30);
+    auto model = bytes.ok() ? ImportOnnx(*bytes) : bytes.status();
+    if (!model.ok() ||
+        !RandomInputs(*model, samples, 0x9e3779b97f4a7c15ull, &c.calib) ||
+        !RandomInputs(*model, 16, 0x5851f42d4c957f2dull, &c.held)) {
+      std::printf("mobilenet_v2     cannot load %s\n", mobilenet.c_str());
+      return 0;
     }
-    for (const auto& sample : held->samples) {
-      v1::Sample* s = r.add_evaluation_samples();
-      for (const auto& [n, t] : sample) {
-        *s->add_inputs() = TensorToSampleProto(t, n);
-      }
-    }
-    r.mutable_tpc()->set_name("imx500@4.1");
-    r.mutable_mixed_precision()->set_kernel_weights_bits(4);
-    r.mutable_export_options()->set_skip_qdq_onnx(true);
-    ThreadPool pool(1);
-    JobContext ctx;
-    ctx.registry = &registry;
-    ctx.pool = &pool;
-    double seconds[2] = {0, 0}, sqnr[2] = {0, 0};
-    for (int gptq = 0; gptq < 2; ++gptq) {
-      r.mutable_gptq()->set_enabled(gptq == 1);
-      if (epochs > 0) r.mutable_gptq()->set_n_epochs(epochs);
-      const absl::Time start = absl::Now();
-      auto result = RunQuantizeJob(r, ctx);
-      seconds[gptq] = absl::ToDoubleSeconds(absl::Now() - start);
-      if (!result.ok()) {
-        std::printf("%-16s failed: %s\n", name.c_str(),
-                    std::string(result.status().message()).c_str());
-        break;
-      }
-      sqnr[gptq] = result->output_sqnr_db();
-    }
-    std::printf("%-16s %10.2f %10.2f %8.1f %10.2f %10.2f\n", name.c_str(),
-                seconds[0], seconds[1], seconds[1] / seconds[0], sqnr[0],
-                sqnr[1]);
-    std::fflush(stdout);
+    c.bytes = *std::move(bytes);
+    RunCase(c, samples, epochs, &registry);
   }
   return 0;
 }

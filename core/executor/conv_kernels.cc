@@ -182,6 +182,63 @@ void DepthwiseRow(const float* xr, const float* w, int64_t W, int64_t OW,
   for (int64_t ow = hi; ow < OW; ++ow) edge(ow);
 }
 
+// One output row whose K input rows (stride S, no dilation) all lie inside
+// the image: every element's K*K taps accumulate in a register, and the row
+// is written once. Per element the taps are added in (kh, kw) order from the
+// bias, skipping the columns outside [0, W), as the row-at-a-time loop below
+// adds them, so the result does not depend on which path ran.
+template <int K, int S>
+void DepthwiseFullRow(const float* x, int64_t W, const float* w, int64_t OW,
+                      int64_t PW, float bias, float* yr) {
+  int64_t lo = (PW + S - 1) / S;
+  const int64_t last = W - 1 + PW - (K - 1);
+  int64_t hi = last < 0 ? 0 : last / S + 1;
+  lo = std::min(lo, OW);
+  hi = std::clamp(hi, lo, OW);
+  float wk[K * K];
+  for (int k = 0; k < K * K; ++k) wk[k] = w[k];
+  auto edge = [&](int64_t ow) {
+    float acc = bias;
+    for (int kh = 0; kh < K; ++kh) {
+      for (int k = 0; k < K; ++k) {
+        const int64_t iw = ow * S - PW + k;
+        if (iw >= 0 && iw < W) acc += wk[kh * K + k] * x[kh * W + iw];
+      }
+    }
+    yr[ow] = acc;
+  };
+  for (int64_t ow = 0; ow < lo; ++ow) edge(ow);
+  const float* xs = x - PW;
+  for (int64_t ow = lo; ow < hi; ++ow) {
+    float acc = bias;
+    for (int kh = 0; kh < K; ++kh) {
+      for (int k = 0; k < K; ++k) {
+        acc += wk[kh * K + k] * xs[kh * W + S * ow + k];
+      }
+    }
+    yr[ow] = acc;
+  }
+  for (int64_t ow = hi; ow < OW; ++ow) edge(ow);
+}
+
+using FullRowFn = void (*)(const float*, int64_t, const float*, int64_t,
+                           int64_t, float, float*);
+
+// The full-row kernel for a square 3x3 or 5x5 window, strides 1 or 2, no
+// dilation; nullptr otherwise.
+FullRowFn FullRowKernel(const WindowGeometry& g) {
+  const int64_t K = g.kernel[0];
+  if (g.kernel[1] != K || g.dilation[0] != 1 || g.dilation[1] != 1) {
+    return nullptr;
+  }
+  const int64_t S = g.stride[1];
+  if (K == 3 && S == 1) return &DepthwiseFullRow<3, 1>;
+  if (K == 3 && S == 2) return &DepthwiseFullRow<3, 2>;
+  if (K == 5 && S == 1) return &DepthwiseFullRow<5, 1>;
+  if (K == 5 && S == 2) return &DepthwiseFullRow<5, 2>;
+  return nullptr;
+}
+
 // Direct depthwise 2-D convolution of one channel plane.
 void DepthwisePlane(const ConvShape& s, const float* x, const float* w,
                     float bias, float* y) {
@@ -191,8 +248,14 @@ void DepthwisePlane(const ConvShape& s, const float* x, const float* w,
   const int64_t SH = g.stride[0], SW = g.stride[1];
   const int64_t DH = g.dilation[0], DW = g.dilation[1];
   const int64_t PH = g.pad_begin[0], PW = g.pad_begin[1];
+  const FullRowFn full_row = FullRowKernel(g);
   for (int64_t oh = 0; oh < OH; ++oh) {
     float* yr = y + oh * OW;
+    const int64_t ih0 = oh * SH - PH;
+    if (full_row != nullptr && ih0 >= 0 && ih0 + KH <= H) {
+      full_row(x + ih0 * W, W, w, OW, PW, bias, yr);
+      continue;
+    }
     for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = bias;
     for (int64_t kh = 0; kh < KH; ++kh) {
       const int64_t ih = oh * SH - PH + kh * DH;

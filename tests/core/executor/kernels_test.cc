@@ -1,5 +1,6 @@
 // Table-style kernel tests with hand-derived expected values.
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
@@ -463,6 +464,63 @@ TEST(ConvKernelTest, DepthwiseRowKernelMatchesIm2ColPath) {
             << label << " channel " << ch << " element " << i;
       }
     }
+  }
+}
+
+// The direct depthwise kernels (a row at a time near the vertical padding,
+// every tap in registers elsewhere) add each output's taps one by one to
+// the bias in (kh, kw) order, skipping the padding: equal bit for bit to
+// that loop, with every step fused (std::fma) or every step rounded twice,
+// whichever the executor was built with.
+TEST(ConvKernelTest, DepthwiseAddsTapsInWindowOrderBitForBit) {
+  struct Case {
+    int64_t h, w, k, stride, pad;
+  };
+  const std::vector<Case> cases = {
+      {9, 13, 3, 1, 1}, {10, 37, 3, 2, 1}, {8, 29, 5, 1, 2},  {12, 40, 5, 2, 2},
+      {7, 7, 3, 1, 0},  {6, 5, 5, 2, 1},   {16, 19, 3, 2, 0}, {5, 70, 3, 1, 1}};
+  int seed = 300;
+  for (const Case& c : cases) {
+    const std::string label =
+        absl::StrCat(c.h, "x", c.w, " k", c.k, " s", c.stride, " p", c.pad);
+    const int64_t ch = 2;
+    const std::vector<float> x = RandomValues(ch * c.h * c.w, ++seed);
+    const std::vector<float> w = RandomValues(ch * c.k * c.k, ++seed);
+    const std::vector<float> b = RandomValues(ch, ++seed);
+    absl::StatusOr<Tensor> y = RunOp(
+        "Conv", {F(x, {1, ch, c.h, c.w}), F(w, {ch, 1, c.k, c.k}), F(b, {ch})},
+        {{"group", Int(ch)},
+         {"strides", Ints({c.stride, c.stride})},
+         {"pads", Ints({c.pad, c.pad, c.pad, c.pad})}});
+    ASSERT_TRUE(y.ok()) << label << ": " << y.status();
+    const int64_t oh_n = y->dim(2), ow_n = y->dim(3);
+    int fused = 0, unfused = 0;
+    for (int64_t m = 0; m < ch; ++m) {
+      for (int64_t oh = 0; oh < oh_n; ++oh) {
+        for (int64_t ow = 0; ow < ow_n; ++ow) {
+          float f = b[m], u = b[m];
+          for (int64_t kh = 0; kh < c.k; ++kh) {
+            for (int64_t kw = 0; kw < c.k; ++kw) {
+              const int64_t ih = oh * c.stride - c.pad + kh;
+              const int64_t iw = ow * c.stride - c.pad + kw;
+              if (ih < 0 || ih >= c.h || iw < 0 || iw >= c.w) continue;
+              const float wv = w[(m * c.k + kh) * c.k + kw];
+              const float xv = x[(m * c.h + ih) * c.w + iw];
+              f = std::fma(wv, xv, f);
+              const float p = wv * xv;  // no FMA in this test's build
+              u = u + p;
+            }
+          }
+          const float got = y->data<float>()[(m * oh_n + oh) * ow_n + ow];
+          fused += std::memcmp(&got, &f, sizeof(float)) == 0;
+          unfused += std::memcmp(&got, &u, sizeof(float)) == 0;
+        }
+      }
+    }
+    const int total = static_cast<int>(ch * oh_n * ow_n);
+    EXPECT_TRUE(fused == total || unfused == total)
+        << label << ": " << fused << " fused and " << unfused
+        << " unfused matches of " << total;
   }
 }
 
