@@ -83,6 +83,9 @@ struct Binning {
   bool f32;
   float low, high;     // the batch's min and max
   double start, step;  // Linspace's: edge i < n_bins is float(i * step + start)
+  // 0, or a distance in bins from every edge beyond which the index estimate
+  // needs no correction (SafeMargin).
+  double margin;
 
   int64_t Bin(float v) const {
     int64_t idx =
@@ -94,6 +97,28 @@ struct Binning {
     return idx;
   }
 };
+
+// How far (in bins) the float32 index estimate f = (v - first) * norm can
+// be from where v lies among the float32 edges; 0 when the bound does not
+// hold or is too wide to be worth it. With R(v) = (v - first) * norm in
+// exact arithmetic (monotone): |f - R(v)| <= 3.1 * 2^-24 * (n_bins + 1)
+// (three float32 roundings: the difference, norm, the product), and edge i
+// has |R(edge_i) - i| <= n_bins * 2^-23 (norm's float32 width) + 1.01 *
+// 2^-24 * max(|first|, |last|) * norm (the edge's float32 rounding). Where
+// f's fraction is farther than the sum of both from 0 and 1, int(f) is
+// v's bin: neither correction of Bin can apply. Twice the sum is used.
+double SafeMargin(double first, double last, int n_bins, double norm,
+                  bool f32) {
+  if (!f32 || first != static_cast<float>(first) ||
+      last != static_cast<float>(last) || !(norm > 0)) {
+    return 0;
+  }
+  const double magnitude = std::max(std::fabs(first), std::fabs(last));
+  const double e_f = 3.1 * 0x1p-24 * (n_bins + 1);
+  const double e_edges = n_bins * 0x1p-23 + 1.01 * 0x1p-24 * magnitude * norm;
+  const double margin = 2 * (e_f + e_edges);
+  return margin < 0.05 ? margin : 0;
+}
 
 // Four count tables: runs of one value (ReLU zeros) do not wait on one
 // counter.
@@ -129,21 +154,51 @@ __attribute__((target("avx2"))) void CountAvx2(const float* x, int64_t n,
   const __m256 low = _mm256_set1_ps(b.low), high = _mm256_set1_ps(b.high);
   const int64_t low_bin = b.Bin(b.low), high_bin = b.Bin(b.high);
   const bool two = b.low != b.high;  // else a value would count twice
+  const bool fast = b.margin > 0;
+  const __m256 low_bin_v =
+      _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int32_t>(low_bin)));
+  const __m256 high_bin_v =
+      _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int32_t>(high_bin)));
+  const __m256 margin_lo = _mm256_set1_ps(static_cast<float>(b.margin));
+  const __m256 margin_hi = _mm256_set1_ps(static_cast<float>(1 - b.margin));
   const uint32_t n_bins = static_cast<uint32_t>(b.n_bins);
   alignas(32) int32_t ix[8];
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m256 v = _mm256_loadu_ps(x + i);
-    const int at_low = _mm256_movemask_ps(_mm256_cmp_ps(v, low, _CMP_EQ_OQ));
-    const int at_high =
-        two ? _mm256_movemask_ps(_mm256_cmp_ps(v, high, _CMP_EQ_OQ)) : 0;
+    const __m256 eq_low = _mm256_cmp_ps(v, low, _CMP_EQ_OQ);
+    const __m256 eq_high =
+        two ? _mm256_cmp_ps(v, high, _CMP_EQ_OQ) : _mm256_setzero_ps();
+    const int at_low = _mm256_movemask_ps(eq_low);
+    const int at_high = _mm256_movemask_ps(eq_high);
     if ((at_low | at_high) == 0xFF) {
       t[low_bin] += __builtin_popcount(at_low);
       t[high_bin] += __builtin_popcount(at_high);
       continue;
     }
-    __m256i idx =
-        _mm256_cvttps_epi32(_mm256_mul_ps(_mm256_sub_ps(v, first), norm));
+    const __m256 f = _mm256_mul_ps(_mm256_sub_ps(v, first), norm);
+    __m256i idx = _mm256_cvttps_epi32(f);
+    if (fast) {
+      // int(f) is the bin where f's fraction is inside [margin, 1 - margin]
+      // (SafeMargin) and int(f) < n_bins: no edge to compute. The batch's
+      // min and max (ReLU zeros, ReLU6 sixes) have their bins already.
+      const __m256 frac = _mm256_sub_ps(f, _mm256_cvtepi32_ps(idx));
+      const __m256 inside = _mm256_and_ps(
+          _mm256_and_ps(_mm256_cmp_ps(frac, margin_lo, _CMP_GE_OQ),
+                        _mm256_cmp_ps(frac, margin_hi, _CMP_LE_OQ)),
+          _mm256_castsi256_ps(_mm256_cmpgt_epi32(top, idx)));
+      const __m256 known = _mm256_or_ps(eq_low, eq_high);
+      if (_mm256_movemask_ps(_mm256_or_ps(inside, known)) == 0xFF) {
+        const __m256i bins = _mm256_castps_si256(
+            _mm256_blendv_ps(_mm256_castsi256_ps(idx), low_bin_v, eq_low));
+        _mm256_store_si256(
+            reinterpret_cast<__m256i*>(ix),
+            _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(bins),
+                                                 high_bin_v, eq_high)));
+        for (uint32_t l = 0; l < 8; ++l) ++t[(l & 3) * n_bins + ix[l]];
+        continue;
+      }
+    }
     idx = _mm256_add_epi32(idx, _mm256_cmpeq_epi32(idx, top));  // -1
     const __m256 lo = EdgesAt(idx, step, start);
     idx = _mm256_add_epi32(
@@ -213,15 +268,17 @@ absl::StatusOr<BatchHistogram> HistogramOfBatch(absl::Span<const float> values,
   const float first32 = static_cast<float>(first);
   const float last32 = static_cast<float>(last);
   const double norm = n_bins / static_cast<double>(last32 - first32);
-  const Binning binning{edges.data(),
-                        n_bins,
-                        first32,
-                        norm,
-                        norm > -3.4e38 && norm < 3.4e38,
-                        first_min,
-                        first_max,
-                        first,
-                        (last - first) / n_bins};
+  const Binning binning{
+      edges.data(),
+      n_bins,
+      first32,
+      norm,
+      norm > -3.4e38 && norm < 3.4e38,
+      first_min,
+      first_max,
+      first,
+      (last - first) / n_bins,
+      SafeMargin(first, last, n_bins, norm, norm > -3.4e38 && norm < 3.4e38)};
   // Counts below 2^32: a tensor holds at most max_tensor_bytes (4 GiB).
   std::vector<uint32_t> tables(4 * static_cast<size_t>(n_bins), 0);
   if (kHaveAvx2 && binning.f32) {

@@ -250,6 +250,41 @@ TEST(HistogramOfBatchTest, EqualsReferenceBitForBit) {
   }
 }
 
+// Values on the float32 bin edges and 1 to 48 float32 steps either side,
+// eight of a kind in a row (the vector loop's width): where the binning's
+// index estimate can be off by one, and around the distance from an edge
+// beyond which the observer skips the edge check. Ranges from the origin,
+// offset far from it (a few steps per bin) and straddling zero.
+TEST(HistogramOfBatchTest, ValuesNearTheEdgesCountAsTheReference) {
+  const std::pair<float, float> ranges[] = {{0.0f, 6.0f},
+                                            {-3.0f, 5.0f},
+                                            {100.0f, 101.0f},
+                                            {-1e-3f, 7e-4f},
+                                            {-2.5f, -0.5f}};
+  for (const auto& [lo, hi] : ranges) {
+    const int n_bins = quantizers::kHistogramBins;
+    const std::vector<double> grid =
+        quantizers::internal::Linspace(lo, hi, n_bins + 1);
+    std::vector<float> x = {lo, hi};
+    for (int k = 0; k <= 48; k += (k < 8 ? 1 : 5)) {
+      for (const float toward : {lo, hi}) {
+        for (size_t i = 1; i + 1 < grid.size(); ++i) {
+          float v = static_cast<float>(grid[i]);
+          for (int u = 0; u < k; ++u) v = std::nextafter(v, toward);
+          x.push_back(v);
+        }
+      }
+    }
+    auto fast = HistogramOfBatch(x, n_bins, "x");
+    ASSERT_TRUE(fast.ok()) << fast.status();
+    std::vector<double> edges, counts;
+    quantizers::internal::HistogramF32(x.data(), static_cast<int64_t>(x.size()),
+                                       n_bins, &edges, &counts);
+    EXPECT_EQ(BitsHash(fast->ToHistogram().counts), BitsHash(counts))
+        << "range [" << lo << ", " << hi << "]";
+  }
+}
+
 TEST(HistogramOfBatchTest, InfIsAnErrorNamingTheElement) {
   std::vector<float> x(40, 1.0f);
   x[33] = -std::numeric_limits<float>::infinity();
