@@ -1,18 +1,18 @@
 #include "core/pipeline/evaluation/evaluation.h"
 
+#include <array>
 #include <cmath>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "core/pipeline/evaluation/squared_error_sums.h"
 #include "core/pipeline/job/parallel_samples.h"
 #include "core/util/status_macros.h"
 
 namespace quantd {
 namespace {
 
-struct Sums {
-  double signal = 0, noise = 0;
-};
+using Sums = SquaredErrorSums;
 
 struct OutputSums {
   Sums sums;
@@ -26,24 +26,52 @@ struct SampleResult {
   std::map<std::string, OutputSums> outputs;
 };
 
-Sums Compare(const Tensor& f, const Tensor& q) {
-  Sums s;
-  if (f.dtype() != DType::kFloat || q.dtype() != DType::kFloat ||
-      f.num_elements() != q.num_elements()) {
-    return s;
+// Tensor comparisons of one sample, four at a time (CompareFourTensors):
+// each pair is held until three more arrive or the run ends.
+class PendingComparisons {
+ public:
+  explicit PendingComparisons(std::map<std::string, Sums>* sums)
+      : sums_(sums) {}
+
+  void Add(const std::string& name, Tensor f, Tensor q) {
+    pending_.push_back({name, std::move(f), std::move(q)});
+    if (pending_.size() == 4) Flush();
   }
-  auto a = f.span<float>();
-  auto b = q.span<float>();
-  for (size_t i = 0; i < a.size(); ++i) {
-    const double d = static_cast<double>(a[i]) - b[i];
-    s.signal += static_cast<double>(a[i]) * a[i];
-    s.noise += d * d;
+
+  void Flush() {
+    if (pending_.size() == 4) {
+      std::array<const Tensor*, 4> f, q;
+      for (int j = 0; j < 4; ++j) {
+        f[j] = &pending_[j].f;
+        q[j] = &pending_[j].q;
+      }
+      const std::array<Sums, 4> s = CompareFourTensors(f, q);
+      for (int j = 0; j < 4; ++j) Accumulate(pending_[j].name, s[j]);
+    } else {
+      for (const Pair& p : pending_) {
+        Accumulate(p.name, CompareTensors(p.f, p.q));
+      }
+    }
+    pending_.clear();
   }
-  return s;
-}
+
+ private:
+  struct Pair {
+    std::string name;
+    Tensor f, q;
+  };
+  void Accumulate(const std::string& name, const Sums& s) {
+    Sums& acc = (*sums_)[name];
+    acc.signal += s.signal;
+    acc.noise += s.noise;
+  }
+
+  std::map<std::string, Sums>* sums_;
+  std::vector<Pair> pending_;
+};
 
 void CompareOutput(const Tensor& f, const Tensor& q, OutputSums* o) {
-  Sums s = Compare(f, q);
+  Sums s = CompareTensors(f, q);
   o->sums.signal += s.signal;
   o->sums.noise += s.noise;
   if (f.dtype() != DType::kFloat || q.dtype() != DType::kFloat ||
@@ -138,15 +166,14 @@ absl::StatusOr<EvaluationResult> EvaluateFakeQuant(
           }
           float_outputs = *std::move(f_out);
         }
+        PendingComparisons pending(&r.tensors);
         TensorObserver compare = [&](const Node& node, int k, const Tensor& v) {
           if (!tensors.count(node.outputs[k])) return;
           auto it = float_values.find(node.outputs[k]);
           if (it == float_values.end()) return;
-          Sums s = Compare(it->second, v);
-          Sums& acc = r.tensors[it->first];
-          acc.signal += s.signal;
-          acc.noise += s.noise;
-          float_values.erase(it);  // free early
+          // A reference to the run's buffer (copy on write), not a copy.
+          pending.Add(it->first, std::move(it->second), v);
+          float_values.erase(it);
         };
         RunOptions qo;
         qo.observer = &compare;
@@ -160,6 +187,7 @@ absl::StatusOr<EvaluationResult> EvaluateFakeQuant(
               absl::StrCat("evaluation sample ", i,
                            " (fake-quant): ", q_out.status().message()));
         }
+        pending.Flush();
         for (const auto& [name, f] : float_outputs) {
           auto it = q_out->find(name);
           if (it != q_out->end()) {

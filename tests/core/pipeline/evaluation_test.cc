@@ -3,14 +3,17 @@
 // calibration keeps no more than its byte budget.
 #include "core/pipeline/evaluation/evaluation.h"
 
+#include <array>
 #include <cstring>
 #include <memory>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "core/executor/executor.h"
 #include "core/pipeline/evaluation/kept_float_values.h"
+#include "core/pipeline/evaluation/squared_error_sums.h"
 #include "core/pipeline/export/fake_quant.h"
 #include "core/pipeline/ptq/statistics.h"
 #include "core/qdq/qdq_math.h"
@@ -128,6 +131,55 @@ TEST_F(KeptFloatValuesTest, ThreadCountDoesNotChangeTheFigures) {
   StatisticsResult stats = Calibrate(6, SampleBytes() * 3, &pool);
   EXPECT_LE(stats.kept.num_kept(), 3);
   ExpectSameFigures(Evaluate(&stats.kept, &pool), serial);
+}
+
+// The report's four-lane sums against the one-tensor loop, and both against
+// sums written out here in element order: equal bit for bit, with lengths
+// that are not multiples of four, four different lengths, an empty tensor
+// and a pair that is not comparable (no sums).
+TEST(SquaredErrorSumsTest, FourLanesEqualOneTensorAtATimeBitForBit) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  auto make = [&](int64_t n) {
+    Tensor t(DType::kFloat, {n});
+    for (float& v : t.mutable_span<float>()) v = normal(rng);
+    return t;
+  };
+  const std::vector<std::array<int64_t, 4>> lengths = {{1000, 1000, 1000, 1000},
+                                                       {1001, 37, 4, 1003},
+                                                       {0, 9, 9, 9},
+                                                       {5, 6, 7, 8}};
+  for (const auto& ns : lengths) {
+    std::array<Tensor, 4> f, q;
+    for (int j = 0; j < 4; ++j) {
+      f[j] = make(ns[j]);
+      q[j] = make(ns[j]);
+    }
+    const std::array<SquaredErrorSums, 4> four = CompareFourTensors(
+        {&f[0], &f[1], &f[2], &f[3]}, {&q[0], &q[1], &q[2], &q[3]});
+    for (int j = 0; j < 4; ++j) {
+      double signal = 0, noise = 0;
+      auto a = f[j].span<float>();
+      auto b = q[j].span<float>();
+      for (size_t i = 0; i < a.size(); ++i) {
+        const double d = static_cast<double>(a[i]) - b[i];
+        signal += static_cast<double>(a[i]) * a[i];
+        noise += d * d;
+      }
+      const SquaredErrorSums one = CompareTensors(f[j], q[j]);
+      EXPECT_EQ(std::memcmp(&four[j].signal, &signal, sizeof(double)), 0);
+      EXPECT_EQ(std::memcmp(&four[j].noise, &noise, sizeof(double)), 0);
+      EXPECT_EQ(std::memcmp(&one.signal, &signal, sizeof(double)), 0);
+      EXPECT_EQ(std::memcmp(&one.noise, &noise, sizeof(double)), 0);
+    }
+  }
+  std::array<Tensor, 4> f = {make(8), make(8), make(8), make(8)};
+  std::array<Tensor, 4> q = {make(8), make(7), make(8), make(8)};
+  const std::array<SquaredErrorSums, 4> four = CompareFourTensors(
+      {&f[0], &f[1], &f[2], &f[3]}, {&q[0], &q[1], &q[2], &q[3]});
+  EXPECT_EQ(four[1].signal, 0.0);
+  EXPECT_EQ(four[1].noise, 0.0);
+  EXPECT_GT(four[0].signal, 0.0);
 }
 
 }  // namespace
