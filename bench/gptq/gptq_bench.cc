@@ -1,13 +1,14 @@
-// GPTQ time per model against PTQ time, same request and pool (one
-// thread): W4A8 with imx500@4.1 and the default GptqConfig (5 epochs of 4096
-// sampled positions per block, 128 per step). Prints per model the PTQ and
+// GPTQ time per model against PTQ time, same request and pool (`--threads`,
+// default 1; until session 8 the bench ran on two: a pool of one worker plus
+// the caller): W4A8 with imx500@4.1 and the default GptqConfig (5 epochs of
+// 4096 sampled positions per block, 128 per step). Prints per model the PTQ and
 // GPTQ job times (wall), their ratio, both held-out output SQNRs, and the
 // gptq stage alone in wall and process CPU seconds, whole and per epoch
 // (issue 15 item 3). `--mobilenet FILE` adds that model with seeded random
 // 224x224 inputs (`--samples` calibration, 16 held out; timing only).
 //
 //   gptq_bench [--cache DIR] [--models ppocr_cls,oww_embedding]
-//              [--samples N] [--epochs N] [--mobilenet FILE]
+//              [--samples N] [--epochs N] [--mobilenet FILE] [--threads N]
 #include <time.h>
 
 #include <cstdio>
@@ -62,7 +63,7 @@ struct BenchCase {
 };
 
 // The PTQ and GPTQ jobs of one case; prints one row.
-void RunCase(const BenchCase& c, int samples, int epochs,
+void RunCase(const BenchCase& c, int samples, int epochs, int threads,
              tpc::TpcRegistry* registry) {
   v1::QuantizeRequest r;
   r.set_onnx_model(c.bytes);
@@ -81,7 +82,7 @@ void RunCase(const BenchCase& c, int samples, int epochs,
   r.mutable_tpc()->set_name("imx500@4.1");
   r.mutable_mixed_precision()->set_kernel_weights_bits(4);
   r.mutable_export_options()->set_skip_qdq_onnx(true);
-  ThreadPool pool(1);
+  ThreadPool pool(threads - 1);
   JobContext ctx;
   ctx.registry = registry;
   ctx.pool = &pool;
@@ -122,7 +123,7 @@ void RunCase(const BenchCase& c, int samples, int epochs,
 int Main(int argc, char** argv) {
   std::string cache = ".cache", mobilenet;
   std::vector<std::string> models = {"ppocr_cls", "oww_embedding"};
-  int samples = 16, epochs = 0;
+  int samples = 16, epochs = 0, threads = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--cache") {
@@ -133,6 +134,8 @@ int Main(int argc, char** argv) {
       mobilenet = value;
     } else if (flag == "--samples" && absl::SimpleAtoi(value, &samples)) {
     } else if (flag == "--epochs" && absl::SimpleAtoi(value, &epochs)) {
+    } else if (flag == "--threads" && absl::SimpleAtoi(value, &threads) &&
+               threads > 0) {
     } else {
       std::fprintf(stderr, "gptq_bench: bad flag %s %s\n", flag.c_str(),
                    value.c_str());
@@ -166,7 +169,7 @@ int Main(int argc, char** argv) {
     c.bytes = *std::move(bytes);
     c.calib = std::move(calib->samples);
     c.held = std::move(held->samples);
-    RunCase(c, samples, epochs, &registry);
+    RunCase(c, samples, epochs, threads, &registry);
   }
   if (!mobilenet.empty()) {
     BenchCase c{"mobilenet_v2", "", {}, {}};
@@ -179,7 +182,7 @@ int Main(int argc, char** argv) {
       return 0;
     }
     c.bytes = *std::move(bytes);
-    RunCase(c, samples, epochs, &registry);
+    RunCase(c, samples, epochs, threads, &registry);
   }
   return 0;
 }
