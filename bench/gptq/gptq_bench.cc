@@ -4,8 +4,10 @@
 // 4096 sampled positions per block, 128 per step). Prints per model the PTQ and
 // GPTQ job times (wall), their ratio, both held-out output SQNRs, and the
 // gptq stage alone in wall and process CPU seconds, whole and per epoch
-// (issue 15 item 3). `--mobilenet FILE` adds that model with seeded random
-// 224x224 inputs (`--samples` calibration, 16 held out; timing only).
+// (issue 15 item 3), and a digest of the GPTQ job's report without its
+// timings (changes with any bit of a trained weight or a block's figures).
+// `--mobilenet FILE` adds that model with seeded random 224x224 inputs
+// (`--samples` calibration, 16 held out; timing only).
 //
 //   gptq_bench [--cache DIR] [--models ppocr_cls,oww_embedding]
 //              [--samples N] [--epochs N] [--mobilenet FILE] [--threads N]
@@ -56,6 +58,17 @@ bool RandomInputs(const Model& model, int count, uint64_t seed,
   return true;
 }
 
+// FNV-1a of the report JSON without its timings: the per-block GPTQ
+// figures and every per-layer SQNR, in full precision.
+uint64_t ReportDigest(const std::string& report_json) {
+  nlohmann::json j = nlohmann::json::parse(report_json, nullptr, false);
+  if (j.is_discarded()) return 0;
+  j.erase("timings_seconds");
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char b : j.dump()) h = (h ^ b) * 0x100000001b3ull;
+  return h;
+}
+
 struct BenchCase {
   std::string name;
   std::string bytes;
@@ -87,6 +100,7 @@ void RunCase(const BenchCase& c, int samples, int epochs, int threads,
   ctx.registry = registry;
   ctx.pool = &pool;
   double seconds[2] = {0, 0}, sqnr[2] = {0, 0}, stage = 0, stage_cpu = 0;
+  uint64_t digest = 0;
   for (int gptq = 0; gptq < 2; ++gptq) {
     r.mutable_gptq()->set_enabled(gptq == 1);
     if (epochs > 0) r.mutable_gptq()->set_n_epochs(epochs);
@@ -110,13 +124,15 @@ void RunCase(const BenchCase& c, int samples, int epochs, int threads,
     if (gptq == 1) {
       auto t = nlohmann::json::parse(result->report_json())["timings_seconds"];
       if (t.contains("gptq")) stage = t["gptq"].get<double>();
+      digest = ReportDigest(result->report_json());
     }
   }
   const int n_epochs = epochs > 0 ? epochs : 5;  // GptqOptions' default
-  std::printf("%-16s %8.2f %8.2f %6.1f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f\n",
-              c.name.c_str(), seconds[0], seconds[1], seconds[1] / seconds[0],
-              sqnr[0], sqnr[1], stage, stage_cpu, stage / n_epochs,
-              stage_cpu / n_epochs);
+  std::printf(
+      "%-16s %8.2f %8.2f %6.1f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %016llx\n",
+      c.name.c_str(), seconds[0], seconds[1], seconds[1] / seconds[0], sqnr[0],
+      sqnr[1], stage, stage_cpu, stage / n_epochs, stage_cpu / n_epochs,
+      static_cast<unsigned long long>(digest));
   std::fflush(stdout);
 }
 
@@ -144,9 +160,9 @@ int Main(int argc, char** argv) {
   }
   tpc::TpcRegistry registry;
   if (!registry.AddBuiltins().ok()) return 1;
-  std::printf("%-16s %8s %8s %6s %8s %8s %8s %8s %8s %8s\n", "model", "ptq_s",
-              "gptq_s", "ratio", "ptq_dB", "gptq_dB", "stage_s", "stage_cpu",
-              "epoch_s", "epoch_cpu");
+  std::printf("%-16s %8s %8s %6s %8s %8s %8s %8s %8s %8s %s\n", "model",
+              "ptq_s", "gptq_s", "ratio", "ptq_dB", "gptq_dB", "stage_s",
+              "stage_cpu", "epoch_s", "epoch_cpu", "report");
   for (const std::string& name : models) {
     BenchCase c{name, "", {}, {}};
     auto bytes =
