@@ -1,5 +1,6 @@
 #include "server/quantize_reactor.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <exception>
@@ -38,6 +39,11 @@ std::string NewJobId() {
 }
 
 double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
+
+bool IsCancellation(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kCancelled ||
+         status.code() == absl::StatusCode::kDeadlineExceeded;
+}
 
 // Progress within a stage reaches the client at most this often: a report
 // is a protobuf, a write and a wake-up of the client, which a 10 ms job
@@ -100,6 +106,13 @@ class JobState final : public ProgressSink {
       return absl::OkStatus();
     }
     return ticket_->Grow(total_bytes - ticket_->memory_bytes());
+  }
+
+  // The call's deadline, which the token enforces.
+  void SetDeadline(absl::Time deadline) {
+    token_.SetDeadline(deadline);
+    absl::MutexLock lock(&mu_);
+    deadline_ = deadline;
   }
 
   void SetHeartbeatId(int64_t id) {
@@ -175,6 +188,8 @@ class JobState final : public ProgressSink {
     std::unique_ptr<AdmissionTicket> ticket;
     int64_t heartbeat_id = -1;
     bool admitted = false;
+    std::string stage;
+    absl::Time cancelled_at = absl::InfiniteFuture();
     {
       absl::MutexLock lock(&mu_);
       if (ended_) return;
@@ -182,10 +197,12 @@ class JobState final : public ProgressSink {
       admitted = ticket_ != nullptr;
       ticket = std::move(ticket_);
       heartbeat_id = heartbeat_id_;
+      stage = stage_;
       if (!stage_.empty()) {
         service_->metrics->ObserveStage(stage_,
                                         Seconds(absl::Now() - stage_started_));
       }
+      cancelled_at = std::min(cancelled_at_, deadline_);
     }
     if (heartbeat_id >= 0) service_->heartbeats->Unregister(heartbeat_id);
     // Free the worker slot and memory budget before the client learns the
@@ -197,6 +214,15 @@ class JobState final : public ProgressSink {
       fields.emplace_back("status", absl::StatusCodeToString(status.code()));
       fields.emplace_back("seconds",
                           absl::StrCat(Seconds(absl::Now() - accepted_at_)));
+      // Where the job was, and for a cancelled job how long it took from
+      // the cancel (or the deadline) to here, where the worker and the
+      // reservation are free (docs/reliability.md, cancellation latency).
+      fields.emplace_back("stage", stage);
+      if (IsCancellation(status) && cancelled_at < absl::InfiniteFuture()) {
+        fields.emplace_back(
+            "cancel_seconds",
+            absl::StrCat(std::max(0.0, Seconds(absl::Now() - cancelled_at))));
+      }
       if (!status.ok())
         fields.emplace_back("error", std::string(status.message()));
       Log(status.ok() ? LogLevel::kInfo : LogLevel::kWarning, "job finished",
@@ -220,6 +246,7 @@ class JobState final : public ProgressSink {
       // Rejected or already done (nothing runs), or already cancelling.
       if (ended_ || cancelling_) return;
       cancelling_ = true;
+      cancelled_at_ = absl::Now();
       queued = !started_;
     }
     Log(LogLevel::kInfo,
@@ -275,6 +302,8 @@ class JobState final : public ProgressSink {
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
   bool cancelling_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Time cancelled_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  absl::Time deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   std::string stage_ ABSL_GUARDED_BY(mu_);
   absl::Time stage_started_ ABSL_GUARDED_BY(mu_);
   absl::Time last_progress_ ABSL_GUARDED_BY(mu_);
@@ -413,7 +442,10 @@ void RunJobOnWorker(ServiceContext* service, JobState* job,
     context.registry = service->tpcs->registry();
     context.pool = service->compute_pool;
     context.cancel = &job->token();
-    context.progress = job;
+    // --fault_injection=stall:STAGE@N stalls inside a stage (tests only).
+    const std::unique_ptr<ProgressSink> faulty =
+        service->faults.WrapProgress(job, &job->token());
+    context.progress = faulty != nullptr ? faulty.get() : job;
     context.limits = LimitsFor(*service);
     context.sources.tpc = &job->tpc();
     if (uploads->model != nullptr)
@@ -519,7 +551,7 @@ void QuantizeReactor::Start(const v1::QuantizeRequest* request) {
     return;
   }
   if (ctx_->deadline() != std::chrono::system_clock::time_point::max()) {
-    job_->token().SetDeadline(absl::FromChrono(ctx_->deadline()));
+    job_->SetDeadline(absl::FromChrono(ctx_->deadline()));
   }
   {
     LogFields fields = job_->Fields();
