@@ -121,19 +121,26 @@ int Flag(int argc, char** argv, const char* name, int fallback) {
   return fallback;
 }
 
+// Which side Overhead runs: both, or one only (--only=local|remote, to
+// profile one side, e.g. under `perf stat`).
+enum class Sides { kBoth, kLocal, kRemote };
+
 // Runs `request` in-process and through quantd alternately (one warm-up
 // each, so machine noise hits both alike) and prints the medians.
 bool Overhead(const char* label, const v1::QuantizeRequest& request, int runs,
-              const JobContext& context, client::Client& client) {
+              const JobContext& context, client::Client& client,
+              Sides sides = Sides::kBoth) {
   std::vector<double> local_s, remote_s;
   for (int i = 0; i <= runs; ++i) {
     absl::Time t0 = absl::Now();
-    auto local = RunQuantizeJob(request, context);
+    absl::StatusOr<v1::QuantizeResult> local, remote;
+    if (sides != Sides::kRemote) local = RunQuantizeJob(request, context);
     const double local_time = absl::ToDoubleSeconds(absl::Now() - t0);
     t0 = absl::Now();
-    auto remote = client.Quantize(request);
+    if (sides != Sides::kLocal) remote = client.Quantize(request);
     const double remote_time = absl::ToDoubleSeconds(absl::Now() - t0);
-    if (!local.ok() || !remote.ok()) {
+    if ((sides != Sides::kRemote && !local.ok()) ||
+        (sides != Sides::kLocal && !remote.ok())) {
       std::fprintf(stderr, "job failed: %s / %s\n",
                    local.status().ToString().c_str(),
                    remote.status().ToString().c_str());
@@ -300,6 +307,18 @@ int Run(int argc, char** argv) {
   context.cancel = &token;
   context.progress = &progress;
 
+  const char* only = "";
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--only=", 7) == 0) only = argv[i] + 7;
+  }
+  if (only[0] != '\0') {
+    const Sides sides =
+        std::strcmp(only, "local") == 0 ? Sides::kLocal : Sides::kRemote;
+    const bool ok =
+        Overhead(only, ExampleJob(), jobs, context, **client, sides);
+    (*server)->Shutdown(absl::Seconds(5));
+    return ok ? 0 : 1;
+  }
   if (Flag(argc, argv, "--trace", 0) != 0) {
     for (int i = 0; i < 3; ++i) TraceOneCall(request, **client);
   }
@@ -325,6 +344,7 @@ int Run(int argc, char** argv) {
   }
 
   (*server)->Shutdown(absl::Seconds(5));
+  if (Flag(argc, argv, "--scaling", 1) == 0) return 0;
   return Scaling(ExampleJob(), context, jobs) ? 0 : 1;
 }
 
