@@ -10,7 +10,7 @@ namespace quantd {
 namespace {
 
 // The fixed part of every job's estimate.
-constexpr int64_t kEstimateBase = int64_t{4} << 20;
+constexpr int64_t kEstimateBase = int64_t{8} << 20;
 
 // ConvJob(3, 8, 4, 4): x[1,3,8,8] -> Conv(4 filters, pad 1) -> y[1,4,8,8],
 // 4 float samples. Samples: 4 x 3*8*8*4 = 3072 bytes, counted 4.5 times =

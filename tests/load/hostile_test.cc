@@ -108,7 +108,7 @@ TEST_F(HostileTest, UploadsClaimingMoreThanTheStoreAreRefusedAtOnce) {
 
 TEST_F(HostileTest, ModelsLargerThanTheBudgetAreRefusedUnparsed) {
   // 1024 x 1536 x 3 x 3 floats: a valid 54 MiB model, estimated at
-  // 9 x 54 + 4 MiB > the 300 MiB budget before it is parsed.
+  // 9 x 54 + 8 MiB > the 300 MiB budget before it is parsed.
   const v1::QuantizeRequest request =
       testing::ConvJob(1024, 4, 1536, 1, "oversized");
   auto report = QuantizeWave(

@@ -65,10 +65,8 @@ int64_t RawBytes(
 // The terms of the estimate were fitted to the peak RSS of real jobs, each
 // alone in a fresh quantd (bench/service/memory_bench, docs/service.md):
 // ppocr cls/det/rec, openWakeWord and MobileNetV2, 1 and 2 compute threads;
-// every prediction within 13% of the measured peak. Session 8 added the
-// Silero VADs, the smallest jobs (16-21 MiB), which 8 MiB here overstated
-// by 40-45%: with 4 MiB every model is within 21%.
-// - 4 MiB per job whatever its size (TPC, executors, thread arenas);
+// every prediction within 13% of the measured peak.
+// - 8 MiB per job whatever its size (TPC, executors, thread arenas);
 // - the model 9 times: parsed, prepared, the float and fake-quant executors'
 //   weights (packed), the fake-quant weights, the QuantizedGraph's weight
 //   integers, the QDQ export and the result's copies; an MCTQ export holds
@@ -79,7 +77,7 @@ int64_t BaseEstimate(int64_t sample_bytes, int64_t model_bytes,
                      const v1::ExportOptions& export_options) {
   const int64_t model_copies =
       9 + (WantsExportFormat(export_options, v1::EXPORT_FORMAT_MCTQ) ? 2 : 0);
-  return sample_bytes * 9 / 2 + model_bytes * model_copies + (int64_t{4} << 20);
+  return sample_bytes * 9 / 2 + model_bytes * model_copies + (int64_t{8} << 20);
 }
 
 // Bytes of every activation of one sample: shapes inferred (on a copy) for
