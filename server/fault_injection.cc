@@ -1,11 +1,15 @@
 #include "server/fault_injection.h"
 
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 
 namespace quantd::server {
 namespace {
@@ -18,6 +22,41 @@ bool ValidStageName(const std::string& s) {
   return true;
 }
 
+// stall:STAGE@N: forwards every report, and at the N-th report of STAGE
+// with a fraction above 0 (the stage's start is not counted) warns and
+// blocks until the job is cancelled. Reports may come from several threads.
+class StallAtTickSink final : public ProgressSink {
+ public:
+  StallAtTickSink(ProgressSink* inner, const CancellationToken* token,
+                  std::map<std::string, int> ticks)
+      : inner_(inner), token_(token), ticks_(std::move(ticks)) {}
+
+  void Report(const Progress& progress) override {
+    inner_->Report(progress);
+    if (progress.fraction <= 0) return;
+    int tick = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      const auto it = ticks_.find(progress.stage);
+      if (it == ticks_.end()) return;
+      tick = ++seen_[progress.stage];
+      if (tick != it->second) return;
+    }
+    inner_->Warn(absl::StrCat("fault injected: stalled at progress report ",
+                              tick, " of stage '", progress.stage,
+                              "' until cancelled"));
+    (void)token_->WaitUntilCancelled();
+  }
+  void Warn(absl::string_view message) override { inner_->Warn(message); }
+
+ private:
+  ProgressSink* const inner_;
+  const CancellationToken* const token_;
+  const std::map<std::string, int> ticks_;
+  absl::Mutex mu_;
+  std::map<std::string, int> seen_ ABSL_GUARDED_BY(mu_);
+};
+
 }  // namespace
 
 absl::StatusOr<FaultInjection> FaultInjection::Parse(const std::string& spec) {
@@ -27,7 +66,8 @@ absl::StatusOr<FaultInjection> FaultInjection::Parse(const std::string& spec) {
     const auto bad = [&](const std::string& why) {
       return absl::InvalidArgumentError(
           absl::StrCat("--fault_injection: '", item, "': ", why,
-                       " (expected stall:STAGE, fail:STAGE or throw:STAGE)"));
+                       " (expected stall:STAGE, stall:STAGE@N, fail:STAGE or "
+                       "throw:STAGE)"));
     };
     if (parts.size() != 2) return bad("not KIND:STAGE");
     Kind kind;
@@ -40,10 +80,19 @@ absl::StatusOr<FaultInjection> FaultInjection::Parse(const std::string& spec) {
     } else {
       return bad(absl::StrCat("unknown kind '", parts[0], "'"));
     }
-    if (!ValidStageName(parts[1])) {
+    const std::vector<std::string> at = absl::StrSplit(parts[1], '@');
+    if (at.size() > 2 || !ValidStageName(at[0])) {
       return bad("the stage must be a lower-case stage name");
     }
-    out.faults_[parts[1]] = kind;
+    if (at.size() == 2) {
+      int tick = 0;
+      if (kind != Kind::kStall || !absl::SimpleAtoi(at[1], &tick) || tick < 1) {
+        return bad("@N is for stall only, with N >= 1");
+      }
+      out.stall_ticks_[at[0]] = tick;
+      continue;
+    }
+    out.faults_[at[0]] = kind;
   }
   return out;
 }
@@ -55,6 +104,9 @@ std::string FaultInjection::ToString() const {
                        : kind == Kind::kFail ? "fail"
                                              : "throw";
     items.push_back(absl::StrCat(name, ":", stage));
+  }
+  for (const auto& [stage, tick] : stall_ticks_) {
+    items.push_back(absl::StrCat("stall:", stage, "@", tick));
   }
   return absl::StrJoin(items, ",");
 }
@@ -80,6 +132,12 @@ std::function<absl::Status(const std::string&)> FaultInjection::HookFor(
     }
     return absl::OkStatus();
   };
+}
+
+std::unique_ptr<ProgressSink> FaultInjection::WrapProgress(
+    ProgressSink* inner, const CancellationToken* token) const {
+  if (stall_ticks_.empty() || token == nullptr) return nullptr;
+  return std::make_unique<StallAtTickSink>(inner, token, stall_ticks_);
 }
 
 }  // namespace quantd::server

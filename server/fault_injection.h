@@ -5,6 +5,10 @@
 //
 //   stall:STAGE  the job waits at the start of STAGE until it is cancelled
 //                (client gone, deadline, shutdown)
+//   stall:STAGE@N  the same, inside STAGE: at its N-th progress report
+//                (N >= 1, counted from the stage's start, which is not one),
+//                after a warning event that says so; the stage then runs
+//                on to its next cancellation check
 //   fail:STAGE   the stage returns INTERNAL
 //   throw:STAGE  the stage throws (the worker's catch path)
 //
@@ -14,11 +18,13 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/runtime/cancellation.h"
+#include "core/runtime/progress.h"
 
 namespace quantd::server {
 
@@ -29,15 +35,21 @@ class FaultInjection {
   // Empty spec: no faults.
   static absl::StatusOr<FaultInjection> Parse(const std::string& spec);
 
-  bool empty() const { return faults_.empty(); }
+  bool empty() const { return faults_.empty() && stall_ticks_.empty(); }
   std::string ToString() const;
 
   // The JobContext::on_stage_start hook for one job; `token` outlives it.
   std::function<absl::Status(const std::string&)> HookFor(
       const CancellationToken* token) const;
 
+  // The job's progress sink with the stall:STAGE@N faults in front of
+  // `inner`, or nullptr when there are none; `inner` and `token` outlive it.
+  std::unique_ptr<ProgressSink> WrapProgress(
+      ProgressSink* inner, const CancellationToken* token) const;
+
  private:
-  std::map<std::string, Kind> faults_;  // by stage
+  std::map<std::string, Kind> faults_;      // by stage, at its start
+  std::map<std::string, int> stall_ticks_;  // stall:STAGE@N: N by stage
 };
 
 }  // namespace quantd::server

@@ -260,6 +260,7 @@ absl::Status QuantdServer::Init(ServerOptions o) {
   AddUploadStoreGauges(uploads_.get(), metrics);
   heartbeats_ =
       std::make_unique<HeartbeatTicker>(absl::Seconds(o.heartbeat_seconds));
+  progress_flusher_ = std::make_unique<HeartbeatTicker>(kProgressInterval);
   compute_pool_ = std::make_unique<ThreadPool>(
       o.compute_threads > 0 ? o.compute_threads : o.workers);
   job_pool_ = std::make_unique<ThreadPool>(o.workers);
@@ -287,6 +288,7 @@ absl::Status QuantdServer::Init(ServerOptions o) {
   context_->job_pool = job_pool_.get();
   context_->compute_pool = compute_pool_.get();
   context_->heartbeats = heartbeats_.get();
+  context_->progress_flusher = progress_flusher_.get();
   service_ = std::make_unique<QuantizationServiceImpl>(context_.get());
   pruning_service_ = std::make_unique<PruningServiceImpl>(context_.get());
   data_generation_service_ =

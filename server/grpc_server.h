@@ -55,6 +55,7 @@ class QuantdServer {
   std::unique_ptr<AdmissionController> admission_;
   std::unique_ptr<UploadStore> uploads_;
   std::unique_ptr<HeartbeatTicker> heartbeats_;
+  std::unique_ptr<HeartbeatTicker> progress_flusher_;
   std::unique_ptr<ThreadPool> compute_pool_;
   std::unique_ptr<ThreadPool> job_pool_;
   std::unique_ptr<ServiceContext> context_;

@@ -32,6 +32,13 @@ void HeartbeatTicker::Loop() {
     std::vector<std::function<void()>> due;
     {
       absl::MutexLock lock(&mu_);
+      // Nothing registered: sleep until a registration (or the stop), so an
+      // idle server's short-period ticker (progress pacing) costs nothing.
+      mu_.Await(absl::Condition(
+          +[](HeartbeatTicker* t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(t->mu_) {
+            return t->stopping_ || !t->callbacks_.empty();
+          },
+          this));
       // Wakes early only to stop; the timeout is the period itself.
       mu_.AwaitWithTimeout(absl::Condition(&stopping_), period_);
       if (stopping_) return;

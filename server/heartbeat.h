@@ -1,5 +1,7 @@
 // One thread that calls every registered callback once per period; used to
-// put heartbeat events on idle Quantize streams without a timer per job.
+// put heartbeat events on idle Quantize streams without a timer per job, and
+// (with a 50 ms period) to send the progress a job's pacing held back. With
+// nothing registered the thread sleeps.
 #ifndef QUANTD_SERVER_HEARTBEAT_H_
 #define QUANTD_SERVER_HEARTBEAT_H_
 

@@ -93,8 +93,9 @@ ABSL_FLAG(bool, enable_reflection, false,
           "Serve gRPC server reflection (grpcurl). It answers without the "
           "token, so it is off unless asked for.");
 ABSL_FLAG(std::string, fault_injection, "",
-          "For tests only: stall:STAGE, fail:STAGE or throw:STAGE, "
-          "comma-separated (server/fault_injection.h).");
+          "For tests only: stall:STAGE, stall:STAGE@N (at the stage's N-th "
+          "progress report), fail:STAGE or throw:STAGE, comma-separated "
+          "(server/fault_injection.h).");
 
 #ifndef QUANTD_VERSION
 #define QUANTD_VERSION "dev"

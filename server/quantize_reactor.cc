@@ -1,11 +1,14 @@
 #include "server/quantize_reactor.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <exception>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
+#include <memory>
 #include <new>
 #include <optional>
 #include <string>
@@ -23,6 +26,7 @@
 #include "quantd/v1/quantization_service.pb.h"
 #include "server/client_metadata.h"
 #include "server/json_log.h"
+#include "server/progress_pacer.h"
 #include "server/result_chunks.h"
 #include "server/status_util.h"
 
@@ -39,23 +43,38 @@ std::string NewJobId() {
 
 double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
 
-// Progress within a stage reaches the client at most this often: a report
-// is a protobuf, a write and a wake-up of the client, which a 10 ms job
-// paid a dozen times (docs/service.md, service overhead).
-constexpr absl::Duration kProgressInterval = absl::Milliseconds(50);
+bool IsCancellation(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kCancelled ||
+         status.code() == absl::StatusCode::kDeadlineExceeded;
+}
 
 #ifdef __GLIBC__
 // malloc_trim only when a finished job left at least this much free in the
 // heaps: trimming after every job cost small jobs the madvise calls and the
 // next job the page faults of memory it had just handed back.
 constexpr size_t kTrimFreeBytes = size_t{64} << 20;
+
+// What the jobs finished since the last look reserved: the heaps cannot
+// hold more free memory than that beyond what the last look saw, so
+// mallinfo2 (which walks every free chunk of every arena, ~0.2 ms after a
+// small job) runs only once this reaches kTrimFreeBytes.
+std::atomic<int64_t> untrimmed_bytes{0};
+
+void MaybeTrim(int64_t job_reserved_bytes) {
+  const int64_t total =
+      untrimmed_bytes.fetch_add(job_reserved_bytes) + job_reserved_bytes;
+  if (total < static_cast<int64_t>(kTrimFreeBytes)) return;
+  untrimmed_bytes.store(0);
+  if (mallinfo2().fordblks >= kTrimFreeBytes) malloc_trim(0);
+}
 #endif
 
 }  // namespace
 
 // Everything about one job that must outlive the reactor: the worker, the
 // heartbeat ticker and the reactor all hold it.
-class JobState final : public ProgressSink {
+class JobState final : public ProgressSink,
+                       public std::enable_shared_from_this<JobState> {
  public:
   JobState(ServiceContext* service, EventCoalescer<v1::JobEvent>::Sink* sink,
            std::string request_id, std::string peer)
@@ -86,7 +105,17 @@ class JobState final : public ProgressSink {
       stage_ = "queued";
       stage_started_ = accepted_at_;
     }
+    std::weak_ptr<JobState> weak = weak_from_this();
+    pacer_.emplace(
+        kProgressInterval, service_->progress_flusher,
+        [weak] {
+          if (auto job = weak.lock()) job->pacer_->Flush();
+        },
+        [this](v1::JobEvent e, bool droppable) {
+          coalescer_.Post(std::move(e), droppable);
+        });
     coalescer_.Post(std::move(event), /*droppable=*/false);
+    pacer_->Sent();
   }
 
   // Set by Admitted before the job is scheduled; read by its worker.
@@ -100,6 +129,19 @@ class JobState final : public ProgressSink {
       return absl::OkStatus();
     }
     return ticket_->Grow(total_bytes - ticket_->memory_bytes());
+  }
+
+  // The call's deadline, which the token enforces.
+  void SetDeadline(absl::Time deadline) {
+    token_.SetDeadline(deadline);
+    absl::MutexLock lock(&mu_);
+    deadline_ = deadline;
+  }
+
+  // What the job had reserved when it ended (0 before).
+  int64_t reserved_bytes() {
+    absl::MutexLock lock(&mu_);
+    return reserved_bytes_;
   }
 
   void SetHeartbeatId(int64_t id) {
@@ -125,15 +167,13 @@ class JobState final : public ProgressSink {
     p->set_fraction(progress.fraction);
     p->set_message(progress.message);
     p->set_elapsed_seconds(Seconds(absl::Now() - accepted_at_));
-    // The first report of a stage is kept so clients see every stage; later
-    // ones at most every kProgressInterval (each write costs the job CPU).
-    const ProgressDecision decision = EnterStage(progress.stage);
-    if (decision == ProgressDecision::kSkip) return;
-    coalescer_.Post(std::move(event),
-                    /*droppable=*/decision == ProgressDecision::kDroppable);
+    EnterStage(progress.stage);
+    // At most one progress event per kProgressInterval (progress_pacer.h).
+    pacer_->Report(std::move(event), progress.stage);
   }
 
   void Warn(absl::string_view message) override {
+    pacer_->Flush();  // what the warning follows
     v1::JobEvent event = NewEvent();
     event.mutable_warning()->set_message(std::string(message));
     coalescer_.Post(std::move(event), /*droppable=*/false);
@@ -175,19 +215,28 @@ class JobState final : public ProgressSink {
     std::unique_ptr<AdmissionTicket> ticket;
     int64_t heartbeat_id = -1;
     bool admitted = false;
+    std::string stage;
+    absl::Time cancelled_at = absl::InfiniteFuture();
+    std::optional<v1::JobEvent> held;
     {
       absl::MutexLock lock(&mu_);
       if (ended_) return;
       ended_ = true;
       admitted = ticket_ != nullptr;
+      if (admitted) reserved_bytes_ = ticket_->memory_bytes();
       ticket = std::move(ticket_);
       heartbeat_id = heartbeat_id_;
+      stage = stage_;
       if (!stage_.empty()) {
         service_->metrics->ObserveStage(stage_,
                                         Seconds(absl::Now() - stage_started_));
       }
+      cancelled_at = std::min(cancelled_at_, deadline_);
     }
     if (heartbeat_id >= 0) service_->heartbeats->Unregister(heartbeat_id);
+    // The progress pacing held back goes out before the end, so the
+    // client knows the stage the job ended in.
+    if (pacer_.has_value()) held = pacer_->Close();
     // Free the worker slot and memory budget before the client learns the
     // outcome, so that its next request is admitted.
     ticket.reset();
@@ -197,11 +246,21 @@ class JobState final : public ProgressSink {
       fields.emplace_back("status", absl::StatusCodeToString(status.code()));
       fields.emplace_back("seconds",
                           absl::StrCat(Seconds(absl::Now() - accepted_at_)));
+      // Where the job was, and for a cancelled job how long it took from
+      // the cancel (or the deadline) to here, where the worker and the
+      // reservation are free (docs/reliability.md, cancellation latency).
+      fields.emplace_back("stage", stage);
+      if (IsCancellation(status) && cancelled_at < absl::InfiniteFuture()) {
+        fields.emplace_back(
+            "cancel_seconds",
+            absl::StrCat(std::max(0.0, Seconds(absl::Now() - cancelled_at))));
+      }
       if (!status.ok())
         fields.emplace_back("error", std::string(status.message()));
       Log(status.ok() ? LogLevel::kInfo : LogLevel::kWarning, "job finished",
           fields);
     }
+    if (held.has_value()) coalescer_.Post(*std::move(held), false);
     if (last.has_value()) {
       coalescer_.PostLastAndClose(*std::move(last), std::move(status));
     } else {
@@ -213,6 +272,11 @@ class JobState final : public ProgressSink {
   // place is freed without waiting for a worker.
   // Called once or twice (OnCancel, a failed write): the first one counts.
   void Cancel(absl::Status reason) {
+    {
+      // Before the token fires: the job may end (and log) at once.
+      absl::MutexLock lock(&mu_);
+      if (cancelled_at_ == absl::InfiniteFuture()) cancelled_at_ = absl::Now();
+    }
     token_.Cancel(reason);
     bool queued = false;
     {
@@ -239,25 +303,16 @@ class JobState final : public ProgressSink {
     return event;
   }
 
-  enum class ProgressDecision { kKeep, kDroppable, kSkip };
-
-  ProgressDecision EnterStage(const std::string& stage) {
+  // Stage bookkeeping: the time of the stage that ends goes to the metrics.
+  void EnterStage(const std::string& stage) {
     absl::MutexLock lock(&mu_);
+    if (stage == stage_) return;
     const absl::Time now = absl::Now();
-    if (stage == stage_) {
-      if (now - last_progress_ < kProgressInterval) {
-        return ProgressDecision::kSkip;
-      }
-      last_progress_ = now;
-      return ProgressDecision::kDroppable;
-    }
     if (!stage_.empty()) {
       service_->metrics->ObserveStage(stage_, Seconds(now - stage_started_));
     }
     stage_ = stage;
     stage_started_ = now;
-    last_progress_ = now;
-    return ProgressDecision::kKeep;
   }
 
   ServiceContext* const service_;
@@ -275,9 +330,13 @@ class JobState final : public ProgressSink {
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
   bool cancelling_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t reserved_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Time cancelled_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  absl::Time deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   std::string stage_ ABSL_GUARDED_BY(mu_);
   absl::Time stage_started_ ABSL_GUARDED_BY(mu_);
-  absl::Time last_progress_ ABSL_GUARDED_BY(mu_);
+  // Set by Admitted, before the job runs.
+  std::optional<ProgressPacer<v1::JobEvent>> pacer_;
 };
 
 namespace {
@@ -413,7 +472,10 @@ void RunJobOnWorker(ServiceContext* service, JobState* job,
     context.registry = service->tpcs->registry();
     context.pool = service->compute_pool;
     context.cancel = &job->token();
-    context.progress = job;
+    // --fault_injection=stall:STAGE@N stalls inside a stage (tests only).
+    const std::unique_ptr<ProgressSink> faulty =
+        service->faults.WrapProgress(job, &job->token());
+    context.progress = faulty != nullptr ? faulty.get() : job;
     context.limits = LimitsFor(*service);
     context.sources.tpc = &job->tpc();
     if (uploads->model != nullptr)
@@ -446,12 +508,13 @@ void RunJob(ServiceContext* service, std::shared_ptr<JobState> job,
             const v1::QuantizeRequest* request, const std::string& principal) {
   if (!job->TryStart()) return;
   RunJobOnWorker(service, job.get(), request, principal);
+  [[maybe_unused]] const int64_t reserved_bytes = job->reserved_bytes();
   job.reset();
 #ifdef __GLIBC__
   // glibc keeps what a job freed (activations, model copies) in its heaps;
   // hand it back so an idle server's RSS falls (docs/reliability.md, load
   // test: 750 MiB stayed resident after the run without this).
-  if (mallinfo2().fordblks >= kTrimFreeBytes) malloc_trim(0);
+  MaybeTrim(reserved_bytes);
 #endif
 }
 
@@ -499,7 +562,7 @@ void QuantizeReactor::Start(const v1::QuantizeRequest* request) {
   if (status.ok()) {
     status = ValidateQuantizeRequest(*request, LimitsFor(*service_));
   }
-  absl::StatusOr<std::unique_ptr<AdmissionTicket> > ticket;
+  absl::StatusOr<std::unique_ptr<AdmissionTicket>> ticket;
   if (status.ok()) {
     // Only what is known without parsing the model, whose copies cover the
     // import: a job that cannot fit is rejected before anything is parsed.
@@ -519,7 +582,7 @@ void QuantizeReactor::Start(const v1::QuantizeRequest* request) {
     return;
   }
   if (ctx_->deadline() != std::chrono::system_clock::time_point::max()) {
-    job_->token().SetDeadline(absl::FromChrono(ctx_->deadline()));
+    job_->SetDeadline(absl::FromChrono(ctx_->deadline()));
   }
   {
     LogFields fields = job_->Fields();

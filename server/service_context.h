@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "core/runtime/thread_pool.h"
 #include "server/admission.h"
 #include "server/fault_injection.h"
@@ -22,6 +23,11 @@
 #include "server/upload_store.h"
 
 namespace quantd::server {
+
+// A job's stream carries at most one progress event per interval (each is
+// a protobuf, a write and a client wake-up, which a 10 ms job paid eight
+// times: docs/service.md, service overhead).
+inline constexpr absl::Duration kProgressInterval = absl::Milliseconds(50);
 
 struct ServiceContext {
   ServerOptions options;
@@ -37,6 +43,8 @@ struct ServiceContext {
   ThreadPool* job_pool = nullptr;      // one thread per worker
   ThreadPool* compute_pool = nullptr;  // data-parallel work inside jobs
   HeartbeatTicker* heartbeats = nullptr;
+  // Ticks every kProgressInterval: sends progress a job held back.
+  HeartbeatTicker* progress_flusher = nullptr;
   FaultInjection faults;  // --fault_injection (tests only)
   std::atomic<bool> draining{false};
 

@@ -151,9 +151,9 @@ int Run(int argc, char** argv) {
     std::string name, model, samples;
   };
   std::vector<Source> sources;
-  for (const char* name :
-       {"ppocr_cls", "ppocr_det", "ppocr_rec", "oww_embedding",
-        "oww_melspectrogram", "oww_hey_jarvis"}) {
+  for (const char* name : {"ppocr_cls", "ppocr_det", "ppocr_rec",
+                           "oww_embedding", "oww_melspectrogram",
+                           "oww_hey_jarvis", "silero_vad", "silero_vad_v5"}) {
     sources.push_back({name, cache + "/models/" + name + ".onnx",
                        cache + "/samples/" + name + "/calib"});
   }

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <optional>
 #include <string>
 #include <thread>
@@ -121,19 +122,26 @@ int Flag(int argc, char** argv, const char* name, int fallback) {
   return fallback;
 }
 
+// Which side Overhead runs: both, or one only (--only=local|remote, to
+// profile one side, e.g. under `perf stat`).
+enum class Sides { kBoth, kLocal, kRemote };
+
 // Runs `request` in-process and through quantd alternately (one warm-up
 // each, so machine noise hits both alike) and prints the medians.
 bool Overhead(const char* label, const v1::QuantizeRequest& request, int runs,
-              const JobContext& context, client::Client& client) {
+              const JobContext& context, client::Client& client,
+              Sides sides = Sides::kBoth) {
   std::vector<double> local_s, remote_s;
   for (int i = 0; i <= runs; ++i) {
     absl::Time t0 = absl::Now();
-    auto local = RunQuantizeJob(request, context);
+    absl::StatusOr<v1::QuantizeResult> local, remote;
+    if (sides != Sides::kRemote) local = RunQuantizeJob(request, context);
     const double local_time = absl::ToDoubleSeconds(absl::Now() - t0);
     t0 = absl::Now();
-    auto remote = client.Quantize(request);
+    if (sides != Sides::kLocal) remote = client.Quantize(request);
     const double remote_time = absl::ToDoubleSeconds(absl::Now() - t0);
-    if (!local.ok() || !remote.ok()) {
+    if ((sides != Sides::kRemote && !local.ok()) ||
+        (sides != Sides::kLocal && !remote.ok())) {
       std::fprintf(stderr, "job failed: %s / %s\n",
                    local.status().ToString().c_str(),
                    remote.status().ToString().c_str());
@@ -154,25 +162,42 @@ bool Overhead(const char* label, const v1::QuantizeRequest& request, int runs,
   return true;
 }
 
+// The process's CPU time (every thread: clients, server, jobs), seconds.
+double ProcessCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + t.tv_nsec * 1e-9;
+}
+
+// Jobs per minute and the process's CPU milliseconds per job: on a shared
+// machine the first depends on the load, the second much less; if 2
+// workers cost no more CPU per job than one (no lock contention, allocator
+// or spinning), jobs/minute scales with the free cores.
+struct Throughput {
+  double jobs_per_minute = -1;
+  double cpu_ms_per_job = 0;
+};
+
 // Jobs per minute of `clients` concurrent clients, each sending `per_client`
 // jobs one after the other, against a fresh server with `workers` workers
 // (and as many compute threads, the default); -1 on failure.
-double JobsPerMinute(const v1::QuantizeRequest& request, int workers,
-                     int clients, int per_client) {
+Throughput JobsPerMinute(const v1::QuantizeRequest& request, int workers,
+                         int clients, int per_client) {
   server::ServerOptions options;
   options.port = 0;
   options.metrics_port = -1;
   options.workers = workers;
   options.max_queued_jobs = 64;
   auto server = server::QuantdServer::Start(options);
-  if (!server.ok()) return -1;
+  if (!server.ok()) return {};
   auto client = client::Client::Create(
       {.target = "127.0.0.1:" + std::to_string((*server)->port())});
-  if (!client.ok()) return -1;
-  if (!(*client)->Quantize(request).ok()) return -1;  // warm-up
+  if (!client.ok()) return {};
+  if (!(*client)->Quantize(request).ok()) return {};  // warm-up
   std::vector<std::thread> threads;
   std::atomic<int> failures{0};
   const absl::Time t0 = absl::Now();
+  const double cpu0 = ProcessCpuSeconds();
   for (int c = 0; c < clients; ++c) {
     threads.emplace_back([&] {
       for (int j = 0; j < per_client; ++j) {
@@ -182,22 +207,26 @@ double JobsPerMinute(const v1::QuantizeRequest& request, int workers,
   }
   for (auto& t : threads) t.join();
   const double seconds = absl::ToDoubleSeconds(absl::Now() - t0);
+  const double cpu = ProcessCpuSeconds() - cpu0;
   (*server)->Shutdown(absl::Seconds(5));
-  return failures.load() > 0 ? -1 : clients * per_client * 60.0 / seconds;
+  if (failures.load() > 0) return {};
+  const int n = clients * per_client;
+  return {n * 60.0 / seconds, cpu * 1e3 / n};
 }
 
 // The same without the service: `threads` threads each running `per_thread`
 // jobs in-process, sharing a compute pool of `threads` threads (as a server
 // with that many workers does). What the machine itself allows.
-double InProcessJobsPerMinute(const v1::QuantizeRequest& request,
-                              const JobContext& base, int threads,
-                              int per_thread) {
+Throughput InProcessJobsPerMinute(const v1::QuantizeRequest& request,
+                                  const JobContext& base, int threads,
+                                  int per_thread) {
   ThreadPool pool(threads);
   JobContext context = base;
   context.pool = &pool;
   std::vector<std::thread> runners;
   std::atomic<int> failures{0};
   const absl::Time t0 = absl::Now();
+  const double cpu0 = ProcessCpuSeconds();
   for (int t = 0; t < threads; ++t) {
     runners.emplace_back([&] {
       for (int j = 0; j < per_thread; ++j) {
@@ -207,7 +236,10 @@ double InProcessJobsPerMinute(const v1::QuantizeRequest& request,
   }
   for (auto& t : runners) t.join();
   const double seconds = absl::ToDoubleSeconds(absl::Now() - t0);
-  return failures.load() > 0 ? -1 : threads * per_thread * 60.0 / seconds;
+  const double cpu = ProcessCpuSeconds() - cpu0;
+  if (failures.load() > 0) return {};
+  const int n = threads * per_thread;
+  return {n * 60.0 / seconds, cpu * 1e3 / n};
 }
 
 // The bundled example with 1 and 2 workers, 2 clients each (so that a
@@ -216,24 +248,34 @@ double InProcessJobsPerMinute(const v1::QuantizeRequest& request,
 bool Scaling(const v1::QuantizeRequest& request, const JobContext& context,
              int jobs) {
   const int per_client = std::max(2, jobs / 2);
-  const double one = JobsPerMinute(request, 1, 2, per_client);
-  const double two = JobsPerMinute(request, 2, 2, per_client);
-  const double local_one =
+  const Throughput one = JobsPerMinute(request, 1, 2, per_client);
+  const Throughput two = JobsPerMinute(request, 2, 2, per_client);
+  const Throughput local_one =
       InProcessJobsPerMinute(request, context, 1, 2 * per_client);
-  const double local_two =
+  const Throughput local_two =
       InProcessJobsPerMinute(request, context, 2, per_client);
-  if (one <= 0 || two <= 0 || local_one <= 0 || local_two <= 0) {
-    std::fprintf(stderr, "scaling run failed\n");
-    return false;
+  for (const Throughput* t : {&one, &two, &local_one, &local_two}) {
+    if (t->jobs_per_minute <= 0) {
+      std::fprintf(stderr, "scaling run failed\n");
+      return false;
+    }
   }
   std::printf("example CNN (32 images), 2 clients x %d jobs:\n", per_client);
-  std::printf("  --workers=1  %8.1f jobs/minute\n", one);
-  std::printf("  --workers=2  %8.1f jobs/minute\n", two);
-  std::printf("  2 workers / 1 worker: %.2fx (target >= 1.8x)\n", two / one);
+  std::printf("  --workers=1  %8.1f jobs/minute, %6.2f CPU ms/job\n",
+              one.jobs_per_minute, one.cpu_ms_per_job);
+  std::printf("  --workers=2  %8.1f jobs/minute, %6.2f CPU ms/job\n",
+              two.jobs_per_minute, two.cpu_ms_per_job);
+  std::printf(
+      "  2 workers / 1 worker: %.2fx jobs/minute (target >= 1.8x), "
+      "%.2fx CPU per job\n",
+      two.jobs_per_minute / one.jobs_per_minute,
+      two.cpu_ms_per_job / one.cpu_ms_per_job);
   std::printf(
       "  in-process, 1 / 2 concurrent jobs: %.1f / %.1f jobs/minute "
-      "(%.2fx: what this machine allows)\n",
-      local_one, local_two, local_two / local_one);
+      "(%.2fx: what this machine allows), %.2f / %.2f CPU ms/job\n",
+      local_one.jobs_per_minute, local_two.jobs_per_minute,
+      local_two.jobs_per_minute / local_one.jobs_per_minute,
+      local_one.cpu_ms_per_job, local_two.cpu_ms_per_job);
   return true;
 }
 
@@ -300,6 +342,18 @@ int Run(int argc, char** argv) {
   context.cancel = &token;
   context.progress = &progress;
 
+  const char* only = "";
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--only=", 7) == 0) only = argv[i] + 7;
+  }
+  if (only[0] != '\0') {
+    const Sides sides =
+        std::strcmp(only, "local") == 0 ? Sides::kLocal : Sides::kRemote;
+    const bool ok =
+        Overhead(only, ExampleJob(), jobs, context, **client, sides);
+    (*server)->Shutdown(absl::Seconds(5));
+    return ok ? 0 : 1;
+  }
   if (Flag(argc, argv, "--trace", 0) != 0) {
     for (int i = 0; i < 3; ++i) TraceOneCall(request, **client);
   }
@@ -325,6 +379,7 @@ int Run(int argc, char** argv) {
   }
 
   (*server)->Shutdown(absl::Seconds(5));
+  if (Flag(argc, argv, "--scaling", 1) == 0) return 0;
   return Scaling(ExampleJob(), context, jobs) ? 0 : 1;
 }
 

@@ -17,6 +17,7 @@
 #include "absl/time/clock.h"
 #include "clients/cpp/client.h"
 #include "gtest/gtest.h"
+#include "tests/fault/connect.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/test_jobs.h"
 #include "tests/testing/subprocess.h"
@@ -39,12 +40,6 @@ std::unique_ptr<ServerProcess> StartServer(const std::string& faults,
        "--max_queued_jobs=4", "--drain_seconds=5"});
   EXPECT_TRUE(server.ok()) << server.status();
   return server.ok() ? *std::move(server) : nullptr;
-}
-
-std::unique_ptr<client::Client> Connect(const ServerProcess& server) {
-  auto c = client::Client::Create({.target = server.target()});
-  EXPECT_TRUE(c.ok()) << c.status();
-  return c.ok() ? *std::move(c) : nullptr;
 }
 
 // Runs SmallJob; `at_stage` runs on the event thread when `stage` starts.

@@ -65,6 +65,9 @@ class StageClock {
       return absl::OkStatus();
     }
     End();
+    // A cancel while the last stage ended (its "done" report) stops the job
+    // here, before the next stage is announced.
+    if (cancel_ != nullptr) RETURN_IF_ERROR(cancel_->Check());
     stage_ = stage;
     start_ = absl::Now();
     if (sink_ != nullptr) sink_->Report({stage, 0.0, message});
