@@ -457,9 +457,9 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
                                  &mixed_precision, pool, cancel, clock.sink()));
     calibrated.reset();
     if (!target->report.met && !request.gptq().enabled()) {
-      return TargetOutOfReachError(request.quality_target(), tpc.ref,
-                                   target->best_figure,
-                                   target->best_description);
+      return TargetOutOfReachError(
+          request.quality_target(), tpc.ref, target->best_figure,
+          target->best_description, target->report.baseline.value_or(0.0));
     }
   } else {
     RETURN_IF_ERROR(
@@ -543,7 +543,8 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
                                    std::max(reached, target->best_figure),
                                    reached >= target->best_figure
                                        ? "after GPTQ"
-                                       : target->best_description);
+                                       : target->best_description,
+                                   q.baseline.value_or(0.0));
     }
     report.quality_target = std::move(q);
   }

@@ -21,6 +21,9 @@
 namespace quantd {
 namespace {
 
+// Samples the upgrade ranking's sensitivity analysis runs on.
+constexpr size_t kRankingSamples = 4;
+
 // A job-wide option edit that costs no memory.
 struct OptionEdit {
   std::string name, from, to;
@@ -193,16 +196,24 @@ absl::StatusOr<std::vector<BitUpgrade>> TargetSearch::RankedUpgrades(
   if (ups.empty()) return ups;
   ASSIGN_OR_RETURN(QdqPlan plan,
                    LowerToQdqPlan(at.state, in_.request->export_options()));
-  ASSIGN_OR_RETURN(
-      std::vector<LayerSensitivity> sens,
-      AnalyzeLayerSensitivity(in_.float_model->model(), at.state.model, plan,
-                              *in_.evaluation, SensitivityAnalysisOptions(),
-                              pool_, cancel_, nullptr));
+  // The ranking needs an estimate, not the figure: a few samples (the
+  // analysis costs two cone runs per node and sample).
+  const size_t n = std::min(in_.evaluation->size(), kRankingSamples);
+  const std::vector<SampleFeeds> ranking(in_.evaluation->begin(),
+                                         in_.evaluation->begin() + n);
+  ASSIGN_OR_RETURN(std::vector<LayerSensitivity> sens,
+                   AnalyzeLayerSensitivity(
+                       in_.float_model->model(), at.state.model, plan, ranking,
+                       SensitivityAnalysisOptions(), pool_, cancel_, nullptr));
   double now_db = at.figure;
-  if (target_.metric() == v1::QualityTarget::METRIC_COSINE) {
-    ASSIGN_OR_RETURN(QualityFigures now,
-                     meter_.Measure(at.state, in_.request->export_options(),
-                                    pool_, cancel_));
+  if (target_.metric() == v1::QualityTarget::METRIC_COSINE ||
+      n < in_.evaluation->size()) {
+    ASSIGN_OR_RETURN(
+        QualityMeter meter,
+        QualityMeter::Create(*in_.float_model, ranking, pool_, cancel_));
+    ASSIGN_OR_RETURN(
+        QualityFigures now,
+        meter.Measure(at.state, in_.request->export_options(), pool_, cancel_));
     now_db = now.sqnr_db;
   }
   std::map<std::string, double> gain;
@@ -367,14 +378,15 @@ absl::StatusOr<QualityTargetOutcome> RunQualityTarget(
 
 absl::Status TargetOutOfReachError(const v1::QualityTarget& target,
                                    const std::string& tpc, double best,
-                                   const std::string& how) {
+                                   const std::string& how, double baseline) {
   const bool db = target.metric() != v1::QualityTarget::METRIC_COSINE;
   const auto fmt = [&](double v) {
     return db ? absl::StrFormat("%.2f dB", v) : absl::StrFormat("%.5f", v);
   };
-  return absl::FailedPreconditionError(absl::StrCat(
-      "quality_target: ", MetricName(target.metric()), " ", fmt(target.value()),
-      " out of reach of ", tpc, ": best ", fmt(best), " (", how, ")"));
+  return absl::FailedPreconditionError(
+      absl::StrCat("quality_target: ", MetricName(target.metric()), " ",
+                   fmt(target.value()), " out of reach of ", tpc, ": best ",
+                   fmt(best), " (", how, "); as configured ", fmt(baseline)));
 }
 
 }  // namespace quantd

@@ -71,11 +71,12 @@ absl::StatusOr<QualityTargetOutcome> RunQualityTarget(
     JobState* state, MixedPrecisionOutcome* mixed_precision, ThreadPool* pool,
     const CancellationToken* cancel, ProgressSink* progress);
 
-// FAILED_PRECONDITION "quality_target: sqnr 40 dB out of reach of
-// imx500@1.0: best 31.2 dB (...)".
+// FAILED_PRECONDITION "quality_target: sqnr 40.00 dB out of reach of
+// imx500@1.0: best 31.20 dB (what that trial changed); as configured
+// 29.80 dB".
 absl::Status TargetOutOfReachError(const v1::QualityTarget& target,
                                    const std::string& tpc, double best,
-                                   const std::string& how);
+                                   const std::string& how, double baseline);
 
 }  // namespace quantd
 
