@@ -22,6 +22,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "clients/batch/job_files.h"
+#include "clients/batch/job_options.h"
 #include "core/executor/executor.h"
 #include "core/graph/onnx_import.h"
 #include "core/io/sample_set.h"
@@ -214,6 +216,28 @@ TEST_F(QualityTargetTest, InvalidCosineValueNamesTheField) {
   EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(result.status().message()),
               HasSubstr("quality_target.value"));
+}
+
+// --target-sqnr / --target-cosine / --target-metric (quantctl, manifests and
+// Python share the table) become QuantizeRequest.quality_target.
+TEST(QualityTargetOptions, FlagsSetTheRequestField) {
+  JobFiles files;
+  files.tpc = "imx500@4.0";
+  ASSERT_TRUE(ApplyJobOption("target_cosine", "0.995", &files).ok());
+  v1::QuantizeRequest r;
+  ASSERT_TRUE(ApplyJobSettings(files, &r).ok());
+  EXPECT_EQ(r.quality_target().metric(), v1::QualityTarget::METRIC_COSINE);
+  EXPECT_DOUBLE_EQ(r.quality_target().value(), 0.995);
+  ASSERT_TRUE(ApplyJobOption("target-sqnr", "30", &files).ok());
+  const absl::Status both = ApplyJobSettings(files, &r);
+  EXPECT_THAT(std::string(both.message()), HasSubstr("--target-metric"));
+  ASSERT_TRUE(ApplyJobOption("target-metric", "sqnr", &files).ok());
+  v1::QuantizeRequest chosen;
+  ASSERT_TRUE(ApplyJobSettings(files, &chosen).ok());
+  EXPECT_EQ(chosen.quality_target().metric(), v1::QualityTarget::METRIC_SQNR);
+  EXPECT_DOUBLE_EQ(chosen.quality_target().value(), 30);
+  EXPECT_FALSE(ApplyJobOption("target-cosine", "-1", &files).ok());
+  EXPECT_FALSE(ApplyJobOption("target-sqnr", "inf", &files).ok());
 }
 
 // Cancels the job once the target stage has run its first trial.
