@@ -256,6 +256,7 @@ absl::StatusOr<std::optional<Trial>> TargetSearch::UpgradeSearch(
     const int m = std::min(k, n);
     ASSIGN_OR_RETURN(Trial t, Try(options, prefix(m), describe(prefix(m))));
     if (Met(t.figure)) {
+      outcome_.report.steps.back().kept = true;
       reached = m;
       hit = std::move(t);
       break;
@@ -271,6 +272,7 @@ absl::StatusOr<std::optional<Trial>> TargetSearch::UpgradeSearch(
     const int mid = failed + (reached - failed) / 2;
     ASSIGN_OR_RETURN(Trial t, Try(options, prefix(mid), describe(prefix(mid))));
     if (Met(t.figure)) {
+      outcome_.report.steps.back().kept = true;
       reached = mid;
       hit = std::move(t);
     } else {
@@ -285,6 +287,7 @@ absl::StatusOr<std::optional<Trial>> TargetSearch::UpgradeSearch(
     fewer.erase(fewer.begin() + j);
     ASSIGN_OR_RETURN(Trial t, Try(options, fewer, absl::StrCat("drop ", text)));
     if (Met(t.figure)) {
+      outcome_.report.steps.back().kept = true;
       *chosen = std::move(fewer);
       hit = std::move(t);
     }
