@@ -370,6 +370,42 @@ double WorstCosine(const EvaluationResult& eval) {
   return c;
 }
 
+// The target stage; without GPTQ to come, a target out of reach fails here.
+absl::StatusOr<QualityTargetOutcome> SearchQualityTarget(
+    const QualityTargetInputs& inputs, const JobState& calibrated,
+    const std::string& tpc, JobState* state, MixedPrecisionOutcome* mp,
+    ThreadPool* pool, const CancellationToken* cancel, ProgressSink* sink) {
+  ASSIGN_OR_RETURN(
+      QualityTargetOutcome target,
+      RunQualityTarget(inputs, calibrated, state, mp, pool, cancel, sink));
+  if (!target.report.met && !inputs.request->gptq().enabled()) {
+    return TargetOutOfReachError(inputs.request->quality_target(), tpc,
+                                 target.best_figure, target.best_description,
+                                 target.report.baseline.value_or(0.0));
+  }
+  return target;
+}
+
+// The quality target on the final model (after GPTQ, when it ran), into
+// the outcome's report; FAILED_PRECONDITION when it falls short.
+absl::Status CheckFinalFigure(const v1::QualityTarget& target,
+                              const std::string& tpc,
+                              const EvaluationResult& eval,
+                              QualityTargetOutcome* outcome) {
+  QualityTargetReport& q = outcome->report;
+  const double reached = target.metric() == v1::QualityTarget::METRIC_COSINE
+                             ? WorstCosine(eval)
+                             : eval.output_sqnr_db.value_or(0.0);
+  q.reached = reached;
+  q.met = TargetMet(target, reached);
+  if (q.met) return absl::OkStatus();
+  return TargetOutOfReachError(
+      target, tpc, std::max(reached, outcome->best_figure),
+      reached >= outcome->best_figure ? "after GPTQ"
+                                      : outcome->best_description,
+      q.baseline.value_or(0.0));
+}
+
 void FillResult(const ReportData& report, const ResolvedTpc& tpc,
                 v1::QuantizedGraph qg, v1::QuantizeResult* result) {
   *result->mutable_quantized_graph() = std::move(qg);
@@ -452,15 +488,10 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
     QualityTargetInputs target_inputs{&request, float_exec.get(),
                                       &input.evaluation, &calibration,
                                       &stats.shapes};
-    ASSIGN_OR_RETURN(
-        target, RunQualityTarget(target_inputs, *calibrated, &state,
+    ASSIGN_OR_RETURN(target, SearchQualityTarget(
+                                 target_inputs, *calibrated, tpc.ref, &state,
                                  &mixed_precision, pool, cancel, clock.sink()));
     calibrated.reset();
-    if (!target->report.met && !request.gptq().enabled()) {
-      return TargetOutOfReachError(
-          request.quality_target(), tpc.ref, target->best_figure,
-          target->best_description, target->report.baseline.value_or(0.0));
-    }
   } else {
     RETURN_IF_ERROR(
         clock.Begin("correct", "shift-negative and bias correction"));
@@ -530,23 +561,9 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
     state.warnings.push_back(std::move(w));
   }
   if (target.has_value()) {
-    // The final model's figure (after GPTQ, when it ran).
-    QualityTargetReport& q = target->report;
-    const double reached =
-        request.quality_target().metric() == v1::QualityTarget::METRIC_COSINE
-            ? WorstCosine(eval)
-            : eval.output_sqnr_db.value_or(0.0);
-    q.reached = reached;
-    q.met = TargetMet(request.quality_target(), reached);
-    if (!q.met) {
-      return TargetOutOfReachError(request.quality_target(), tpc.ref,
-                                   std::max(reached, target->best_figure),
-                                   reached >= target->best_figure
-                                       ? "after GPTQ"
-                                       : target->best_description,
-                                   q.baseline.value_or(0.0));
-    }
-    report.quality_target = std::move(q);
+    RETURN_IF_ERROR(
+        CheckFinalFigure(request.quality_target(), tpc.ref, eval, &*target));
+    report.quality_target = std::move(target->report);
   }
   report.warnings = state.warnings;
   AddReportDetails(state, qg, request, input.model_sha256, &report);
