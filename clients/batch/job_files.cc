@@ -118,6 +118,39 @@ bool IsTpcFile(const std::string& tpc) {
   return tpc.find('/') != std::string::npos;
 }
 
+// --target-sqnr / --target-cosine / --target-metric into quality_target.
+absl::Status ApplyQualityTarget(const JobFiles& files,
+                                v1::QuantizeRequest* request) {
+  std::string metric = files.target_metric;
+  if (metric.empty()) {
+    if (files.target_sqnr && files.target_cosine) {
+      return absl::InvalidArgumentError(
+          "--target-metric: both --target-sqnr and --target-cosine are "
+          "given; say which one with --target-metric sqnr|cosine");
+    }
+    if (files.target_sqnr) metric = "sqnr";
+    if (files.target_cosine) metric = "cosine";
+  }
+  if (metric.empty()) return absl::OkStatus();
+  v1::QualityTarget* t = request->mutable_quality_target();
+  if (metric == "sqnr") {
+    if (!files.target_sqnr) {
+      return absl::InvalidArgumentError(
+          "--target-sqnr: required by --target-metric sqnr");
+    }
+    t->set_metric(v1::QualityTarget::METRIC_SQNR);
+    t->set_value(*files.target_sqnr);
+  } else {
+    if (!files.target_cosine) {
+      return absl::InvalidArgumentError(
+          "--target-cosine: required by --target-metric cosine");
+    }
+    t->set_metric(v1::QualityTarget::METRIC_COSINE);
+    t->set_value(*files.target_cosine);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ApplyJobSettings(const JobFiles& files,
                               v1::QuantizeRequest* request) {
   if (IsTpcFile(files.tpc)) {
@@ -159,6 +192,7 @@ absl::Status ApplyJobSettings(const JobFiles& files,
     RETURN_IF_ERROR(
         ParseKeepFloat(files.keep_float, request->mutable_quantization()));
   }
+  RETURN_IF_ERROR(ApplyQualityTarget(files, request));
   if (files.gptq) request->mutable_gptq()->set_enabled(true);
   if (files.analyze) request->set_sensitivity_analysis(true);
   request->set_num_threads(files.threads);

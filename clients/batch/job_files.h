@@ -9,6 +9,7 @@
 #ifndef QUANTD_CLIENTS_BATCH_JOB_FILES_H_
 #define QUANTD_CLIENTS_BATCH_JOB_FILES_H_
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,6 +41,11 @@ struct JobFiles {
   // `--bits-override` and `--keep-float` filters (mixed_precision_flags.h)
   // and `--config` QuantizationConfig text; empty = none.
   std::string bits_override;
+  // QuantizeRequest.quality_target: `--target-sqnr DB`, `--target-cosine C`
+  // and `--target-metric sqnr|cosine` (which of the two, when both are
+  // given); unset = no target.
+  std::optional<double> target_sqnr, target_cosine;
+  std::string target_metric;
   std::string keep_float;
   std::string config;
 };

@@ -1,5 +1,8 @@
 #include "clients/batch/job_options.h"
 
+#include <cmath>
+#include <optional>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -94,6 +97,41 @@ absl::Status ReportSamples(const std::string& text, JobFiles* job) {
   return absl::OkStatus();
 }
 
+absl::Status FiniteNumber(const std::string& text, double lo, double hi,
+                          std::optional<double>* out) {
+  double v = 0;
+  if (!absl::SimpleAtod(text, &v) || !std::isfinite(v) || v < lo || v > hi) {
+    return Invalid(
+        absl::StrCat("'", text, "' is not a number in [", lo, ", ", hi, "]"));
+  }
+  *out = v;
+  return absl::OkStatus();
+}
+
+absl::Status TargetSqnr(const std::string& text, JobFiles* job) {
+  return FiniteNumber(text, -1000, 1000, &job->target_sqnr);
+}
+
+absl::Status TargetCosine(const std::string& text, JobFiles* job) {
+  if (absl::Status st = FiniteNumber(text, -1, 1, &job->target_cosine);
+      !st.ok()) {
+    return st;
+  }
+  if (*job->target_cosine <= -1) {
+    return Invalid(absl::StrCat("'", text, "' is not in (-1, 1]"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TargetMetric(const std::string& text, JobFiles* job) {
+  const std::string lower = absl::AsciiStrToLower(text);
+  if (lower != "sqnr" && lower != "cosine") {
+    return Invalid(absl::StrCat("'", text, "' is not sqnr or cosine"));
+  }
+  job->target_metric = lower;
+  return absl::OkStatus();
+}
+
 absl::Status Config(const std::string& text, JobFiles* job) {
   v1::QuantizationConfig config;
   if (!google::protobuf::TextFormat::ParseFromString(text, &config)) {
@@ -141,6 +179,16 @@ const std::vector<JobOption>& JobOptions() {
        "per-layer sensitivity: output SQNR with only each layer quantized / "
        "only it float, on the report's samples (report.json 'sensitivity')",
        Analyze},
+      {"target-sqnr", "DB",
+       "quality target: the cheapest configuration the TPC allows whose "
+       "output SQNR on the evaluation samples reaches DB "
+       "(docs/quality_target.md)",
+       TargetSqnr},
+      {"target-cosine", "C",
+       "quality target as the worst output's mean cosine similarity",
+       TargetCosine},
+      {"target-metric", "sqnr|cosine",
+       "which quality target applies (default: the one given)", TargetMetric},
       {"threads", "N",
        "threads for the job's data-parallel work (default: all cores / the "
        "server's)",

@@ -71,6 +71,29 @@ struct OutputReport {
   std::optional<double> cosine;          // mean cosine similarity
 };
 
+// The quality-target search (issue 17, docs/quality_target.md).
+struct QualityTargetChange {
+  std::string node;  // "" for a job-wide option
+  std::string what;  // "activation_bits", "weights_bits" or an option name
+  std::string from, to;
+};
+
+struct QualityTargetStep {
+  std::string action;  // what the trial changed
+  std::optional<double> figure;
+  bool kept = false;  // the search went on from this trial
+};
+
+struct QualityTargetReport {
+  std::string metric;  // "sqnr" (dB) or "cosine"
+  double target = 0;
+  std::optional<double> baseline;  // the configuration as requested
+  std::optional<double> reached;   // the final model's, on the same samples
+  bool met = false;
+  std::vector<QualityTargetStep> steps;
+  std::vector<QualityTargetChange> changes;
+};
+
 struct ReportData {
   std::string model_name;
   std::string model_sha256;    // of the ONNX bytes sent
@@ -88,6 +111,8 @@ struct ReportData {
   std::optional<double> output_sqnr_db;
   std::vector<OutputReport> outputs;
   std::vector<std::string> warnings;
+  // Set when the request had a quality target.
+  std::optional<QualityTargetReport> quality_target;
   // Stage name -> seconds, in stage order.
   std::vector<std::pair<std::string, double>> timings_seconds;
 };

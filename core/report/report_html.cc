@@ -112,6 +112,31 @@ std::string Outputs(const ReportData& r) {
   return h;
 }
 
+// The quality-target search: target, figures, what it changed.
+std::string QualityTargetSection(const QualityTargetReport& q) {
+  const bool db = q.metric == "sqnr";
+  const auto figure = [&](const std::optional<double>& v) {
+    if (!v.has_value()) return std::string("&ndash;");
+    return db ? Fmt(v, " dB") : absl::StrFormat("%.5f", *v);
+  };
+  std::string h = "<h2>Quality target</h2>\n<table class=\"summary\">\n";
+  h += Row("target", absl::StrCat(Escape(q.metric), " &ge; ",
+                                  db ? absl::StrFormat("%.2f dB", q.target)
+                                     : absl::StrFormat("%.5f", q.target)));
+  h += Row("as configured", figure(q.baseline));
+  h += Row("reached", absl::StrCat("<b>", figure(q.reached), "</b> (",
+                                   q.met ? "met" : "not met", ")"));
+  h += "</table>\n<table><tr><th>node</th><th>what</th><th>from</th>"
+       "<th>to</th></tr>\n";
+  for (const QualityTargetChange& c : q.changes) {
+    absl::StrAppend(&h, "<tr><td>", Escape(c.node), "</td><td>", Escape(c.what),
+                    "</td><td>", Escape(c.from), "</td><td>", Escape(c.to),
+                    "</td></tr>\n");
+  }
+  h += "</table>\n";
+  return h;
+}
+
 }  // namespace
 
 std::string ReportToHtml(const ReportData& r) {
@@ -122,6 +147,9 @@ std::string ReportToHtml(const ReportData& r) {
   absl::StrAppend(&h, "<h1>quantd report: ", Escape(r.model_name), "</h1>\n");
   h += Summary(r);
   h += Outputs(r);
+  if (r.quality_target.has_value()) {
+    h += QualityTargetSection(*r.quality_target);
+  }
   h += "<h2>Resources</h2>\n<table><tr><th></th><th>weights</th>"
        "<th>activations</th><th>total</th><th>BOPs</th></tr>\n";
   h += FiguresRow("quantized", r.resource_utilization);

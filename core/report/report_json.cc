@@ -86,6 +86,41 @@ Json Sensitivity(const std::vector<LayerReport>& layers) {
   return out;
 }
 
+double Ratio(const std::optional<double>& a, const std::optional<double>& b) {
+  return a && b && *b > 0 ? *a / *b : std::numeric_limits<double>::quiet_NaN();
+}
+
+Json QualityTarget(const ReportData& r) {
+  const QualityTargetReport& q = *r.quality_target;
+  Json j = Json::object();
+  j["metric"] = q.metric;
+  j["target"] = q.target;
+  j["baseline"] = Number(q.baseline);
+  j["reached"] = Number(q.reached);
+  j["met"] = q.met;
+  Json steps = Json::array();
+  for (const QualityTargetStep& s : q.steps) {
+    steps.push_back(
+        {{"action", s.action}, {"figure", Number(s.figure)}, {"kept", s.kept}});
+  }
+  j["steps"] = std::move(steps);
+  Json changes = Json::array();
+  for (const QualityTargetChange& c : q.changes) {
+    changes.push_back(
+        {{"node", c.node}, {"what", c.what}, {"from", c.from}, {"to", c.to}});
+  }
+  j["changes"] = std::move(changes);
+  const ResourceFigures& a = r.resource_utilization;
+  const ResourceFigures& b = r.baseline_8bit;
+  j["memory_vs_8bit"] = {
+      {"weights",
+       Number(Ratio(a.weights_memory_bytes, b.weights_memory_bytes))},
+      {"activation",
+       Number(Ratio(a.activation_memory_bytes, b.activation_memory_bytes))},
+      {"total", Number(Ratio(a.total_memory_bytes, b.total_memory_bytes))}};
+  return j;
+}
+
 }  // namespace
 
 std::string ReportToJson(const ReportData& r, bool with_timings) {
@@ -135,6 +170,8 @@ std::string ReportToJson(const ReportData& r, bool with_timings) {
   }
   j["outputs"] = std::move(outputs);
   j["warnings"] = r.warnings;
+  // Only with a target: reports without one keep their bytes.
+  if (r.quality_target.has_value()) j["quality_target"] = QualityTarget(r);
   // Report details (issue 18): what ran, on what.
   j["model_sha256"] = r.model_sha256;
   j["quantd_version"] = r.quantd_version;

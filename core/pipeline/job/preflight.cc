@@ -10,6 +10,7 @@
 #include "core/pipeline/export/export_formats.h"
 #include "core/pipeline/gptq/gptq_options.h"
 #include "core/pipeline/mixed_precision/mixed_precision_stage.h"
+#include "core/pipeline/quality_target/quality_target.h"
 #include "core/tpc/framework_info.h"
 #include "core/tpc/json_io.h"
 #include "core/tpc/tpc_ref.h"
@@ -243,6 +244,9 @@ absl::Status ValidateQuantizeRequest(const v1::QuantizeRequest& request,
         "report_samples: must be -1 (all), 0 (the default, 16) or a count, "
         "got ",
         request.report_samples()));
+  }
+  if (request.has_quality_target()) {
+    RETURN_IF_ERROR(ValidateQualityTarget(request.quality_target()));
   }
   if (request.num_threads() < 0) {
     return absl::InvalidArgumentError(

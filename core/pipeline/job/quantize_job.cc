@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -16,10 +17,8 @@
 #include "core/graph/onnx_export.h"
 #include "core/graph/onnx_import.h"
 #include "core/graph/shape_inference.h"
-#include "core/pipeline/corrections/activation_bias_correction.h"
 #include "core/pipeline/corrections/bias_correction.h"
-#include "core/pipeline/corrections/post_statistics.h"
-#include "core/pipeline/corrections/shift_negative.h"
+#include "core/pipeline/corrections/corrections.h"
 #include "core/pipeline/evaluation/evaluation.h"
 #include "core/pipeline/evaluation/sensitivity_analysis.h"
 #include "core/pipeline/export/export_formats.h"
@@ -40,6 +39,7 @@
 #include "core/pipeline/prep/graph_prep.h"
 #include "core/pipeline/ptq/param_selection.h"
 #include "core/pipeline/ptq/statistics.h"
+#include "core/pipeline/quality_target/quality_target.h"
 #include "core/qdq/mctq_export.h"
 #include "core/qdq/qdq_export.h"
 #include "core/report/report.h"
@@ -270,25 +270,6 @@ absl::StatusOr<StatisticsResult> Calibrate(
   return stats;
 }
 
-absl::Status ApplyCorrections(JobState* state,
-                              const CancellationToken* cancel) {
-  const PtqOptions& o = state->options;
-  if (o.softmax_shift) RETURN_IF_ERROR(ApplySoftmaxShift(state));
-  if (o.concat_threshold_update) {
-    RETURN_IF_ERROR(ApplyConcatThresholdUpdate(state));
-  }
-  if (o.shift_negative_activation_correction) {
-    RETURN_IF_ERROR(ApplyShiftNegativeCorrection(state, cancel));
-  }
-  if (o.weights_bias_correction) {
-    RETURN_IF_ERROR(ApplyBiasCorrection(state, cancel));
-  }
-  if (o.activation_bias_correction) {
-    RETURN_IF_ERROR(ApplyActivationBiasCorrection(state, cancel));
-  }
-  return absl::OkStatus();
-}
-
 // The QDQ and MCTQ models the request asks for, into `result`. The declared
 // inputs and outputs go back into each (dynamic_shapes.h).
 absl::Status ExportModels(const v1::QuantizeRequest& request,
@@ -383,6 +364,51 @@ absl::StatusOr<EvaluationResult> Evaluate(
                            exec_options.pool, cancel, sink, kept);
 }
 
+// The worst output's mean cosine (the quality target's cosine figure).
+double WorstCosine(const EvaluationResult& eval) {
+  double c = 1;
+  for (const OutputReport& o : eval.outputs) {
+    if (o.cosine.has_value()) c = std::min(c, *o.cosine);
+  }
+  return c;
+}
+
+// The target stage; without GPTQ to come, a target out of reach fails here.
+absl::StatusOr<QualityTargetOutcome> SearchQualityTarget(
+    const QualityTargetInputs& inputs, const JobState& calibrated,
+    const std::string& tpc, JobState* state, MixedPrecisionOutcome* mp,
+    ThreadPool* pool, const CancellationToken* cancel, ProgressSink* sink) {
+  ASSIGN_OR_RETURN(
+      QualityTargetOutcome target,
+      RunQualityTarget(inputs, calibrated, state, mp, pool, cancel, sink));
+  if (!target.report.met && !inputs.request->gptq().enabled()) {
+    return TargetOutOfReachError(inputs.request->quality_target(), tpc,
+                                 target.best_figure, target.best_description,
+                                 target.report.baseline.value_or(0.0));
+  }
+  return target;
+}
+
+// The quality target on the final model (after GPTQ, when it ran), into
+// the outcome's report; FAILED_PRECONDITION when it falls short.
+absl::Status CheckFinalFigure(const v1::QualityTarget& target,
+                              const std::string& tpc,
+                              const EvaluationResult& eval,
+                              QualityTargetOutcome* outcome) {
+  QualityTargetReport& q = outcome->report;
+  const double reached = target.metric() == v1::QualityTarget::METRIC_COSINE
+                             ? WorstCosine(eval)
+                             : eval.output_sqnr_db.value_or(0.0);
+  q.reached = reached;
+  q.met = TargetMet(target, reached);
+  if (q.met) return absl::OkStatus();
+  return TargetOutOfReachError(
+      target, tpc, std::max(reached, outcome->best_figure),
+      reached >= outcome->best_figure ? "after GPTQ"
+                                      : outcome->best_description,
+      q.baseline.value_or(0.0));
+}
+
 void FillResult(const ReportData& report, const ResolvedTpc& tpc,
                 v1::QuantizedGraph qg, v1::QuantizeResult* result) {
   *result->mutable_quantized_graph() = std::move(qg);
@@ -437,6 +463,11 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
                              KeepForReport(request, state.model, input), &state,
                              pool, cancel, clock.sink()));
 
+  // The quality-target search re-selects from here.
+  const bool has_target = QualityTargetRequested(request);
+  std::optional<JobState> calibrated;
+  if (has_target) calibrated = state;
+
   // Parameter selection.
   RETURN_IF_ERROR(clock.Begin("select", "selecting quantization parameters"));
   RETURN_IF_ERROR(SelectAllParams(&state, pool, cancel, clock.sink()));
@@ -453,8 +484,22 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
                           clock.sink()));
   }
 
-  RETURN_IF_ERROR(clock.Begin("correct", "shift-negative and bias correction"));
-  RETURN_IF_ERROR(ApplyCorrections(&state, cancel));
+  // Quality target: the cheapest configuration that reaches it, corrected.
+  std::optional<QualityTargetOutcome> target;
+  if (has_target) {
+    RETURN_IF_ERROR(clock.Begin("target", "searching for the quality target"));
+    QualityTargetInputs target_inputs{&request, float_exec.get(),
+                                      &input.evaluation, &calibration,
+                                      &stats.shapes};
+    ASSIGN_OR_RETURN(target, SearchQualityTarget(
+                                 target_inputs, *calibrated, tpc.ref, &state,
+                                 &mixed_precision, pool, cancel, clock.sink()));
+    calibrated.reset();
+  } else {
+    RETURN_IF_ERROR(
+        clock.Begin("correct", "shift-negative and bias correction"));
+    RETURN_IF_ERROR(ApplyCorrections(&state, cancel));
+  }
 
   // GPTQ (float_exec: the float targets, before the corrections).
   if (request.gptq().enabled()) {
@@ -517,6 +562,11 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
   for (std::string& w :
        TargetOverrunWarnings(report.resource_utilization, report.targets)) {
     state.warnings.push_back(std::move(w));
+  }
+  if (target.has_value()) {
+    RETURN_IF_ERROR(
+        CheckFinalFigure(request.quality_target(), tpc.ref, eval, &*target));
+    report.quality_target = std::move(target->report);
   }
   report.warnings = state.warnings;
   AddReportDetails(state, qg, request, input.model_sha256, &report);

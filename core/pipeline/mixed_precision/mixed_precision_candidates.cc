@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/graph/graph_index.h"
+#include "core/pipeline/mixed_precision/consumer_input_bits.h"
 #include "core/pipeline/mixed_precision/internal/mixed_precision_space.h"
 #include "core/pipeline/prep/node_filter.h"
 #include "core/pipeline/prep/op_config_bits.h"
@@ -21,28 +22,6 @@
 
 namespace quantd::mp_internal {
 namespace {
-
-// Largest activation bits every consumer of node i accepts (through
-// quantization-preserving consumers), as attach.cc's input-bits filter.
-int ConsumerInputLimit(const Graph& g, const GraphIndex& index,
-                       const std::vector<NodePlan>& plans, int i) {
-  int limit = 1 << 30;
-  if (g.nodes[i].outputs.empty()) return limit;
-  std::vector<int> frontier = index.Consumers(g.nodes[i].outputs[0]);
-  std::set<int> seen;
-  while (!frontier.empty()) {
-    const int c = frontier.back();
-    frontier.pop_back();
-    if (!seen.insert(c).second) continue;
-    limit = std::min(limit, MaxSupportedInputBits(plans[c].config));
-    if (plans[c].preserving && !g.nodes[c].outputs.empty()) {
-      for (int n : index.Consumers(g.nodes[c].outputs[0])) {
-        frontier.push_back(n);
-      }
-    }
-  }
-  return limit;
-}
 
 // The error for a node whose overrides no candidate fits, with the bits its
 // candidates offer.

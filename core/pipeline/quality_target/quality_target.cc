@@ -1,0 +1,395 @@
+#include "core/pipeline/quality_target/quality_target.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/pipeline/corrections/corrections.h"
+#include "core/pipeline/evaluation/sensitivity_analysis.h"
+#include "core/pipeline/export/qdq_lowering.h"
+#include "core/pipeline/mixed_precision/resource_utilization.h"
+#include "core/pipeline/ptq/param_selection.h"
+#include "core/pipeline/quality_target/target_measure.h"
+#include "core/pipeline/quality_target/target_upgrades.h"
+#include "core/util/status_macros.h"
+
+namespace quantd {
+namespace {
+
+// Samples the upgrade ranking's sensitivity analysis runs on.
+constexpr size_t kRankingSamples = 4;
+
+// A job-wide option edit that costs no memory.
+struct OptionEdit {
+  std::string name, from, to;
+  std::function<void(PtqOptions*)> apply;
+};
+
+// What stage (a) tries, in order: corrections first (no re-selection), then
+// the selection's own options. The z-score filter's 8 is the value
+// quantd's docs suggest (--config 'z_threshold: 8').
+std::vector<OptionEdit> OptionEdits(const PtqOptions& o, bool gptq) {
+  std::vector<OptionEdit> edits;
+  if (o.shift_negative_activation_correction &&
+      !o.shift_negative_params_search) {
+    edits.push_back(
+        {"shift_negative_params_search", "false", "true",
+         [](PtqOptions* p) { p->shift_negative_params_search = true; }});
+  }
+  if (!o.activation_bias_correction) {
+    edits.push_back(
+        {"activation_bias_correction", "false", "true",
+         [](PtqOptions* p) { p->activation_bias_correction = true; }});
+  }
+  if (std::isinf(o.z_threshold)) {
+    edits.push_back(
+        {"z_threshold", "inf", "8", [](PtqOptions* p) { p->z_threshold = 8; }});
+  }
+  if (gptq && o.weights_error_method != quantizers::ErrorMethod::kHmse) {
+    edits.push_back(
+        {"weights_error_method", "as requested", "HMSE", [](PtqOptions* p) {
+           p->weights_error_method = quantizers::ErrorMethod::kHmse;
+         }});
+  }
+  return edits;
+}
+
+// Options that parameter selection (or mixed precision) reads.
+bool SameSelection(const PtqOptions& a, const PtqOptions& b) {
+  return a.z_threshold == b.z_threshold &&
+         a.activation_error_method == b.activation_error_method &&
+         a.weights_error_method == b.weights_error_method &&
+         a.l_p_value == b.l_p_value;
+}
+
+std::string UpgradeText(const BitUpgrade& u) {
+  return absl::StrCat(u.node_name, u.weights ? " weights " : " activation ",
+                      u.from_bits, "->", u.to_bits);
+}
+
+struct Trial {
+  double figure = 0;
+  JobState state;
+  MixedPrecisionOutcome mixed_precision;
+};
+
+class TargetSearch {
+ public:
+  TargetSearch(const QualityTargetInputs& in, const JobState& calibrated,
+               QualityMeter meter, ThreadPool* pool,
+               const CancellationToken* cancel, ProgressSink* progress)
+      : in_(in),
+        target_(in.request->quality_target()),
+        calibrated_(calibrated),
+        meter_(std::move(meter)),
+        pool_(pool),
+        cancel_(cancel),
+        progress_(progress) {}
+
+  absl::StatusOr<QualityTargetOutcome> Run(JobState* state,
+                                           MixedPrecisionOutcome* mp);
+
+ private:
+  absl::StatusOr<Trial> Try(const PtqOptions& options,
+                            const std::vector<BitUpgrade>& upgrades,
+                            const std::string& action);
+  bool Met(double figure) const { return TargetMet(target_, figure); }
+  absl::Status TryOptions(PtqOptions* options, Trial* best);
+  absl::StatusOr<std::vector<BitUpgrade>> RankedUpgrades(const Trial& at);
+  absl::StatusOr<std::optional<Trial>> UpgradeSearch(
+      const PtqOptions& options, std::vector<BitUpgrade> ranked,
+      std::vector<BitUpgrade>* chosen);
+
+  const QualityTargetInputs& in_;
+  const v1::QualityTarget& target_;
+  const JobState& calibrated_;
+  QualityMeter meter_;
+  ThreadPool* pool_;
+  const CancellationToken* cancel_;
+  ProgressSink* progress_;
+  // Selection (and mixed precision) for `selected_options_`.
+  JobState selected_;
+  PtqOptions selected_options_;
+  MixedPrecisionOutcome selected_mp_;
+  QualityTargetOutcome outcome_;
+  int trials_ = 0;
+};
+
+absl::StatusOr<Trial> TargetSearch::Try(const PtqOptions& options,
+                                        const std::vector<BitUpgrade>& upgrades,
+                                        const std::string& action) {
+  if (cancel_ != nullptr) RETURN_IF_ERROR(cancel_->Check());
+  if (progress_ != nullptr) {
+    progress_->Report({"target", std::min(0.95, trials_ / 24.0),
+                       absl::StrCat("trial ", trials_ + 1, ": ", action)});
+  }
+  ++trials_;
+  const v1::QuantizeRequest& request = *in_.request;
+  if (!SameSelection(options, selected_options_)) {
+    selected_ = calibrated_;
+    selected_.options = options;
+    RETURN_IF_ERROR(SelectAllParams(&selected_, pool_, cancel_, nullptr));
+    selected_mp_ = MixedPrecisionOutcome();
+    if (MixedPrecisionRequested(request.mixed_precision())) {
+      ASSIGN_OR_RETURN(
+          selected_mp_,
+          RunMixedPrecision(request.mixed_precision(), kMpSimdPadding,
+                            *in_.shapes, *in_.calibration, &selected_, pool_,
+                            cancel_, nullptr));
+    }
+    selected_options_ = options;
+  }
+  Trial t;
+  t.state = selected_;
+  t.state.options = options;
+  t.mixed_precision = selected_mp_;
+  if (!upgrades.empty()) {
+    RETURN_IF_ERROR(RunMixedPrecision(OverridesFor(upgrades), kMpSimdPadding,
+                                      *in_.shapes, *in_.calibration, &t.state,
+                                      pool_, cancel_, nullptr)
+                        .status());
+  }
+  RETURN_IF_ERROR(ApplyCorrections(&t.state, cancel_));
+  ASSIGN_OR_RETURN(
+      QualityFigures f,
+      meter_.Measure(t.state, request.export_options(), pool_, cancel_));
+  t.figure = Figure(f, target_.metric());
+  outcome_.report.steps.push_back({action, t.figure, false});
+  if (trials_ == 1 || t.figure > outcome_.best_figure) {
+    outcome_.best_figure = t.figure;
+    outcome_.best_description = action;
+  }
+  return t;
+}
+
+// Stage (a): each option edit kept when it helps.
+absl::Status TargetSearch::TryOptions(PtqOptions* options, Trial* best) {
+  const double eps =
+      target_.metric() == v1::QualityTarget::METRIC_COSINE ? 1e-6 : 0.01;
+  for (const OptionEdit& e :
+       OptionEdits(*options, in_.request->gptq().enabled())) {
+    if (Met(best->figure)) break;
+    PtqOptions o = *options;
+    e.apply(&o);
+    ASSIGN_OR_RETURN(Trial t, Try(o, {}, absl::StrCat(e.name, ": ", e.to)));
+    if (t.figure > best->figure + eps) {
+      outcome_.report.steps.back().kept = true;
+      outcome_.report.changes.push_back({"", e.name, e.from, e.to});
+      *options = o;
+      *best = std::move(t);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The upgrades the TPC allows, most estimated gain per byte first: a
+// layer's gain is what the output SQNR gains when only it is left float.
+absl::StatusOr<std::vector<BitUpgrade>> TargetSearch::RankedUpgrades(
+    const Trial& at) {
+  std::vector<BitUpgrade> ups =
+      ListBitUpgrades(selected_, *in_.shapes, in_.request->mixed_precision());
+  if (ups.empty()) return ups;
+  ASSIGN_OR_RETURN(QdqPlan plan,
+                   LowerToQdqPlan(at.state, in_.request->export_options()));
+  // The ranking needs an estimate, not the figure: a few samples (the
+  // analysis costs two cone runs per node and sample).
+  const size_t n = std::min(in_.evaluation->size(), kRankingSamples);
+  const std::vector<SampleFeeds> ranking(in_.evaluation->begin(),
+                                         in_.evaluation->begin() + n);
+  ASSIGN_OR_RETURN(std::vector<LayerSensitivity> sens,
+                   AnalyzeLayerSensitivity(
+                       in_.float_model->model(), at.state.model, plan, ranking,
+                       SensitivityAnalysisOptions(), pool_, cancel_, nullptr));
+  double now_db = at.figure;
+  if (target_.metric() == v1::QualityTarget::METRIC_COSINE ||
+      n < in_.evaluation->size()) {
+    ASSIGN_OR_RETURN(
+        QualityMeter meter,
+        QualityMeter::Create(*in_.float_model, ranking, pool_, cancel_));
+    ASSIGN_OR_RETURN(
+        QualityFigures now,
+        meter.Measure(at.state, in_.request->export_options(), pool_, cancel_));
+    now_db = now.sqnr_db;
+  }
+  std::map<std::string, double> gain;
+  for (const LayerSensitivity& s : sens) {
+    double g = s.sqnr_only_float_db - now_db;
+    if (std::isnan(g)) g = 0;
+    gain[s.node] = std::clamp(g, 0.0, 1000.0);
+  }
+  for (BitUpgrade& u : ups) {
+    auto it = gain.find(u.node_name);
+    u.gain_db = it != gain.end() ? it->second : 0.0;
+  }
+  std::stable_sort(ups.begin(), ups.end(),
+                   [](const BitUpgrade& a, const BitUpgrade& b) {
+                     return a.gain_db / std::max(a.cost_bytes, 1.0) >
+                            b.gain_db / std::max(b.cost_bytes, 1.0);
+                   });
+  return ups;
+}
+
+// Stage (b): doubling prefixes of `ranked` until one reaches the target,
+// bisection to the shortest such prefix, then drops of upgrades that turn
+// out unneeded (lowest ranked first, at most kMaxDrops trials). Returns the
+// reaching trial, or the one with every upgrade when none reaches.
+absl::StatusOr<std::optional<Trial>> TargetSearch::UpgradeSearch(
+    const PtqOptions& options, std::vector<BitUpgrade> ranked,
+    std::vector<BitUpgrade>* chosen) {
+  constexpr int kMaxDrops = 8;
+  const int n = static_cast<int>(ranked.size());
+  auto prefix = [&](int k) {
+    return std::vector<BitUpgrade>(ranked.begin(), ranked.begin() + k);
+  };
+  auto describe = [&](const std::vector<BitUpgrade>& ups) {
+    return absl::StrCat(ups.size(), " bit upgrade(s), last ",
+                        UpgradeText(ups.back()));
+  };
+  int failed = 0, reached = -1;
+  std::optional<Trial> hit;
+  for (int k = 1;; k *= 2) {
+    const int m = std::min(k, n);
+    ASSIGN_OR_RETURN(Trial t, Try(options, prefix(m), describe(prefix(m))));
+    if (Met(t.figure)) {
+      outcome_.report.steps.back().kept = true;
+      reached = m;
+      hit = std::move(t);
+      break;
+    }
+    failed = m;
+    if (m == n) {
+      *chosen = prefix(n);
+      outcome_.report.steps.back().kept = true;
+      return std::optional<Trial>(std::move(t));
+    }
+  }
+  while (reached - failed > 1) {
+    const int mid = failed + (reached - failed) / 2;
+    ASSIGN_OR_RETURN(Trial t, Try(options, prefix(mid), describe(prefix(mid))));
+    if (Met(t.figure)) {
+      outcome_.report.steps.back().kept = true;
+      reached = mid;
+      hit = std::move(t);
+    } else {
+      failed = mid;
+    }
+  }
+  *chosen = prefix(reached);
+  int drops = 0;
+  for (int j = reached - 2; j >= 0 && drops < kMaxDrops; --j, ++drops) {
+    std::vector<BitUpgrade> fewer = *chosen;
+    const std::string text = UpgradeText(fewer[j]);
+    fewer.erase(fewer.begin() + j);
+    ASSIGN_OR_RETURN(Trial t, Try(options, fewer, absl::StrCat("drop ", text)));
+    if (Met(t.figure)) {
+      outcome_.report.steps.back().kept = true;
+      *chosen = std::move(fewer);
+      hit = std::move(t);
+    }
+  }
+  return hit;
+}
+
+absl::StatusOr<QualityTargetOutcome> TargetSearch::Run(
+    JobState* state, MixedPrecisionOutcome* mp) {
+  QualityTargetReport& report = outcome_.report;
+  report.metric = MetricName(target_.metric());
+  report.target = target_.value();
+  selected_ = *state;
+  selected_options_ = state->options;
+  selected_mp_ = *mp;
+  PtqOptions options = state->options;
+  ASSIGN_OR_RETURN(Trial best, Try(options, {}, "as configured"));
+  report.baseline = best.figure;
+  report.steps.back().kept = true;
+  RETURN_IF_ERROR(TryOptions(&options, &best));
+  if (!Met(best.figure)) {
+    if (!SameSelection(options, selected_options_)) {
+      ASSIGN_OR_RETURN(best, Try(options, {}, "with the kept options"));
+    }
+    ASSIGN_OR_RETURN(std::vector<BitUpgrade> ranked, RankedUpgrades(best));
+    if (!ranked.empty()) {
+      std::vector<BitUpgrade> chosen;
+      ASSIGN_OR_RETURN(std::optional<Trial> t,
+                       UpgradeSearch(options, std::move(ranked), &chosen));
+      if (t.has_value() && (Met(t->figure) || t->figure > best.figure)) {
+        best = *std::move(t);
+        for (const BitUpgrade& u : chosen) {
+          report.changes.push_back(
+              {u.node_name, u.weights ? "weights_bits" : "activation_bits",
+               absl::StrCat(u.from_bits), absl::StrCat(u.to_bits)});
+        }
+      }
+    }
+  }
+  report.reached = best.figure;
+  report.met = Met(best.figure);
+  *state = std::move(best.state);
+  *mp = std::move(best.mixed_precision);
+  return std::move(outcome_);
+}
+
+}  // namespace
+
+bool QualityTargetRequested(const v1::QuantizeRequest& request) {
+  return request.has_quality_target();
+}
+
+absl::Status ValidateQualityTarget(const v1::QualityTarget& t) {
+  if (!v1::QualityTarget::Metric_IsValid(t.metric())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "quality_target.metric: ", t.metric(),
+        " is not METRIC_UNSPECIFIED, METRIC_SQNR or METRIC_COSINE"));
+  }
+  if (!std::isfinite(t.value())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("quality_target.value: must be finite, got ", t.value()));
+  }
+  if (t.metric() == v1::QualityTarget::METRIC_COSINE &&
+      !(t.value() > -1 && t.value() <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "quality_target.value: a cosine target must be in (-1, 1], got ",
+        t.value()));
+  }
+  return absl::OkStatus();
+}
+
+std::string MetricName(v1::QualityTarget::Metric metric) {
+  return metric == v1::QualityTarget::METRIC_COSINE ? "cosine" : "sqnr";
+}
+
+bool TargetMet(const v1::QualityTarget& target, double figure) {
+  return figure >= target.value();
+}
+
+absl::StatusOr<QualityTargetOutcome> RunQualityTarget(
+    const QualityTargetInputs& inputs, const JobState& calibrated,
+    JobState* state, MixedPrecisionOutcome* mixed_precision, ThreadPool* pool,
+    const CancellationToken* cancel, ProgressSink* progress) {
+  ASSIGN_OR_RETURN(QualityMeter meter,
+                   QualityMeter::Create(*inputs.float_model, *inputs.evaluation,
+                                        pool, cancel));
+  TargetSearch search(inputs, calibrated, std::move(meter), pool, cancel,
+                      progress);
+  return search.Run(state, mixed_precision);
+}
+
+absl::Status TargetOutOfReachError(const v1::QualityTarget& target,
+                                   const std::string& tpc, double best,
+                                   const std::string& how, double baseline) {
+  const bool db = target.metric() != v1::QualityTarget::METRIC_COSINE;
+  const auto fmt = [&](double v) {
+    return db ? absl::StrFormat("%.2f dB", v) : absl::StrFormat("%.5f", v);
+  };
+  return absl::FailedPreconditionError(
+      absl::StrCat("quality_target: ", MetricName(target.metric()), " ",
+                   fmt(target.value()), " out of reach of ", tpc, ": best ",
+                   fmt(best), " (", how, "); as configured ", fmt(baseline)));
+}
+
+}  // namespace quantd

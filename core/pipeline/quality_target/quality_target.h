@@ -1,0 +1,83 @@
+// The `target` stage (issue 17, docs/quality_target.md): finds the cheapest
+// configuration the TPC allows whose fake-quantized output reaches the
+// request's quality target on the evaluation samples. After selection (and
+// mixed precision, if asked) it measures the configuration as requested;
+// below the target it (a) tries the job-wide options that cost no memory
+// (shift-negative parameter search, activation bias correction, a z-score
+// outlier filter, HMSE weights with GPTQ), keeping each that helps, then (b)
+// upgrades per-tensor bits among the TPC's candidates (target_upgrades.h),
+// the most estimated dB per byte first (per-layer sensitivity: the output
+// SQNR with only that layer left float), in doubling batches with a full
+// measurement after each, a bisection to the shortest prefix that reaches
+// the target, and a pass that drops upgrades found unneeded. Each trial
+// re-runs the corrections; the stage leaves the chosen configuration in the
+// state with the corrections applied. GPTQ, when the request enables it,
+// runs after this stage as usual; the job then checks the target on the
+// final model. Deterministic: every figure is merged in sample order and
+// every choice is ordered (ties by graph order).
+#ifndef QUANTD_CORE_PIPELINE_QUALITY_TARGET_QUALITY_TARGET_H_
+#define QUANTD_CORE_PIPELINE_QUALITY_TARGET_QUALITY_TARGET_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/executor/executor.h"
+#include "core/pipeline/job/job_state.h"
+#include "core/pipeline/job/samples.h"
+#include "core/pipeline/mixed_precision/mixed_precision_stage.h"
+#include "core/report/report.h"
+#include "core/runtime/cancellation.h"
+#include "core/runtime/progress.h"
+#include "core/runtime/thread_pool.h"
+#include "quantd/v1/job.pb.h"
+
+namespace quantd {
+
+bool QualityTargetRequested(const v1::QuantizeRequest& request);
+
+// quality_target.metric is a known value, value is finite (cosine in
+// (-1, 1]); errors name the field.
+absl::Status ValidateQualityTarget(const v1::QualityTarget& target);
+
+// "sqnr" or "cosine".
+std::string MetricName(v1::QualityTarget::Metric metric);
+
+// Whether `figure` reaches the target.
+bool TargetMet(const v1::QualityTarget& target, double figure);
+
+struct QualityTargetInputs {
+  const v1::QuantizeRequest* request = nullptr;
+  const Executor* float_model = nullptr;  // before the corrections
+  const std::vector<SampleFeeds>* evaluation = nullptr;
+  const std::vector<SampleFeeds>* calibration = nullptr;  // mixed precision
+  const std::map<std::string, std::vector<int64_t>>* shapes = nullptr;
+};
+
+struct QualityTargetOutcome {
+  QualityTargetReport report;    // `reached`: the chosen configuration's
+  double best_figure = 0;        // the best any trial reached
+  std::string best_description;  // what that trial changed
+};
+
+// `calibrated`: the job state after calibration (before selection);
+// `state`: in, after selection and mixed precision as requested; out, the
+// chosen configuration, corrected. `mixed_precision` follows the chosen
+// configuration's selection.
+absl::StatusOr<QualityTargetOutcome> RunQualityTarget(
+    const QualityTargetInputs& inputs, const JobState& calibrated,
+    JobState* state, MixedPrecisionOutcome* mixed_precision, ThreadPool* pool,
+    const CancellationToken* cancel, ProgressSink* progress);
+
+// FAILED_PRECONDITION "quality_target: sqnr 40.00 dB out of reach of
+// imx500@1.0: best 31.20 dB (what that trial changed); as configured
+// 29.80 dB".
+absl::Status TargetOutOfReachError(const v1::QualityTarget& target,
+                                   const std::string& tpc, double best,
+                                   const std::string& how, double baseline);
+
+}  // namespace quantd
+
+#endif  // QUANTD_CORE_PIPELINE_QUALITY_TARGET_QUALITY_TARGET_H_
