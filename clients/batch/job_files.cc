@@ -204,6 +204,11 @@ absl::StatusOr<v1::QuantizeRequest> BuildQuantizeRequest(
   }
   v1::QuantizeRequest request;
   request.set_onnx_model(std::move(model_bytes));
+  if (!files.calib.empty() && !files.generated_calibration.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "generated_calibration and calib (", files.calib,
+        ") are both set; give one (calib generated:N is the same)"));
+  }
   if (datagen::IsGeneratedCalibSpec(files.calib)) {
     RETURN_IF_ERROR(SetGeneratedCalibration(files.calib, &request));
   } else if (!files.calib.empty()) {

@@ -166,8 +166,8 @@ const std::vector<JobOption>& JobOptions() {
        "N[,shape=CxHxW,range=LO:HI,iterations=K,batch=B,lr=X,seed=S]",
        "the job generates N calibration images from the model's "
        "BatchNormalization statistics instead of taking samples "
-       "(docs/data_generation.md)",
-       GeneratedCalibration},
+       "(docs/data_generation.md); instead of calibration samples",
+       GeneratedCalibration, /*flag=*/false},
   };
   return *options;
 }

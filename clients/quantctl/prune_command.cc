@@ -91,6 +91,7 @@ FlagSet Flags(Args* a) {
          "also quantize the pruned model (the job options below apply)",
          &a->quantize);
   for (const JobOption& o : JobOptions()) {
+    if (!o.flag) continue;
     JobFiles* job = &a->job;
     f.Add(
         {o.name,
