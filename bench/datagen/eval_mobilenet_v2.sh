@@ -7,7 +7,7 @@
 # so its expected per-channel mean is 0 and std 1.
 #   bench/datagen/eval_mobilenet_v2.sh BUILD_DIR WORK_DIR [COUNT] [ITERATIONS]
 set -euo pipefail
-build=${1:-build}; work=${2:-/tmp/dg_mv2}; n=${3:-16}; iters=${4:-100}
+build=${1:-build}; work=${2:-/tmp/dg_mv2}; n=${3:-16}; iters=${4:-200}
 here=$(cd "$(dirname "$0")" && pwd)
 model=${QUANTD_MOBILENET_V2:-$here/../../../shared/fixtures/bench-models/mobilenet_v2.onnx}
 ort=${QUANTD_ORT_RUNNER:-tools/ort/run_model.js}

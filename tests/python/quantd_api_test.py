@@ -208,6 +208,9 @@ class JobOptionsTest(unittest.TestCase):
         keywords = [o[0] for o in quantd.job_options()]
         self.assertIn("keep_float", keywords)
         for keyword in keywords:
+            if keyword == "generated_calibration":  # --calib generated:N
+                self.assertIn("--calib DIR|generated:N", help_text)
+                continue
             self.assertIn("--" + keyword.replace("_", "-"), help_text)
 
     def test_keep_float_leaves_the_node_float(self):
