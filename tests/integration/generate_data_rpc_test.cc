@@ -279,5 +279,35 @@ TEST_F(GenerateDataRpcTest, CancelStopsTheJobAndFreesTheWorker) {
   EXPECT_TRUE(st.ok()) << st.error_message();
 }
 
+TEST_F(GenerateDataRpcTest, CancelledQuantizeStopsInTheGenerateStage) {
+  v1::QuantizeRequest endless;
+  endless.set_onnx_model(GenDataModel(true));
+  endless.mutable_tpc()->set_name("imx500@4.1");
+  endless.mutable_generated_calibration()->set_count(2);
+  endless.mutable_generated_calibration()->set_iterations(1000000);
+  auto client = client::Client::Create({.target = server_->target()});
+  ASSERT_TRUE(client.ok()) << client.status();
+  client::CallCanceller canceller;
+  std::string last_stage;
+  auto result = (*client)->Quantize(
+      endless,
+      [&](const v1::JobEvent& e) {
+        if (!e.has_progress()) return;
+        last_stage = e.progress().stage();
+        // A report from inside the generation loop: cancel there.
+        if (last_stage == "generate" && e.progress().fraction() > 0) {
+          canceller.Cancel();
+        }
+      },
+      {.canceller = &canceller});
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled)
+      << result.status();
+  EXPECT_EQ(last_stage, "generate");
+  // The server has one worker: the next job runs only if this one stopped.
+  std::vector<v1::GenerateDataEvent> events;
+  grpc::Status st = Generate(GenDataRequest(true, 2), &events);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+}
+
 }  // namespace
 }  // namespace quantd::testing
