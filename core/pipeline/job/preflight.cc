@@ -178,6 +178,8 @@ absl::Status ValidateCalibrationSource(const v1::QuantizeRequest& request,
   return absl::OkStatus();
 }
 
+constexpr int64_t kMaxProbeElements = int64_t{1} << 24;
+
 // One zero image of the shape the job will generate: the shapes that the
 // activation estimate infers. Empty when the shape is not known.
 std::vector<SampleFeeds> GeneratedShapeProbe(const v1::QuantizeRequest& request,
@@ -192,8 +194,12 @@ std::vector<SampleFeeds> GeneratedShapeProbe(const v1::QuantizeRequest& request,
   if (shape.size() < 3) return {};
   std::vector<int64_t> image = {1, shape[shape.size() - 3],
                                 shape[shape.size() - 2], shape.back()};
+  // An untrusted model may declare any size: beyond 16M floats (64 MiB)
+  // the estimate uses the declared shapes and the probe is not allocated.
+  int64_t elements = 1;
   for (int64_t d : image) {
-    if (d <= 0) return {};
+    if (d <= 0 || d > kMaxProbeElements / elements) return {};
+    elements *= d;
   }
   return {SampleFeeds{{in.name, Tensor(DType::kFloat, image)}}};
 }
