@@ -430,10 +430,13 @@ int64_t EstimateJobMemoryBytesBeforeImport(const v1::QuantizeRequest& request) {
   int64_t generated = 0;
   const v1::GeneratedCalibration& g = request.generated_calibration();
   if (g.shape_size() >= 3) {
-    generated = 4 * std::max<int64_t>(0, std::min<int64_t>(g.count(), 1 << 20));
+    // In double, capped: the request is untrusted.
+    double bytes = 4.0 * static_cast<double>(std::max<int64_t>(0, g.count()));
     for (int i = g.shape_size() - 3; i < g.shape_size(); ++i) {
-      generated *= std::clamp<int64_t>(g.shape(i), 0, 16384);
+      bytes *= static_cast<double>(std::max<int64_t>(0, g.shape(i)));
     }
+    generated = static_cast<int64_t>(
+        std::min(bytes, static_cast<double>(int64_t{1} << 50)));
   }
   return BaseEstimate(RawBytes(request.calibration_samples()) +
                           RawBytes(request.evaluation_samples()) + generated,
