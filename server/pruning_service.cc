@@ -9,6 +9,7 @@
 #include "core/util/status_macros.h"
 #include "server/job_limits.h"
 #include "server/job_stream_reactor.h"
+#include "server/result_chunks.h"
 
 namespace quantd::server {
 namespace {
@@ -42,10 +43,29 @@ class PruneReactor final : public JobStreamReactor<v1::PruneEvent> {
     c.limits = JobLimitsFor(service()->options);
     absl::StatusOr<v1::PruneResult> result = RunPruneJob(*request_, c);
     if (!result.ok()) return result.status();
-    v1::PruneEvent e;
-    *e.mutable_result() = *std::move(result);
-    PostResult(std::move(e));
+    PostPruneResult(*std::move(result));
     return absl::OkStatus();
+  }
+
+  // One result event, or verified chunks when it exceeds the max send size
+  // (as Quantize's results).
+  void PostPruneResult(v1::PruneResult result) {
+    const int64_t max_send = service()->max_message_bytes();
+    if (static_cast<int64_t>(result.ByteSizeLong()) + kEventEnvelopeBytes <=
+        max_send) {
+      v1::PruneEvent e;
+      *e.mutable_result() = std::move(result);
+      PostResult(std::move(e));
+      return;
+    }
+    const std::string serialized = result.SerializeAsString();
+    result.Clear();
+    for (v1::ResultChunk& chunk :
+         SplitResult(serialized, ResultChunkBytes(max_send))) {
+      v1::PruneEvent e;
+      *e.mutable_result_chunk() = std::move(chunk);
+      PostResult(std::move(e));
+    }
   }
 
   const v1::PruneRequest* const request_;

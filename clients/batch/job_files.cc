@@ -13,6 +13,7 @@
 #include "clients/batch/proto_output.h"
 #include "core/datagen/calib_spec.h"
 #include "core/datagen/data_generation.h"
+#include "core/datagen/generated_calibration.h"
 #include "core/graph/onnx_import.h"
 #include "core/io/file_util.h"
 #include "core/io/sample_set.h"
@@ -43,25 +44,42 @@ absl::Status AddSamples(const std::string& dir,
   return absl::OkStatus();
 }
 
-// `--calib generated:N,...` (core/datagen/calib_spec.h): the samples are
-// generated here, before the request is sent, from the float model.
-absl::Status AddGeneratedSamples(
-    const std::string& spec, Model model, int threads,
-    google::protobuf::RepeatedPtrField<v1::Sample>* out) {
+// `generated:N,...` (core/datagen/calib_spec.h) as the request's
+// generated_calibration: the job generates the images, in-process or on the
+// server alike.
+absl::Status SetGeneratedCalibration(const std::string& spec,
+                                     v1::QuantizeRequest* request) {
   ASSIGN_OR_RETURN(datagen::DataGenOptions options,
                    datagen::ParseGeneratedCalibSpec(spec));
+  *request->mutable_generated_calibration() =
+      datagen::GeneratedCalibrationFromOptions(options);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status GenerateCalibrationLocally(v1::QuantizeRequest* request) {
+  if (!request->has_generated_calibration()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(Model model, ImportOnnx(request->onnx_model()));
+  ASSIGN_OR_RETURN(datagen::DataGenOptions options,
+                   datagen::DataGenOptionsFromGeneratedCalibration(
+                       request->generated_calibration()));
+  const int threads =
+      request->num_threads() > 0
+          ? request->num_threads()
+          : static_cast<int>(std::thread::hardware_concurrency());
   ThreadPool pool(std::max(threads, 1) - 1);
   ASSIGN_OR_RETURN(
       datagen::GeneratedData data,
       datagen::GenerateData(std::make_shared<const Model>(std::move(model)),
                             options, {&pool}));
+  request->clear_generated_calibration();
   for (const Tensor& t : data.samples) {
-    *out->Add()->add_inputs() = TensorToSampleProto(t, data.input_name);
+    *request->add_calibration_samples()->add_inputs() =
+        TensorToSampleProto(t, data.input_name);
   }
   return absl::OkStatus();
 }
-
-}  // namespace
 
 absl::Status ParseMpTargets(const std::string& spec,
                             v1::MixedPrecisionConfig* mp) {
@@ -195,6 +213,10 @@ absl::Status ApplyJobSettings(const JobFiles& files,
   RETURN_IF_ERROR(ApplyQualityTarget(files, request));
   if (files.gptq) request->mutable_gptq()->set_enabled(true);
   if (files.analyze) request->set_sensitivity_analysis(true);
+  if (!files.generated_calibration.empty()) {
+    RETURN_IF_ERROR(SetGeneratedCalibration(
+        datagen::kGeneratedCalibPrefix + files.generated_calibration, request));
+  }
   request->set_num_threads(files.threads);
   request->set_report_samples(files.report_samples);
   return absl::OkStatus();
@@ -205,7 +227,6 @@ absl::StatusOr<v1::QuantizeRequest> BuildQuantizeRequest(
   ASSIGN_OR_RETURN(std::string model_bytes,
                    ReadFileLimited(files.model, kMaxModelFileBytes));
   std::vector<std::string> inputs;
-  Model float_model;
   {
     auto model = ImportOnnx(model_bytes);
     if (!model.ok()) {
@@ -214,19 +235,17 @@ absl::StatusOr<v1::QuantizeRequest> BuildQuantizeRequest(
           absl::StrCat(files.model, ": ", model.status().message()));
     }
     for (const auto& in : model->graph.inputs) inputs.push_back(in.name);
-    float_model = *std::move(model);
   }
   v1::QuantizeRequest request;
   request.set_onnx_model(std::move(model_bytes));
+  if (!files.calib.empty() && !files.generated_calibration.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "generated_calibration and calib (", files.calib,
+        ") are both set; give one (calib generated:N is the same)"));
+  }
   if (datagen::IsGeneratedCalibSpec(files.calib)) {
-    const int threads =
-        files.threads > 0
-            ? files.threads
-            : static_cast<int>(std::thread::hardware_concurrency());
-    RETURN_IF_ERROR(AddGeneratedSamples(files.calib, std::move(float_model),
-                                        threads,
-                                        request.mutable_calibration_samples()));
-  } else {
+    RETURN_IF_ERROR(SetGeneratedCalibration(files.calib, &request));
+  } else if (!files.calib.empty()) {
     RETURN_IF_ERROR(
         AddSamples(files.calib, inputs, request.mutable_calibration_samples()));
   }

@@ -22,9 +22,11 @@ namespace quantd {
 
 struct JobFiles {
   std::string model;  // ONNX file
-  std::string calib;  // sample-set folder
-  std::string eval;   // held-out sample-set folder (optional)
-  std::string tpc;    // "name[@version]" or a .json/.textproto file
+  // Sample-set folder, or `generated:N,...` (core/datagen/calib_spec.h):
+  // the request's generated_calibration.
+  std::string calib;
+  std::string eval;  // held-out sample-set folder (optional)
+  std::string tpc;   // "name[@version]" or a .json/.textproto file
   // The job options (job_options.h) hold their text forms here.
   // Mixed-precision targets as `quantctl quantize --mp` takes them
   // (mixed_precision_flags.h); empty = none.
@@ -48,11 +50,21 @@ struct JobFiles {
   std::string target_metric;
   std::string keep_float;
   std::string config;
+  // `N[,shape=CxHxW,...]`: the job generates its calibration data
+  // (QuantizeRequest.generated_calibration), as `--calib generated:...`;
+  // the Python API's generated_calibration=. Empty = none.
+  std::string generated_calibration;
 };
 
 // Reads the model (to learn its input names), the samples and a TPC file.
 // Errors name the file or flag at fault.
 absl::StatusOr<v1::QuantizeRequest> BuildQuantizeRequest(const JobFiles& files);
+
+// For requests that must carry samples (PruneRequest has no
+// generated_calibration): generates the images of
+// request.generated_calibration here, from its model, into
+// calibration_samples, and clears the field. A no-op without it.
+absl::Status GenerateCalibrationLocally(v1::QuantizeRequest* request);
 
 // The part of BuildQuantizeRequest that reads no model or samples: the TPC
 // (a file is loaded) and the job options, into `request`'s fields. The

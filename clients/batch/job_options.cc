@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "clients/batch/mixed_precision_flags.h"
+#include "core/datagen/calib_spec.h"
 #include "google/protobuf/text_format.h"
 
 namespace quantd {
@@ -144,6 +145,14 @@ absl::Status Config(const std::string& text, JobFiles* job) {
   return absl::OkStatus();
 }
 
+absl::Status GeneratedCalibration(const std::string& text, JobFiles* job) {
+  auto options = datagen::ParseGeneratedCalibSpec(
+      std::string(datagen::kGeneratedCalibPrefix) + text);
+  if (!options.ok()) return options.status();
+  job->generated_calibration = text;
+  return absl::OkStatus();
+}
+
 absl::Status Export(const std::string& text, JobFiles* job) {
   if (!ParseExportFormats(text, &job->export_formats)) {
     return Invalid(absl::StrCat(
@@ -201,6 +210,12 @@ const std::vector<JobOption>& JobOptions() {
        "'z_threshold: 8 shift_negative_params_search: true'",
        Config},
       {"export", "qdq,mctq", "ONNX formats to write (default: qdq)", Export},
+      {"generated-calibration",
+       "N[,shape=CxHxW,range=LO:HI,iterations=K,batch=B,lr=X,seed=S]",
+       "the job generates N calibration images from the model's "
+       "BatchNormalization statistics instead of taking samples "
+       "(docs/data_generation.md); instead of calibration samples",
+       GeneratedCalibration, /*flag=*/false},
   };
   return *options;
 }

@@ -25,6 +25,9 @@ struct JobOption {
   // Parses and validates `text` ("true"/"false" for a switch) into `job`.
   // Errors describe the value and do not name the option (callers do).
   absl::Status (*apply)(const std::string& text, JobFiles* job);
+  // Also a quantctl flag. generated-calibration is not: quantctl takes
+  // `--calib generated:N` (and manifests `"calib": "generated:N"`).
+  bool flag = true;
 };
 
 const std::vector<JobOption>& JobOptions();

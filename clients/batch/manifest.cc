@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "clients/batch/job_options.h"
 #include "clients/batch/output_dir.h"
+#include "core/datagen/calib_spec.h"
 #include "core/io/file_util.h"
 #include "core/util/status_macros.h"
 #include "nlohmann/json.hpp"
@@ -104,6 +105,11 @@ class LineParser {
     ASSIGN_OR_RETURN(job.files.model, Path(row, "model", true));
     const std::string calib_key = row.contains("samples") ? "samples" : "calib";
     ASSIGN_OR_RETURN(job.files.calib, Path(row, calib_key, true));
+    if (const auto it = row.find(calib_key);
+        it->is_string() &&
+        datagen::IsGeneratedCalibSpec(it->get<std::string>())) {
+      job.files.calib = it->get<std::string>();  // a spec, not a path
+    }
     const std::string eval_key = row.contains("eval") ? "eval" : "heldout";
     ASSIGN_OR_RETURN(job.files.eval, Path(row, eval_key, false));
     ASSIGN_OR_RETURN(std::string tpc, String(row, "tpc", "tpc", true));

@@ -32,7 +32,8 @@ absl::Status ResultAssembler::Add(const v1::ResultChunk& chunk) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::QuantizeResult> ResultAssembler::Finish() const {
+absl::Status ResultAssembler::FinishInto(
+    google::protobuf::MessageLite* result) const {
   if (static_cast<int64_t>(data_.size()) != total_size_) {
     return absl::DataLossError(absl::StrCat("result: received ", data_.size(),
                                             " of ", total_size_, " bytes"));
@@ -40,10 +41,16 @@ absl::StatusOr<v1::QuantizeResult> ResultAssembler::Finish() const {
   if (Sha256Hex(data_) != sha256_) {
     return absl::DataLossError("result: sha256 mismatch");
   }
-  v1::QuantizeResult result;
-  if (!result.ParseFromString(data_)) {
+  if (!result->ParseFromString(data_)) {
     return absl::DataLossError("result: chunks do not parse");
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::QuantizeResult> ResultAssembler::Finish() const {
+  v1::QuantizeResult result;
+  absl::Status st = FinishInto(&result);
+  if (!st.ok()) return st;
   return result;
 }
 

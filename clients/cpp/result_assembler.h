@@ -1,5 +1,6 @@
-// Reassembles a QuantizeResult sent as ResultChunk events (when it exceeds
-// the server's max send size) and verifies size and sha256.
+// Reassembles a result sent as ResultChunk events (when it exceeds the
+// server's max send size: Quantize's QuantizeResult, Prune's PruneResult)
+// and verifies size and sha256.
 #ifndef QUANTD_CLIENTS_CPP_RESULT_ASSEMBLER_H_
 #define QUANTD_CLIENTS_CPP_RESULT_ASSEMBLER_H_
 
@@ -8,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "google/protobuf/message_lite.h"
 #include "quantd/v1/job.pb.h"
 
 namespace quantd::client {
@@ -21,6 +23,9 @@ class ResultAssembler {
   absl::Status Add(const v1::ResultChunk& chunk);
   bool started() const { return started_; }
   absl::StatusOr<v1::QuantizeResult> Finish() const;
+  // Any result message: DATA_LOSS when the bytes are incomplete, differ
+  // from the sha256 or do not parse as `result`.
+  absl::Status FinishInto(google::protobuf::MessageLite* result) const;
 
  private:
   const int64_t max_bytes_;

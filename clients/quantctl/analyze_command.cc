@@ -55,6 +55,7 @@ FlagSet Flags(Args* a) {
            "--report-samples calibration samples)",
            &a->job.eval);
   for (const JobOption& o : JobOptions()) {
+    if (!o.flag) continue;
     if (o.name == "analyze") continue;  // always on here
     JobFiles* job = &a->job;
     f.Add(

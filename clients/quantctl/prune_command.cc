@@ -29,6 +29,7 @@
 #include "clients/batch/job_options.h"
 #include "clients/cpp/channel.h"
 #include "clients/cpp/client.h"
+#include "clients/cpp/result_assembler.h"
 #include "clients/quantctl/channel_flags.h"
 #include "clients/quantctl/command.h"
 #include "clients/quantctl/progress_bar.h"
@@ -90,6 +91,7 @@ FlagSet Flags(Args* a) {
          "also quantize the pruned model (the job options below apply)",
          &a->quantize);
   for (const JobOption& o : JobOptions()) {
+    if (!o.flag) continue;
     JobFiles* job = &a->job;
     f.Add(
         {o.name,
@@ -148,6 +150,8 @@ absl::Status ParseWeightsMemory(const std::string& original,
 
 absl::StatusOr<v1::PruneRequest> BuildPruneRequest(const Args& args) {
   ASSIGN_OR_RETURN(v1::QuantizeRequest q, BuildQuantizeRequest(args.job));
+  // The importance metric needs samples: `generated:` ones are made here.
+  RETURN_IF_ERROR(GenerateCalibrationLocally(&q));
   v1::PruneRequest r;
   RETURN_IF_ERROR(ParseWeightsMemory(args.weights_memory, &r));
   r.set_onnx_model(std::move(*q.mutable_onnx_model()));
@@ -228,6 +232,9 @@ absl::StatusOr<v1::PruneResult> RunRemote(const Args& args,
   v1::PruneEvent e;
   v1::PruneResult result;
   bool have_result = false;
+  // A result larger than the server's max message size comes in chunks.
+  client::ResultAssembler chunks;
+  absl::Status chunk_status;
   while (reader->Read(&e)) {
     if (e.has_progress()) {
       bar->Report({e.progress().stage(), e.progress().fraction(),
@@ -237,9 +244,16 @@ absl::StatusOr<v1::PruneResult> RunRemote(const Args& args,
     } else if (e.has_result()) {
       result = std::move(*e.mutable_result());
       have_result = true;
+    } else if (e.has_result_chunk() && chunk_status.ok()) {
+      chunk_status = chunks.Add(e.result_chunk());
     }
   }
   RETURN_IF_ERROR(client::FromGrpcStatus(reader->Finish()));
+  RETURN_IF_ERROR(chunk_status);
+  if (!have_result && chunks.started()) {
+    RETURN_IF_ERROR(chunks.FinishInto(&result));
+    have_result = true;
+  }
   if (!have_result) return absl::UnavailableError("Prune: no result sent");
   return result;
 }

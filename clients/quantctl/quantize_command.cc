@@ -63,6 +63,7 @@ FlagSet Flags(Args* a) {
            "held-out sample set the report evaluates on (default: calibration)",
            &a->job.eval);
   for (const JobOption& o : JobOptions()) {
+    if (!o.flag) continue;
     JobFiles* job = &a->job;
     f.Add(
         {o.name,

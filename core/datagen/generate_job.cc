@@ -68,10 +68,17 @@ int64_t EstimateGenerateMemoryBytes(const Model& model,
     if (declared[k + 1] > 0) h = declared[k + 1];
     if (declared[k + 2] > 0) w = declared[k + 2];
   }
-  const int64_t padded =
-      c * (h + o.extra_pixels) * (w + o.extra_pixels) * int64_t{4};
+  // In double: a model may declare any size; the result saturates at 2^60.
+  const double padded = 4.0 * static_cast<double>(c) *
+                        static_cast<double>(h + o.extra_pixels) *
+                        static_cast<double>(w + o.extra_pixels);
+  const double image = 4.0 * static_cast<double>(c) * static_cast<double>(h) *
+                       static_cast<double>(w);
   // Image, Adam's m and v, the gradient, the result and its event copy.
-  return o.count * (4 * padded + 2 * c * h * w * 4) + (int64_t{64} << 20);
+  const double bytes = static_cast<double>(o.count) * (4 * padded + 2 * image) +
+                       static_cast<double>(int64_t{64} << 20);
+  constexpr double kCap = static_cast<double>(int64_t{1} << 60);
+  return static_cast<int64_t>(std::min(bytes, kCap));
 }
 
 absl::StatusOr<GeneratedData> RunGenerateDataJob(

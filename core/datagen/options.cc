@@ -29,7 +29,8 @@ absl::Status ValidateDataGenOptions(const DataGenOptions& o) {
   for (size_t c = 0; c < o.input_min.size(); ++c) {
     if (!(o.input_min[c] < o.input_max[c])) {
       return absl::InvalidArgumentError(
-          absl::StrCat("input range of channel ", c, " is empty"));
+          absl::StrCat("input_min, input_max: the range of channel ", c,
+                       " is empty (min must be below max)"));
     }
   }
   for (const auto& [name, st] : o.statistics) {

@@ -1,5 +1,7 @@
 // `quantctl generate-data --server`: the streamed images land in --out as
 // the same sample set, file for file, as the in-process generation.
+// `quantctl quantize --calib generated:N --server`: the server generates the
+// calibration images inside the job and writes the same QDQ model.
 #include <unistd.h>
 
 #include <filesystem>
@@ -26,15 +28,19 @@ struct GenerateCliRun {
   std::string output;
 };
 
-GenerateCliRun RunGenerateDataCli(std::vector<std::string> args) {
-  args.insert(args.begin(),
-              {BuildPath("clients/quantctl/quantctl"), "generate-data"});
+GenerateCliRun RunQuantctl(const std::string& verb,
+                           std::vector<std::string> args) {
+  args.insert(args.begin(), {BuildPath("clients/quantctl/quantctl"), verb});
   auto child = Subprocess::Start(args);
   EXPECT_TRUE(child.ok()) << child.status();
   if (!child.ok()) return {};
   auto code = (*child)->Wait(absl::Seconds(60));
   EXPECT_TRUE(code.ok()) << code.status();
   return {code.ok() ? *code : -1, (*child)->Output()};
+}
+
+GenerateCliRun RunGenerateDataCli(std::vector<std::string> args) {
+  return RunQuantctl("generate-data", std::move(args));
 }
 
 std::string FileBytes(const fs::path& path) {
@@ -112,6 +118,32 @@ TEST_F(GenerateDataCliTest, ServerWritesTheSameSampleSetAsInProcess) {
     EXPECT_FALSE(file.empty());
     EXPECT_EQ(file, FileBytes(dir_ / "local" / name / "x.npy")) << name;
   }
+}
+
+TEST_F(GenerateDataCliTest,
+       QuantizeWithGeneratedCalibrationOnServerEqualsInProcess) {
+  auto server = ServerProcess::Start({"--workers=1"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  const auto args = [&](const std::string& out) {
+    return std::vector<std::string>{
+        (dir_ / "model.onnx").string(),
+        "--tpc",
+        "imx500@4.1",
+        "--calib",
+        "generated:3,batch=2,iterations=4,lr=0.1,range=-1:1,seed=5",
+        "--out",
+        (dir_ / out).string(),
+        "--quiet"};
+  };
+  std::vector<std::string> remote = args("remote");
+  remote.insert(remote.end(), {"--server", (*server)->target()});
+  const GenerateCliRun on_server = RunQuantctl("quantize", remote);
+  ASSERT_EQ(on_server.code, 0) << on_server.output;
+  const GenerateCliRun local = RunQuantctl("quantize", args("local"));
+  ASSERT_EQ(local.code, 0) << local.output;
+  const std::string qdq = FileBytes(dir_ / "remote" / "model.qdq.onnx");
+  EXPECT_FALSE(qdq.empty());
+  EXPECT_EQ(qdq, FileBytes(dir_ / "local" / "model.qdq.onnx"));
 }
 
 TEST_F(GenerateDataCliTest, TokenFlagWithoutServerIsAUsageError) {

@@ -12,6 +12,9 @@
 #include "clients/cpp/client.h"
 #include "core/datagen/data_generation.h"
 #include "core/graph/onnx_import.h"
+#include "core/pipeline/job/quantize_job.h"
+#include "core/pipeline/job/samples.h"
+#include "core/tpc/registry.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "quantd/v1/data_generation_service.grpc.pb.h"
@@ -126,6 +129,52 @@ TEST_F(GenerateDataRpcTest, ImagesEqualInProcessGenerationByteForByte) {
   }
 }
 
+TEST_F(GenerateDataRpcTest, QuantizeGeneratesOnTheServerAsInProcess) {
+  v1::QuantizeRequest request;
+  request.set_onnx_model(GenDataModel(true));
+  request.mutable_tpc()->set_name("imx500@4.1");
+  v1::GeneratedCalibration* g = request.mutable_generated_calibration();
+  g->set_count(3);
+  g->set_iterations(6);
+  g->set_learning_rate(0.05);
+  g->set_extra_pixels(2);
+  g->set_seed(7);
+  auto client = client::Client::Create({.target = server_->target()});
+  ASSERT_TRUE(client.ok()) << client.status();
+  bool generate_progress = false;
+  auto remote = (*client)->Quantize(request, [&](const v1::JobEvent& e) {
+    if (e.has_progress() && e.progress().stage() == "generate") {
+      generate_progress = true;
+    }
+  });
+  ASSERT_TRUE(remote.ok()) << remote.status();
+  EXPECT_TRUE(generate_progress);
+  // The oracle: the same request run by the engine in this process.
+  TpcRegistry registry;
+  ASSERT_TRUE(registry.AddBuiltins().ok());
+  JobContext context;
+  context.registry = &registry;
+  auto local = RunQuantizeJob(request, context);
+  ASSERT_TRUE(local.ok()) << local.status();
+  EXPECT_FALSE(remote->qdq_onnx().empty());
+  EXPECT_EQ(remote->qdq_onnx(), local->qdq_onnx());
+}
+
+TEST_F(GenerateDataRpcTest, QuantizeWithSamplesAndGeneratedIsInvalidArgument) {
+  v1::QuantizeRequest request;
+  request.set_onnx_model(GenDataModel(true));
+  request.mutable_tpc()->set_name("imx500@4.1");
+  request.mutable_generated_calibration()->set_count(2);
+  std::vector<float> x(3 * 8 * 8, 0.5f);
+  *request.add_calibration_samples()->add_inputs() =
+      TensorToSampleProto(Tensor::FromVector(x, {1, 3, 8, 8}), "x");
+  auto client = client::Client::Create({.target = server_->target()});
+  ASSERT_TRUE(client.ok()) << client.status();
+  auto result = (*client)->Quantize(request, [](const v1::JobEvent&) {});
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(result.status().message(), HasSubstr("generated_calibration"));
+}
+
 TEST_F(GenerateDataRpcTest, ProgressOfTheGenerateStageComesBeforeResults) {
   std::vector<v1::GenerateDataEvent> events;
   grpc::Status st = Generate(GenDataRequest(true, 2), &events);
@@ -225,6 +274,36 @@ TEST_F(GenerateDataRpcTest, CancelStopsTheJobAndFreesTheWorker) {
     EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
   }
   // The server has one worker: the next job runs only if the first stopped.
+  std::vector<v1::GenerateDataEvent> events;
+  grpc::Status st = Generate(GenDataRequest(true, 2), &events);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+}
+
+TEST_F(GenerateDataRpcTest, CancelledQuantizeStopsInTheGenerateStage) {
+  v1::QuantizeRequest endless;
+  endless.set_onnx_model(GenDataModel(true));
+  endless.mutable_tpc()->set_name("imx500@4.1");
+  endless.mutable_generated_calibration()->set_count(2);
+  endless.mutable_generated_calibration()->set_iterations(1000000);
+  auto client = client::Client::Create({.target = server_->target()});
+  ASSERT_TRUE(client.ok()) << client.status();
+  client::CallCanceller canceller;
+  std::string last_stage;
+  auto result = (*client)->Quantize(
+      endless,
+      [&](const v1::JobEvent& e) {
+        if (!e.has_progress()) return;
+        last_stage = e.progress().stage();
+        // A report from inside the generation loop: cancel there.
+        if (last_stage == "generate" && e.progress().fraction() > 0) {
+          canceller.Cancel();
+        }
+      },
+      {.canceller = &canceller});
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled)
+      << result.status();
+  EXPECT_EQ(last_stage, "generate");
+  // The server has one worker: the next job runs only if this one stopped.
   std::vector<v1::GenerateDataEvent> events;
   grpc::Status st = Generate(GenDataRequest(true, 2), &events);
   EXPECT_TRUE(st.ok()) << st.error_message();

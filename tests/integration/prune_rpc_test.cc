@@ -1,11 +1,13 @@
 // The Prune RPC on the real quantd binary: progress then the result on the
-// stream, and bad requests as statuses naming what is missing.
+// stream, a result above the max message size in verified chunks, and bad
+// requests as statuses naming what is missing.
 #include <grpcpp/grpcpp.h>
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "clients/cpp/result_assembler.h"
 #include "core/graph/onnx_import.h"
 #include "core/pipeline/job/samples.h"
 #include "core/tpc/builtins.h"
@@ -58,6 +60,34 @@ v1::PruneRequest DeadChannelRequest(bool second_conv) {
   return r;
 }
 
+// x [1, 96, 4, 4] -> Conv 3x3 (256) -> Relu -> Conv 3x3 (8) -> y: 958 KB
+// of float weights, a request under 1 MiB whose result (the pruned model
+// plus its quantized QDQ model and QuantizedGraph) is over it.
+v1::PruneRequest LargeResultRequest() {
+  OnnxModelBuilder b(13);
+  b.Input("x", DType::kFloat, {1, 96, 4, 4});
+  std::vector<float> w1(256 * 96 * 9), w2(8 * 256 * 9);
+  for (size_t i = 0; i < w1.size(); ++i) w1[i] = 0.01f * ((i * 7) % 13) - 0.06f;
+  for (size_t i = 0; i < w2.size(); ++i) w2[i] = 0.02f * ((i * 5) % 11) - 0.1f;
+  b.FloatInitializer("w1", w1, {256, 96, 3, 3});
+  b.FloatInitializer("w2", w2, {8, 256, 3, 3});
+  b.AddNode("Conv", {"x", "w1"}, {"c1"}, "conv1").Ints("pads", {1, 1, 1, 1});
+  b.AddNode("Relu", {"c1"}, {"r1"}, "relu1");
+  b.AddNode("Conv", {"r1", "w2"}, {"y"}, "conv2").Ints("pads", {1, 1, 1, 1});
+  b.Output("y", DType::kFloat);
+  v1::PruneRequest r;
+  r.set_onnx_model(b.Serialize());
+  *r.mutable_tpc()->mutable_inline_tpc() = TpcWithSimd2();
+  std::vector<float> x(96 * 16);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.1f * (i % 7) - 0.3f;
+  *r.add_calibration_samples()->add_inputs() =
+      TensorToSampleProto(Tensor::FromVector(x, {1, 96, 4, 4}), "x");
+  r.set_weights_memory_fraction(0.9);
+  r.set_importance_metric("magnitude");
+  r.mutable_quantize()->mutable_tpc()->set_name("imx500@4.1");
+  return r;
+}
+
 class PruneRpcTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -97,6 +127,44 @@ TEST_F(PruneRpcTest, StreamsProgressThenTheResult) {
   EXPECT_THAT(r.layers(0).removed_channels(), ::testing::ElementsAre(1, 3));
   EXPECT_EQ(r.weights_memory_after(), 40);
   EXPECT_TRUE(ImportOnnx(r.pruned_onnx()).ok());
+}
+
+TEST_F(PruneRpcTest, ResultAboveTheMessageLimitArrivesInVerifiedChunks) {
+  const v1::PruneRequest request = LargeResultRequest();
+  ASSERT_LT(request.ByteSizeLong(), 1u << 20);
+  // The oracle: the same request on a server with the default 64 MiB limit,
+  // whose result comes whole.
+  std::vector<v1::PruneEvent> whole_events;
+  grpc::Status st = Prune(request, &whole_events);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_TRUE(whole_events.back().has_result());
+  const v1::PruneResult& whole = whole_events.back().result();
+  ASSERT_GT(whole.ByteSizeLong(), 1u << 20);
+
+  auto small = ServerProcess::Start({"--workers=1", "--max_message_mb=1"});
+  ASSERT_TRUE(small.ok()) << small.status();
+  auto stub = v1::PruningService::NewStub(grpc::CreateChannel(
+      (*small)->target(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  auto reader = stub->Prune(&ctx, request);
+  v1::PruneEvent e;
+  client::ResultAssembler assembler;
+  int chunks = 0;
+  while (reader->Read(&e)) {
+    EXPECT_FALSE(e.has_result());
+    if (!e.has_result_chunk()) continue;
+    ++chunks;
+    EXPECT_LE(e.ByteSizeLong(), 1u << 20);
+    ASSERT_TRUE(assembler.Add(e.result_chunk()).ok());
+  }
+  st = reader->Finish();
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_GE(chunks, 2);
+  v1::PruneResult chunked;
+  ASSERT_TRUE(assembler.FinishInto(&chunked).ok());
+  EXPECT_EQ(chunked.pruned_onnx(), whole.pruned_onnx());
+  EXPECT_EQ(chunked.quantized().qdq_onnx(), whole.quantized().qdq_onnx());
+  EXPECT_EQ(chunked.weights_memory_after(), whole.weights_memory_after());
 }
 
 TEST_F(PruneRpcTest, ModelWithoutPrunableLayersIsFailedPrecondition) {

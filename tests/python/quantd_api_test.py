@@ -56,6 +56,38 @@ def make_model():
 MODEL = make_model()
 
 
+def make_bn_model():
+    """x [1,3,8,8] -> conv (3x3, 4 channels) -> BatchNormalization -> Relu
+    -> y: a model data generation can calibrate without samples."""
+    rng = np.random.default_rng(5)
+    w = rng.normal(0, 0.3, (4, 3, 3, 3)).astype(np.float32)
+    bn = [numpy_helper.from_array(np.asarray(v, np.float32), n) for n, v in (
+        ("scale", [0.9, 0.5, 1.1, 0.7]), ("bias", [0.1, -0.2, 0.0, 0.05]),
+        ("mean", [0.5, -0.3, 0.2, 0.0]), ("var", [0.3, 1.5, 0.8, 0.5]))]
+    nodes = [
+        helper.make_node("Conv", [INPUT, "w"], ["c"], name="conv",
+                         pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization",
+                         ["c", "scale", "bias", "mean", "var"], ["bn"],
+                         name="bn"),
+        helper.make_node("Relu", ["bn"], ["y"], name="relu"),
+    ]
+    graph = helper.make_graph(
+        nodes, "pyapi_bn",
+        [helper.make_tensor_value_info(INPUT, TensorProto.FLOAT,
+                                       [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])],
+        [numpy_helper.from_array(w, "w")] + bn)
+    model = helper.make_model(graph,
+                              opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+BN_MODEL = make_bn_model()
+GENERATED = "3,iterations=4,lr=0.05,seed=2"
+
+
 def samples(count, seed=1):
     """A generator of calibration samples, {input name: array}."""
     rng = np.random.default_rng(seed)
@@ -176,6 +208,9 @@ class JobOptionsTest(unittest.TestCase):
         keywords = [o[0] for o in quantd.job_options()]
         self.assertIn("keep_float", keywords)
         for keyword in keywords:
+            if keyword == "generated_calibration":  # --calib generated:N
+                self.assertIn("--calib DIR|generated:N", help_text)
+                continue
             self.assertIn("--" + keyword.replace("_", "-"), help_text)
 
     def test_keep_float_leaves_the_node_float(self):
@@ -183,6 +218,19 @@ class JobOptionsTest(unittest.TestCase):
                             keep_float=["name:conv2"])
         self.assertEqual(layer(r.report, "conv2")["weights_bits"], 0)
         self.assertEqual(layer(r.report, "conv1")["weights_bits"], 8)
+
+    def test_generated_calibration_needs_no_samples(self):
+        events = []
+        result = quantd.quantize(BN_MODEL, None, tpc=TPC,
+                                 generated_calibration=GENERATED,
+                                 progress=events.append)
+        onnx.checker.check_model(onnx.load_from_string(result.qdq_model))
+        stages = [e.stage for e in events]
+        self.assertLess(stages.index("generate"), stages.index("calibrate"))
+
+    def test_no_calibration_without_generated_is_a_type_error(self):
+        with self.assertRaises(TypeError):
+            quantd.quantize(BN_MODEL, None, tpc=TPC)
 
     def test_unknown_keyword_is_a_type_error(self):
         with self.assertRaises(TypeError) as ctx:
@@ -315,6 +363,16 @@ class RemoteTest(unittest.TestCase):
         # The server paces progress (at most one event per 50 ms): a job
         # this short shows its last stage only.
         self.assertIn("report", [e.stage for e in events])
+
+    def test_generated_calibration_same_bytes_as_in_process(self):
+        local = quantd.quantize(BN_MODEL, None, tpc=TPC,
+                                generated_calibration=GENERATED)
+        events = []
+        remote = self.client.quantize(BN_MODEL, None, tpc=TPC,
+                                      generated_calibration=GENERATED,
+                                      progress=events.append, timeout=300)
+        self.assertEqual(remote.qdq_model, local.qdq_model)
+        self.assertIn("generate", [e.stage for e in events])
 
     def test_bad_input_raises_the_same_error_type(self):
         bad = [{"nosuch": np.zeros((1, 3, 8, 8), np.float32)}]

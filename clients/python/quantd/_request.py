@@ -101,7 +101,8 @@ def build_request(model, calibration, *, tpc, evaluation=None,
     """The QuantizeRequest for quantd.quantize and quantd.Client.quantize.
 
     calibration and evaluation: iterables (lists, generators) of
-    {input name: numpy array}; each is read once. options: job options by
+    {input name: numpy array}; each is read once. calibration may be None
+    with the generated_calibration option (the job generates the images). options: job options by
     keyword (job_options()), applied by the engine's own table.
     """
     from quantd import _quantd
@@ -112,9 +113,12 @@ def build_request(model, calibration, *, tpc, evaluation=None,
     request.request_id = request_id
     request.onnx_model = model_bytes(model)
     if calibration is None:
-        raise TypeError("calibration: an iterable of {input name: array}")
-    request.calibration_samples.extend(
-        sample_from_arrays(s) for s in calibration)
+        if not request.HasField("generated_calibration"):
+            raise TypeError("calibration: an iterable of {input name: array} "
+                            "(or None with generated_calibration=N)")
+    else:
+        request.calibration_samples.extend(
+            sample_from_arrays(s) for s in calibration)
     if evaluation is not None:
         request.evaluation_samples.extend(
             sample_from_arrays(s) for s in evaluation)

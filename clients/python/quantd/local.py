@@ -11,9 +11,12 @@ def quantize(model, calibration, *, tpc, evaluation=None, progress=None,
     """Quantizes an ONNX model in this process; returns a quantd.Result.
 
     model: a path, the model's bytes or an onnx.ModelProto.
-    calibration: an iterable (list, generator) of {input name: numpy array};
-        evaluation: the same, held out for the report (default: the first
-        report_samples calibration samples).
+    calibration: an iterable (list, generator) of {input name: numpy array},
+        or None with generated_calibration=N (or "N,iterations=200,..."):
+        the job then generates N images from the model's BatchNormalization
+        statistics (docs/data_generation.md); evaluation: the same, held out
+        for the report (default: the first report_samples calibration
+        samples).
     tpc: "imx500@4.1", "imx500@4", "imx500", "default", or a path to a TPC
         file (MCT JSON or text proto).
     progress: called with a quantd.Progress as the job advances, on this

@@ -4,6 +4,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/datagen/generate_job.h"
+#include "core/datagen/generated_calibration.h"
 #include "core/graph/onnx_import.h"
 #include "core/graph/shape_inference.h"
 #include "core/pipeline/evaluation/kept_float_values.h"
@@ -154,6 +156,63 @@ int64_t KeptForReport(const v1::QuantizeRequest& request, int64_t per_sample,
                       : per * n);
 }
 
+// Exactly one of calibration_samples, samples_ref and generated_calibration.
+absl::Status ValidateCalibrationSource(const v1::QuantizeRequest& request,
+                                       const JobLimits& limits) {
+  const bool samples =
+      request.calibration_samples_size() > 0 || !request.samples_ref().empty();
+  if (request.has_generated_calibration()) {
+    if (samples) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "generated_calibration: set together with ",
+          request.samples_ref().empty() ? "calibration_samples" : "samples_ref",
+          "; send samples or generated_calibration, not both"));
+    }
+    return datagen::ValidateGeneratedCalibration(
+        request.generated_calibration(), limits.max_samples);
+  }
+  if (!samples) {
+    return absl::InvalidArgumentError(
+        "calibration_samples: no samples (at least one is needed, or "
+        "generated_calibration)");
+  }
+  return absl::OkStatus();
+}
+
+constexpr int64_t kMaxProbeElements = int64_t{1} << 24;
+
+// One zero image of the shape the job will generate: the shapes that the
+// activation estimate infers. Empty when the shape is not known.
+std::vector<SampleFeeds> GeneratedShapeProbe(const v1::QuantizeRequest& request,
+                                             const Model& model) {
+  if (!request.has_generated_calibration() || model.graph.inputs.empty()) {
+    return {};
+  }
+  const ValueInfo& in = model.graph.inputs[0];
+  std::vector<int64_t> shape(request.generated_calibration().shape().begin(),
+                             request.generated_calibration().shape().end());
+  if (shape.empty() && in.has_shape) shape = in.shape;
+  if (shape.size() < 3) return {};
+  std::vector<int64_t> image = {1, shape[shape.size() - 3],
+                                shape[shape.size() - 2], shape.back()};
+  // An untrusted model may declare any size: beyond 16M floats (64 MiB)
+  // the estimate uses the declared shapes and the probe is not allocated.
+  int64_t elements = 1;
+  for (int64_t d : image) {
+    if (d <= 0 || d > kMaxProbeElements / elements) return {};
+    elements *= d;
+  }
+  return {SampleFeeds{{in.name, Tensor(DType::kFloat, image)}}};
+}
+
+// The generated images' raw bytes (count images of the probe's shape).
+int64_t GeneratedSampleBytes(const v1::QuantizeRequest& request,
+                             const std::vector<SampleFeeds>& probe) {
+  if (probe.empty()) return 0;
+  return request.generated_calibration().count() *
+         static_cast<int64_t>(probe[0].begin()->second.byte_size());
+}
+
 }  // namespace
 
 int ReportSampleCount(int report_samples) {
@@ -215,11 +274,7 @@ absl::Status ValidateQuantizeRequest(const v1::QuantizeRequest& request,
         absl::StrCat("onnx_model: ", request.onnx_model().size(),
                      " bytes, the limit is ", limits.max_model_bytes));
   }
-  if (request.calibration_samples_size() == 0 &&
-      request.samples_ref().empty()) {
-    return absl::InvalidArgumentError(
-        "calibration_samples: no samples (at least one is needed)");
-  }
+  RETURN_IF_ERROR(ValidateCalibrationSource(request, limits));
   RETURN_IF_ERROR(
       ValidateSampleProtos(request.calibration_samples(), "calibration_samples",
                            limits.max_samples, limits.max_sample_bytes));
@@ -294,7 +349,8 @@ absl::StatusOr<JobInput> PreflightJob(
         ValidateSampleProtos(calibration_samples, "calibration_samples",
                              limits.max_samples, limits.max_sample_bytes));
   }
-  if (calibration_samples.empty()) {
+  const bool generated = request.has_generated_calibration();
+  if (calibration_samples.empty() && !generated) {
     return absl::InvalidArgumentError(
         "calibration_samples: no samples (at least one is needed)");
   }
@@ -307,6 +363,26 @@ absl::StatusOr<JobInput> PreflightJob(
       RawBytes(calibration_samples) + RawBytes(request.evaluation_samples());
 
   const int64_t max_bytes = limits.max_sample_bytes;
+  if (generated) {
+    // The generate stage fills calibration (and evaluation) later.
+    const std::vector<SampleFeeds> probe =
+        GeneratedShapeProbe(request, input.model);
+    input.sample_bytes += GeneratedSampleBytes(request, probe);
+    input.activation_bytes_per_sample =
+        ActivationBytesPerSample(input.model, probe);
+    auto options = datagen::DataGenOptionsFromGeneratedCalibration(
+        request.generated_calibration());
+    if (!options.ok()) return options.status();
+    input.generate_bytes =
+        datagen::EstimateGenerateMemoryBytes(input.model, *options);
+    if (request.evaluation_samples_size() > 0) {
+      ASSIGN_OR_RETURN(
+          input.evaluation,
+          DecodeSamples(request.evaluation_samples(), input.model.graph.inputs,
+                        "evaluation_samples", max_bytes));
+    }
+    return input;
+  }
   ASSIGN_OR_RETURN(input.calibration,
                    DecodeSamples(calibration_samples, input.model.graph.inputs,
                                  "calibration_samples", max_bytes));
@@ -341,7 +417,8 @@ absl::StatusOr<JobInput> PreflightJob(const v1::QuantizeRequest& request,
         "model_ref: uploaded models must be resolved to onnx_model by the "
         "server before the job runs");
   }
-  if (request.calibration_samples_size() == 0) {
+  if (request.calibration_samples_size() == 0 &&
+      !request.has_generated_calibration()) {
     return absl::FailedPreconditionError(
         "samples_ref: uploaded samples must be resolved by the server before "
         "the job runs");
@@ -352,20 +429,45 @@ absl::StatusOr<JobInput> PreflightJob(const v1::QuantizeRequest& request,
 }
 
 int64_t EstimateJobMemoryBytesBeforeImport(const v1::QuantizeRequest& request) {
+  // Generated images of a shape given in the request (else counted after
+  // the import, from the model's input).
+  int64_t generated = 0;
+  const v1::GeneratedCalibration& g = request.generated_calibration();
+  if (g.shape_size() >= 3) {
+    // In double, capped: the request is untrusted.
+    double bytes = 4.0 * static_cast<double>(std::max<int64_t>(0, g.count()));
+    for (int i = g.shape_size() - 3; i < g.shape_size(); ++i) {
+      bytes *= static_cast<double>(std::max<int64_t>(0, g.shape(i)));
+    }
+    generated = static_cast<int64_t>(
+        std::min(bytes, static_cast<double>(int64_t{1} << 50)));
+  }
   return BaseEstimate(RawBytes(request.calibration_samples()) +
-                          RawBytes(request.evaluation_samples()),
+                          RawBytes(request.evaluation_samples()) + generated,
                       static_cast<int64_t>(request.onnx_model().size()),
                       request.export_options());
 }
 
 int64_t EstimateJobMemoryBytes(const JobInput& input, int samples_in_flight) {
+  // Generated calibration: the count is known before the images are.
+  const bool generated = input.request->has_generated_calibration();
+  const int64_t count = generated
+                            ? input.request->generated_calibration().count()
+                            : static_cast<int64_t>(input.calibration.size());
+  int64_t evaluated = static_cast<int64_t>(input.evaluation.size());
+  if (generated && input.request->evaluation_samples_size() == 0) {
+    const int n = ReportSampleCount(input.request->report_samples());
+    evaluated = n < 0 ? count : std::min<int64_t>(n, count);
+  }
+  const int64_t calibration =
+      ActivationsInFlight(input.activation_bytes_per_sample, samples_in_flight,
+                          static_cast<int>(std::min<int64_t>(count, 1 << 20))) +
+      KeptForReport(*input.request, input.activation_bytes_per_sample,
+                    evaluated);
+  // The generate stage runs before calibration: the larger of the two.
   return BaseEstimate(input.sample_bytes, input.model_bytes,
                       input.request->export_options()) +
-         ActivationsInFlight(input.activation_bytes_per_sample,
-                             samples_in_flight,
-                             static_cast<int>(input.calibration.size())) +
-         KeptForReport(*input.request, input.activation_bytes_per_sample,
-                       static_cast<int64_t>(input.evaluation.size()));
+         std::max(calibration, input.generate_bytes);
 }
 
 int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,

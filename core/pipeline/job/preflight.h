@@ -81,6 +81,10 @@ struct JobInput {
   int64_t sample_bytes = 0;  // raw bytes of every sample sent
   // Bytes of every activation of one sample (EstimateJobMemoryBytes).
   int64_t activation_bytes_per_sample = 0;
+  // With generated_calibration: the generate stage's own estimate
+  // (datagen::EstimateGenerateMemoryBytes); calibration and evaluation stay
+  // empty until that stage (generate_stage.h) fills them.
+  int64_t generate_bytes = 0;
 };
 
 // Imports the model from `model_bytes` and decodes `calibration_samples`

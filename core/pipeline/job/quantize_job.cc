@@ -27,6 +27,7 @@
 #include "core/pipeline/export/quantized_graph_builder.h"
 #include "core/pipeline/gptq/gptq_options.h"
 #include "core/pipeline/gptq/gptq_stage.h"
+#include "core/pipeline/job/generate_stage.h"
 #include "core/pipeline/job/job_artifacts.h"
 #include "core/pipeline/job/job_state.h"
 #include "core/pipeline/job/ptq_options.h"
@@ -596,6 +597,11 @@ absl::StatusOr<v1::QuantizeResult> RunQuantizeJobWithArtifacts(
   StageClock clock(context.progress != nullptr ? &progress : nullptr,
                    context.cancel, context.on_stage_start);
   ASSIGN_OR_RETURN(JobInput input, Preflight(request, context, clock));
+  if (request.has_generated_calibration()) {
+    RETURN_IF_ERROR(clock.Begin("generate", "generating calibration data"));
+    RETURN_IF_ERROR(GenerateCalibration(context.pool, context.cancel,
+                                        clock.sink(), &input));
+  }
   return RunStages(std::move(input), context, clock, artifacts);
 }
 

@@ -1,0 +1,44 @@
+#include "core/pipeline/job/generate_stage.h"
+
+#include <memory>
+#include <utility>
+
+#include "core/datagen/data_generation.h"
+#include "core/datagen/generated_calibration.h"
+#include "core/util/status_macros.h"
+
+namespace quantd {
+
+absl::Status GenerateCalibration(ThreadPool* pool,
+                                 const CancellationToken* cancel,
+                                 ProgressSink* progress, JobInput* input) {
+  const v1::QuantizeRequest& request = *input->request;
+  ASSIGN_OR_RETURN(datagen::DataGenOptions options,
+                   datagen::DataGenOptionsFromGeneratedCalibration(
+                       request.generated_calibration()));
+  // The model's tensors are shared, not copied.
+  ASSIGN_OR_RETURN(
+      datagen::GeneratedData data,
+      datagen::GenerateData(std::make_shared<const Model>(input->model),
+                            options, {pool, cancel, progress}));
+  input->calibration.clear();
+  input->calibration.reserve(data.samples.size());
+  for (Tensor& t : data.samples) {
+    input->calibration.push_back({{data.input_name, std::move(t)}});
+  }
+  const int max_calibration = input->options.max_calibration_samples;
+  if (max_calibration > 0 &&
+      static_cast<int>(input->calibration.size()) > max_calibration) {
+    input->calibration.resize(max_calibration);
+  }
+  if (request.evaluation_samples_size() == 0) {
+    input->evaluation = input->calibration;
+    const int n = ReportSampleCount(request.report_samples());
+    if (n >= 0 && static_cast<int>(input->evaluation.size()) > n) {
+      input->evaluation.resize(n);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace quantd
