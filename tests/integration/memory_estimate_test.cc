@@ -91,7 +91,7 @@ TEST(EstimateJobMemoryBytes, LargeActivationsDominate) {
 // running tasks replace calibration's activations when larger. Activations
 // of one sample: 1024 bytes; the cache keeps 3/5 of them (1024/5*3 = 612)
 // for each of the 4 samples (one lane group): 2448; one running task
-// 1024/2*3 = 1536; 3984 > calibration's 1382. Nothing is kept for the
+// 1024/2*5 = 2560; 5008 > calibration's 1382. Nothing is kept for the
 // report.
 TEST(EstimateJobMemoryBytes, MixedPrecisionCountsTheSensitivity) {
   v1::QuantizeRequest r = testing::ConvJob(3, 8, 4, 4, "r");
@@ -100,10 +100,10 @@ TEST(EstimateJobMemoryBytes, MixedPrecisionCountsTheSensitivity) {
       ->mutable_target_fraction()
       ->set_weights_memory_bytes(0.75);
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1),
-            13824 + 9 * model + 3984 + kEstimateBase);
-  // Three tasks running: 2448 + 3 * 1536.
+            13824 + 9 * model + 5008 + kEstimateBase);
+  // Three tasks running: 2448 + 3 * 2560.
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 3),
-            13824 + 9 * model + 2448 + 3 * 1536 + kEstimateBase);
+            13824 + 9 * model + 2448 + 3 * 2560 + kEstimateBase);
 }
 
 // A model that does not parse adds no activations (the job fails at
