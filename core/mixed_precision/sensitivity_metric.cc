@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "core/mixed_precision/internal/distance_sums.h"
 
 namespace quantd::mixed_precision {
 namespace {
@@ -27,7 +28,7 @@ absl::Status CheckPair(absl::Span<const float> f, absl::Span<const float> q,
   return absl::OkStatus();
 }
 
-constexpr double kEps = 1e-8;
+constexpr double kEps = internal::kDistanceEps;
 
 }  // namespace
 
@@ -40,8 +41,7 @@ absl::StatusOr<double> NormalizedMse(absl::Span<const float> f,
     squared_error += diff * diff;
     squared_norm += static_cast<double>(f[n]) * f[n];
   }
-  const double count = static_cast<double>(f.size());
-  return (squared_error / count) / (squared_norm / count + kEps);
+  return internal::NormalizedMseFromSums(squared_error, squared_norm, f.size());
 }
 
 absl::StatusOr<double> KlDivergence(absl::Span<const float> f,
@@ -65,11 +65,7 @@ absl::StatusOr<double> CosineDistance(absl::Span<const float> f,
     norm_f += static_cast<double>(f[n]) * f[n];
     norm_q += static_cast<double>(q[n]) * q[n];
   }
-  if (norm_f == 0 && norm_q == 0) return 0.0;
-  if (norm_f == 0 || norm_q == 0) return 0.5;
-  const double cs =
-      std::clamp(dot / (std::sqrt(norm_f) * std::sqrt(norm_q)), -1.0, 1.0);
-  return (1.0 - cs) / 2.0;
+  return internal::CosineDistanceFromSums(dot, norm_f, norm_q);
 }
 
 std::vector<double> ApplyMetricEpsilon(absl::Span<const double> metric,

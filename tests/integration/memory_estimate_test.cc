@@ -87,6 +87,25 @@ TEST(EstimateJobMemoryBytes, LargeActivationsDominate) {
       1327104 + 9 * model + 3185049 + 943718 + 2 * 2359296 + kEstimateBase);
 }
 
+// Mixed precision's sensitivity runs after calibration: its float cache and
+// running tasks replace calibration's activations when larger. Activations
+// of one sample: 1024 bytes; the cache keeps 3/5 of them (1024/5*3 = 612)
+// for each of the 4 samples (one lane group): 2448; one running task
+// 1024/2*5 = 2560; 5008 > calibration's 1382. Nothing is kept for the
+// report.
+TEST(EstimateJobMemoryBytes, MixedPrecisionCountsTheSensitivity) {
+  v1::QuantizeRequest r = testing::ConvJob(3, 8, 4, 4, "r");
+  const int64_t model = static_cast<int64_t>(r.onnx_model().size());
+  r.mutable_mixed_precision()
+      ->mutable_target_fraction()
+      ->set_weights_memory_bytes(0.75);
+  EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1),
+            13824 + 9 * model + 5008 + kEstimateBase);
+  // Three tasks running: 2448 + 3 * 2560.
+  EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 3),
+            13824 + 9 * model + 2448 + 3 * 2560 + kEstimateBase);
+}
+
 // A model that does not parse adds no activations (the job fails at
 // import); the estimate still covers the bytes sent.
 TEST(EstimateJobMemoryBytes, UnparsableModelCountsOnlyItsBytes) {

@@ -12,6 +12,7 @@
 #include "core/pipeline/export/export_formats.h"
 #include "core/pipeline/gptq/gptq_options.h"
 #include "core/pipeline/mixed_precision/mixed_precision_stage.h"
+#include "core/pipeline/mixed_precision/sensitivity.h"
 #include "core/pipeline/quality_target/quality_target.h"
 #include "core/tpc/framework_info.h"
 #include "core/tpc/json_io.h"
@@ -140,6 +141,23 @@ int64_t ActivationsInFlight(int64_t per_sample, int samples_in_flight,
   const int64_t per = std::min(kCap, per_sample);
   // At most 2^50 * (27/20 + 1023 * 2/5) < 2^60: no overflow.
   return std::min(kCap, per * 27 / 20 + (in_flight - 1) * (per * 2 / 5));
+}
+
+// The activations the job holds at its peak: calibration's samples in
+// flight, or the mixed-precision sensitivity's float cache and running
+// tasks (SensitivityMemoryBytes) when it searches, whichever is larger (the
+// stage runs after calibration, which has released its own).
+int64_t PeakActivations(const v1::QuantizeRequest& request, int64_t per_sample,
+                        int samples_in_flight, int num_samples) {
+  const int64_t calibration =
+      ActivationsInFlight(per_sample, samples_in_flight, num_samples);
+  const v1::MixedPrecisionConfig& mp = request.mixed_precision();
+  if (!MixedPrecisionSearches(mp)) return calibration;
+  return std::max(
+      calibration,
+      SensitivityMemoryBytes(per_sample,
+                             MixedPrecisionSensitivitySamples(mp, num_samples),
+                             std::max(1, samples_in_flight)));
 }
 
 // What calibration keeps for the report (KeepsFloatValuesForReport): every
@@ -459,15 +477,16 @@ int64_t EstimateJobMemoryBytes(const JobInput& input, int samples_in_flight) {
     const int n = ReportSampleCount(input.request->report_samples());
     evaluated = n < 0 ? count : std::min<int64_t>(n, count);
   }
-  const int64_t calibration =
-      ActivationsInFlight(input.activation_bytes_per_sample, samples_in_flight,
-                          static_cast<int>(std::min<int64_t>(count, 1 << 20))) +
+  const int64_t activations =
+      PeakActivations(*input.request, input.activation_bytes_per_sample,
+                      samples_in_flight,
+                      static_cast<int>(std::min<int64_t>(count, 1 << 20))) +
       KeptForReport(*input.request, input.activation_bytes_per_sample,
                     evaluated);
   // The generate stage runs before calibration: the larger of the two.
   return BaseEstimate(input.sample_bytes, input.model_bytes,
                       input.request->export_options()) +
-         std::max(calibration, input.generate_bytes);
+         std::max(activations, input.generate_bytes);
 }
 
 int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
@@ -491,7 +510,7 @@ int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
   const int report = ReportSampleCount(request.report_samples());
   const int calibration = request.calibration_samples_size();
   return EstimateJobMemoryBytesBeforeImport(request) +
-         ActivationsInFlight(per_sample, samples_in_flight, calibration) +
+         PeakActivations(request, per_sample, samples_in_flight, calibration) +
          KeptForReport(
              request, per_sample,
              report < 0 ? calibration : std::min(report, calibration));

@@ -19,6 +19,7 @@
 #include "core/pipeline/prep/op_config_bits.h"
 #include "core/pipeline/ptq/param_selection.h"
 #include "core/util/status_macros.h"
+#include "google/protobuf/util/message_differencer.h"
 
 namespace quantd::mp_internal {
 namespace {
@@ -169,6 +170,25 @@ absl::StatusOr<std::vector<NodeSpace>> BuildNodeSpaces(
   return spaces;
 }
 
+namespace {
+
+// The parameters parameter selection chose for `slot` (the `index`-th slot
+// with an initializer, SelectAllParams' order) when the candidate's slot
+// `candidate` has the same config: SelectWeightParams is a function of the
+// weight, the slot and the options, so they are what it would return again.
+const WeightParams* PtqWeightParams(const NodePlan& p, const WeightSlot& slot,
+                                    const WeightSlot& candidate, size_t index) {
+  if (index >= p.weight_results.size()) return nullptr;
+  const WeightParams& w = p.weight_results[index];
+  if (w.input_index != slot.input_index || w.attr != slot.attr) return nullptr;
+  return google::protobuf::util::MessageDifferencer::Equals(slot.config,
+                                                            candidate.config)
+             ? &w
+             : nullptr;
+}
+
+}  // namespace
+
 absl::Status SelectCandidateParams(bool search, JobState* state,
                                    ThreadPool* pool,
                                    const CancellationToken* cancel,
@@ -200,12 +220,19 @@ absl::Status SelectCandidateParams(bool search, JobState* state,
         const NodePlan& p = state->plans[sp.node];
         const Node& node = g.nodes[sp.node];
         const auto& cfg = p.qco.quantization_configurations(sp.configs[j]);
+        size_t selected = 0;  // index into p.weight_results
         for (const WeightSlot& slot : p.weights) {
           WeightSlot ns = slot;
           ns.config = SlotConfig(cfg, slot);
-          if (!SlotQuantized(ns.config)) continue;
           const Tensor* w = g.FindInitializer(node.Input(slot.input_index));
           if (w == nullptr) continue;
+          const WeightParams* ptq = PtqWeightParams(p, slot, ns, selected++);
+          if (!SlotQuantized(ns.config)) continue;
+          if (ptq != nullptr) {  // the same search, already done
+            sp.slots[j].push_back(ns);
+            sp.weight_results[j].push_back(*ptq);
+            continue;
+          }
           auto r = SelectWeightParams(node.Input(slot.input_index), *w, ns,
                                       state->options, nullptr, cancel);
           if (!r.ok()) {

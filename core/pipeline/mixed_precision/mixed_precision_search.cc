@@ -50,11 +50,10 @@ absl::Status ComputeSpaceSensitivities(const v1::MixedPrecisionConfig& config,
     }
     sens_nodes.push_back(std::move(sn));
   }
-  const int images =
-      config.num_of_images() > 0 ? config.num_of_images() : kDefaultNumImages;
   std::vector<SampleFeeds> used(
       samples.begin(),
-      samples.begin() + std::min<size_t>(samples.size(), images));
+      samples.begin() + MixedPrecisionSensitivitySamples(
+                            config, static_cast<int>(samples.size())));
   SensitivityOptions so;
   switch (config.distance_weighting_method()) {
     case v1::DISTANCE_WEIGHTING_LAST_LAYER:

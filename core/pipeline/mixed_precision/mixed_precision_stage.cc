@@ -91,6 +91,17 @@ bool MixedPrecisionRequested(const v1::MixedPrecisionConfig& config) {
          config.bit_width_overrides_size() > 0;
 }
 
+bool MixedPrecisionSearches(const v1::MixedPrecisionConfig& config) {
+  return AnySet(config.target()) || AnySet(config.target_fraction());
+}
+
+int MixedPrecisionSensitivitySamples(const v1::MixedPrecisionConfig& config,
+                                     int calibration) {
+  const int images = config.num_of_images() > 0 ? config.num_of_images()
+                                                : mpi::kDefaultNumImages;
+  return std::max(0, std::min(images, calibration));
+}
+
 absl::Status ValidateMixedPrecisionConfig(
     const v1::MixedPrecisionConfig& config) {
   for (int k = 0; k < config.bit_width_overrides_size(); ++k) {

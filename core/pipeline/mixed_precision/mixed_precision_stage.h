@@ -39,6 +39,15 @@ inline constexpr bool kMpSimdPadding = false;
 // override, i.e. the stage has something to do.
 bool MixedPrecisionRequested(const v1::MixedPrecisionConfig& config);
 
+// True when the request sets a target (absolute or fractional): the stage
+// measures sensitivities and solves an allocation.
+bool MixedPrecisionSearches(const v1::MixedPrecisionConfig& config);
+
+// The samples the sensitivity runs on: the first num_of_images (MCT's
+// default 32) of the `calibration` ones.
+int MixedPrecisionSensitivitySamples(const v1::MixedPrecisionConfig& config,
+                                     int calibration);
+
 // Checks the request's mixed-precision fields (finite, positive targets;
 // overrides with a filter, a target and bits > 0; kernel_attr only).
 absl::Status ValidateMixedPrecisionConfig(

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <map>
 #include <memory>
 #include <set>
@@ -11,82 +10,40 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/executor/executor.h"
+#include "core/mixed_precision/distance_lanes.h"
 #include "core/mixed_precision/sensitivity_metric.h"
 #include "core/pipeline/evaluation/downstream_cone.h"
 #include "core/pipeline/export/fake_quant.h"
 #include "core/pipeline/export/qdq_lowering.h"
-#include "core/pipeline/job/parallel_samples.h"
+#include "core/pipeline/mixed_precision/internal/float_reference.h"
 #include "core/util/status_macros.h"
 
 namespace quantd {
 namespace {
 
-bool IsInterestOp(const std::string& op) {
-  static const std::set<std::string> kOps = {
-      "Conv",    "ConvTranspose", "Gemm", "MatMul",
-      "Sigmoid", "Softmax",       "Add",  "Concat"};
-  return kOps.count(op) > 0;
-}
+namespace mp = ::quantd::mixed_precision;
+using mp_internal::FloatReference;
+using mp_internal::FloatSample;
 
-DistanceKind KindFor(const std::string& op) {
-  if (op == "Softmax") return DistanceKind::kKl;
-  if (op == "Sigmoid" || op == "Gemm" || op == "MatMul") {
-    return DistanceKind::kCosine;
-  }
-  return DistanceKind::kNormalizedMse;
-}
+// Samples one task runs before measuring them together (the AVX2 lanes of
+// distance_lanes.h).
+constexpr int kLaneSamples = 4;
 
-absl::StatusOr<double> Distance(DistanceKind kind, const Tensor& f,
-                                const Tensor& q, const std::string& tensor) {
-  if (f.dtype() != DType::kFloat || q.dtype() != DType::kFloat) return 0.0;
-  if (f.num_elements() != q.num_elements()) {
-    return absl::InternalError(absl::StrCat("sensitivity: tensor '", tensor,
-                                            "' changed size under "
-                                            "quantization"));
-  }
-  auto fs = f.span<float>();
-  auto qs = q.span<float>();
-  switch (kind) {
-    case DistanceKind::kKl: {
-      // Clipping both sides to 1e-8 can leave sum p log(p/q) a rounding
-      // error below 0 when q is p.
-      ASSIGN_OR_RETURN(double kl, mixed_precision::KlDivergence(fs, qs));
-      return std::max(0.0, kl);
-    }
-    case DistanceKind::kCosine:
-      return mixed_precision::CosineDistance(fs, qs);
-    default:
-      return mixed_precision::NormalizedMse(fs, qs);
-  }
-}
+using Tensors = std::map<std::string, Tensor>;
 
-// The downstream cone of a node and the points (indices into the caller's
-// lists) it produces.
+// The downstream cone of a node and the rows (indices into the caller's
+// points, then outputs at num_points + o) it produces.
 struct Cone {
   DownstreamCone cone;
-  std::vector<int> points;
-  std::vector<int> outputs;
+  std::vector<int> rows;
+  // The produced points that are not outputs of the cone's model.
+  std::vector<std::string> extra_outputs;
 };
 
-Cone BuildCone(const Model& model, int start,
-               const std::vector<InterestPoint>& points,
-               const std::vector<InterestPoint>& outputs,
-               const std::map<std::string, DType>& dtypes) {
-  Cone cone;
-  cone.cone = BuildDownstreamCone(model, start, dtypes);
-  const std::set<std::string>& produced = cone.cone.produced;
-  for (size_t p = 0; p < points.size(); ++p) {
-    if (produced.count(points[p].tensor)) {
-      cone.points.push_back(static_cast<int>(p));
-    }
-  }
-  for (size_t o = 0; o < outputs.size(); ++o) {
-    if (produced.count(outputs[o].tensor)) {
-      cone.outputs.push_back(static_cast<int>(o));
-    }
-  }
-  return cone;
-}
+// One sensitivity evaluation: node k at its candidate j.
+struct Task {
+  int k, j;
+};
 
 // Only `node` quantized, with `cand`.
 ModelQuantization SingleNodeQuantization(const Node& node,
@@ -99,45 +56,17 @@ ModelQuantization SingleNodeQuantization(const Node& node,
   return m;
 }
 
-// The points of `cone` that are not already outputs of its model.
-std::vector<std::string> ExtraPointOutputs(
-    const Cone& cone, const std::vector<InterestPoint>& points) {
-  std::set<std::string> cone_outputs;
-  for (const auto& o : cone.cone.model->graph.outputs) {
-    cone_outputs.insert(o.name);
-  }
-  std::vector<std::string> extra;
-  for (int p : cone.points) {
-    if (!cone_outputs.count(points[p].tensor)) {
-      extra.push_back(points[p].tensor);
-    }
-  }
-  return extra;
-}
-
-// Every tensor of one sample's float run, plus its feeds.
-using FloatTensors = std::map<std::string, Tensor>;
-
-// The cone's inputs, taken from the float run of one sample.
-absl::StatusOr<FloatTensors> ConeFeeds(const Cone& cone,
-                                       const FloatTensors& floats) {
-  auto feeds = DownstreamConeFeeds(cone.cone, floats);
-  if (!feeds.ok()) {
-    return absl::Status(
-        feeds.status().code(),
-        absl::StrCat("sensitivity: ", feeds.status().message()));
-  }
-  return feeds;
-}
-
-// One sensitivity evaluation: node k at its candidate j.
-struct Task {
-  int k, j;
+// A task's cone ready to run on one chunk: the executor of its fake-quant
+// model and the run options.
+struct ConeRunner {
+  std::unique_ptr<Executor> exec;
+  std::unique_ptr<ActivationFakeQuantizer> quantizer;
+  RunOptions run;
 };
 
 // ComputeSensitivities' state. Samples go in chunks: a float run of the
-// chunk (every tensor kept), then every task on the chunk, each writing its
-// distances; the aggregation at the end runs in a fixed order.
+// chunk (internal/float_reference.h), then every task on the chunk, each
+// writing its distances; the aggregation at the end runs in a fixed order.
 class SensitivityRun {
  public:
   SensitivityRun(const Model& model, const std::vector<SensitivityNode>& nodes,
@@ -149,52 +78,49 @@ class SensitivityRun {
       : model_(model),
         g_(model.graph),
         nodes_(nodes),
-        points_(points),
-        outputs_(outputs),
         samples_(samples),
         options_(options),
         pool_(pool),
         cancel_(cancel),
         progress_(progress),
         num_samples_(samples.size()),
-        num_points_(points.size()),
-        num_outputs_(outputs.size()),
-        chunk_(std::max(1, options.chunk_samples)) {}
+        num_points_(points.size()) {
+    rows_ = points;
+    rows_.insert(rows_.end(), outputs.begin(), outputs.end());
+  }
 
   absl::StatusOr<std::vector<std::vector<double>>> Run();
 
  private:
   absl::Status Validate() const;
   absl::Status Prepare();
-  absl::Status RunFloat(size_t begin, std::vector<FloatTensors>* cache) const;
-  void BuildCones(const FloatTensors& sample);
-  absl::Status RunTasks(size_t begin, const std::vector<FloatTensors>& cache);
+  void SetConeInputTypes(const FloatSample& sample);
+  size_t ChunkFor(const FloatSample& sample) const;
+  absl::Status RunTasks(size_t begin, const std::vector<FloatSample>& cache);
+  absl::StatusOr<ConeRunner> MakeRunner(const Task& task) const;
   absl::Status MeasureTask(const Task& task, size_t begin,
-                           const std::vector<FloatTensors>& cache,
+                           const std::vector<FloatSample>& cache,
                            std::vector<double>* d) const;
-  absl::Status RecordDistances(const Cone& cone, const FloatTensors& got,
-                               const FloatTensors& floats, size_t global,
-                               std::vector<double>* d) const;
+  absl::Status MeasureRow(int row, const FloatSample* const* floats,
+                          const Tensors* got, int lanes, size_t global,
+                          std::vector<double>* d) const;
   void CountDone();
   absl::StatusOr<std::vector<std::vector<double>>> Aggregate() const;
 
   const Model& model_;
   const Graph& g_;
   const std::vector<SensitivityNode>& nodes_;
-  const std::vector<InterestPoint>& points_;
-  const std::vector<InterestPoint>& outputs_;
+  std::vector<InterestPoint> rows_;  // the points, then the outputs
   const std::vector<SampleFeeds>& samples_;
   const SensitivityOptions& options_;
   ThreadPool* pool_;
   const CancellationToken* cancel_;
   ProgressSink* progress_;
-  const size_t num_samples_, num_points_, num_outputs_;
-  const int chunk_;
+  const size_t num_samples_, num_points_;
 
-  std::unique_ptr<Executor> float_exec_;
-  RunOptions float_run_;
+  std::unique_ptr<FloatReference> float_;
   std::vector<Task> tasks_;
-  // dist_[t] = [num_points + num_outputs][num_samples], zero outside the cone.
+  // dist_[t] = [rows][num_samples], zero outside the cone.
   std::vector<std::vector<double>> dist_;
   std::vector<Cone> cones_;
   int64_t total_work_ = 0;
@@ -204,11 +130,19 @@ class SensitivityRun {
 absl::StatusOr<std::vector<std::vector<double>>> SensitivityRun::Run() {
   RETURN_IF_ERROR(Validate());
   RETURN_IF_ERROR(Prepare());
-  for (size_t begin = 0; begin < num_samples_; begin += chunk_) {
-    const size_t end = std::min(num_samples_, begin + chunk_);
-    std::vector<FloatTensors> cache(end - begin);
-    RETURN_IF_ERROR(RunFloat(begin, &cache));
-    if (cones_.empty()) BuildCones(cache[0]);
+  // The first sample alone: its cache decides the chunk size and gives the
+  // cones' input types.
+  std::vector<FloatSample> cache;
+  RETURN_IF_ERROR(float_->Run(samples_, 0, 1, pool_, &cache));
+  SetConeInputTypes(cache[0]);
+  const size_t chunk = ChunkFor(cache[0]);
+  total_work_ = static_cast<int64_t>(tasks_.size()) *
+                static_cast<int64_t>((num_samples_ + chunk - 1) / chunk);
+  for (size_t begin = 0; begin < num_samples_; begin += chunk) {
+    const size_t end = std::min(num_samples_, begin + chunk);
+    if (begin > 0) cache.clear();
+    RETURN_IF_ERROR(
+        float_->Run(samples_, begin + cache.size(), end, pool_, &cache));
     RETURN_IF_ERROR(RunTasks(begin, cache));
   }
   return Aggregate();
@@ -227,61 +161,70 @@ absl::Status SensitivityRun::Validate() const {
   return absl::OkStatus();
 }
 
+// The cones (their input types are set from the first float run), the
+// tensors the float runs keep and the tasks.
 absl::Status SensitivityRun::Prepare() {
-  // Float executor over the whole model; kernels single-threaded because
-  // samples (and later tasks) run in parallel.
-  auto float_model = std::make_shared<const Model>(model_);
-  ASSIGN_OR_RETURN(float_exec_,
-                   Executor::Create(float_model, ExecutorOptions()));
-  // The float runs keep every tensor any cone or point needs.
-  std::set<std::string> graph_outputs;
-  for (const auto& out : g_.outputs) graph_outputs.insert(out.name);
-  float_run_.cancel = cancel_;
-  for (const Node& n : g_.nodes) {
-    for (const auto& out : n.outputs) {
-      if (!out.empty() && !graph_outputs.count(out)) {
-        float_run_.extra_outputs.push_back(out);
+  std::set<std::string> keep, summed;
+  for (const SensitivityNode& n : nodes_) {
+    Cone& cone = cones_.emplace_back();
+    cone.cone = BuildDownstreamCone(model_, n.node, {});
+    const std::set<std::string>& produced = cone.cone.produced;
+    std::set<std::string> cone_outputs;
+    for (const auto& o : cone.cone.model->graph.outputs) {
+      cone_outputs.insert(o.name);
+    }
+    for (size_t r = 0; r < rows_.size(); ++r) {
+      const InterestPoint& ip = rows_[r];
+      if (!produced.count(ip.tensor)) continue;
+      cone.rows.push_back(static_cast<int>(r));
+      keep.insert(ip.tensor);
+      if (ip.kind != DistanceKind::kKl) summed.insert(ip.tensor);
+      if (r < num_points_ && !cone_outputs.count(ip.tensor)) {
+        cone.extra_outputs.push_back(ip.tensor);
       }
     }
+    keep.insert(cone.cone.inputs.begin(), cone.cone.inputs.end());
   }
+  ASSIGN_OR_RETURN(float_, FloatReference::Create(model_, std::move(keep),
+                                                  std::move(summed), cancel_));
   for (size_t k = 0; k < nodes_.size(); ++k) {
     for (size_t j = 0; j < nodes_[k].candidates.size(); ++j) {
       tasks_.push_back({static_cast<int>(k), static_cast<int>(j)});
     }
   }
-  dist_.assign(
-      tasks_.size(),
-      std::vector<double>((num_points_ + num_outputs_) * num_samples_, 0.0));
-  total_work_ = static_cast<int64_t>(tasks_.size()) *
-                static_cast<int64_t>((num_samples_ + chunk_ - 1) / chunk_);
+  dist_.assign(tasks_.size(),
+               std::vector<double>(rows_.size() * num_samples_, 0.0));
   return absl::OkStatus();
 }
 
-absl::Status SensitivityRun::RunFloat(size_t begin,
-                                      std::vector<FloatTensors>* cache) const {
-  return ParallelForSamples(
-      static_cast<int64_t>(cache->size()), pool_, cancel_, SampleProgress(),
-      [&](int64_t s) -> absl::Status {
-        auto r = float_exec_->Run(samples_[begin + s], float_run_);
-        if (!r.ok()) return r.status();
-        (*cache)[s] = *std::move(r);
-        for (const auto& [name, t] : samples_[begin + s]) {
-          (*cache)[s][name] = t;
-        }
-        return absl::OkStatus();
-      });
-}
-
-void SensitivityRun::BuildCones(const FloatTensors& sample) {
-  std::map<std::string, DType> dtypes;
-  for (const auto& [name, t] : sample) dtypes[name] = t.dtype();
-  for (const SensitivityNode& n : nodes_) {
-    cones_.push_back(BuildCone(model_, n.node, points_, outputs_, dtypes));
+// A cone input takes the type the float run gave it (float when absent, as
+// BuildDownstreamCone).
+void SensitivityRun::SetConeInputTypes(const FloatSample& sample) {
+  for (Cone& cone : cones_) {
+    for (ValueInfo& v : cone.cone.model->graph.inputs) {
+      auto it = sample.tensors.find(v.name);
+      v.dtype = it == sample.tensors.end() ? DType::kFloat : it->second.dtype();
+    }
   }
 }
 
+// At most chunk_samples, within the byte budget but one lane group (four
+// samples) at least, a multiple of the lane group above that.
+size_t SensitivityRun::ChunkFor(const FloatSample& sample) const {
+  int64_t chunk = std::max(1, options_.chunk_samples);
+  const int64_t bytes = sample.bytes();
+  if (options_.cache_budget_bytes > 0 && bytes > 0) {
+    chunk = std::min(
+        chunk,
+        std::max<int64_t>(kLaneSamples, options_.cache_budget_bytes / bytes));
+  }
+  if (chunk > kLaneSamples) chunk -= chunk % kLaneSamples;
+  return static_cast<size_t>(
+      std::min<int64_t>(chunk, static_cast<int64_t>(num_samples_)));
+}
+
 absl::Status SensitivityRun::RunTasks(size_t begin,
-                                      const std::vector<FloatTensors>& cache) {
+                                      const std::vector<FloatSample>& cache) {
   std::vector<absl::Status> task_status(tasks_.size());
   auto run_tasks = [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) {
@@ -307,54 +250,105 @@ absl::Status SensitivityRun::RunTasks(size_t begin,
   return absl::OkStatus();
 }
 
-// Only the task's node quantized, with its candidate: the cone runs on the
-// chunk's float inputs and its points are compared with the float ones.
-absl::Status SensitivityRun::MeasureTask(const Task& task, size_t begin,
-                                         const std::vector<FloatTensors>& cache,
-                                         std::vector<double>* d) const {
-  if (cancel_ != nullptr) RETURN_IF_ERROR(cancel_->Check());
+absl::StatusOr<ConeRunner> SensitivityRun::MakeRunner(const Task& task) const {
   const SensitivityNode& sn = nodes_[task.k];
   const Cone& cone = cones_[task.k];
-  if (cone.points.empty() && cone.outputs.empty()) return absl::OkStatus();
   const ModelQuantization quantization =
       SingleNodeQuantization(g_.nodes[sn.node], sn.candidates[task.j]);
   ASSIGN_OR_RETURN(QdqPlan plan,
                    LowerToQdqPlan(cone.cone.model->graph, quantization,
                                   v1::ExportOptions()));
   ASSIGN_OR_RETURN(Model fq, WithFakeQuantWeights(*cone.cone.model, plan));
-  ASSIGN_OR_RETURN(std::unique_ptr<Executor> exec,
+  ConeRunner runner;
+  ASSIGN_OR_RETURN(runner.exec,
                    Executor::Create(std::move(fq), ExecutorOptions()));
-  ActivationFakeQuantizer quantizer(plan);
-  RunOptions run;
-  run.cancel = cancel_;
-  run.rewriter = &quantizer.rewriter();
-  run.extra_outputs = ExtraPointOutputs(cone, points_);
-  for (size_t s = 0; s < cache.size(); ++s) {
-    ASSIGN_OR_RETURN(FloatTensors feeds, ConeFeeds(cone, cache[s]));
-    ASSIGN_OR_RETURN(FloatTensors got, exec->Run(feeds, run));
-    RETURN_IF_ERROR(RecordDistances(cone, got, cache[s], begin + s, d));
+  runner.quantizer = std::make_unique<ActivationFakeQuantizer>(plan);
+  runner.run.cancel = cancel_;
+  runner.run.rewriter = &runner.quantizer->rewriter();
+  runner.run.extra_outputs = cone.extra_outputs;
+  return runner;
+}
+
+// Only the task's node quantized, with its candidate: the cone runs on the
+// chunk's float inputs, kLaneSamples samples at a time, and its points are
+// compared with the float ones.
+absl::Status SensitivityRun::MeasureTask(const Task& task, size_t begin,
+                                         const std::vector<FloatSample>& cache,
+                                         std::vector<double>* d) const {
+  if (cancel_ != nullptr) RETURN_IF_ERROR(cancel_->Check());
+  const Cone& cone = cones_[task.k];
+  if (cone.rows.empty()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(ConeRunner runner, MakeRunner(task));
+  for (size_t s0 = 0; s0 < cache.size(); s0 += kLaneSamples) {
+    const int lanes =
+        static_cast<int>(std::min<size_t>(kLaneSamples, cache.size() - s0));
+    Tensors got[kLaneSamples];
+    const FloatSample* floats[kLaneSamples];
+    for (int l = 0; l < lanes; ++l) {
+      floats[l] = &cache[s0 + l];
+      auto feeds = DownstreamConeFeeds(cone.cone, floats[l]->tensors);
+      if (!feeds.ok()) {
+        return absl::Status(
+            feeds.status().code(),
+            absl::StrCat("sensitivity: ", feeds.status().message()));
+      }
+      ASSIGN_OR_RETURN(got[l], runner.exec->Run(*feeds, runner.run));
+    }
+    for (int row : cone.rows) {
+      RETURN_IF_ERROR(MeasureRow(row, floats, got, lanes, begin + s0, d));
+    }
   }
   return absl::OkStatus();
 }
 
-absl::Status SensitivityRun::RecordDistances(const Cone& cone,
-                                             const FloatTensors& got,
-                                             const FloatTensors& floats,
-                                             size_t global,
-                                             std::vector<double>* d) const {
-  auto measure = [&](const InterestPoint& ip, size_t row) -> absl::Status {
-    auto q = got.find(ip.tensor);
-    auto f = floats.find(ip.tensor);
-    if (q == got.end() || f == floats.end()) return absl::OkStatus();
-    ASSIGN_OR_RETURN(double v,
-                     Distance(ip.kind, f->second, q->second, ip.tensor));
-    (*d)[row * num_samples_ + global] = v;
-    return absl::OkStatus();
-  };
-  for (int p : cone.points) RETURN_IF_ERROR(measure(points_[p], p));
-  for (int o : cone.outputs) {
-    RETURN_IF_ERROR(measure(outputs_[o], num_points_ + o));
+// The distance at `row` for `lanes` consecutive samples from `global`: KL
+// one sample at a time, the others in lanes; a non-float tensor (on either
+// side) is at distance 0, a missing one is not measured.
+absl::Status SensitivityRun::MeasureRow(int row,
+                                        const FloatSample* const* floats,
+                                        const Tensors* got, int lanes,
+                                        size_t global,
+                                        std::vector<double>* d) const {
+  const InterestPoint& ip = rows_[row];
+  double* out = d->data() + row * num_samples_ + global;
+  std::vector<absl::Span<const float>> fs, qs;
+  std::vector<mp::FloatSideSums> sums;
+  std::vector<int> lane_of;
+  for (int l = 0; l < lanes; ++l) {
+    auto q = got[l].find(ip.tensor);
+    auto f = floats[l]->tensors.find(ip.tensor);
+    if (q == got[l].end() || f == floats[l]->tensors.end()) continue;
+    if (f->second.dtype() != DType::kFloat ||
+        q->second.dtype() != DType::kFloat) {
+      out[l] = 0.0;
+      continue;
+    }
+    if (f->second.num_elements() != q->second.num_elements()) {
+      return absl::InternalError(absl::StrCat("sensitivity: tensor '",
+                                              ip.tensor,
+                                              "' changed size under "
+                                              "quantization"));
+    }
+    if (ip.kind == DistanceKind::kKl) {
+      // Clipping both sides to 1e-8 can leave sum p log(p/q) a rounding
+      // error below 0 when q is p.
+      ASSIGN_OR_RETURN(double kl, mp::KlDivergence(f->second.span<float>(),
+                                                   q->second.span<float>()));
+      out[l] = std::max(0.0, kl);
+      continue;
+    }
+    fs.push_back(f->second.span<float>());
+    qs.push_back(q->second.span<float>());
+    sums.push_back(floats[l]->sums.at(ip.tensor));
+    lane_of.push_back(l);
   }
+  if (lane_of.empty()) return absl::OkStatus();
+  std::vector<double> dist(lane_of.size());
+  RETURN_IF_ERROR(mp::DistancesOverSamples(
+      ip.kind == DistanceKind::kCosine ? mp::LaneDistance::kCosine
+                                       : mp::LaneDistance::kNormalizedMse,
+      fs, qs, sums, absl::MakeSpan(dist)));
+  for (size_t i = 0; i < lane_of.size(); ++i) out[lane_of[i]] = dist[i];
   return absl::OkStatus();
 }
 
@@ -369,6 +363,7 @@ void SensitivityRun::CountDone() {
 // Per task, MCT's metric over the points and outputs, in task order.
 absl::StatusOr<std::vector<std::vector<double>>> SensitivityRun::Aggregate()
     const {
+  const size_t num_outputs = rows_.size() - num_points_;
   std::vector<std::vector<double>> result(nodes_.size());
   for (size_t k = 0; k < nodes_.size(); ++k) {
     result[k].resize(nodes_[k].candidates.size());
@@ -377,17 +372,17 @@ absl::StatusOr<std::vector<std::vector<double>>> SensitivityRun::Aggregate()
     const std::vector<double>& d = dist_[t];
     absl::Span<const double> pts(d.data(), num_points_ * num_samples_);
     absl::Span<const double> outs(d.data() + num_points_ * num_samples_,
-                                  num_outputs_ * num_samples_);
+                                  num_outputs * num_samples_);
     double m = 0;
     if (num_points_ > 0) {
-      ASSIGN_OR_RETURN(m, mixed_precision::SensitivityMetric(
-                              pts, num_points_, outs, num_outputs_,
-                              num_samples_, options_.weighting));
-    } else if (num_outputs_ > 0) {
+      ASSIGN_OR_RETURN(
+          m, mp::SensitivityMetric(pts, num_points_, outs, num_outputs,
+                                   num_samples_, options_.weighting));
+    } else if (num_outputs > 0) {
       // No interest point: the graph outputs alone (their mean distance).
-      ASSIGN_OR_RETURN(m, mixed_precision::AggregateDistances(
-                              outs, num_outputs_, num_samples_,
-                              mixed_precision::WeightingOptions()));
+      ASSIGN_OR_RETURN(m,
+                       mp::AggregateDistances(outs, num_outputs, num_samples_,
+                                              mp::WeightingOptions()));
     }
     result[tasks_[t].k][tasks_[t].j] = m;
   }
@@ -396,42 +391,29 @@ absl::StatusOr<std::vector<std::vector<double>>> SensitivityRun::Aggregate()
 
 }  // namespace
 
-std::vector<InterestPoint> MpInterestPoints(const Model& model,
-                                            const std::vector<NodePlan>& plans,
-                                            double factor) {
-  const Graph& g = model.graph;
-  std::vector<InterestPoint> all;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const Node& n = g.nodes[i];
-    if (n.outputs.empty() || !IsInterestOp(n.op_type)) continue;
-    if (i < plans.size() && plans[i].fused_inner) continue;
-    all.push_back({n.outputs[0], KindFor(n.op_type)});
+int64_t SensitivityMemoryBytes(int64_t activation_bytes_per_sample, int samples,
+                               int threads, const SensitivityOptions& options) {
+  constexpr int64_t kCap = int64_t{1} << 50;
+  const int64_t per = std::clamp<int64_t>(activation_bytes_per_sample, 0, kCap);
+  const int64_t n = std::clamp<int64_t>(
+      std::min(samples, std::max(1, options.chunk_samples)), 1, 1 << 20);
+  // The float cache keeps the cones' inputs and the compared tensors: 25%,
+  // 46% and 56% of every activation of a sample on ppocr_cls, ppocr_det and
+  // MobileNetV2 (3.3, 77 and 28 MB); 3/5 bounds them. A chunk holds the
+  // budget's worth, one lane group at least.
+  const int64_t kept = per / 5 * 3;
+  const int64_t lanes = std::min<int64_t>(n, kLaneSamples);
+  int64_t cache = n > kCap / std::max<int64_t>(1, kept) ? kCap : n * kept;
+  if (options.cache_budget_bytes > 0) {
+    cache = std::min(cache, std::max(lanes * kept, options.cache_budget_bytes));
   }
-  if (!(factor < 1.0) || all.empty()) return all;
-  // Evenly thinned, as MCT's num_interest_points_factor.
-  const size_t keep = std::max<size_t>(
-      1,
-      static_cast<size_t>(std::ceil(factor * static_cast<double>(all.size()))));
-  std::vector<InterestPoint> out;
-  for (size_t k = 0; k < keep; ++k) {
-    out.push_back(all[k * all.size() / keep]);
-  }
-  return out;
-}
-
-std::vector<InterestPoint> MpOutputPoints(const Model& model) {
-  const Graph& g = model.graph;
-  std::map<std::string, std::string> producer;
-  for (const Node& n : g.nodes) {
-    for (const auto& o : n.outputs) producer[o] = n.op_type;
-  }
-  std::vector<InterestPoint> out;
-  for (const auto& o : g.outputs) {
-    auto it = producer.find(o.name);
-    out.push_back({o.name, it == producer.end() ? DistanceKind::kNormalizedMse
-                                                : KindFor(it->second)});
-  }
-  return out;
+  // A running task: its cone's compared tensors for four samples and one
+  // run's working set, 1.9x every activation of a sample on ppocr_det (its
+  // MP job's peak RSS against its PTQ job's, net of the cache); 5/2 bounds
+  // it.
+  const int64_t tasks = std::clamp<int64_t>(threads, 1, 1024);
+  const int64_t running = std::min(kCap, per / 2 * 5 * tasks);
+  return std::min(kCap, cache + running);
 }
 
 absl::StatusOr<std::vector<std::vector<double>>> ComputeSensitivities(

@@ -5,16 +5,24 @@
 // the caller's plan says), measured at the interest points and the graph
 // outputs on the given samples and aggregated with MCT's distance weighting.
 //
-// Reuse: the float model runs once per sample and its tensors are cached;
-// a (node, candidate) evaluation runs only node i's downstream cone (the
-// nodes that depend on its output), fed from that cache, and the distance at
-// interest points outside the cone is exactly 0. Tasks (node, candidate) run
-// in parallel on the pool over chunks of samples; every distance has its own
-// slot and aggregation runs in a fixed order, so the result is identical for
-// any thread count.
+// Reuse: the float model runs once per sample, keeping only the tensors the
+// evaluations read or compare, with the float-side sums of every compared
+// tensor (internal/float_reference.h); a (node, candidate) evaluation runs
+// only node i's downstream cone (the nodes that depend on its output), fed
+// from that cache, and the distance at interest points outside the cone is
+// exactly 0. Each task (node, candidate) builds its executor once per chunk
+// of samples and measures four samples at a time (distance_lanes.h). Tasks
+// run in parallel on the pool; every distance has its own slot and
+// aggregation runs in a fixed order, so the result is identical for any
+// thread count, chunk size or lane grouping.
+//
+// Memory: the float cache holds one chunk of samples, sized so that it
+// stays within cache_budget_bytes (four samples at least); each running task
+// holds its cone's kept outputs for four samples (SensitivityMemoryBytes).
 #ifndef QUANTD_CORE_PIPELINE_MIXED_PRECISION_SENSITIVITY_H_
 #define QUANTD_CORE_PIPELINE_MIXED_PRECISION_SENSITIVITY_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -63,11 +71,27 @@ struct SensitivityNode {
   std::vector<SensitivityCandidate> candidates;
 };
 
+// The float cache's budget by default (256 MiB): ppocr_det at 320x320 keeps
+// 77 MB a sample (4 samples a chunk, the minimum), MobileNetV2 28 MB (8),
+// ppocr_cls 3.3 MB (all 32).
+inline constexpr int64_t kSensitivityCacheBudgetBytes = int64_t{256} << 20;
+
 struct SensitivityOptions {
   mixed_precision::WeightingOptions weighting;
-  // Samples per chunk held in the float cache at once.
-  int chunk_samples = 8;
+  // At most this many samples per chunk held in the float cache at once...
+  int chunk_samples = 32;
+  // ... and at most this many bytes (the first sample's cache decides), but
+  // four samples (one lane group) at least. 0 = no byte limit.
+  int64_t cache_budget_bytes = kSensitivityCacheBudgetBytes;
 };
+
+// An upper bound of ComputeSensitivities' memory (the float cache and the
+// running tasks' cone outputs), from the bytes of every activation of one
+// sample, the sensitivity samples and the threads running tasks; what
+// admission reserves for the mixed-precision stage.
+int64_t SensitivityMemoryBytes(int64_t activation_bytes_per_sample, int samples,
+                               int threads,
+                               const SensitivityOptions& options = {});
 
 // result[k][j] = sensitivity of nodes[k] at candidate j (before MCT's
 // metric_epsilon rule, which the caller applies).

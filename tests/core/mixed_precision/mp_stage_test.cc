@@ -197,17 +197,8 @@ TEST_F(MixedPrecisionJobTest, SameAllocationAndSensitivitiesForAnyThreadCount) {
             SerializeDeterministic(parallel->quantized_graph()));
 }
 
-// The cone evaluation (float cache + downstream nodes only) equals running
-// the whole model with only that node fake-quantized.
-TEST(SensitivityTest, ConeEvaluationEqualsFullModelRun) {
-  Model model = MakeExampleCnn();
-  std::vector<SampleFeeds> samples = MakeExampleImages(3, 7);
-  // pwconv's kernel at 2 bits, per tensor, symmetric threshold = max |w|.
-  int node = -1;
-  for (size_t i = 0; i < model.graph.nodes.size(); ++i) {
-    if (model.graph.nodes[i].name == "pwconv") node = static_cast<int>(i);
-  }
-  ASSERT_GE(node, 0);
+// pwconv's kernel at 2 bits, per tensor, symmetric threshold = max |w|.
+WeightParams PwconvTwoBitKernel(const Model& model) {
   const Tensor& w = *model.graph.FindInitializer("pw.w");
   float max_abs = 0;
   for (float v : w.span<float>()) max_abs = std::max(max_abs, std::abs(v));
@@ -228,6 +219,24 @@ TEST(SensitivityTest, ConeEvaluationEqualsFullModelRun) {
         std::clamp(std::nearbyint(w.data<float>()[i] / scale), -2.0, 1.0));
   }
   wq.storage = DType::kInt8;
+  return wq;
+}
+
+int NodeIndex(const Model& model, const std::string& name) {
+  for (size_t i = 0; i < model.graph.nodes.size(); ++i) {
+    if (model.graph.nodes[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// The cone evaluation (float cache + downstream nodes only) equals running
+// the whole model with only that node fake-quantized.
+TEST(SensitivityTest, ConeEvaluationEqualsFullModelRun) {
+  Model model = MakeExampleCnn();
+  std::vector<SampleFeeds> samples = MakeExampleImages(3, 7);
+  const int node = NodeIndex(model, "pwconv");
+  ASSERT_GE(node, 0);
+  const WeightParams wq = PwconvTwoBitKernel(model);
   SensitivityNode sn;
   sn.node = node;
   SensitivityCandidate cand;
@@ -288,6 +297,46 @@ TEST(SensitivityTest, ConeEvaluationEqualsFullModelRun) {
   ASSERT_TRUE(want.ok());
   EXPECT_GT(*want, 0);
   EXPECT_DOUBLE_EQ((*got)[0][0], *want);
+}
+
+}  // namespace
+}  // namespace quantd
+
+namespace quantd {
+namespace {
+
+// Chunks of the float cache and the four-sample lanes only group the work:
+// every sensitivity is the same bit for bit with one sample a chunk, two,
+// four (a one-byte cache budget: one lane group) or all nine at once (two
+// full lane groups and a partial one), serially or on two threads.
+TEST(SensitivityTest, SameSensitivitiesForAnyChunkSizeAndThreadCount) {
+  Model model = MakeExampleCnn();
+  std::vector<SampleFeeds> samples = MakeExampleImages(9, 5);
+  const WeightParams two_bit = PwconvTwoBitKernel(model);
+  std::vector<SensitivityNode> nodes(1);
+  nodes[0].node = NodeIndex(model, "pwconv");
+  ASSERT_GE(nodes[0].node, 0);
+  nodes[0].candidates.resize(2);  // the 2-bit kernel; nothing quantized
+  nodes[0].candidates[0].weights.push_back(two_bit);
+  const auto points = MpInterestPoints(model, {});
+  const auto outputs = MpOutputPoints(model);
+  auto run = [&](int chunk, int64_t budget, ThreadPool* pool) {
+    SensitivityOptions options;
+    options.chunk_samples = chunk;
+    options.cache_budget_bytes = budget;
+    auto got = ComputeSensitivities(model, nodes, points, outputs, samples,
+                                    options, pool, nullptr, nullptr);
+    EXPECT_TRUE(got.ok()) << got.status();
+    return got.ok() ? *got : std::vector<std::vector<double>>();
+  };
+  ThreadPool pool(2);
+  const auto all = run(32, 0, nullptr);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_GT(all[0][0], 0);
+  EXPECT_EQ(run(1, 0, nullptr), all);
+  EXPECT_EQ(run(32, 1, nullptr), all);
+  EXPECT_EQ(run(2, 0, &pool), all);
+  EXPECT_EQ(run(32, 0, &pool), all);
 }
 
 }  // namespace
