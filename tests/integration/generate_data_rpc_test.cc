@@ -141,14 +141,11 @@ TEST_F(GenerateDataRpcTest, QuantizeGeneratesOnTheServerAsInProcess) {
   g->set_seed(7);
   auto client = client::Client::Create({.target = server_->target()});
   ASSERT_TRUE(client.ok()) << client.status();
-  bool generate_progress = false;
-  auto remote = (*client)->Quantize(request, [&](const v1::JobEvent& e) {
-    if (e.has_progress() && e.progress().stage() == "generate") {
-      generate_progress = true;
-    }
-  });
+  auto remote = (*client)->Quantize(request, [](const v1::JobEvent&) {});
   ASSERT_TRUE(remote.ok()) << remote.status();
-  EXPECT_TRUE(generate_progress);
+  // Progress is paced (a stage this short may go unannounced); the report
+  // times every stage the server ran.
+  EXPECT_THAT(remote->report_json(), HasSubstr("\"generate\""));
   // The oracle: the same request run by the engine in this process.
   TpcRegistry registry;
   ASSERT_TRUE(registry.AddBuiltins().ok());
