@@ -37,6 +37,10 @@ const std::map<std::string, OpGradient>& Table() {
       {"Dropout", {ReshapeLikeBackward, 1}},
       {"Transpose", {TransposeBackward, 1}},
       {"Concat", {ConcatBackward, -1}},
+      {"ReduceMean", {ReduceMeanBackward, 1}},
+      {"Pow", {PowBackward, 1}},
+      {"Sqrt", {SqrtBackward, 1}},
+      {"Slice", {SliceBackward, 1}},
   };
   return *table;
 }

@@ -68,6 +68,12 @@ absl::Status TransposeBackward(const OpGradContext& ctx,
                                std::vector<Tensor>* grads);
 absl::Status ConcatBackward(const OpGradContext& ctx,
                             std::vector<Tensor>* grads);
+absl::Status ReduceMeanBackward(const OpGradContext& ctx,
+                                std::vector<Tensor>* grads);
+absl::Status PowBackward(const OpGradContext& ctx, std::vector<Tensor>* grads);
+absl::Status SqrtBackward(const OpGradContext& ctx, std::vector<Tensor>* grads);
+absl::Status SliceBackward(const OpGradContext& ctx,
+                           std::vector<Tensor>* grads);
 
 // "node 'x' (Conv): <what>" as INVALID_ARGUMENT / UNIMPLEMENTED.
 absl::Status NodeError(const OpGradContext& ctx, const std::string& what);

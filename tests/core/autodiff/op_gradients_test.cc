@@ -1,5 +1,6 @@
 // Every differentiable op against central finite differences of quantd's
 // own executor (fd_check.h), on small hand-built graphs.
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -319,6 +320,70 @@ TEST(ShapeGradientTest, ReshapeFlattenTransposeChainMatchesFiniteDiff) {
       .Add("Flatten", {"m"}, {"y"}, {{"axis", Int(1)}})
       .Output("y");
   EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({2, 3, 4}, 43)}})), 0);
+}
+
+// LayerNorm as PaddleOCR's recogniser exports it: mean over the last axis,
+// centred, squared with Pow, its mean plus eps, Sqrt, divided.
+TEST(NormGradientTest, ExportedLayerNormMatchesFiniteDifferences) {
+  ModelBuilder b(13);
+  b.Input("x")
+      .Initializer("two", F({2.0f}, {}))
+      .Initializer("eps", F({1e-5f}, {}))
+      .Add("ReduceMean", {"x"}, {"mu"}, {{"axes", Ints({-1})}})
+      .Add("Sub", {"x", "mu"}, {"c"})
+      .Add("Pow", {"c", "two"}, {"sq"})
+      .Add("ReduceMean", {"sq"}, {"var"}, {{"axes", Ints({-1})}})
+      .Add("Add", {"var", "eps"}, {"ve"})
+      .Add("Sqrt", {"ve"}, {"sd"})
+      .Add("Div", {"c", "sd"}, {"y"})
+      .Output("y");
+  EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({2, 3, 5}, 44)}})), 0);
+}
+
+TEST(NormGradientTest, ReduceMeanOverAllAxesWithoutKeepdims) {
+  ModelBuilder b(13);
+  b.Input("x")
+      .Add("ReduceMean", {"x"}, {"y"}, {{"keepdims", Int(0)}})
+      .Output("y");
+  EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({2, 3}, 45)}})), 0);
+}
+
+TEST(NormGradientTest, PowWithANonIntegerExponent) {
+  ModelBuilder b(13);
+  b.Input("x")
+      .Initializer("p", F({1.5f}, {}))
+      .Add("Pow", {"x", "p"}, {"y"})
+      .Output("y");
+  Tensor x = RandomTensor({2, 4}, 46);
+  for (int64_t i = 0; i < x.num_elements(); ++i) {  // positive bases
+    x.mutable_data<float>()[i] = std::abs(x.data<float>()[i]) + 0.5f;
+  }
+  EXPECT_GT(RunFdCheck(Check(b, {{"x", x}})), 0);
+}
+
+TEST(ShapeGradientTest, SliceWithNegativeStartsAndStepsMatchesFiniteDiff) {
+  ModelBuilder b(13);
+  b.Input("x")
+      .Initializer("starts", I64({-1, 1}, {2}))
+      .Initializer("ends", I64({-100, 4}, {2}))
+      .Initializer("axes", I64({2, 1}, {2}))
+      .Initializer("steps", I64({-2, 2}, {2}))
+      .Add("Slice", {"x", "starts", "ends", "axes", "steps"}, {"s"})
+      .Add("Tanh", {"s"}, {"y"})
+      .Output("y");
+  EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({2, 5, 5}, 47)}})), 0);
+}
+
+TEST(ShapeGradientTest, SliceWithAttributesBeforeOpset10MatchesFiniteDiff) {
+  ModelBuilder b(9);
+  b.Input("x")
+      .Add("Slice", {"x"}, {"s"},
+           {{"starts", Ints({1, -3})},
+            {"ends", Ints({3, 1000})},
+            {"axes", Ints({1, -1})}})
+      .Add("Tanh", {"s"}, {"y"})
+      .Output("y");
+  EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({2, 4, 5}, 48)}})), 0);
 }
 
 }  // namespace
