@@ -97,6 +97,7 @@ absl::Status PostSamples(
     r->set_aligned_tensors(data.aligned_tensors);
     r->set_first_loss(data.first_loss);
     r->set_final_loss(data.final_loss);
+    for (const std::string& w : data.warnings) r->add_warnings(w);
     for (int64_t i = first; i < std::min(n, first + per_event); ++i) {
       *r->add_samples() = TensorToSampleProto(data.samples[i], data.input_name);
       data.samples[i] = Tensor();  // the event holds it now

@@ -173,6 +173,7 @@ absl::Status AddResult(const v1::GenerateDataResult& r,
   data->aligned_tensors = r.aligned_tensors();
   data->first_loss = r.first_loss();
   data->final_loss = r.final_loss();
+  data->warnings.assign(r.warnings().begin(), r.warnings().end());
   for (const v1::Tensor& t : r.samples()) {
     ASSIGN_OR_RETURN(
         Tensor x, TensorFromSampleProto(t, "GenerateData result", INT64_MAX));
@@ -239,6 +240,9 @@ absl::Status Generate(const GenerateArgs& args, ProgressBar* bar) {
   }
   RETURN_IF_ERROR(WriteSampleSet(args.out, set));
   bar->Finish();
+  for (const std::string& w : data.warnings) {
+    std::fprintf(stderr, "quantctl: warning: %s\n", w.c_str());
+  }
   const std::string where = args.channel.target.empty()
                                 ? absl::StrCat(threads, " thread(s)")
                                 : absl::StrCat("on ", args.channel.target);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <random>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -208,6 +209,45 @@ struct BatchStep {
 
 }  // namespace
 
+std::string AlignmentCoverageWarning(const Graph& graph,
+                                     const std::vector<std::string>& aligned) {
+  const std::set<std::string> wanted(aligned.begin(), aligned.end());
+  // Conv/Gemm/MatMul layers counted in node (topological) order; an aligned
+  // tensor sits at the count of layers before its producer. The widest run
+  // of layers between two aligned tensors (or the input and the first) is
+  // unconstrained by the BN loss.
+  int layers = 0, widest = 0, previous = -1;
+  std::string previous_name = "the input", from, to;
+  auto aligned_at = [&](int position, const std::string& tensor) {
+    if (position - previous - 1 > widest) {
+      widest = position - previous - 1;
+      from = previous_name;
+      to = tensor;
+    }
+    previous = position;
+    previous_name = absl::StrCat("'", tensor, "'");
+  };
+  for (const ValueInfo& in : graph.inputs) {
+    if (wanted.count(in.name) > 0) aligned_at(0, in.name);
+  }
+  for (const Node& n : graph.nodes) {
+    for (const std::string& o : n.outputs) {
+      if (wanted.count(o) > 0) aligned_at(layers, o);
+    }
+    if (n.op_type == "Conv" || n.op_type == "Gemm" || n.op_type == "MatMul") {
+      ++layers;
+    }
+  }
+  if (2 * widest <= layers) return "";
+  return absl::StrCat(
+      widest, " of the model's ", layers,
+      " Conv/Gemm/MatMul layers lie between ", from, " and '", to,
+      "' with no aligned statistics (BatchNormalization folded by the "
+      "export?): such images can calibrate worse than noise. Pass those "
+      "layers' expected statistics (--stats / statistics_json) or real "
+      "samples");
+}
+
 absl::StatusOr<GeneratedData> GenerateData(std::shared_ptr<const Model> model,
                                            const DataGenOptions& options,
                                            const DataGenContext& ctx) {
@@ -230,6 +270,12 @@ absl::StatusOr<GeneratedData> GenerateData(std::shared_ptr<const Model> model,
     if (grad->IsDifferentiable(o.name)) outputs.push_back(o.name);
   }
   out.aligned_tensors = static_cast<int64_t>(targets.size());
+  std::vector<std::string> aligned;
+  for (const BnTarget& t : targets) aligned.push_back(t.tensor);
+  if (std::string w = AlignmentCoverageWarning(model->graph, aligned);
+      !w.empty()) {
+    out.warnings.push_back(std::move(w));
+  }
   const int64_t n = options.count, psize = geo.padded_size();
   std::mt19937_64 rng(options.seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);

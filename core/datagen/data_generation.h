@@ -36,7 +36,18 @@ struct GeneratedData {
   std::vector<Tensor> samples;  // [1, C, H, W] each
   int64_t aligned_tensors = 0;
   double first_loss = 0, final_loss = 0;  // BN + output loss, last batch
+  // E.g. the aligned tensors constrain only the tail of the network
+  // (AlignmentCoverageWarning).
+  std::vector<std::string> warnings;
 };
+
+// A warning when more than half of the graph's Conv/Gemm/MatMul layers lie
+// in one run without an aligned tensor (before the first, or between two):
+// those layers are unconstrained (an export that folded most
+// BatchNormalization layers), and calibration from such images measured
+// worse than noise (ppocr_rec, docs/data_generation.md). Empty otherwise.
+std::string AlignmentCoverageWarning(const Graph& graph,
+                                     const std::vector<std::string>& aligned);
 
 absl::StatusOr<GeneratedData> GenerateData(std::shared_ptr<const Model> model,
                                            const DataGenOptions& options,

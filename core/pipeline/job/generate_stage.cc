@@ -21,6 +21,9 @@ absl::Status GenerateCalibration(ThreadPool* pool,
       datagen::GeneratedData data,
       datagen::GenerateData(std::make_shared<const Model>(input->model),
                             options, {pool, cancel, progress}));
+  for (std::string& w : data.warnings) {
+    input->warnings.push_back("generated calibration: " + std::move(w));
+  }
   input->calibration.clear();
   input->calibration.reserve(data.samples.size());
   for (Tensor& t : data.samples) {

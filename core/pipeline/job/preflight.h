@@ -85,6 +85,9 @@ struct JobInput {
   // (datagen::EstimateGenerateMemoryBytes); calibration and evaluation stay
   // empty until that stage (generate_stage.h) fills them.
   int64_t generate_bytes = 0;
+  // Warnings of the stages before RunStages (the generate stage's), carried
+  // into the report.
+  std::vector<std::string> warnings;
 };
 
 // Imports the model from `model_bytes` and decodes `calibration_samples`

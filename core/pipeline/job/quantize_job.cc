@@ -438,6 +438,7 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
   JobState state;
   state.options = input.options;
   state.model = std::move(input.model);
+  state.warnings = std::move(input.warnings);
   const std::vector<SampleFeeds>& calibration = input.calibration;
   const ResolvedTpc& tpc = input.tpc;
 

@@ -223,5 +223,45 @@ TEST(CalibSpecTest, FolderIsNotASpec) {
   EXPECT_TRUE(IsGeneratedCalibSpec("generated:8"));
 }
 
+// x -> Conv -> c1 -> Relu -> r1 -> Conv -> c2 -> Conv -> c3: aligning c3
+// leaves 2 of the 3 layers before it unconstrained (warned); c2 only 1.
+// (Counts by hand: a tensor sits at the number of layers before its
+// producer.)
+TEST(AlignmentCoverageTest, WarnsWhenMostLayersLieBetweenAlignedTensors) {
+  Graph g;
+  ValueInfo x;
+  x.name = "x";
+  g.inputs.push_back(x);
+  auto add = [&](const std::string& op, const std::string& in,
+                 const std::string& out) {
+    Node n;
+    n.op_type = op;
+    n.name = out + "_node";
+    n.inputs = {in};
+    n.outputs = {out};
+    g.nodes.push_back(n);
+  };
+  add("Conv", "x", "c1");
+  add("Relu", "c1", "r1");
+  add("Conv", "r1", "c2");
+  add("Conv", "c2", "c3");
+  const std::string late = AlignmentCoverageWarning(g, {"c3"});
+  EXPECT_NE(late.find("2 of the model's 3 Conv/Gemm/MatMul layers lie "
+                      "between the input and 'c3'"),
+            std::string::npos)
+      << late;
+  EXPECT_EQ(AlignmentCoverageWarning(g, {"c2", "c3"}), "");
+  EXPECT_EQ(AlignmentCoverageWarning(g, {"c1"}), "");
+  EXPECT_EQ(AlignmentCoverageWarning(g, {"x"}), "");
+  // A gap in the middle: c1 then c5 of five layers leaves c2..c4.
+  add("Conv", "c3", "c4");
+  add("Conv", "c4", "c5");
+  const std::string middle = AlignmentCoverageWarning(g, {"c1", "c5"});
+  EXPECT_NE(middle.find("3 of the model's 5 Conv/Gemm/MatMul layers lie "
+                        "between 'c1' and 'c5'"),
+            std::string::npos)
+      << middle;
+}
+
 }  // namespace
 }  // namespace quantd::datagen
