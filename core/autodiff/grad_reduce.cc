@@ -155,19 +155,16 @@ absl::Status SliceBackward(const OpGradContext& ctx,
     return NodeError(ctx, "Slice input " + std::to_string(k) +
                               " must be int32/int64, got " + t->DebugString());
   };
-  std::vector<int64_t> starts, ends, axes, steps;
-  if (ctx.opset < 10) {  // starts, ends, axes as attributes, step 1
+  // Before opset 10 starts, ends and axes are attributes (no input 3:
+  // AxesOf reads the attribute) and every step is 1.
+  std::vector<int64_t> starts, ends, steps;
+  ASSIGN_OR_RETURN(std::vector<int64_t> axes, AxesOf(ctx, 3, rank));
+  if (ctx.opset < 10) {
     starts = ctx.node->GetInts("starts", {});
     ends = ctx.node->GetInts("ends", {});
-    axes = ctx.node->GetInts("axes", {});
-    for (int64_t& a : axes) {
-      if (a < -rank || a >= rank) return NodeError(ctx, "axis out of range");
-      if (a < 0) a += rank;
-    }
   } else {
     ASSIGN_OR_RETURN(starts, ints(1));
     ASSIGN_OR_RETURN(ends, ints(2));
-    ASSIGN_OR_RETURN(axes, AxesOf(ctx, 3, rank));
     ASSIGN_OR_RETURN(steps, ints(4));
   }
   if (axes.empty()) {
