@@ -5,7 +5,7 @@
 // (EstimateJobMemoryBytes with the compute threads plus the job's worker in
 // flight). Target: within 25% for every model.
 //
-//   memory_bench [--compute_threads=N] [--max_samples=N]
+//   memory_bench [--compute_threads=N] [--max_samples=N] [--models=a,b]
 //                [--mobilenet=FILE.onnx --mobilenet_samples=DIR]
 // Models from $QUANTD_CACHE_DIR (scripts/fetch_models.sh).
 #include <cmath>
@@ -18,9 +18,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "clients/cpp/client.h"
 #include "core/graph/onnx_import.h"
 #include "core/io/file_util.h"
@@ -151,9 +153,12 @@ int Run(int argc, char** argv) {
     std::string name, model, samples;
   };
   std::vector<Source> sources;
+  const std::string only = StringFlag(argc, argv, "models", "");
+  const std::vector<std::string> wanted = absl::StrSplit(only, ',');
   for (const char* name : {"ppocr_cls", "ppocr_det", "ppocr_rec",
                            "oww_embedding", "oww_melspectrogram",
                            "oww_hey_jarvis", "silero_vad", "silero_vad_v5"}) {
+    if (!only.empty() && absl::c_find(wanted, name) == wanted.end()) continue;
     sources.push_back({name, cache + "/models/" + name + ".onnx",
                        cache + "/samples/" + name + "/calib"});
   }

@@ -2,8 +2,10 @@
 // from the model's inferred shapes (docs/reliability.md, load test).
 #include <cstdint>
 
+#include "core/pipeline/job/preflight.h"
 #include "core/pipeline/job/quantize_job.h"
 #include "gtest/gtest.h"
+#include "tests/data/onnx/model_builder.h"
 #include "tests/integration/test_jobs.h"
 
 namespace quantd {
@@ -114,6 +116,72 @@ TEST(EstimateJobMemoryBytes, UnparsableModelCountsOnlyItsBytes) {
   // 768 sample bytes x4.5, 11 model bytes x9.
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1),
             3456 + 9 * 11 + kEstimateBase);
+}
+
+// x[1,4] -> If(c): then adds ReduceSum(w) of a body initializer w of
+// `weights` floats, else passes x through. One calibration sample.
+v1::QuantizeRequest IfJob(int weights) {
+  onnx::GraphProto then_body;
+  then_body.set_name("then");
+  *then_body.add_initializer() = MakeTensorProto(
+      "w",
+      Tensor::FromVector<float>(std::vector<float>(weights, 0.5f), {weights}));
+  auto add_node = [](onnx::GraphProto* g, const std::string& op,
+                     std::vector<std::string> in, const std::string& out) {
+    onnx::NodeProto* n = g->add_node();
+    n->set_op_type(op);
+    for (const std::string& i : in) n->add_input(i);
+    n->add_output(out);
+  };
+  add_node(&then_body, "ReduceSum", {"w"}, "s");
+  add_node(&then_body, "Add", {"x", "s"}, "t");
+  then_body.add_output()->set_name("t");
+  onnx::GraphProto else_body;
+  else_body.set_name("else");
+  add_node(&else_body, "Identity", {"x"}, "e");
+  else_body.add_output()->set_name("e");
+  for (onnx::GraphProto* g : {&then_body, &else_body}) {
+    g->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+        onnx::TensorProto::FLOAT);
+  }
+  OnnxModelBuilder b(13);
+  b.Input("c", DType::kBool, {});
+  b.Input("x", DType::kFloat, {1, 4});
+  b.AddNode("If", {"c"}, {"y"}, "branch")
+      .GraphAttr("then_branch", then_body)
+      .GraphAttr("else_branch", else_body);
+  b.Output("y", DType::kFloat);
+  v1::QuantizeRequest r;
+  r.set_onnx_model(b.Serialize());
+  r.mutable_tpc()->set_name("imx500@4.0");
+  v1::Sample* sample = r.add_calibration_samples();
+  v1::Tensor* c = sample->add_inputs();
+  c->set_name("c");
+  c->set_data_type(v1::DATA_TYPE_BOOL);
+  c->set_raw_data(std::string(1, '\1'));
+  v1::Tensor* x = sample->add_inputs();
+  x->set_name("x");
+  x->set_data_type(v1::DATA_TYPE_FLOAT);
+  x->add_dims(1);
+  x->add_dims(4);
+  x->set_raw_data(std::string(16, '\0'));
+  return r;
+}
+
+// Constants inside If bodies stay float (nothing packs, quantizes or lowers
+// them): 5 copies instead of a quantized weight's 9. 2000 more body floats
+// (8000 bytes) add 9x the serialized growth before the import and 4 x 8000
+// less once the model is parsed.
+TEST(EstimateJobMemoryBytes, ConstantsInsideIfBodiesCountFiveCopies) {
+  const v1::QuantizeRequest small = IfJob(1000), large = IfJob(3000);
+  const int64_t grown = static_cast<int64_t>(large.onnx_model().size() -
+                                             small.onnx_model().size());
+  EXPECT_EQ(EstimateJobMemoryBytesBeforeImport(large) -
+                EstimateJobMemoryBytesBeforeImport(small),
+            9 * grown);
+  EXPECT_EQ(EstimateJobMemoryBytes(large, JobLimits{}, 1) -
+                EstimateJobMemoryBytes(small, JobLimits{}, 1),
+            9 * grown - 4 * 8000);
 }
 
 }  // namespace

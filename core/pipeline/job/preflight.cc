@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "core/datagen/generate_job.h"
 #include "core/datagen/generated_calibration.h"
@@ -66,22 +67,83 @@ int64_t RawBytes(
   return bytes;
 }
 
+// Bytes of the constants that only If/Loop/Scan bodies use: the bodies' own
+// initializers and Constant values at any depth (ConstantsInBodies), and the
+// main graph's initializers that only bodies read, from the outer scope
+// (BodyConstantBytes).
+int64_t ConstantsInBodies(const Graph& graph) {
+  int64_t bytes = 0;
+  for (const Node& node : graph.nodes) {
+    for (const auto& [key, attribute] : node.attributes) {
+      if (attribute.g == nullptr) continue;
+      const Graph& body = *attribute.g;
+      for (const auto& [name, tensor] : body.initializers) {
+        bytes += static_cast<int64_t>(tensor.byte_size());
+      }
+      for (const Node& inner : body.nodes) {
+        if (inner.op_type != "Constant") continue;
+        for (const auto& [k, value] : inner.attributes) {
+          bytes += static_cast<int64_t>(value.t.byte_size());
+        }
+      }
+      bytes += ConstantsInBodies(body);
+    }
+  }
+  return bytes;
+}
+
+// Names the nodes of `graph`'s bodies read, at any depth.
+void BodyReads(const Graph& graph,
+               absl::flat_hash_set<absl::string_view>* reads) {
+  for (const Node& node : graph.nodes) {
+    for (const auto& [key, attribute] : node.attributes) {
+      if (attribute.g == nullptr) continue;
+      for (const Node& inner : attribute.g->nodes) {
+        for (const std::string& input : inner.inputs) reads->insert(input);
+      }
+      BodyReads(*attribute.g, reads);
+    }
+  }
+}
+
+int64_t BodyConstantBytes(const Graph& graph) {
+  absl::flat_hash_set<absl::string_view> main_reads, body_reads;
+  for (const Node& node : graph.nodes) {
+    for (const std::string& input : node.inputs) main_reads.insert(input);
+  }
+  BodyReads(graph, &body_reads);
+  int64_t outer = 0;
+  for (const auto& [name, tensor] : graph.initializers) {
+    if (body_reads.contains(name) && !main_reads.contains(name)) {
+      outer += static_cast<int64_t>(tensor.byte_size());
+    }
+  }
+  return outer + ConstantsInBodies(graph);
+}
+
 // The terms of the estimate were fitted to the peak RSS of real jobs, each
 // alone in a fresh quantd (bench/service/memory_bench, docs/service.md):
-// ppocr cls/det/rec, openWakeWord and MobileNetV2, 1 and 2 compute threads;
-// every prediction within 13% of the measured peak.
+// ppocr cls/det/rec, openWakeWord, Silero VAD and MobileNetV2, 1 and 2
+// compute threads; every prediction within 17% of the measured peak.
 // - 8 MiB per job whatever its size (TPC, executors, thread arenas);
 // - the model 9 times: parsed, prepared, the float and fake-quant executors'
 //   weights (packed), the fake-quant weights, the QuantizedGraph's weight
 //   integers, the QDQ export and the result's copies; an MCTQ export holds
 //   the float weights twice more (its graph and its bytes);
+// - constants inside If/Loop bodies 5 times instead: they stay float, so
+//   nothing packs, quantizes or lowers them (parsed, prepared, two
+//   executors' graphs, the export);
 // - the samples 4.5 times: the request as received and parsed, the decoded
 //   feeds, the evaluation feeds and the per-sample statistics.
 int64_t BaseEstimate(int64_t sample_bytes, int64_t model_bytes,
+                     int64_t body_constant_bytes,
                      const v1::ExportOptions& export_options) {
   const int64_t model_copies =
       9 + (WantsExportFormat(export_options, v1::EXPORT_FORMAT_MCTQ) ? 2 : 0);
-  return sample_bytes * 9 / 2 + model_bytes * model_copies + (int64_t{8} << 20);
+  const int64_t bodies =
+      std::clamp<int64_t>(body_constant_bytes, 0, model_bytes);
+  return sample_bytes * 9 / 2 + (model_bytes - bodies) * model_copies +
+         bodies * 5 + (int64_t{8} << 20);
 }
 
 // Bytes of every activation of one sample: shapes inferred (on a copy) for
@@ -377,6 +439,7 @@ absl::StatusOr<JobInput> PreflightJob(
   input.model = *std::move(imported);
   input.model_bytes = static_cast<int64_t>(model_bytes.size());
   input.model_sha256 = Sha256Hex(model_bytes);
+  input.body_constant_bytes = BodyConstantBytes(input.model.graph);
   input.sample_bytes =
       RawBytes(calibration_samples) + RawBytes(request.evaluation_samples());
 
@@ -446,7 +509,11 @@ absl::StatusOr<JobInput> PreflightJob(const v1::QuantizeRequest& request,
                       request.calibration_samples(), std::move(tpc), limits);
 }
 
-int64_t EstimateJobMemoryBytesBeforeImport(const v1::QuantizeRequest& request) {
+namespace {
+
+// EstimateJobMemoryBytesBeforeImport with the bodies' constants known.
+int64_t BeforeImport(const v1::QuantizeRequest& request,
+                     int64_t body_constant_bytes) {
   // Generated images of a shape given in the request (else counted after
   // the import, from the model's input).
   int64_t generated = 0;
@@ -463,7 +530,15 @@ int64_t EstimateJobMemoryBytesBeforeImport(const v1::QuantizeRequest& request) {
   return BaseEstimate(RawBytes(request.calibration_samples()) +
                           RawBytes(request.evaluation_samples()) + generated,
                       static_cast<int64_t>(request.onnx_model().size()),
-                      request.export_options());
+                      body_constant_bytes, request.export_options());
+}
+
+}  // namespace
+
+// Before the import the bodies are unknown: every byte counts as a quantized
+// model's (the larger estimate).
+int64_t EstimateJobMemoryBytesBeforeImport(const v1::QuantizeRequest& request) {
+  return BeforeImport(request, /*body_constant_bytes=*/0);
 }
 
 int64_t EstimateJobMemoryBytes(const JobInput& input, int samples_in_flight) {
@@ -485,6 +560,7 @@ int64_t EstimateJobMemoryBytes(const JobInput& input, int samples_in_flight) {
                     evaluated);
   // The generate stage runs before calibration: the larger of the two.
   return BaseEstimate(input.sample_bytes, input.model_bytes,
+                      input.body_constant_bytes,
                       input.request->export_options()) +
          std::max(activations, input.generate_bytes);
 }
@@ -492,6 +568,7 @@ int64_t EstimateJobMemoryBytes(const JobInput& input, int samples_in_flight) {
 int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
                                const JobLimits& limits, int samples_in_flight) {
   int64_t per_sample = 0;
+  int64_t body_constant_bytes = 0;
   if (!request.onnx_model().empty()) {
     auto model = ImportOnnx(request.onnx_model(), ImportOptionsFor(limits));
     if (model.ok()) {
@@ -505,11 +582,12 @@ int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
                         limits.max_sample_bytes);
       per_sample = ActivationBytesPerSample(
           *model, first.ok() ? *first : std::vector<SampleFeeds>());
+      body_constant_bytes = BodyConstantBytes(model->graph);
     }
   }
   const int report = ReportSampleCount(request.report_samples());
   const int calibration = request.calibration_samples_size();
-  return EstimateJobMemoryBytesBeforeImport(request) +
+  return BeforeImport(request, body_constant_bytes) +
          PeakActivations(request, per_sample, samples_in_flight, calibration) +
          KeptForReport(
              request, per_sample,

@@ -76,7 +76,9 @@ struct JobInput {
   // The evaluation samples, or (none sent) the first
   // ReportSampleCount(request.report_samples) calibration samples.
   std::vector<SampleFeeds> evaluation;
-  int64_t model_bytes = 0;   // serialized
+  int64_t model_bytes = 0;  // serialized
+  // Of those, the constants inside If/Loop bodies (BodyConstantBytes).
+  int64_t body_constant_bytes = 0;
   std::string model_sha256;  // of the serialized model, for the report
   int64_t sample_bytes = 0;  // raw bytes of every sample sent
   // Bytes of every activation of one sample (EstimateJobMemoryBytes).
