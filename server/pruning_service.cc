@@ -14,13 +14,6 @@
 namespace quantd::server {
 namespace {
 
-// The job's memory for admission: the request, the model imported twice
-// (unpruned and pruned) and the two executors' activations, bounded by a
-// fixed overhead; pruning is a light job next to quantization.
-int64_t PruneMemoryEstimate(const v1::PruneRequest& request) {
-  return 3 * static_cast<int64_t>(request.ByteSizeLong()) + (int64_t{64} << 20);
-}
-
 class PruneReactor final : public JobStreamReactor<v1::PruneEvent> {
  public:
   PruneReactor(ServiceContext* service, grpc::CallbackServerContext* ctx,
@@ -31,7 +24,8 @@ class PruneReactor final : public JobStreamReactor<v1::PruneEvent> {
   absl::StatusOr<int64_t> Check(const std::string&) override {
     RETURN_IF_ERROR(
         ValidatePruneRequest(*request_, JobLimitsFor(service()->options)));
-    return PruneMemoryEstimate(*request_);
+    return EstimatePruneMemoryBytes(*request_,
+                                    JobLimitsFor(service()->options));
   }
 
   absl::Status Run(const std::string&) override {

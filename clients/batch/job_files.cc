@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -12,13 +11,11 @@
 #include "clients/batch/mixed_precision_flags.h"
 #include "clients/batch/proto_output.h"
 #include "core/datagen/calib_spec.h"
-#include "core/datagen/data_generation.h"
 #include "core/datagen/generated_calibration.h"
 #include "core/graph/onnx_import.h"
 #include "core/io/file_util.h"
 #include "core/io/sample_set.h"
 #include "core/pipeline/job/samples.h"
-#include "core/runtime/thread_pool.h"
 #include "core/tpc/json_io.h"
 #include "core/util/status_macros.h"
 #include "google/protobuf/text_format.h"
@@ -57,29 +54,6 @@ absl::Status SetGeneratedCalibration(const std::string& spec,
 }
 
 }  // namespace
-
-absl::Status GenerateCalibrationLocally(v1::QuantizeRequest* request) {
-  if (!request->has_generated_calibration()) return absl::OkStatus();
-  ASSIGN_OR_RETURN(Model model, ImportOnnx(request->onnx_model()));
-  ASSIGN_OR_RETURN(datagen::DataGenOptions options,
-                   datagen::DataGenOptionsFromGeneratedCalibration(
-                       request->generated_calibration()));
-  const int threads =
-      request->num_threads() > 0
-          ? request->num_threads()
-          : static_cast<int>(std::thread::hardware_concurrency());
-  ThreadPool pool(std::max(threads, 1) - 1);
-  ASSIGN_OR_RETURN(
-      datagen::GeneratedData data,
-      datagen::GenerateData(std::make_shared<const Model>(std::move(model)),
-                            options, {&pool}));
-  request->clear_generated_calibration();
-  for (const Tensor& t : data.samples) {
-    *request->add_calibration_samples()->add_inputs() =
-        TensorToSampleProto(t, data.input_name);
-  }
-  return absl::OkStatus();
-}
 
 absl::Status ParseMpTargets(const std::string& spec,
                             v1::MixedPrecisionConfig* mp) {

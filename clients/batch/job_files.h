@@ -60,12 +60,6 @@ struct JobFiles {
 // Errors name the file or flag at fault.
 absl::StatusOr<v1::QuantizeRequest> BuildQuantizeRequest(const JobFiles& files);
 
-// For requests that must carry samples (PruneRequest has no
-// generated_calibration): generates the images of
-// request.generated_calibration here, from its model, into
-// calibration_samples, and clears the field. A no-op without it.
-absl::Status GenerateCalibrationLocally(v1::QuantizeRequest* request);
-
 // The part of BuildQuantizeRequest that reads no model or samples: the TPC
 // (a file is loaded) and the job options, into `request`'s fields. The
 // Python API builds its requests with it.

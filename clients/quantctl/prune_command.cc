@@ -150,9 +150,12 @@ absl::Status ParseWeightsMemory(const std::string& original,
 
 absl::StatusOr<v1::PruneRequest> BuildPruneRequest(const Args& args) {
   ASSIGN_OR_RETURN(v1::QuantizeRequest q, BuildQuantizeRequest(args.job));
-  // The importance metric needs samples: `generated:` ones are made here.
-  RETURN_IF_ERROR(GenerateCalibrationLocally(&q));
   v1::PruneRequest r;
+  // `generated:` samples are made by the job (in-process or on the server).
+  if (q.has_generated_calibration()) {
+    r.mutable_generated_calibration()->Swap(q.mutable_generated_calibration());
+    q.clear_generated_calibration();
+  }
   RETURN_IF_ERROR(ParseWeightsMemory(args.weights_memory, &r));
   r.set_onnx_model(std::move(*q.mutable_onnx_model()));
   *r.mutable_tpc() = q.tpc();

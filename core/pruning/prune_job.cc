@@ -9,9 +9,13 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/datagen/data_generation.h"
+#include "core/datagen/generate_job.h"
+#include "core/datagen/generated_calibration.h"
 #include "core/graph/onnx_export.h"
 #include "core/graph/onnx_import.h"
 #include "core/pipeline/job/quantize_job.h"
+#include "core/pipeline/job/samples.h"
 #include "core/pruning/apply_pruning.h"
 #include "core/pruning/channel_groups.h"
 #include "core/pruning/importance.h"
@@ -90,14 +94,52 @@ std::string ReportJson(const v1::PruneResult& r,
   return j.dump(2);
 }
 
+// The generated images as request samples (for the quantize stage).
+google::protobuf::RepeatedPtrField<v1::Sample> SampleProtos(
+    const std::vector<SampleFeeds>& feeds) {
+  google::protobuf::RepeatedPtrField<v1::Sample> samples;
+  for (const SampleFeeds& feed : feeds) {
+    v1::Sample* sample = samples.Add();
+    for (const auto& [name, tensor] : feed) {
+      *sample->add_inputs() = TensorToSampleProto(tensor, name);
+    }
+  }
+  return samples;
+}
+
+// Images generated from the model's BatchNormalization statistics (stage
+// "generate"), one feed each.
+absl::StatusOr<std::vector<SampleFeeds>> GenerateSamples(
+    const v1::PruneRequest& request, const Model& model,
+    const PruneContext& c) {
+  Report(c, "generate", 0);
+  ASSIGN_OR_RETURN(datagen::DataGenOptions options,
+                   datagen::DataGenOptionsFromGeneratedCalibration(
+                       request.generated_calibration()));
+  ASSIGN_OR_RETURN(
+      datagen::GeneratedData data,
+      datagen::GenerateData(std::make_shared<const Model>(model), options,
+                            {c.pool, c.cancel, c.progress}));
+  std::vector<SampleFeeds> feeds;
+  feeds.reserve(data.samples.size());
+  for (Tensor& t : data.samples) {
+    feeds.push_back({{data.input_name, std::move(t)}});
+  }
+  return feeds;
+}
+
 absl::Status RunQuantizeStage(const v1::PruneRequest& request,
+                              const std::vector<SampleFeeds>& calibration,
                               const PruneContext& c, v1::PruneResult* result) {
   v1::QuantizeRequest q = request.quantize();
   q.set_onnx_model(result->pruned_onnx());
   q.clear_model_ref();
   q.clear_samples_ref();
+  q.clear_generated_calibration();
   *q.mutable_tpc() = request.tpc();
-  *q.mutable_calibration_samples() = request.calibration_samples();
+  *q.mutable_calibration_samples() = request.has_generated_calibration()
+                                         ? SampleProtos(calibration)
+                                         : request.calibration_samples();
   if (q.evaluation_samples().empty()) {
     *q.mutable_evaluation_samples() = request.evaluation_samples();
   }
@@ -146,10 +188,18 @@ absl::Status ValidatePruneRequest(const v1::PruneRequest& request,
           "weights memory target: missing (weights_memory_fraction or "
           "weights_memory_bytes)");
   }
-  if (request.calibration_samples().empty()) {
+  if (request.has_generated_calibration()) {
+    if (!request.calibration_samples().empty()) {
+      return absl::InvalidArgumentError(
+          "generated_calibration: set together with calibration_samples "
+          "(send one or the other)");
+    }
+    RETURN_IF_ERROR(datagen::ValidateGeneratedCalibration(
+        request.generated_calibration(), limits.max_samples));
+  } else if (request.calibration_samples().empty()) {
     return absl::InvalidArgumentError(
         "calibration_samples: empty (the importance metric and the SQNR "
-        "need samples)");
+        "need samples; or set generated_calibration)");
   }
   RETURN_IF_ERROR(
       ValidateSampleProtos(request.calibration_samples(), "calibration_samples",
@@ -157,6 +207,22 @@ absl::Status ValidatePruneRequest(const v1::PruneRequest& request,
   return ValidateSampleProtos(request.evaluation_samples(),
                               "evaluation_samples", limits.max_samples,
                               limits.max_sample_bytes);
+}
+
+int64_t EstimatePruneMemoryBytes(const v1::PruneRequest& request,
+                                 const JobLimits& limits) {
+  int64_t bytes =
+      3 * static_cast<int64_t>(request.ByteSizeLong()) + (int64_t{64} << 20);
+  if (!request.has_generated_calibration()) return bytes;
+  ImportOptions import;
+  import.max_model_bytes = limits.max_model_bytes;
+  auto model = ImportOnnx(request.onnx_model(), import);
+  auto options = datagen::DataGenOptionsFromGeneratedCalibration(
+      request.generated_calibration());
+  if (model.ok() && options.ok()) {
+    bytes += datagen::EstimateGenerateMemoryBytes(*model, *options);
+  }
+  return bytes;
 }
 
 absl::StatusOr<v1::PruneResult> RunPruneJob(const v1::PruneRequest& request,
@@ -170,10 +236,15 @@ absl::StatusOr<v1::PruneResult> RunPruneJob(const v1::PruneRequest& request,
   ImportOptions import;
   import.max_model_bytes = c.limits.max_model_bytes;
   ASSIGN_OR_RETURN(Model model, ImportOnnx(request.onnx_model(), import));
-  ASSIGN_OR_RETURN(
-      std::vector<SampleFeeds> calibration,
-      DecodeSamples(request.calibration_samples(), model.graph.inputs,
-                    "calibration_samples", c.limits.max_sample_bytes));
+  std::vector<SampleFeeds> calibration;
+  if (request.has_generated_calibration()) {
+    ASSIGN_OR_RETURN(calibration, GenerateSamples(request, model, c));
+  } else {
+    ASSIGN_OR_RETURN(
+        calibration,
+        DecodeSamples(request.calibration_samples(), model.graph.inputs,
+                      "calibration_samples", c.limits.max_sample_bytes));
+  }
   std::vector<SampleFeeds> evaluation = calibration;
   if (!request.evaluation_samples().empty()) {
     ASSIGN_OR_RETURN(
@@ -261,7 +332,7 @@ absl::StatusOr<v1::PruneResult> RunPruneJob(const v1::PruneRequest& request,
   result.set_output_sqnr_db(sqnr);
   result.set_report_json(ReportJson(result, search.rejected));
   if (request.has_quantize())
-    RETURN_IF_ERROR(RunQuantizeStage(request, c, &result));
+    RETURN_IF_ERROR(RunQuantizeStage(request, calibration, c, &result));
   Report(c, "done", 1);
   return result;
 }

@@ -164,6 +164,9 @@ std::vector<GptqBlock> FindGptqBlocks(const JobState& state,
       }
       continue;
     }
+    // ONNX's MatMul has no bias input to write a trained bias into (MCT
+    // trains only the biases layers have): its weights train alone.
+    if (node.op_type == "MatMul") b.bias_trainable = false;
     b.input = node.Input(0);
     b.nodes.push_back(static_cast<int>(i));
     std::string out = node.outputs[0];

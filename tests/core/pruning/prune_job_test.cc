@@ -15,9 +15,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/datagen/data_generation.h"
+#include "core/datagen/generated_calibration.h"
 #include "core/executor/executor.h"
 #include "core/graph/onnx_import.h"
 #include "core/io/sample_set.h"
+#include "core/pipeline/job/samples.h"
 #include "core/pruning/importance.h"
 #include "core/pruning/pruning_section.h"
 #include "core/tpc/registry.h"
@@ -303,6 +306,59 @@ TEST_F(PruneJobTest, QuantizeOptionQuantizesThePrunedModel) {
     if (t.rank() == 2 && t.dim(0) == 5) gemm2_inputs = t.dim(1);
   }
   EXPECT_EQ(gemm2_inputs, result->layers(2).kept());
+}
+
+v1::GeneratedCalibration SmallGeneration() {
+  v1::GeneratedCalibration g;
+  g.set_count(3);
+  g.set_iterations(4);
+  g.set_learning_rate(0.05);
+  g.set_extra_pixels(1);
+  g.set_seed(11);
+  return g;
+}
+
+// generated_calibration: the job prunes as it does when sent the very images
+// data generation makes from the same options (generated here, apart).
+TEST_F(PruneJobTest, GeneratedCalibrationPrunesAsTheSameImagesSent) {
+  const std::string model = pruning_test::ChainModel();
+  v1::PruneRequest generated = MakeRequest(model, 4, {});
+  generated.set_weights_memory_fraction(0.6);
+  *generated.mutable_generated_calibration() = SmallGeneration();
+  absl::StatusOr<v1::PruneResult> got = Run(generated);
+  ASSERT_TRUE(got.ok()) << got.status();
+
+  auto options =
+      datagen::DataGenOptionsFromGeneratedCalibration(SmallGeneration());
+  ASSERT_TRUE(options.ok()) << options.status();
+  auto imported = ImportOnnx(model);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  auto images = datagen::GenerateData(
+      std::make_shared<const Model>(*std::move(imported)), *options, {});
+  ASSERT_TRUE(images.ok()) << images.status();
+  ASSERT_EQ(images->samples.size(), 3u);
+  v1::PruneRequest sent = MakeRequest(model, 4, {});
+  sent.set_weights_memory_fraction(0.6);
+  for (const Tensor& t : images->samples) {
+    *sent.add_calibration_samples()->add_inputs() =
+        TensorToSampleProto(t, images->input_name);
+  }
+  absl::StatusOr<v1::PruneResult> want = Run(sent);
+  ASSERT_TRUE(want.ok()) << want.status();
+  EXPECT_EQ(got->pruned_onnx(), want->pruned_onnx());
+  EXPECT_EQ(got->output_sqnr_db(), want->output_sqnr_db());
+  EXPECT_LT(got->weights_memory_after(), got->weights_memory_before());
+}
+
+TEST_F(PruneJobTest, GeneratedCalibrationWithSamplesIsInvalidArgument) {
+  v1::PruneRequest r = MakeRequest(pruning_test::ChainModel(), 4,
+                                   RandomSamples("x", {1, 3, 6, 6}, 1, 1));
+  r.set_weights_memory_fraction(0.6);
+  *r.mutable_generated_calibration() = SmallGeneration();
+  absl::StatusOr<v1::PruneResult> result = Run(r);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(result.status().message(),
+              ::testing::HasSubstr("generated_calibration"));
 }
 
 }  // namespace

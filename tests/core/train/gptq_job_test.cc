@@ -1,6 +1,7 @@
 // GPTQ inside a whole job on the example CNN (W4A8, imx500@4.0): trained
 // integers reach the QuantizedGraph, the report lists every trained layer,
 // progress names blocks and epochs, cancellation stops the stage.
+#include <random>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,9 @@
 #include "core/tpc/registry.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "onnx/checker.h"
+#include "onnx/onnx_pb.h"
+#include "tests/data/onnx/model_builder.h"
 #include "tests/testing/example_model.h"
 
 namespace quantd {
@@ -116,6 +120,55 @@ TEST_F(GptqJobTest, CancellationStopsTheStage) {
   auto result = Run(Request(true), &sink, &cancel);
   EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled);
   EXPECT_FALSE(sink.messages.empty());
+}
+
+// x[1,2,8] -> MatMul(w[8,6]) -> Add(b) -> Relu -> y, with GPTQ: the trained
+// MatMul keeps ONNX's two inputs (ppocr_rec's attention MatMuls once got a
+// third, a bias input, and ONNX Runtime refused the QDQ model), and the
+// QDQ model passes ONNX's own checker.
+TEST_F(GptqJobTest, TrainedMatMulStaysAValidOnnxMatMul) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal;
+  auto random = [&](int n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = normal(rng);
+    return v;
+  };
+  OnnxModelBuilder b(13);
+  b.Input("x", DType::kFloat, {1, 2, 8});
+  b.FloatInitializer("w", random(48), {8, 6});
+  b.FloatInitializer("b", random(6), {6});
+  b.AddNode("MatMul", {"x", "w"}, {"m"}, "matmul");
+  b.AddNode("Add", {"m", "b"}, {"a"}, "add");
+  b.AddNode("Relu", {"a"}, {"y"}, "relu");
+  b.Output("y", DType::kFloat);
+  v1::QuantizeRequest r;
+  r.set_onnx_model(b.Serialize());
+  for (int i = 0; i < 8; ++i) {
+    *r.add_calibration_samples()->add_inputs() =
+        TensorToSampleProto(Tensor::FromVector(random(16), {1, 2, 8}), "x");
+  }
+  r.mutable_tpc()->set_name("imx500@4.0");
+  r.mutable_gptq()->set_enabled(true);
+  r.mutable_gptq()->set_n_epochs(2);
+  auto result = Run(r);
+  ASSERT_TRUE(result.ok()) << result.status();
+  const auto report = nlohmann::json::parse(result->report_json());
+  int trained = 0;
+  for (const auto& l : report["layers"]) {
+    trained += l.contains("gptq_sqnr_before_db");
+  }
+  EXPECT_EQ(trained, 1);  // the MatMul was trained
+  onnx::ModelProto qdq;
+  ASSERT_TRUE(qdq.ParseFromString(result->qdq_onnx()));
+  int matmuls = 0;
+  for (const onnx::NodeProto& n : qdq.graph().node()) {
+    if (n.op_type() != "MatMul") continue;
+    ++matmuls;
+    EXPECT_EQ(n.input_size(), 2) << n.name();
+  }
+  EXPECT_EQ(matmuls, 1);
+  EXPECT_NO_THROW(onnx::checker::check_model(qdq));
 }
 
 }  // namespace
