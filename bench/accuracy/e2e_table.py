@@ -81,11 +81,14 @@ def row(model, tpc, d):
                      f'{len(qt["changes"])} changes]')
     else:
         cells.append('')
+    def vs8(r, k):
+        b = r['baseline_8bit'][k + '_memory_bytes']
+        return r['resource_utilization'][k + '_memory_bytes'] / b if b else 1
+    mem = f'{vs8(base, "total"):.3f} / {vs8(base, "activation"):.3f}'
     if qt:
         mv = qt['memory_vs_8bit']
-        cells.append(f'{mv["total"]:.3f} / {mv["activation"]:.3f}')
-    else:
-        cells.append('')
+        mem += f' -> {mv["total"]:.3f} / {mv["activation"]:.3f}'
+    cells.append(mem)
     w8 = base['baseline_8bit']['weights_memory_bytes']
     wt = (tgt or base)['resource_utilization']['weights_memory_bytes']
     act = base['baseline_8bit']['activation_memory_bytes']
@@ -99,8 +102,8 @@ def main():
     w, models = sys.argv[1], sys.argv[2:]
     print('| model | TPC | W8A8: held-out, ORT default level (quantd executor) '
           '[report SQNR] | `--target-sqnr` | at the target or its best: '
-          'held-out, ORT (quantd) [report SQNR] | memory vs 8-bit: total / '
-          'activation | 8-bit weights (target x); activations | job s: W8A8 '
+          'held-out, ORT (quantd) [report SQNR] | memory vs 8-bit, total / '
+          'activation: W8A8 -> target | 8-bit weights (target x); activations | job s: W8A8 '
           '/ target |')
     print('|' + '---|' * 8)
     for m in models:
