@@ -10,6 +10,7 @@
 #include "core/executor/kernel.h"
 #include "core/executor/kernel_util.h"
 #include "core/executor/subgraph.h"
+#include "core/graph/free_names.h"
 #include "core/graph/mctq_ops.h"
 #include "core/util/status_macros.h"
 
@@ -18,33 +19,6 @@ namespace {
 
 bool IsDefaultDomain(const std::string& domain) {
   return domain.empty() || domain == "ai.onnx";
-}
-
-// Names a graph reads from enclosing scopes (recursively through branches).
-void CollectFreeNames(const Graph& g, std::set<std::string>* out) {
-  std::set<std::string> defined;
-  for (const ValueInfo& v : g.inputs) defined.insert(v.name);
-  for (const auto& [name, t] : g.initializers) defined.insert(name);
-  for (const Node& n : g.nodes) {
-    for (const std::string& o : n.outputs) defined.insert(o);
-  }
-  std::set<std::string> used;
-  for (const Node& n : g.nodes) {
-    for (const std::string& i : n.inputs) {
-      if (!i.empty()) used.insert(i);
-    }
-    for (const auto& [key, attr] : n.attributes) {
-      if (attr.type == Attribute::Type::kGraph && attr.g) {
-        CollectFreeNames(*attr.g, &used);
-      }
-    }
-  }
-  for (const std::string& name : used) {
-    if (!defined.count(name)) out->insert(name);
-  }
-  for (const ValueInfo& v : g.outputs) {
-    if (!defined.count(v.name)) out->insert(v.name);
-  }
 }
 
 // Kahn's algorithm over the nodes' reads, keeping the given order among
@@ -190,15 +164,9 @@ absl::Status Executor::Impl::Prepare(
   std::vector<std::vector<std::string>> implicit(g.nodes.size());
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
-    std::set<std::string> free_names;
-    for (const auto& [key, attr] : n.attributes) {
-      if (attr.type == Attribute::Type::kGraph && attr.g) {
-        CollectFreeNames(*attr.g, &free_names);
-      }
-    }
-    implicit[i].assign(free_names.begin(), free_names.end());
+    implicit[i] = ImplicitInputs(n);
     reads[i] = n.inputs;
-    reads[i].insert(reads[i].end(), free_names.begin(), free_names.end());
+    reads[i].insert(reads[i].end(), implicit[i].begin(), implicit[i].end());
     for (const std::string& name : reads[i]) {
       if (name.empty() || sources.count(name) || producer.count(name) ||
           outer.count(name)) {

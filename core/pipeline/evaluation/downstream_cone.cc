@@ -2,6 +2,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/graph/free_names.h"
 
 namespace quantd {
 
@@ -12,8 +13,8 @@ DownstreamCone BuildDownstreamCone(const Model& model, int start,
   std::vector<int> nodes;
   for (int i = start; i < static_cast<int>(g.nodes.size()); ++i) {
     bool in_cone = i == start;
-    for (const auto& in : g.nodes[i].inputs) {
-      if (!in.empty() && cone.produced.count(in)) in_cone = true;
+    for (const auto& in : NodeReads(g.nodes[i])) {
+      if (cone.produced.count(in)) in_cone = true;
     }
     if (!in_cone) continue;
     nodes.push_back(i);
@@ -32,8 +33,9 @@ DownstreamCone BuildDownstreamCone(const Model& model, int start,
   for (int i : nodes) {
     const Node& n = g.nodes[i];
     m.graph.nodes.push_back(n);
-    for (const auto& in : n.inputs) {
-      if (in.empty() || cone.produced.count(in)) continue;
+    // A branch's outer names (If / Loop / Scan) come along as its inputs do.
+    for (const auto& in : NodeReads(n)) {
+      if (cone.produced.count(in)) continue;
       if (const Tensor* t = g.FindInitializer(in)) {
         m.graph.initializers[in] = *t;  // shares the buffer
       } else if (inputs.insert(in).second) {

@@ -1,0 +1,83 @@
+// The downstream cone of a node whose output an If branch reads only from
+// the outer scope (hey_jarvis's If nodes read outer tensors and
+// initializers): x -> Relu -> r; If(c) then r * k (k an outer initializer)
+// else r; -> y. The oracle is the hand-computed y.
+#include "core/pipeline/evaluation/downstream_cone.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/executor/executor.h"
+#include "core/graph/onnx_import.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/data/onnx/model_builder.h"
+
+namespace quantd {
+namespace {
+
+using ::testing::ElementsAre;
+
+// A branch that gives `out` = r (scale empty) or r * scale, from outer names.
+onnx::GraphProto Branch(const std::string& out, const std::string& scale) {
+  onnx::GraphProto g;
+  g.set_name(out);
+  onnx::NodeProto* n = g.add_node();
+  n->set_op_type(scale.empty() ? "Identity" : "Mul");
+  n->add_input("r");
+  if (!scale.empty()) n->add_input(scale);
+  n->add_output(out);
+  onnx::ValueInfoProto* o = g.add_output();
+  o->set_name(out);
+  o->mutable_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::FLOAT);
+  return g;
+}
+
+Model BranchModel() {
+  OnnxModelBuilder b(13);
+  b.Input("x", DType::kFloat, {4});
+  b.Input("c", DType::kBool, {});
+  b.FloatInitializer("k", {3.0f}, {1});
+  b.AddNode("Relu", {"x"}, {"r"}, "relu");
+  b.AddNode("If", {"c"}, {"y"}, "branch")
+      .GraphAttr("then_branch", Branch("t", "k"))
+      .GraphAttr("else_branch", Branch("e", ""));
+  b.Output("y", DType::kFloat);
+  auto m = ImportOnnxModel(b.Build());
+  EXPECT_TRUE(m.ok()) << m.status();
+  return *m;
+}
+
+TEST(DownstreamCone, IncludesANodeWhoseBranchReadsTheOutput) {
+  const Model m = BranchModel();
+  const DownstreamCone cone = BuildDownstreamCone(m, 0, {});
+  ASSERT_EQ(cone.model->graph.nodes.size(), 2u);
+  EXPECT_EQ(cone.model->graph.nodes[1].name, "branch");
+  ASSERT_EQ(cone.model->graph.outputs.size(), 1u);
+  EXPECT_EQ(cone.model->graph.outputs[0].name, "y");
+}
+
+TEST(DownstreamCone, BranchesOuterInitializerComesAlong) {
+  const Model m = BranchModel();
+  const DownstreamCone cone = BuildDownstreamCone(m, 0, {{"c", DType::kBool}});
+  auto exec = Executor::Create(std::shared_ptr<const Model>(cone.model));
+  ASSERT_TRUE(exec.ok()) << exec.status();
+  Tensor c(DType::kBool, {});
+  c.mutable_data<bool>()[0] = true;
+  const std::map<std::string, Tensor> cache = {
+      {"x", Tensor::FromVector<float>({-1.0f, 2.0f, -3.0f, 4.0f}, {4})},
+      {"c", c}};
+  auto feeds = DownstreamConeFeeds(cone, cache);
+  ASSERT_TRUE(feeds.ok()) << feeds.status();
+  auto out = (*exec)->Run(*feeds);
+  ASSERT_TRUE(out.ok()) << out.status();
+  // relu(x) * 3
+  auto y = out->at("y").span<float>();
+  EXPECT_THAT(std::vector<float>(y.begin(), y.end()),
+              ElementsAre(0.0f, 6.0f, 0.0f, 12.0f));
+}
+
+}  // namespace
+}  // namespace quantd
