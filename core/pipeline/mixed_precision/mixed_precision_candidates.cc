@@ -18,6 +18,7 @@
 #include "core/pipeline/prep/node_filter.h"
 #include "core/pipeline/prep/op_config_bits.h"
 #include "core/pipeline/ptq/param_selection.h"
+#include "core/quantizers/primitives.h"
 #include "core/util/status_macros.h"
 #include "google/protobuf/util/message_differencer.h"
 
@@ -187,6 +188,19 @@ const WeightParams* PtqWeightParams(const NodePlan& p, const WeightSlot& slot,
              : nullptr;
 }
 
+// Shift-negative correction's Add under candidate `cfg`: its threshold
+// and signedness stay, the grid follows the candidate's bits (MCT sets the
+// same threshold on each of the Add's candidates).
+ActivationParams FixedThresholdParams(const NodePlan& p,
+                                      const v1::OpQuantizationConfig& cfg) {
+  ActivationParams a = p.activation;
+  a.n_bits = cfg.activation_n_bits();
+  a.threshold = *p.fixed_threshold;
+  a.scale = quantizers::CalculateDelta(a.threshold, a.n_bits, a.is_signed);
+  a.zero_point = 0;
+  return a;
+}
+
 }  // namespace
 
 absl::Status SelectCandidateParams(bool search, JobState* state,
@@ -243,7 +257,10 @@ absl::Status SelectCandidateParams(bool search, JobState* state,
           sp.slots[j].push_back(ns);
           sp.weight_results[j].push_back(*std::move(r));
         }
-        if (p.quantize_activation && !p.preserving && !p.fused_inner) {
+        if (p.quantize_activation && !p.preserving && !p.fused_inner &&
+            p.fixed_threshold.has_value()) {
+          sp.activation_results[j] = FixedThresholdParams(p, cfg);
+        } else if (p.quantize_activation && !p.preserving && !p.fused_inner) {
           auto it = state->stats.find(node.outputs[0]);
           auto a = SelectActivationParams(
               node.outputs[0], cfg,
