@@ -302,26 +302,16 @@ std::pair<Node, NodePlan> MakeShiftPad(float shift, const NodePlan& add_plan,
   return {std::move(pn), std::move(pp)};
 }
 
-// The shapes of the Add's output (the activation's) and of the Pad's (the
-// activation's, grown by the Pad's pads), when the activation's is known.
-void RecordShapes(const Graph& g, const std::string& activation,
-                  const Node* pad, const std::string& shifted,
-                  TensorShapes* shapes) {
+// The shape of the Add's output (the activation's), when known. The Pad's
+// output gets none, so the resource figures do not count it (unknown sizes
+// count 0): MCT leaves the Pad unquantized (2.3) and fuses it into the
+// Conv (2.4), so it is no tensor of the activation memory. Its bits still
+// price the Conv's BOPs.
+void RecordShape(const std::string& activation, const std::string& shifted,
+                 TensorShapes* shapes) {
   if (shapes == nullptr) return;
   auto it = shapes->find(activation);
-  if (it == shapes->end()) return;
-  std::vector<int64_t> shape = it->second;
-  (*shapes)[shifted] = shape;
-  if (pad == nullptr) return;
-  const Tensor* pads = g.FindInitializer(pad->Input(1));
-  const size_t rank = shape.size();
-  if (pads == nullptr ||
-      pads->num_elements() != static_cast<int64_t>(2 * rank)) {
-    return;
-  }
-  const int64_t* p = pads->data<int64_t>();
-  for (size_t d = 0; d < rank; ++d) shape[d] += p[d] + p[rank + d];
-  (*shapes)[pad->outputs[0]] = shape;
+  if (it != shapes->end()) (*shapes)[shifted] = it->second;
 }
 
 // Corrects one candidate: the bias, the Add after the activation (and a Pad
@@ -428,7 +418,7 @@ absl::Status ApplyCandidate(Candidate& c, JobState* state,
   state->warnings.push_back(
       absl::StrCat(act.Label(), ": shift-negative correction, shift ", shift,
                    " absorbed by ", g.nodes[c.linear].Label()));
-  RecordShapes(g, y, pad.has_value() ? &pad->first : nullptr, shifted, shapes);
+  RecordShape(y, shifted, shapes);
   if (pad.has_value()) {  // right before the linear node
     g.nodes.insert(g.nodes.begin() + c.linear, std::move(pad->first));
     state->plans.insert(state->plans.begin() + c.linear,

@@ -21,8 +21,9 @@ namespace quantd {
 // first) with the corrected threshold kept for every one of them
 // (NodePlan::fixed_threshold), so mixed precision searches its bits; the
 // activation itself is pinned at 16 bits in every candidate, as MCT does.
-// `shapes` (the calibration's tensor shapes, may be null) gets the shapes of
-// the inserted tensors, which the resource figures price. Cases it cannot
+// `shapes` (the calibration's tensor shapes, may be null) gets the shape of
+// each Add's output, which the resource figures price (not the Pad's: MCT
+// does not quantize it). Cases it cannot
 // handle (a padded Conv after the activation, several consumers, ...) are
 // left as they are and listed in state->warnings. A cancelled `cancel` stops
 // the search between candidates and grid points and returns its status (the

@@ -71,20 +71,20 @@ v1::QuantizeRequest Request(double activation_fraction) {
   return r;
 }
 
-// The activation memory by hand. Sizes: x 192, hs 256, Add 256, Pad
-// 4x10x10 = 400, y 256 elements; conv1's output is fused-inner (not
-// counted), the input stays 8-bit, hs is 16-bit, the Pad keeps the Add's
-// grid (b). Cuts along the node order:
-//   conv1: x                192 * 8
-//   hs:    hs               256 * 16
-//   Add:   hs + Add         256 * 16 + 256 * b
-//   Pad:   Add + Pad        (256 + 400) * b
-//   conv2: Pad + y          400 * b + 256 * c
-// All at 8 bits (hs too, the 8-bit figure): max(192, 256, 512, 656, 656)
-// = 656 B. With hs at 16 bits and b = 8 the Add cut alone is 768 B.
+// The activation memory by hand. Sizes: x 192, hs 256, Add 256, y 256
+// elements; conv1's output is fused-inner and the Pad's is not counted (MCT
+// leaves it unquantized), the input stays 8-bit, hs is 16-bit. Cuts along
+// the node order (tensors alive from producer to last consumer):
+//   conv1: x           192 * 8
+//   hs:    hs          256 * 16
+//   Add:   hs + Add    256 * 16 + 256 * b
+//   Pad:   Add         256 * b      (inside the Add cut)
+//   conv2: y           256 * c
+// All at 8 bits (hs too, the 8-bit figure): max(192, 256, 512, 256, 256)
+// = 512 B. With hs at 16 bits and b = 8 the Add cut alone is 768 B.
 double HandActivationBytes(int b, int c) {
   const double cuts[] = {192 * 8.0, 256 * 16.0, 256 * 16.0 + 256.0 * b,
-                         656.0 * b, 400.0 * b + 256.0 * c};
+                         256.0 * b, 256.0 * c};
   return *std::max_element(std::begin(cuts), std::end(cuts)) / 8;
 }
 
@@ -107,13 +107,13 @@ class ShiftNegativeActivationMpTest : public ::testing::Test {
   tpc::TpcRegistry registry_;
 };
 
-// activation=1.0: the 8-bit figure (656 B) itself, which hs at 16 bits
-// breaks (768 B) unless the search takes the Add below 8 bits.
+// activation=1.25: 640 B, which hs at 16 bits with an 8-bit Add breaks
+// (768 B): the search must take the Add below 8 bits (4 bits: 640 B).
 TEST_F(ShiftNegativeActivationMpTest, InsertedTensorsAreSearchedWithinTarget) {
-  auto r = Run(Request(1.0));
+  auto r = Run(Request(1.25));
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_DOUBLE_EQ(r->baseline_8bit().activation_memory_bytes(), 656);
-  EXPECT_DOUBLE_EQ(r->targets().activation_memory_bytes(), 656);
+  EXPECT_DOUBLE_EQ(r->baseline_8bit().activation_memory_bytes(), 512);
+  EXPECT_DOUBLE_EQ(r->targets().activation_memory_bytes(), 640);
   const v1::QuantizedNode* hs = FindNode(*r, "hs");
   const v1::QuantizedNode* add = FindNode(*r, "hs_snc_add");
   const v1::QuantizedNode* conv2 = FindNode(*r, "conv2");
@@ -128,7 +128,7 @@ TEST_F(ShiftNegativeActivationMpTest, InsertedTensorsAreSearchedWithinTarget) {
   const double hand =
       HandActivationBytes(add->activation_bits(), conv2->activation_bits());
   EXPECT_DOUBLE_EQ(r->resource_utilization().activation_memory_bytes(), hand);
-  EXPECT_LE(hand, 656);
+  EXPECT_LE(hand, 640);
   EXPECT_EQ(r->report_json().find("exceeds the target"), std::string::npos);
   EXPECT_NE(r->report_json().find("shift-negative correction, shift 0.375"),
             std::string::npos);
