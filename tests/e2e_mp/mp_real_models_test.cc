@@ -122,6 +122,10 @@ TEST_F(MixedPrecisionRealModelTest, BudgetsMetAndBetterThanUniformFourBit) {
         ->mutable_target_fraction()
         ->set_weights_memory_bytes(fraction);
     r.mutable_mixed_precision()->set_num_of_images(16);
+    // Shift-negative correction pins the corrected HardSwish outputs at 16
+    // bits, out of reach of 75%: off here, see
+    // ShiftNegativeTensorsAreWithinTheBudget.
+    r.mutable_quantization()->set_shift_negative_activation_correction(false);
     auto mp = Run(r);
     ASSERT_TRUE(mp.ok()) << mp.status();
     const double achieved = mp->resource_utilization().weights_memory_bytes();
@@ -219,13 +223,16 @@ std::map<int, int> ActivationBitsHistogram(const v1::QuantizeResult& r) {
 
 // Shift-negative correction runs before the search (MCT 2.3's order): its
 // Add outputs are searched and priced, so the final figure meets the target
-// and the report has no overrun warning.
+// and the report has no overrun warning. It pins the corrected HardSwish
+// outputs at 16 bits: no allocation goes below 87936 B (105.8% of the 8-bit
+// figure), so 75% is out of reach (FAILED_PRECONDITION naming that figure)
+// and the target here is 110%.
 TEST_F(MixedPrecisionRealModelTest, ShiftNegativeTensorsAreWithinTheBudget) {
   v1::QuantizeRequest r = *request_;
   *r.mutable_tpc()->mutable_inline_tpc() = ActivationBitsTpc(true);
   r.mutable_mixed_precision()
       ->mutable_target_fraction()
-      ->set_activation_memory_bytes(0.75);
+      ->set_activation_memory_bytes(1.1);
   r.mutable_mixed_precision()->set_num_of_images(16);
   auto mp = Run(r);
   ASSERT_TRUE(mp.ok()) << mp.status();
@@ -262,6 +269,10 @@ TEST_F(MixedPrecisionRealModelTest, ActivationBudgetMetAndBetterThanUniform4) {
         ->mutable_target_fraction()
         ->set_activation_memory_bytes(fraction);
     r.mutable_mixed_precision()->set_num_of_images(16);
+    // Shift-negative correction pins the corrected HardSwish outputs at 16
+    // bits, out of reach of 75%: off here, see
+    // ShiftNegativeTensorsAreWithinTheBudget.
+    r.mutable_quantization()->set_shift_negative_activation_correction(false);
     auto mp = Run(r);
     ASSERT_TRUE(mp.ok()) << mp.status();
     const double achieved =
