@@ -134,6 +134,34 @@ TEST_F(ShiftNegativeActivationMpTest, InsertedTensorsAreSearchedWithinTarget) {
             std::string::npos);
 }
 
+// An activation override of the corrected HardSwish (no target: overrides
+// only) selects its Add, which carries the grid hs had; hs stays 16-bit.
+// Add at 2 bits: max(192, 512, 512 + 64, 64, 256) = 576 B.
+TEST_F(ShiftNegativeActivationMpTest,
+       ActivationOverrideOfTheActivationSetsItsAdd) {
+  v1::QuantizeRequest request = Request(1.0);
+  request.mutable_mixed_precision()->clear_target_fraction();
+  v1::BitWidthOverride* o =
+      request.mutable_mixed_precision()->add_bit_width_overrides();
+  o->mutable_filter()->set_node_type("HardSwish");
+  o->set_target(v1::BitWidthOverride::TARGET_ACTIVATION);
+  o->set_bits(2);
+  auto r = Run(request);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const v1::QuantizedNode* hs = FindNode(*r, "hs");
+  const v1::QuantizedNode* add = FindNode(*r, "hs_snc_add");
+  const v1::QuantizedNode* conv2 = FindNode(*r, "conv2");
+  ASSERT_NE(hs, nullptr);
+  ASSERT_NE(add, nullptr);
+  ASSERT_NE(conv2, nullptr);
+  EXPECT_EQ(hs->activation_bits(), 16);
+  EXPECT_EQ(add->activation_bits(), 2);
+  EXPECT_EQ(conv2->activation_bits(), 8);
+  EXPECT_DOUBLE_EQ(r->resource_utilization().activation_memory_bytes(), 576);
+  EXPECT_EQ(r->report_json().find("matches no quantized node"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace sncmp_test
 }  // namespace quantd
