@@ -1,11 +1,9 @@
 #include "core/pipeline/job/quantize_job.h"
 
-#include <algorithm>
-#include <cmath>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,9 +20,7 @@
 #include "core/pipeline/evaluation/evaluation.h"
 #include "core/pipeline/evaluation/sensitivity_analysis.h"
 #include "core/pipeline/export/export_formats.h"
-#include "core/pipeline/export/fake_quant.h"
 #include "core/pipeline/export/qdq_lowering.h"
-#include "core/pipeline/export/quantized_graph_builder.h"
 #include "core/pipeline/gptq/gptq_options.h"
 #include "core/pipeline/gptq/gptq_stage.h"
 #include "core/pipeline/job/generate_stage.h"
@@ -34,7 +30,6 @@
 #include "core/pipeline/job/report_stage.h"
 #include "core/pipeline/job/samples.h"
 #include "core/pipeline/mixed_precision/mixed_precision_stage.h"
-#include "core/pipeline/mixed_precision/resource_utilization.h"
 #include "core/pipeline/prep/attach.h"
 #include "core/pipeline/prep/dynamic_shapes.h"
 #include "core/pipeline/prep/graph_prep.h"
@@ -43,7 +38,6 @@
 #include "core/pipeline/quality_target/quality_target.h"
 #include "core/qdq/mctq_export.h"
 #include "core/qdq/qdq_export.h"
-#include "core/report/report.h"
 #include "core/runtime/monotonic_progress.h"
 #include "core/tpc/registry.h"
 #include "core/util/status_macros.h"
