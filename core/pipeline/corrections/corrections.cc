@@ -15,9 +15,6 @@ absl::Status ApplyCorrections(JobState* state,
   if (o.concat_threshold_update) {
     RETURN_IF_ERROR(ApplyConcatThresholdUpdate(state));
   }
-  if (o.shift_negative_activation_correction) {
-    RETURN_IF_ERROR(ApplyShiftNegativeCorrection(state, cancel));
-  }
   if (o.weights_bias_correction) {
     RETURN_IF_ERROR(ApplyBiasCorrection(state, cancel));
   }
@@ -25,6 +22,15 @@ absl::Status ApplyCorrections(JobState* state,
     RETURN_IF_ERROR(ApplyActivationBiasCorrection(state, cancel));
   }
   return absl::OkStatus();
+}
+
+absl::Status RunShiftNegativeStage(
+    JobState* state, std::map<std::string, std::vector<int64_t>>* shapes,
+    const CancellationToken* cancel) {
+  if (!state->options.shift_negative_activation_correction) {
+    return absl::OkStatus();
+  }
+  return ApplyShiftNegativeCorrection(state, shapes, cancel);
 }
 
 }  // namespace quantd

@@ -3,11 +3,13 @@
 // node is shifted up onto an unsigned grid, y' = y + s, and the linear node's
 // bias absorbs it, b -= s * sum_{non-output axes} W. The activation itself is
 // then quantized at 16 bits, the new Add at the original bits with threshold
-// T, unsigned.
+// T, unsigned. It runs before mixed precision (MCT 2.3's order): the Add is a
+// candidate of the search, at the bits the activation could have taken.
 #include "core/pipeline/corrections/shift_negative.h"
 
 #include <cmath>
 #include <limits>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -28,6 +30,8 @@ namespace quantd {
 namespace {
 
 constexpr int kNonLinearBits = 16;  // SHIFT_NEGATIVE_NON_LINEAR_NUM_BITS
+
+using TensorShapes = std::map<std::string, std::vector<int64_t>>;
 
 bool IsSncActivation(const Node& n, const NodePlan& p) {
   static const std::set<std::string> kOps = {"PRelu", "Elu",  "HardSwish",
@@ -298,10 +302,23 @@ std::pair<Node, NodePlan> MakeShiftPad(float shift, const NodePlan& add_plan,
   return {std::move(pn), std::move(pp)};
 }
 
+// The shape of the Add's output (the activation's), when known. The Pad's
+// output gets none, so the resource figures do not count it (unknown sizes
+// count 0): MCT leaves the Pad unquantized (2.3) and fuses it into the
+// Conv (2.4), so it is no tensor of the activation memory. Its bits still
+// price the Conv's BOPs.
+void RecordShape(const std::string& activation, const std::string& shifted,
+                 TensorShapes* shapes) {
+  if (shapes == nullptr) return;
+  auto it = shapes->find(activation);
+  if (it != shapes->end()) (*shapes)[shifted] = it->second;
+}
+
 // Corrects one candidate: the bias, the Add after the activation (and a Pad
 // before a padded Conv), the bypass plans, the input means and the
 // activation's own 16-bit grid.
-absl::Status ApplyCandidate(Candidate& c, JobState* state) {
+absl::Status ApplyCandidate(Candidate& c, JobState* state,
+                            TensorShapes* shapes) {
   Graph& g = state->model.graph;
   c.node = IndexOf(g, c.node_name);
   c.linear = IndexOf(g, c.linear_name);
@@ -333,7 +350,10 @@ absl::Status ApplyCandidate(Candidate& c, JobState* state) {
   }
   NodePlan add_plan;
   add_plan.op_set = ap.op_set;
+  add_plan.qco = ap.qco;
+  add_plan.candidate_index = ap.candidate_index;
   add_plan.config = ap.config;
+  add_plan.fixed_threshold = c.threshold;
   add_plan.quantize_activation = true;
   add_plan.activation = ap.activation;
   add_plan.activation.tensor = shifted;
@@ -382,9 +402,15 @@ absl::Status ApplyCandidate(Candidate& c, JobState* state) {
   // recomputed only with threshold recalculation, which quantd rejects).
   // MCT 2.3.0's own export of tests/core/qdq's fixture has T=8 at 16 bits
   // where a 16-bit re-selection gives T=16.
-  v1::OpQuantizationConfig wide = ap.config;
-  wide.set_activation_n_bits(kNonLinearBits);
-  ap.config = wide;
+  // Every candidate of the activation is 16-bit (MCT widens them all): the
+  // search has nothing to choose there; the Add carries the choice.
+  ap.config.set_activation_n_bits(kNonLinearBits);
+  for (auto& cfg : *ap.qco.mutable_quantization_configurations()) {
+    cfg.set_activation_n_bits(kNonLinearBits);
+  }
+  if (ap.qco.has_base_config()) {
+    ap.qco.mutable_base_config()->set_activation_n_bits(kNonLinearBits);
+  }
   ap.activation.n_bits = kNonLinearBits;
   ap.activation.scale = quantizers::CalculateDelta(
       ap.activation.threshold, kNonLinearBits, ap.activation.is_signed);
@@ -392,6 +418,7 @@ absl::Status ApplyCandidate(Candidate& c, JobState* state) {
   state->warnings.push_back(
       absl::StrCat(act.Label(), ": shift-negative correction, shift ", shift,
                    " absorbed by ", g.nodes[c.linear].Label()));
+  RecordShape(y, shifted, shapes);
   if (pad.has_value()) {  // right before the linear node
     g.nodes.insert(g.nodes.begin() + c.linear, std::move(pad->first));
     state->plans.insert(state->plans.begin() + c.linear,
@@ -404,13 +431,13 @@ absl::Status ApplyCandidate(Candidate& c, JobState* state) {
 
 }  // namespace
 
-absl::Status ApplyShiftNegativeCorrection(JobState* state,
+absl::Status ApplyShiftNegativeCorrection(JobState* state, TensorShapes* shapes,
                                           const CancellationToken* cancel) {
   Graph& g = state->model.graph;
   ASSIGN_OR_RETURN(std::vector<Candidate> found, FindCandidates(state, cancel));
   // Apply from the last node back so earlier indices stay valid.
   for (auto it = found.rbegin(); it != found.rend(); ++it) {
-    RETURN_IF_ERROR(ApplyCandidate(*it, state));
+    RETURN_IF_ERROR(ApplyCandidate(*it, state, shapes));
   }
   RemoveUnusedInitializers(&g);
   return absl::OkStatus();

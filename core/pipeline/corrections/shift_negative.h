@@ -2,6 +2,11 @@
 #ifndef QUANTD_CORE_PIPELINE_CORRECTIONS_SHIFT_NEGATIVE_H_
 #define QUANTD_CORE_PIPELINE_CORRECTIONS_SHIFT_NEGATIVE_H_
 
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
 #include "absl/status/status.h"
 #include "core/pipeline/job/job_state.h"
 #include "core/runtime/cancellation.h"
@@ -9,14 +14,24 @@
 namespace quantd {
 
 // shift_negative.cc: MCT's shift-negative correction after parameter
-// selection (inserts an Add after each corrected activation; the next
-// linear node's bias absorbs the shift). Cases it cannot handle (a padded
-// Conv after the activation, several consumers, ...) are left as they are
-// and listed in state->warnings. A cancelled `cancel` stops the search
-// between candidates and grid points and returns its status (the job then
-// discards the state).
+// selection and before mixed precision, where MCT 2.3 runs it
+// (quantization_preparation_runner): inserts an Add after each corrected
+// activation; the next linear node's bias absorbs the shift. The Add takes
+// the activation's candidates (its op set's configurations, the selected one
+// first) with the corrected threshold kept for every one of them
+// (NodePlan::fixed_threshold), so mixed precision searches its bits; the
+// activation itself is pinned at 16 bits in every candidate, as MCT does.
+// `shapes` (the calibration's tensor shapes, may be null) gets the shape of
+// each Add's output, which the resource figures price (not the Pad's: MCT
+// does not quantize it). Cases it cannot
+// handle (a padded Conv after the activation, several consumers, ...) are
+// left as they are and listed in state->warnings. A cancelled `cancel` stops
+// the search between candidates and grid points and returns its status (the
+// job then discards the state).
 absl::Status ApplyShiftNegativeCorrection(
-    JobState* state, const CancellationToken* cancel = nullptr);
+    JobState* state,
+    std::map<std::string, std::vector<int64_t>>* shapes = nullptr,
+    const CancellationToken* cancel = nullptr);
 
 }  // namespace quantd
 

@@ -2,9 +2,9 @@
 // pipeline): the prepared float model, one NodePlan per node (parallel to
 // model.graph.nodes) and the statistics. Stages fill it in order:
 // attach -> fusing/preserving/filters -> statistics -> selection ->
-// mixed precision -> corrections -> GPTQ. Results are plain C++
-// (quantization_params.h); export lowers them to the QdqPlan and the wire
-// QuantizedGraph at the end.
+// shift-negative correction -> mixed precision -> corrections -> GPTQ. Results
+// are plain C++ (quantization_params.h); export lowers them to the QdqPlan and
+// the wire QuantizedGraph at the end.
 #ifndef QUANTD_CORE_PIPELINE_JOB_JOB_STATE_H_
 #define QUANTD_CORE_PIPELINE_JOB_JOB_STATE_H_
 
@@ -49,6 +49,10 @@ struct NodePlan {
   // FrameworkInfo's lower bound even when the range is open above
   // (HardSwish: -3/8): what shift-negative correction shifts by at most.
   std::optional<double> known_lower_bound;
+  // Shift-negative correction's Add: the threshold every candidate keeps
+  // (MCT sets it on each of the Add's candidates); mixed precision changes
+  // only its bits.
+  std::optional<double> fixed_threshold;
   std::string float_reason;
   std::vector<WeightSlot> weights;
   // Results.

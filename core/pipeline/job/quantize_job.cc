@@ -1,11 +1,9 @@
 #include "core/pipeline/job/quantize_job.h"
 
-#include <algorithm>
-#include <cmath>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,19 +20,16 @@
 #include "core/pipeline/evaluation/evaluation.h"
 #include "core/pipeline/evaluation/sensitivity_analysis.h"
 #include "core/pipeline/export/export_formats.h"
-#include "core/pipeline/export/fake_quant.h"
 #include "core/pipeline/export/qdq_lowering.h"
-#include "core/pipeline/export/quantized_graph_builder.h"
 #include "core/pipeline/gptq/gptq_options.h"
 #include "core/pipeline/gptq/gptq_stage.h"
 #include "core/pipeline/job/generate_stage.h"
 #include "core/pipeline/job/job_artifacts.h"
 #include "core/pipeline/job/job_state.h"
 #include "core/pipeline/job/ptq_options.h"
-#include "core/pipeline/job/report_details.h"
+#include "core/pipeline/job/report_stage.h"
 #include "core/pipeline/job/samples.h"
 #include "core/pipeline/mixed_precision/mixed_precision_stage.h"
-#include "core/pipeline/mixed_precision/resource_utilization.h"
 #include "core/pipeline/prep/attach.h"
 #include "core/pipeline/prep/dynamic_shapes.h"
 #include "core/pipeline/prep/graph_prep.h"
@@ -43,7 +38,6 @@
 #include "core/pipeline/quality_target/quality_target.h"
 #include "core/qdq/mctq_export.h"
 #include "core/qdq/qdq_export.h"
-#include "core/report/report.h"
 #include "core/runtime/monotonic_progress.h"
 #include "core/tpc/registry.h"
 #include "core/util/status_macros.h"
@@ -125,13 +119,6 @@ std::map<std::string, std::vector<int64_t>> CommonInputShapes(
     }
   }
   return shapes;
-}
-
-std::string MethodName(v1::QuantizationMethod m) {
-  std::string s = v1::QuantizationMethod_Name(m);
-  const std::string prefix = "QUANTIZATION_METHOD_";
-  if (s.rfind(prefix, 0) == 0) s = s.substr(prefix.size());
-  return s;
 }
 
 // The MCTQ model as MCT 2.3 exports it: opset 15 (or the model's, if
@@ -306,74 +293,6 @@ absl::Status ExportModels(const v1::QuantizeRequest& request,
   return absl::OkStatus();
 }
 
-// One report row per node of the quantized graph.
-std::vector<LayerReport> LayerReports(const EvaluationResult& eval,
-                                      const JobState& state,
-                                      const v1::QuantizedGraph& qg) {
-  std::vector<LayerReport> layers;
-  for (const v1::QuantizedNode& n : qg.nodes()) {
-    LayerReport l;
-    l.node = n.name();
-    l.op_type = n.op_type();
-    l.op_set = n.op_set();
-    l.fused_group = n.fused_group();
-    l.weights_bits = n.weights_bits();
-    l.activation_bits = n.activation_bits();
-    for (const auto& w : n.weights()) {
-      if (w.attr() == "kernel_attr" || l.weights_method.empty()) {
-        l.weights_method = MethodName(w.method());
-      }
-    }
-    if (n.activations_size() > 0) {
-      l.activation_method = MethodName(n.activations(0).method());
-    }
-    if (!n.outputs().empty()) {
-      auto it = eval.tensor_sqnr_db.find(n.outputs(0));
-      if (it != eval.tensor_sqnr_db.end()) l.sqnr_db = it->second;
-    }
-    l.float_reason = n.float_reason();
-    for (const GptqLayerError& e : state.gptq_layers) {
-      if (e.node != n.name()) continue;
-      l.gptq_sqnr_before_db = e.sqnr_before_db;
-      l.gptq_sqnr_after_db = e.sqnr_after_db;
-      l.gptq_applied = e.applied;
-    }
-    layers.push_back(std::move(l));
-  }
-  return layers;
-}
-
-// Error figures of the fake-quantized model against float on the
-// evaluation samples. float_exec still runs the snapshot taken before bias
-// correction: the reference is the float model, the corrected biases belong
-// to the quantized one.
-absl::StatusOr<EvaluationResult> Evaluate(
-    const Executor& float_exec, const JobState& state, const QdqPlan& plan,
-    const std::vector<SampleFeeds>& evaluation,
-    const ExecutorOptions& exec_options, KeptFloatRuns* kept,
-    const CancellationToken* cancel, ProgressSink* sink) {
-  ASSIGN_OR_RETURN(Model fq_model, WithFakeQuantWeights(state.model, plan));
-  if (cancel != nullptr) RETURN_IF_ERROR(cancel->Check());
-  ASSIGN_OR_RETURN(std::unique_ptr<Executor> fq_exec,
-                   Executor::Create(std::move(fq_model), exec_options));
-  ActivationFakeQuantizer quantizer(plan);
-  std::set<std::string> tensors;
-  for (const Node& n : state.model.graph.nodes) {
-    if (!n.outputs.empty()) tensors.insert(n.outputs[0]);
-  }
-  return EvaluateFakeQuant(float_exec, *fq_exec, quantizer, evaluation, tensors,
-                           exec_options.pool, cancel, sink, kept);
-}
-
-// The worst output's mean cosine (the quality target's cosine figure).
-double WorstCosine(const EvaluationResult& eval) {
-  double c = 1;
-  for (const OutputReport& o : eval.outputs) {
-    if (o.cosine.has_value()) c = std::min(c, *o.cosine);
-  }
-  return c;
-}
-
 // The target stage; without GPTQ to come, a target out of reach fails here.
 absl::StatusOr<QualityTargetOutcome> SearchQualityTarget(
     const QualityTargetInputs& inputs, const JobState& calibrated,
@@ -390,41 +309,99 @@ absl::StatusOr<QualityTargetOutcome> SearchQualityTarget(
   return target;
 }
 
-// The quality target on the final model (after GPTQ, when it ran), into
-// the outcome's report; FAILED_PRECONDITION when it falls short.
-absl::Status CheckFinalFigure(const v1::QualityTarget& target,
-                              const std::string& tpc,
-                              const EvaluationResult& eval,
-                              QualityTargetOutcome* outcome) {
-  QualityTargetReport& q = outcome->report;
-  const double reached = target.metric() == v1::QualityTarget::METRIC_COSINE
-                             ? WorstCosine(eval)
-                             : eval.output_sqnr_db.value_or(0.0);
-  q.reached = reached;
-  q.met = TargetMet(target, reached);
-  if (q.met) return absl::OkStatus();
-  return TargetOutOfReachError(
-      target, tpc, std::max(reached, outcome->best_figure),
-      reached >= outcome->best_figure ? "after GPTQ"
-                                      : outcome->best_description,
-      q.baseline.value_or(0.0));
+// What the stages after calibration read: the float model as calibrated
+// (the reference of GPTQ and of the report, before the corrections) and the
+// statistics (shapes and kept float runs included).
+struct Calibration {
+  ExecutorOptions exec_options;
+  std::unique_ptr<Executor> float_exec;
+  StatisticsResult stats;
+};
+
+// The `prepare` and `calibrate` stages: the graph prepared and bound to the
+// samples' shapes, the TPC's plans attached, the statistics collected.
+absl::StatusOr<Calibration> PrepareAndCalibrate(const JobInput& input,
+                                                const JobContext& context,
+                                                StageClock& clock,
+                                                JobState* state) {
+  const v1::QuantizeRequest& request = *input.request;
+  RETURN_IF_ERROR(clock.Begin("prepare", "preparing the graph"));
+  RETURN_IF_ERROR(PrepareGraph(
+      state->options, CommonInputShapes(input.calibration, input.evaluation),
+      &state->model, &state->warnings));
+  RETURN_IF_ERROR(AttachTpc(input.tpc.tpc, request.quantization(),
+                            request.mixed_precision().kernel_weights_bits(),
+                            state));
+  RETURN_IF_ERROR(clock.Begin("calibrate", "collecting statistics"));
+  Calibration cal;
+  cal.exec_options.pool = context.pool;
+  ASSIGN_OR_RETURN(cal.float_exec,
+                   Executor::Create(std::make_shared<const Model>(state->model),
+                                    cal.exec_options));
+  ASSIGN_OR_RETURN(cal.stats,
+                   Calibrate(*cal.float_exec, input.calibration,
+                             KeepForReport(request, state->model, input), state,
+                             context.pool, context.cancel, clock.sink()));
+  return cal;
 }
 
-void FillResult(const ReportData& report, const ResolvedTpc& tpc,
-                v1::QuantizedGraph qg, v1::QuantizeResult* result) {
-  *result->mutable_quantized_graph() = std::move(qg);
-  result->set_report_json(ReportToJson(report));
-  result->set_report_html(ReportToHtml(report));
-  *result->mutable_resource_utilization() =
-      ToProto(report.resource_utilization);
-  *result->mutable_baseline_8bit() = ToProto(report.baseline_8bit);
-  *result->mutable_targets() = ToProto(report.targets);
-  result->set_output_sqnr_db(report.output_sqnr_db &&
-                                     std::isfinite(*report.output_sqnr_db)
-                                 ? *report.output_sqnr_db
-                                 : 0.0);
-  result->set_tpc(tpc.ref);
-  result->set_tpc_digest(tpc.digest);
+// What the decisions leave for the report.
+struct Decisions {
+  MixedPrecisionOutcome mixed_precision;
+  std::optional<QualityTargetOutcome> target;
+};
+
+// The decisions, in MCT 2.3's order: parameter selection, shift-negative
+// correction (its Add/Pad outputs are then searched and priced), mixed
+// precision, then the quality target's trials or the corrections, and GPTQ.
+absl::StatusOr<Decisions> Decide(const JobInput& input,
+                                 const JobContext& context, StageClock& clock,
+                                 Calibration* cal, JobState* state) {
+  const v1::QuantizeRequest& request = *input.request;
+  ThreadPool* pool = context.pool;
+  const CancellationToken* cancel = context.cancel;
+  // The quality-target search re-selects from here.
+  const bool has_target = QualityTargetRequested(request);
+  std::optional<JobState> calibrated;
+  if (has_target) calibrated = *state;
+  RETURN_IF_ERROR(clock.Begin("select", "selecting quantization parameters"));
+  RETURN_IF_ERROR(SelectAllParams(state, pool, cancel, clock.sink()));
+  if (state->options.shift_negative_activation_correction) {
+    RETURN_IF_ERROR(clock.Begin("select", "shift-negative correction"));
+    RETURN_IF_ERROR(RunShiftNegativeStage(state, &cal->stats.shapes, cancel));
+  }
+  Decisions d;
+  if (MixedPrecisionRequested(request.mixed_precision())) {
+    RETURN_IF_ERROR(
+        clock.Begin("mixed_precision", "searching the bit allocation"));
+    ASSIGN_OR_RETURN(
+        d.mixed_precision,
+        RunMixedPrecision(request.mixed_precision(), kMpSimdPadding,
+                          cal->stats.shapes, input.calibration, state, pool,
+                          cancel, clock.sink()));
+  }
+  if (has_target) {
+    RETURN_IF_ERROR(clock.Begin("target", "searching for the quality target"));
+    QualityTargetInputs target_inputs{&request, cal->float_exec.get(),
+                                      &input.evaluation, &input.calibration,
+                                      &cal->stats.shapes};
+    ASSIGN_OR_RETURN(
+        d.target,
+        SearchQualityTarget(target_inputs, *calibrated, input.tpc.ref, state,
+                            &d.mixed_precision, pool, cancel, clock.sink()));
+  } else {
+    RETURN_IF_ERROR(clock.Begin("correct", "bias corrections"));
+    RETURN_IF_ERROR(ApplyCorrections(state, cancel));
+  }
+  // GPTQ (the float model: the targets, before the corrections).
+  if (request.gptq().enabled()) {
+    RETURN_IF_ERROR(clock.Begin("gptq", "gradient-based rounding"));
+    ASSIGN_OR_RETURN(GptqOptions gptq, ResolveGptqOptions(request.gptq()));
+    RETURN_IF_ERROR(RunGptq(gptq, *cal->float_exec, input.calibration,
+                            request.export_options(), state, pool, cancel,
+                            clock.sink()));
+  }
+  return d;
 }
 
 // Every stage after the preflight.
@@ -433,84 +410,17 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
                                              StageClock& clock,
                                              JobArtifacts* artifacts) {
   const v1::QuantizeRequest& request = *input.request;
-  ThreadPool* pool = context.pool;
-  const CancellationToken* cancel = context.cancel;
+  const ResolvedTpc& tpc = input.tpc;
   JobState state;
   state.options = input.options;
   state.model = std::move(input.model);
   state.warnings = std::move(input.warnings);
-  const std::vector<SampleFeeds>& calibration = input.calibration;
-  const ResolvedTpc& tpc = input.tpc;
-
-  // Graph preparation.
-  RETURN_IF_ERROR(clock.Begin("prepare", "preparing the graph"));
   const std::vector<ValueInfo> declared_inputs = state.model.graph.inputs;
   const std::vector<ValueInfo> declared_outputs = state.model.graph.outputs;
-  RETURN_IF_ERROR(PrepareGraph(state.options,
-                               CommonInputShapes(calibration, input.evaluation),
-                               &state.model, &state.warnings));
-  RETURN_IF_ERROR(AttachTpc(tpc.tpc, request.quantization(),
-                            request.mixed_precision().kernel_weights_bits(),
-                            &state));
-
-  // Statistics.
-  RETURN_IF_ERROR(clock.Begin("calibrate", "collecting statistics"));
-  ExecutorOptions exec_options;
-  exec_options.pool = pool;
-  ASSIGN_OR_RETURN(std::unique_ptr<Executor> float_exec,
-                   Executor::Create(std::make_shared<const Model>(state.model),
-                                    exec_options));
-  ASSIGN_OR_RETURN(StatisticsResult stats,
-                   Calibrate(*float_exec, calibration,
-                             KeepForReport(request, state.model, input), &state,
-                             pool, cancel, clock.sink()));
-
-  // The quality-target search re-selects from here.
-  const bool has_target = QualityTargetRequested(request);
-  std::optional<JobState> calibrated;
-  if (has_target) calibrated = state;
-
-  // Parameter selection.
-  RETURN_IF_ERROR(clock.Begin("select", "selecting quantization parameters"));
-  RETURN_IF_ERROR(SelectAllParams(&state, pool, cancel, clock.sink()));
-
-  // Mixed precision: the chosen candidate per node, re-selected.
-  MixedPrecisionOutcome mixed_precision;
-  if (MixedPrecisionRequested(request.mixed_precision())) {
-    RETURN_IF_ERROR(
-        clock.Begin("mixed_precision", "searching the bit allocation"));
-    ASSIGN_OR_RETURN(
-        mixed_precision,
-        RunMixedPrecision(request.mixed_precision(), kMpSimdPadding,
-                          stats.shapes, calibration, &state, pool, cancel,
-                          clock.sink()));
-  }
-
-  // Quality target: the cheapest configuration that reaches it, corrected.
-  std::optional<QualityTargetOutcome> target;
-  if (has_target) {
-    RETURN_IF_ERROR(clock.Begin("target", "searching for the quality target"));
-    QualityTargetInputs target_inputs{&request, float_exec.get(),
-                                      &input.evaluation, &calibration,
-                                      &stats.shapes};
-    ASSIGN_OR_RETURN(target, SearchQualityTarget(
-                                 target_inputs, *calibrated, tpc.ref, &state,
-                                 &mixed_precision, pool, cancel, clock.sink()));
-    calibrated.reset();
-  } else {
-    RETURN_IF_ERROR(
-        clock.Begin("correct", "shift-negative and bias correction"));
-    RETURN_IF_ERROR(ApplyCorrections(&state, cancel));
-  }
-
-  // GPTQ (float_exec: the float targets, before the corrections).
-  if (request.gptq().enabled()) {
-    RETURN_IF_ERROR(clock.Begin("gptq", "gradient-based rounding"));
-    ASSIGN_OR_RETURN(GptqOptions gptq, ResolveGptqOptions(request.gptq()));
-    RETURN_IF_ERROR(RunGptq(gptq, *float_exec, calibration,
-                            request.export_options(), &state, pool, cancel,
-                            clock.sink()));
-  }
+  ASSIGN_OR_RETURN(Calibration cal,
+                   PrepareAndCalibrate(input, context, clock, &state));
+  ASSIGN_OR_RETURN(Decisions decisions,
+                   Decide(input, context, clock, &cal, &state));
 
   // Export: the decisions lowered once to the Q/DQ plan, which the QDQ
   // model and the fake-quant evaluation share.
@@ -529,52 +439,32 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
     RETURN_IF_ERROR(clock.Begin("analyze", "per-layer sensitivity"));
     ASSIGN_OR_RETURN(
         sensitivity,
-        AnalyzeLayerSensitivity(float_exec->model(), state.model, plan,
+        AnalyzeLayerSensitivity(cal.float_exec->model(), state.model, plan,
                                 input.evaluation, SensitivityAnalysisOptions(),
-                                pool, cancel, clock.sink()));
+                                context.pool, context.cancel, clock.sink()));
   }
 
-  // Report: evaluation, then the QuantizedGraph, built once with every
-  // result known.
   RETURN_IF_ERROR(clock.Begin("report", "evaluating against float"));
-  ASSIGN_OR_RETURN(EvaluationResult eval,
-                   Evaluate(*float_exec, state, plan, input.evaluation,
-                            exec_options, &stats.kept, cancel, clock.sink()));
-  QuantizedGraphExtras extras;
-  extras.tpc = tpc.ref;
-  extras.tpc_digest = tpc.digest;
-  extras.candidate_sensitivity = &mixed_precision.sensitivity;
-  extras.tensor_sqnr_db = &eval.tensor_sqnr_db;
-  v1::QuantizedGraph qg = BuildQuantizedGraph(state, extras);
-  ReportData report;
-  report.model_name = state.model.graph.name;
-  report.tpc = tpc.ref;
-  report.tpc_digest = tpc.digest;
-  report.num_calibration_samples = static_cast<int>(calibration.size());
-  report.num_evaluation_samples = static_cast<int>(input.evaluation.size());
-  report.layers = LayerReports(eval, state, qg);
-  FillLayerSensitivity(sensitivity, &report.layers);
-  report.outputs = eval.outputs;
-  report.output_sqnr_db = eval.output_sqnr_db;
-  report.resource_utilization =
-      ComputeResourceUtilization(state, stats.shapes, 0, kMpSimdPadding);
-  report.baseline_8bit =
-      ComputeResourceUtilization(state, stats.shapes, 8, kMpSimdPadding);
-  report.targets = mixed_precision.targets;
-  for (std::string& w :
-       TargetOverrunWarnings(report.resource_utilization, report.targets)) {
-    state.warnings.push_back(std::move(w));
-  }
-  if (target.has_value()) {
-    RETURN_IF_ERROR(
-        CheckFinalFigure(request.quality_target(), tpc.ref, eval, &*target));
-    report.quality_target = std::move(target->report);
-  }
-  report.warnings = state.warnings;
-  AddReportDetails(state, qg, request, input.model_sha256, &report);
+  ReportStageInputs report_inputs;
+  report_inputs.request = &request;
+  report_inputs.tpc = &tpc;
+  report_inputs.float_model = cal.float_exec.get();
+  report_inputs.exec_options = &cal.exec_options;
+  report_inputs.evaluation = &input.evaluation;
+  report_inputs.num_calibration_samples =
+      static_cast<int>(input.calibration.size());
+  report_inputs.model_sha256 = &input.model_sha256;
+  report_inputs.shapes = &cal.stats.shapes;
+  report_inputs.mixed_precision = &decisions.mixed_precision;
+  report_inputs.sensitivity = &sensitivity;
+  report_inputs.kept = &cal.stats.kept;
+  ASSIGN_OR_RETURN(
+      JobReport report,
+      BuildJobReport(report_inputs, plan, std::move(decisions.target), &state,
+                     context.cancel, clock.sink()));
   clock.End();
-  report.timings_seconds = clock.timings();
-  FillResult(report, tpc, std::move(qg), &result);
+  report.report.timings_seconds = clock.timings();
+  FillResult(report.report, tpc, std::move(report.quantized_graph), &result);
   if (artifacts != nullptr) {
     artifacts->prepared_model = std::move(state.model);
     artifacts->plan = std::move(plan);

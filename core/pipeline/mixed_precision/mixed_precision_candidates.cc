@@ -18,6 +18,7 @@
 #include "core/pipeline/prep/node_filter.h"
 #include "core/pipeline/prep/op_config_bits.h"
 #include "core/pipeline/ptq/param_selection.h"
+#include "core/quantizers/primitives.h"
 #include "core/util/status_macros.h"
 #include "google/protobuf/util/message_differencer.h"
 
@@ -53,6 +54,43 @@ absl::Status NoFittingCandidateError(const v1::MixedPrecisionConfig& config,
       "; activation bits: ", absl::StrJoin(a_have, ", "), ")"));
 }
 
+// The Add shift-negative correction inserted after node `n`, or -1.
+int ShiftNegativeAddAfter(const Graph& g, const GraphIndex& index,
+                          const std::vector<NodePlan>& plans, int n) {
+  const int next = index.SoleConsumer(n);
+  return next >= 0 && g.nodes[next].op_type == "Add" &&
+                 plans[next].fixed_threshold.has_value()
+             ? next
+             : -1;
+}
+
+// The overrides that select node `n`. An activation override of a node
+// shift-negative correction pinned at 16 bits selects its Add instead,
+// which carries the grid the node had.
+std::vector<int> NodeOverrides(const v1::MixedPrecisionConfig& config,
+                               const Graph& g, const GraphIndex& index,
+                               const std::vector<NodePlan>& plans, int n) {
+  const Node& node = g.nodes[n];
+  const bool pinned = ShiftNegativeAddAfter(g, index, plans, n) >= 0;
+  int corrected = -1;
+  if (plans[n].fixed_threshold.has_value()) {
+    corrected = index.Producer(node.Input(0));
+  }
+  std::vector<int> out;
+  for (int k = 0; k < config.bit_width_overrides_size(); ++k) {
+    const auto& o = config.bit_width_overrides(k);
+    const bool activation =
+        o.target() == v1::BitWidthOverride::TARGET_ACTIVATION;
+    if (MatchesNodeFilter(o.filter(), node)) {
+      if (!(pinned && activation)) out.push_back(k);
+    } else if (activation && corrected >= 0 &&
+               MatchesNodeFilter(o.filter(), g.nodes[corrected])) {
+      out.push_back(k);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<NodeSpace>> BuildNodeSpaces(
@@ -80,13 +118,8 @@ absl::StatusOr<std::vector<NodeSpace>> BuildNodeSpaces(
     const int limit =
         has_act ? ConsumerInputLimit(g, index, state->plans, i) : (1 << 30);
     const auto& configs = p.qco.quantization_configurations();
-    // Overrides that select this node.
-    std::vector<int> overrides;
-    for (int k = 0; k < config.bit_width_overrides_size(); ++k) {
-      if (MatchesNodeFilter(config.bit_width_overrides(k).filter(), node)) {
-        overrides.push_back(k);
-      }
-    }
+    const std::vector<int> overrides =
+        NodeOverrides(config, g, index, state->plans, i);
     NodeSpace space;
     space.node = i;
     std::set<std::pair<int, int>> seen;
@@ -187,6 +220,19 @@ const WeightParams* PtqWeightParams(const NodePlan& p, const WeightSlot& slot,
              : nullptr;
 }
 
+// Shift-negative correction's Add under candidate `cfg`: its threshold
+// and signedness stay, the grid follows the candidate's bits (MCT sets the
+// same threshold on each of the Add's candidates).
+ActivationParams FixedThresholdParams(const NodePlan& p,
+                                      const v1::OpQuantizationConfig& cfg) {
+  ActivationParams a = p.activation;
+  a.n_bits = cfg.activation_n_bits();
+  a.threshold = *p.fixed_threshold;
+  a.scale = quantizers::CalculateDelta(a.threshold, a.n_bits, a.is_signed);
+  a.zero_point = 0;
+  return a;
+}
+
 }  // namespace
 
 absl::Status SelectCandidateParams(bool search, JobState* state,
@@ -243,7 +289,10 @@ absl::Status SelectCandidateParams(bool search, JobState* state,
           sp.slots[j].push_back(ns);
           sp.weight_results[j].push_back(*std::move(r));
         }
-        if (p.quantize_activation && !p.preserving && !p.fused_inner) {
+        if (p.quantize_activation && !p.preserving && !p.fused_inner &&
+            p.fixed_threshold.has_value()) {
+          sp.activation_results[j] = FixedThresholdParams(p, cfg);
+        } else if (p.quantize_activation && !p.preserving && !p.fused_inner) {
           auto it = state->stats.find(node.outputs[0]);
           auto a = SelectActivationParams(
               node.outputs[0], cfg,

@@ -1,8 +1,9 @@
 // The mixed-precision stage of a job (MCT §1.4), run after parameter
-// selection and before the corrections: resolves the resource targets
-// (absolute, or a fraction of the 8-bit figure; the smaller wins), builds
-// the candidate list of every node (TPC candidates filtered by the
-// restricted target kinds, the consumers' supported input bits and the
+// selection and shift-negative correction (whose Add outputs are candidates,
+// NodePlan::fixed_threshold) and before the other corrections: resolves the
+// resource targets (absolute, or a fraction of the 8-bit figure; the smaller
+// wins), builds the candidate list of every node (TPC candidates filtered by
+// the restricted target kinds, the consumers' supported input bits and the
 // manual bit-width overrides), measures each candidate's sensitivity on the
 // executor (sensitivity.h), solves the allocation with CBC and MCT's greedy
 // refinement (core/mixed_precision), and writes the chosen candidate of

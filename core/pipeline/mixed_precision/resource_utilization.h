@@ -29,9 +29,9 @@ mixed_precision::ResourceFigures ComputeResourceUtilization(
 v1::ResourceUtilization ToProto(const mixed_precision::ResourceFigures& f);
 
 // One warning per target the final model exceeds. The search meets every
-// target on the graph it sees; the corrections that follow it can add
-// quantized tensors (shift-negative correction's Add and Pad outputs),
-// which a cut may then hold on top of the searched ones.
+// target on the graph it sees, shift-negative correction's Add and Pad
+// outputs included (it runs before the search); what follows the search
+// (GPTQ, the quality target's bit upgrades) can still change the figures.
 std::vector<std::string> TargetOverrunWarnings(
     const mixed_precision::ResourceFigures& achieved,
     const mixed_precision::ResourceFigures& targets);

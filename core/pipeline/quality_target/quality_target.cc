@@ -59,12 +59,17 @@ std::vector<OptionEdit> OptionEdits(const PtqOptions& o, bool gptq) {
   return edits;
 }
 
-// Options that parameter selection (or mixed precision) reads.
+// Options that parameter selection, shift-negative correction or mixed
+// precision read.
 bool SameSelection(const PtqOptions& a, const PtqOptions& b) {
   return a.z_threshold == b.z_threshold &&
          a.activation_error_method == b.activation_error_method &&
          a.weights_error_method == b.weights_error_method &&
-         a.l_p_value == b.l_p_value;
+         a.l_p_value == b.l_p_value &&
+         a.shift_negative_activation_correction ==
+             b.shift_negative_activation_correction &&
+         a.shift_negative_ratio == b.shift_negative_ratio &&
+         a.shift_negative_params_search == b.shift_negative_params_search;
 }
 
 std::string UpgradeText(const BitUpgrade& u) {
@@ -134,6 +139,7 @@ absl::StatusOr<Trial> TargetSearch::Try(const PtqOptions& options,
     selected_ = calibrated_;
     selected_.options = options;
     RETURN_IF_ERROR(SelectAllParams(&selected_, pool_, cancel_, nullptr));
+    RETURN_IF_ERROR(RunShiftNegativeStage(&selected_, in_.shapes, cancel_));
     selected_mp_ = MixedPrecisionOutcome();
     if (MixedPrecisionRequested(request.mixed_precision())) {
       ASSIGN_OR_RETURN(

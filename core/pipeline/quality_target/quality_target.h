@@ -10,7 +10,8 @@
 // SQNR with only that layer left float), in doubling batches with a full
 // measurement after each, a bisection to the shortest prefix that reaches
 // the target, and a pass that drops upgrades found unneeded. Each trial
-// re-runs the corrections; the stage leaves the chosen configuration in the
+// re-runs the corrections (shift-negative correction with each selection,
+// before mixed precision); the stage leaves the chosen configuration in the
 // state with the corrections applied. GPTQ, when the request enables it,
 // runs after this stage as usual; the job then checks the target on the
 // final model. Deterministic: every figure is merged in sample order and
@@ -53,7 +54,9 @@ struct QualityTargetInputs {
   const Executor* float_model = nullptr;  // before the corrections
   const std::vector<SampleFeeds>* evaluation = nullptr;
   const std::vector<SampleFeeds>* calibration = nullptr;  // mixed precision
-  const std::map<std::string, std::vector<int64_t>>* shapes = nullptr;
+  // Calibration's tensor shapes; each trial's shift-negative correction
+  // adds those of the tensors it inserts.
+  std::map<std::string, std::vector<int64_t>>* shapes = nullptr;
 };
 
 struct QualityTargetOutcome {

@@ -23,6 +23,7 @@
 #include "core/pipeline/job/samples.h"
 #include "core/tpc/registry.h"
 #include "gtest/gtest.h"
+#include "tests/core/mixed_precision/activation_mp_tpc.h"
 #include "tests/testing/example_model.h"
 
 namespace quantd {
@@ -30,45 +31,6 @@ namespace actmp_test {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Every config with a quantized output gets 4- and 2-bit activation twins;
-// every config (the default options too) accepts 2..16-bit inputs (so no
-// consumer filters them out).
-void WidenActivationBits(v1::QuantizationConfigOptions* qco, bool twins) {
-  std::vector<v1::OpQuantizationConfig> extra;
-  for (auto& c : *qco->mutable_quantization_configurations()) {
-    c.clear_supported_input_activation_n_bits();
-    for (int b : {2, 4, 8, 16}) c.add_supported_input_activation_n_bits(b);
-    if (!twins || !c.enable_activation_quantization() ||
-        c.activation_n_bits() != 8) {
-      continue;
-    }
-    for (int b : {4, 2}) {
-      v1::OpQuantizationConfig low = c;
-      low.set_activation_n_bits(b);
-      extra.push_back(low);
-    }
-  }
-  for (auto& c : extra) *qco->add_quantization_configurations() = c;
-  auto* base = qco->mutable_base_config();
-  base->clear_supported_input_activation_n_bits();
-  for (int b : {2, 4, 8, 16}) base->add_supported_input_activation_n_bits(b);
-}
-
-v1::TargetPlatformCapabilities ActivationMpTpc() {
-  tpc::TpcRegistry registry;
-  EXPECT_TRUE(registry.AddBuiltins().ok());
-  auto base = registry.Resolve("imx500@4.0");
-  EXPECT_TRUE(base.ok()) << base.status();
-  v1::TargetPlatformCapabilities t = **base;
-  t.set_name("imx500_activation_mp");
-  // The default options must stay a single configuration.
-  WidenActivationBits(t.mutable_default_qco(), /*twins=*/false);
-  for (auto& s : *t.mutable_operator_set()) {
-    if (s.has_qc_options()) WidenActivationBits(s.mutable_qc_options(), true);
-  }
-  return t;
-}
 
 v1::QuantizeRequest ActivationMpRequest() {
   v1::QuantizeRequest r;

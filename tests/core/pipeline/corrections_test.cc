@@ -1,4 +1,6 @@
 // Bias correction and graph collapsing with hand-derived numbers.
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -170,6 +172,44 @@ TEST(ShiftNegative, SmallNegativeTailIsShiftedIntoTheNextBias) {
   EXPECT_FALSE(s.plans[1].activation.is_signed);
   EXPECT_EQ(s.plans[1].activation.threshold, 16.0);
   EXPECT_DOUBLE_EQ(s.plans[1].activation.scale, 1.0 / 16);
+}
+
+// The inserted tensors before mixed precision: the Add takes the
+// activation's candidates (8 and 4 bits here) with the corrected threshold
+// kept for each, the activation's candidates all become 16-bit, and the
+// shape of the Add's output joins the calibration's (the resource figures
+// price it; not the Pad's, which MCT does not quantize).
+TEST(ShiftNegative, InsertedAddTakesTheActivationsCandidatesAndShape) {
+  JobState s = LeakyReluConvSncState({.x_shape = {1, 1, 2, 2},
+                                      .w = std::vector<float>(9, 1.0f),
+                                      .w_shape = {1, 1, 3, 3},
+                                      .bias = {0.5f},
+                                      .pads = {1, 1, 1, 1}});
+  for (int bits : {8, 4}) {
+    v1::OpQuantizationConfig* c =
+        s.plans[0].qco.add_quantization_configurations();
+    *c = s.plans[0].config;
+    c->set_activation_n_bits(bits);
+  }
+  std::map<std::string, std::vector<int64_t>> shapes = {{"a", {1, 1, 2, 2}},
+                                                        {"y", {1, 1, 2, 2}}};
+  ASSERT_TRUE(ApplyShiftNegativeCorrection(&s, &shapes).ok());
+  // act, its Add, the Pad, conv.
+  const Graph& g = s.model.graph;
+  ASSERT_EQ(g.nodes.size(), 4u);
+  ASSERT_EQ(g.nodes[1].op_type, "Add");
+  ASSERT_EQ(g.nodes[2].op_type, "Pad");
+  const NodePlan& add = s.plans[1];
+  ASSERT_EQ(add.qco.quantization_configurations_size(), 2);
+  EXPECT_EQ(add.qco.quantization_configurations(0).activation_n_bits(), 8);
+  EXPECT_EQ(add.qco.quantization_configurations(1).activation_n_bits(), 4);
+  ASSERT_TRUE(add.fixed_threshold.has_value());
+  EXPECT_EQ(*add.fixed_threshold, 16.0);
+  for (const auto& c : s.plans[0].qco.quantization_configurations()) {
+    EXPECT_EQ(c.activation_n_bits(), 16);
+  }
+  EXPECT_THAT(shapes[g.nodes[1].outputs[0]], ElementsAre(1, 1, 2, 2));
+  EXPECT_EQ(shapes.count(g.nodes[2].outputs[0]), 0u);
 }
 
 TEST(ShiftNegative, LargeNegativeTailIsLeftAlone) {
