@@ -16,7 +16,7 @@
 //
 // The job's last stage (SendAtOnce) is announced as it begins: its event
 // would go out at the end anyway, where it cost a write, and gRPC's
-// OnWriteDone on another thread, before the result could follow (~0.5 ms
+// OnWriteDone on another thread, before the result could follow (~0.3 ms
 // of a 10 ms job, docs/service.md). A job that succeeds then drops a held
 // report of the stage last sent (Close(true)): the client knows the stage,
 // and the result follows.
