@@ -11,7 +11,7 @@
 // (run the server under `perf stat` to count its CPU alone).
 //
 //   service_bench [--jobs=N] [--real_jobs=N] [--workers=N] [--trace=1]
-//   service_bench --target=HOST:PORT [--clients=N] [--jobs=N]
+//   service_bench --target=HOST:PORT [--clients=N] [--jobs=N] [--retries=0]
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -302,8 +302,10 @@ bool Scaling(const v1::QuantizeRequest& request, const JobContext& context,
 
 // --target: the example CNN from `clients` clients against a quantd run
 // apart; this process's CPU is the clients' alone.
-int DriveTarget(const std::string& target, int clients, int jobs) {
-  auto client = client::Client::Create({.target = target});
+int DriveTarget(const std::string& target, int clients, int jobs,
+                bool retries) {
+  auto client =
+      client::Client::Create({.target = target, .enable_retries = retries});
   if (!client.ok()) return 1;
   const int per_client = std::max(2, jobs / clients);
   const Throughput t = Drive(ExampleJob(), **client, clients, per_client);
@@ -353,7 +355,8 @@ int Run(int argc, char** argv) {
   const int jobs = Flag(argc, argv, "--jobs", 15);
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--target=", 9) == 0) {
-      return DriveTarget(argv[i] + 9, Flag(argc, argv, "--clients", 2), jobs);
+      return DriveTarget(argv[i] + 9, Flag(argc, argv, "--clients", 2), jobs,
+                         Flag(argc, argv, "--retries", 1) != 0);
     }
   }
   const int real_jobs = Flag(argc, argv, "--real_jobs", 3);
