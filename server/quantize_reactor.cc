@@ -114,6 +114,8 @@ class JobState final : public ProgressSink,
         [this](v1::JobEvent e, bool droppable) {
           coalescer_.Post(std::move(e), droppable);
         });
+    // The pipeline's last stage (but an MCTQ export after it).
+    pacer_->SendAtOnce("report");
     coalescer_.Post(std::move(event), /*droppable=*/false);
     pacer_->Sent();
   }
@@ -233,10 +235,17 @@ class JobState final : public ProgressSink,
       }
       cancelled_at = std::min(cancelled_at_, deadline_);
     }
-    if (heartbeat_id >= 0) service_->heartbeats->Unregister(heartbeat_id);
     // The progress pacing held back goes out before the end, so the
-    // client knows the stage the job ended in.
-    if (pacer_.has_value()) held = pacer_->Close();
+    // client knows the stage the job ended in (unless a result follows and
+    // the client knows the stage already). Its write starts first: the
+    // last event can only follow once gRPC has called OnWriteDone (on
+    // another thread), and the bookkeeping below overlaps that wait.
+    if (pacer_.has_value()) {
+      held =
+          pacer_->Close(/*drop_known_stage=*/status.ok() && last.has_value());
+    }
+    if (held.has_value()) coalescer_.Post(*std::move(held), false);
+    if (heartbeat_id >= 0) service_->heartbeats->Unregister(heartbeat_id);
     // Free the worker slot and memory budget before the client learns the
     // outcome, so that its next request is admitted.
     ticket.reset();
@@ -260,7 +269,6 @@ class JobState final : public ProgressSink,
       Log(status.ok() ? LogLevel::kInfo : LogLevel::kWarning, "job finished",
           fields);
     }
-    if (held.has_value()) coalescer_.Post(*std::move(held), false);
     if (last.has_value()) {
       coalescer_.PostLastAndClose(*std::move(last), std::move(status));
     } else {
@@ -584,13 +592,10 @@ void QuantizeReactor::Start(const v1::QuantizeRequest* request) {
   if (ctx_->deadline() != std::chrono::system_clock::time_point::max()) {
     job_->SetDeadline(absl::FromChrono(ctx_->deadline()));
   }
-  {
-    LogFields fields = job_->Fields();
-    fields.emplace_back("tpc", tpc->ref);
-    fields.emplace_back("queue_position",
-                        absl::StrCat((*ticket)->queue_position()));
-    Log(LogLevel::kInfo, "job accepted", fields);
-  }
+  LogFields fields = job_->Fields();
+  fields.emplace_back("tpc", tpc->ref);
+  fields.emplace_back("queue_position",
+                      absl::StrCat((*ticket)->queue_position()));
   job_->Admitted(*std::move(ticket), *std::move(tpc));
   std::weak_ptr<JobState> weak = job_;
   job_->SetHeartbeatId(service_->heartbeats->Register([weak] {
@@ -601,6 +606,10 @@ void QuantizeReactor::Start(const v1::QuantizeRequest* request) {
   service_->job_pool->Schedule([service, job, request, principal] {
     RunJob(service, job, request, principal);
   });
+  // Logged once the job is on its way: the log line (a write to stdout)
+  // used to delay the job's start. Only a job that had ended already (it
+  // takes milliseconds) could log `job finished` first.
+  Log(LogLevel::kInfo, "job accepted", fields);
 }
 
 void QuantizeReactor::StartWrite(const v1::JobEvent* event) {

@@ -6,8 +6,12 @@
 // events), and a real model (ppocr_cls, 32 samples) from the model cache
 // (scripts/fetch_models.sh). Targets: overhead <= 5%, 2 workers >= 1.8x one.
 // --trace=1 first prints when each event of a call reached the client.
+// --target=HOST:PORT only drives the example CNN from --clients=N clients
+// against a quantd started apart, and prints the client's own CPU per job
+// (run the server under `perf stat` to count its CPU alone).
 //
 //   service_bench [--jobs=N] [--real_jobs=N] [--workers=N] [--trace=1]
+//   service_bench --target=HOST:PORT [--clients=N] [--jobs=N] [--retries=0]
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -179,8 +183,31 @@ struct Throughput {
 };
 
 // Jobs per minute of `clients` concurrent clients, each sending `per_client`
-// jobs one after the other, against a fresh server with `workers` workers
-// (and as many compute threads, the default); -1 on failure.
+// jobs one after the other through `client`; -1 on failure.
+Throughput Drive(const v1::QuantizeRequest& request, client::Client& client,
+                 int clients, int per_client) {
+  if (!client.Quantize(request).ok()) return {};  // warm-up
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  const absl::Time t0 = absl::Now();
+  const double cpu0 = ProcessCpuSeconds();
+  for (int c = 0; c < clients; ++c) {
+    threads.emplace_back([&] {
+      for (int j = 0; j < per_client; ++j) {
+        if (!client.Quantize(request).ok()) ++failures;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - t0);
+  const double cpu = ProcessCpuSeconds() - cpu0;
+  if (failures.load() > 0) return {};
+  const int n = clients * per_client;
+  return {n * 60.0 / seconds, cpu * 1e3 / n};
+}
+
+// Drive() against a fresh server with `workers` workers (and as many
+// compute threads, the default), in this process.
 Throughput JobsPerMinute(const v1::QuantizeRequest& request, int workers,
                          int clients, int per_client) {
   server::ServerOptions options;
@@ -193,25 +220,9 @@ Throughput JobsPerMinute(const v1::QuantizeRequest& request, int workers,
   auto client = client::Client::Create(
       {.target = "127.0.0.1:" + std::to_string((*server)->port())});
   if (!client.ok()) return {};
-  if (!(*client)->Quantize(request).ok()) return {};  // warm-up
-  std::vector<std::thread> threads;
-  std::atomic<int> failures{0};
-  const absl::Time t0 = absl::Now();
-  const double cpu0 = ProcessCpuSeconds();
-  for (int c = 0; c < clients; ++c) {
-    threads.emplace_back([&] {
-      for (int j = 0; j < per_client; ++j) {
-        if (!(*client)->Quantize(request).ok()) ++failures;
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  const double seconds = absl::ToDoubleSeconds(absl::Now() - t0);
-  const double cpu = ProcessCpuSeconds() - cpu0;
+  const Throughput out = Drive(request, **client, clients, per_client);
   (*server)->Shutdown(absl::Seconds(5));
-  if (failures.load() > 0) return {};
-  const int n = clients * per_client;
-  return {n * 60.0 / seconds, cpu * 1e3 / n};
+  return out;
 }
 
 // The same without the service: `threads` threads each running `per_thread`
@@ -276,7 +287,37 @@ bool Scaling(const v1::QuantizeRequest& request, const JobContext& context,
       local_one.jobs_per_minute, local_two.jobs_per_minute,
       local_two.jobs_per_minute / local_one.jobs_per_minute,
       local_one.cpu_ms_per_job, local_two.cpu_ms_per_job);
+  // CPU is conserved: N cores give at most N * 60000 CPU ms a minute, so two
+  // workers, whose jobs cost `two.cpu_ms_per_job` each (job, gRPC and
+  // clients: all in this process), cannot exceed N * 60000 / that.
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const double busy_one = one.jobs_per_minute * one.cpu_ms_per_job / 6e4;
+  const double ceiling = cores * 6e4 / two.cpu_ms_per_job;
+  std::printf(
+      "  1 worker keeps %.2f of %u cores busy; at 2 workers' CPU per job "
+      "the cores allow at most %.0f jobs/minute = %.2fx one worker\n",
+      busy_one, cores, ceiling, ceiling / one.jobs_per_minute);
   return true;
+}
+
+// --target: the example CNN from `clients` clients against a quantd run
+// apart; this process's CPU is the clients' alone.
+int DriveTarget(const std::string& target, int clients, int jobs,
+                bool retries) {
+  auto client =
+      client::Client::Create({.target = target, .enable_retries = retries});
+  if (!client.ok()) return 1;
+  const int per_client = std::max(2, jobs / clients);
+  const Throughput t = Drive(ExampleJob(), **client, clients, per_client);
+  if (t.jobs_per_minute <= 0) {
+    std::fprintf(stderr, "jobs against %s failed\n", target.c_str());
+    return 1;
+  }
+  std::printf(
+      "example CNN against %s, %d clients x %d jobs: %.1f jobs/minute, "
+      "client CPU %.2f ms/job\n",
+      target.c_str(), clients, per_client, t.jobs_per_minute, t.cpu_ms_per_job);
+  return 0;
 }
 
 // One call through quantd with the arrival time of every event (client
@@ -312,6 +353,12 @@ void TraceOneCall(const v1::QuantizeRequest& request, client::Client& client) {
 
 int Run(int argc, char** argv) {
   const int jobs = Flag(argc, argv, "--jobs", 15);
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--target=", 9) == 0) {
+      return DriveTarget(argv[i] + 9, Flag(argc, argv, "--clients", 2), jobs,
+                         Flag(argc, argv, "--retries", 1) != 0);
+    }
+  }
   const int real_jobs = Flag(argc, argv, "--real_jobs", 3);
   const int workers = Flag(argc, argv, "--workers", 2);
   const v1::QuantizeRequest request = SmallModelJob();

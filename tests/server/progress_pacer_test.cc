@@ -98,5 +98,39 @@ TEST_F(ProgressPacerTest, CloseReturnsTheHeldReportAndStopsSending) {
   EXPECT_TRUE(sent_.empty());
 }
 
+TEST_F(ProgressPacerTest, TheLastStagesFirstReportIsSentAtOnce) {
+  pacer_.SendAtOnce("report");
+  pacer_.Sent();  // accepted at t=0
+  now_ += absl::Milliseconds(10);
+  pacer_.Report("calibrate 0", "calibrate");  // held
+  pacer_.Report("report 0", "report");        // sent: replaces the held one
+  ASSERT_EQ(sent_.size(), 1u);
+  EXPECT_EQ(sent_[0].event, "report 0");
+  EXPECT_FALSE(sent_[0].droppable);
+  pacer_.Report("report 0.5", "report");  // a later report of it: held
+  EXPECT_EQ(sent_.size(), 1u);
+  pacer_.Flush();
+  EXPECT_EQ(sent_.size(), 2u);
+}
+
+TEST_F(ProgressPacerTest, CloseCanDropAHeldReportOfTheStageLastSent) {
+  pacer_.Sent();
+  now_ += kInterval;
+  pacer_.Report("report 0", "report");  // sent
+  pacer_.Report("report 1", "report");  // held
+  EXPECT_FALSE(pacer_.Close(/*drop_known_stage=*/true).has_value());
+  EXPECT_EQ(sent_.size(), 1u);
+}
+
+TEST_F(ProgressPacerTest, CloseKeepsAHeldReportOfANewStage) {
+  pacer_.Sent();
+  now_ += kInterval;
+  pacer_.Report("report 0", "report");  // sent
+  pacer_.Report("export 0", "export");  // held: the client does not know it
+  const auto held = pacer_.Close(/*drop_known_stage=*/true);
+  ASSERT_TRUE(held.has_value());
+  EXPECT_EQ(*held, "export 0");
+}
+
 }  // namespace
 }  // namespace quantd::server
