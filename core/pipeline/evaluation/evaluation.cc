@@ -151,9 +151,10 @@ absl::StatusOr<EvaluationResult> EvaluateFakeQuant(
           kept->samples[i].reset();
         } else {
           TensorObserver keep = [&](const Node& node, int k, const Tensor& v) {
-            if (tensors.count(node.outputs[k])) {
-              float_values[node.outputs[k]] = v.Clone();
-            }
+            // A reference to the run's buffer (copy on write), as
+            // calibration keeps them: no copy.
+            if (tensors.count(node.outputs[k]))
+              float_values[node.outputs[k]] = v;
           };
           RunOptions fo;
           fo.observer = &keep;
