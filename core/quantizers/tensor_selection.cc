@@ -2,6 +2,7 @@
 // symmetric_selection_tensor, uniform_selection_tensor (MCT 2.3.0).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 
@@ -285,27 +286,45 @@ absl::StatusOr<ThresholdParams> PowerOfTwoForAxis(const TensorView& tensor,
 
 // ---- symmetric -------------------------------------------------------------
 
-// The grid of the last threshold a thread asked for: a search asks for
-// one candidate's twice (the pruning's proof, then the loss).
-const Grid<double>& SymmetricGrid64(double t, int n_bits) {
-  thread_local double last_t = std::numeric_limits<double>::quiet_NaN();
-  thread_local int last_bits = 0;
-  thread_local Grid<double> grid;
-  if (!(t == last_t && n_bits == last_bits) ||
-      std::signbit(t) != std::signbit(last_t)) {
-    grid = internal::SymmetricGrid<double, double>(t, n_bits, true);
-    last_t = t;
-    last_bits = n_bits;
+// The grids of a channel's candidates, computed in one loop before the
+// search evaluates them (independent divisions overlap there, not when each
+// waits for the previous candidate's loss): per thread, found by threshold.
+struct CandidateGrids {
+  int n_bits = 0;
+  std::vector<double> t;
+  std::vector<Grid<double>> grid;
+
+  void Prepare(const std::vector<double>& cands, int bits) {
+    n_bits = bits;
+    t = cands;
+    grid.resize(cands.size());
+    for (size_t i = 0; i < cands.size(); ++i) {
+      grid[i] = internal::SymmetricGrid<double, double>(cands[i], bits, true);
+    }
   }
-  return grid;
+  // The grid of threshold t: a prepared one when t is a candidate (same
+  // bits: the same value), else computed.
+  Grid<double> Get(double t_wanted, int bits) const {
+    if (bits == n_bits) {
+      for (size_t i = t.size(); i-- > 0;) {
+        if (std::memcmp(&t[i], &t_wanted, sizeof(double)) == 0) return grid[i];
+      }
+    }
+    return internal::SymmetricGrid<double, double>(t_wanted, bits, true);
+  }
+};
+
+CandidateGrids& ThreadGrids() {
+  thread_local CandidateGrids grids;
+  return grids;
 }
 
 // The MSE searches skip candidates that QuantizedMseExceeds proves worse,
 // from each channel's extremes (the clipped values a proof needs: 16 at
 // each end suffice on MobileNetV2). Other errors search every candidate.
-internal::ChannelLossExceeds MseExceeds(const WeightsSearchOptions& o,
-                                        const Channels& ch, int n_bits) {
-  if (o.error_method != ErrorMethod::kMse) return nullptr;
+internal::ChannelPruning MsePruning(const WeightsSearchOptions& o,
+                                    const Channels& ch, int n_bits) {
+  if (o.error_method != ErrorMethod::kMse) return {};
   constexpr int64_t kExtremes = 16;
   const int64_t cols = ch.m.cols;
   const int64_t m = std::min<int64_t>(cols, 2 * kExtremes);
@@ -315,10 +334,15 @@ internal::ChannelLossExceeds MseExceeds(const WeightsSearchOptions& o,
         internal::RowExtremes(ch.row64(c), cols, kExtremes);
     std::copy(e.begin(), e.end(), extremes->begin() + c * m);
   }
-  return [extremes, m, cols, n_bits](int64_t c, double t, double loss) {
+  internal::ChannelPruning p;
+  p.exceeds = [extremes, m, cols, n_bits](int64_t c, double t, double loss) {
     return internal::QuantizedMseExceeds(extremes->data() + c * m, m, cols,
-                                         SymmetricGrid64(t, n_bits), loss);
+                                         ThreadGrids().Get(t, n_bits), loss);
   };
+  p.prepare = [n_bits](int64_t, const std::vector<double>& cands) {
+    ThreadGrids().Prepare(cands, n_bits);
+  };
+  return p;
 }
 
 absl::StatusOr<ThresholdParams> SymmetricForAxis(const TensorView& tensor,
@@ -377,13 +401,13 @@ absl::StatusOr<ThresholdParams> SymmetricForAxis(const TensorView& tensor,
           RangeKind::kF32Array, KlSetup{n_bits, ch.klrow(c)});
     }
     return RowErrorF64(o, ch.row64(c), ch.row(c), ch.m.cols, ch.hrow(c),
-                       SymmetricGrid64(t, n_bits), -t, t,
+                       ThreadGrids().Get(t, n_bits), -t, t,
                        kSymmetricPerChannelKlKind,
                        KlSetup{n_bits, ch.klrow(c)});
   };
   std::vector<double> t = internal::SymmetricMinimizePerChannel(
       x0, true, loss, kSymmetricNIntervals, kSymmetricTensorPerChannelNIter,
-      kSymmetricTensorPerChannelDecFreq, o.pool, MseExceeds(o, ch, n_bits));
+      kSymmetricTensorPerChannelDecFreq, o.pool, MsePruning(o, ch, n_bits));
   for (double& v : t) v = std::max(o.min_threshold, v);
   out.threshold = std::move(t);
   return out;

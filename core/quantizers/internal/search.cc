@@ -39,8 +39,10 @@ int BlendedArgMin(int64_t c, const std::vector<double>& cands,
 // index changes. Returns -1, for MCT's loop, where an evaluated loss is not
 // finite (a proof implies a finite loss).
 int PrunedArgMin(int64_t c, const std::vector<double>& cands,
-                 const ChannelLoss& loss, const ChannelLossExceeds& exceeds,
+                 const ChannelLoss& loss, const ChannelPruning& pruning,
                  double* best_loss) {
+  if (pruning.prepare) pruning.prepare(c, cands);
+  const auto& exceeds = pruning.exceeds;
   int best = -1;
   double bl = 0;
   for (int i = static_cast<int>(cands.size()) - 1; i >= 0; --i) {
@@ -108,10 +110,12 @@ double SymmetricMinimize(double x0, bool x0_f32, const ScalarLoss& loss,
   return best_param;
 }
 
-std::vector<double> SymmetricMinimizePerChannel(
-    const std::vector<double>& x0, bool x0_f32, const ChannelLoss& loss,
-    int n_intervals, int n_iter, int dec_freq, ThreadPool* pool,
-    const ChannelLossExceeds& exceeds) {
+std::vector<double> SymmetricMinimizePerChannel(const std::vector<double>& x0,
+                                                bool x0_f32,
+                                                const ChannelLoss& loss,
+                                                int n_intervals, int n_iter,
+                                                int dec_freq, ThreadPool* pool,
+                                                const ChannelPruning& pruning) {
   const int64_t channels = static_cast<int64_t>(x0.size());
   double scale_lo = kBottomFactor, scale_hi = kUpperFactor;
   std::vector<double> curr = x0, best_param = x0, best_loss(channels);
@@ -125,7 +129,7 @@ std::vector<double> SymmetricMinimizePerChannel(
           Linspace(curr[c] * scale_lo, curr[c] * scale_hi, n_intervals);
       int best = -1;
       double bl = 0;
-      if (exceeds) best = PrunedArgMin(c, cands, loss, exceeds, &bl);
+      if (pruning.exceeds) best = PrunedArgMin(c, cands, loss, pruning, &bl);
       if (best < 0) best = BlendedArgMin(c, cands, loss, &bl);
       const double bp = cands[best];
       curr[c] = bp;

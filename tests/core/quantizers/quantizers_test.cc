@@ -434,7 +434,8 @@ TEST(SymmetricSearchTest, PruningKeepsEveryThresholdBitForBit) {
           x.data() + c * cols, cols,
           internal::SymmetricGrid<double, double>(t, n_bits, true));
     };
-    auto exceeds = [&](int64_t c, double t, double l) {
+    internal::ChannelPruning exceeds;
+    exceeds.exceeds = [&](int64_t c, double t, double l) {
       return internal::QuantizedMseExceeds(
           extremes[c].data(), static_cast<int64_t>(extremes[c].size()), cols,
           internal::SymmetricGrid<double, double>(t, n_bits, true), l);
@@ -465,7 +466,8 @@ TEST(SymmetricSearchTest, TiesGoToTheFirstCandidate) {
   auto loss = [](int64_t c, double t, bool) {
     return 1 + std::floor(std::fabs(t - 0.8 * (c + 1)) * 8) / 8;
   };
-  auto exceeds = [&](int64_t c, double t, double l) {
+  internal::ChannelPruning exceeds;
+  exceeds.exceeds = [&](int64_t c, double t, double l) {
     return loss(c, t, false) > l;
   };
   const std::vector<double> want = internal::SymmetricMinimizePerChannel(
@@ -490,7 +492,8 @@ TEST(SymmetricSearchTest, NonFiniteLossFallsBackToMctsLoop) {
     }
     return (t - 0.9 * (c + 1)) * (t - 0.9 * (c + 1));
   };
-  auto exceeds = [](int64_t, double, double) { return false; };
+  internal::ChannelPruning exceeds;
+  exceeds.exceeds = [](int64_t, double, double) { return false; };
   const std::vector<double> want = internal::SymmetricMinimizePerChannel(
       x0, false, loss, 30, 15, 3, nullptr);
   const std::vector<double> got = internal::SymmetricMinimizePerChannel(
