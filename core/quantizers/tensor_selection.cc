@@ -289,29 +289,41 @@ absl::StatusOr<ThresholdParams> PowerOfTwoForAxis(const TensorView& tensor,
 // The grids of a channel's candidates, computed in one loop before the
 // search evaluates them (independent divisions overlap there, not when each
 // waits for the previous candidate's loss): per thread, found by threshold.
-struct CandidateGrids {
-  int n_bits = 0;
-  std::vector<double> t;
-  std::vector<Grid<double>> grid;
-
+class CandidateGrids {
+ public:
   void Prepare(const std::vector<double>& cands, int bits) {
-    n_bits = bits;
-    t = cands;
-    grid.resize(cands.size());
+    n_bits_ = bits;
+    last_ = cands.empty() ? 0 : cands.size() - 1;
+    t_ = cands;
+    grid_.resize(cands.size());
     for (size_t i = 0; i < cands.size(); ++i) {
-      grid[i] = internal::SymmetricGrid<double, double>(cands[i], bits, true);
+      grid_[i] = internal::SymmetricGrid<double, double>(cands[i], bits, true);
     }
   }
+
   // The grid of threshold t: a prepared one when t is a candidate (same
-  // bits: the same value), else computed.
-  Grid<double> Get(double t_wanted, int bits) const {
-    if (bits == n_bits) {
-      for (size_t i = t.size(); i-- > 0;) {
-        if (std::memcmp(&t[i], &t_wanted, sizeof(double)) == 0) return grid[i];
+  // bits: the same value), else computed. The search asks for each
+  // candidate twice, from the last down: the scan starts where the last
+  // one was found.
+  Grid<double> Get(double t, int bits) {
+    const size_t n = t_.size();
+    if (bits == n_bits_ && n > 0) {
+      for (size_t k = 0; k < n; ++k) {
+        const size_t i = (last_ + n - k) % n;  // last, last - 1, ...
+        if (std::memcmp(&t_[i], &t, sizeof(double)) == 0) {
+          last_ = i;
+          return grid_[i];
+        }
       }
     }
-    return internal::SymmetricGrid<double, double>(t_wanted, bits, true);
+    return internal::SymmetricGrid<double, double>(t, bits, true);
   }
+
+ private:
+  int n_bits_ = 0;
+  size_t last_ = 0;
+  std::vector<double> t_;
+  std::vector<Grid<double>> grid_;
 };
 
 CandidateGrids& ThreadGrids() {
