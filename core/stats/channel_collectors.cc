@@ -120,34 +120,47 @@ __attribute__((target("avx2"))) inline __m256d AddColumns(__m256d acc,
   return _mm256_add_pd(acc, _mm256_permute2f128_pd(ab_hi, cd_hi, 0x31));
 }
 
-// Eight rows at a time, four values of each per step, transposed so that
-// each lane adds its own row's values in order (5-9x the scalar loop;
-// gathers were slower).
+// Rows c .. c + 4 * kQuads - 1 of AddChannelSumsAvx2: each group of four
+// rows is one add chain (four dependent adds a step), so more groups overlap
+// more chains.
+template <int kQuads>
+__attribute__((target("avx2"))) inline void AddRowGroups(const float* p,
+                                                         int64_t c,
+                                                         int64_t inner,
+                                                         double* sums) {
+  constexpr int kRows = 4 * kQuads;
+  const float* r[kRows];
+  for (int k = 0; k < kRows; ++k) r[k] = p + (c + k) * inner;
+  __m256d acc[kQuads];
+  for (int q = 0; q < kQuads; ++q) acc[q] = _mm256_setzero_pd();
+  int64_t i = 0;
+  for (; i + 4 <= inner; i += 4) {
+    for (int q = 0; q < kQuads; ++q) {
+      __m256d w[4];
+      for (int k = 0; k < 4; ++k)
+        w[k] = _mm256_cvtps_pd(_mm_loadu_ps(r[4 * q + k] + i));
+      acc[q] = AddColumns(acc[q], w[0], w[1], w[2], w[3]);
+    }
+  }
+  alignas(32) double out[kRows];
+  for (int q = 0; q < kQuads; ++q) _mm256_store_pd(out + 4 * q, acc[q]);
+  for (; i < inner; ++i) {
+    for (int k = 0; k < kRows; ++k) out[k] += r[k][i];
+  }
+  for (int k = 0; k < kRows; ++k) sums[c + k] += out[k];
+}
+
+// Sixteen rows at a time (then eight), four values of each per step,
+// transposed so that each lane adds its own row's values in order (5-9x the
+// scalar loop at eight rows; gathers were slower). Sixteen rows keep four add
+// chains in flight instead of two.
 __attribute__((target("avx2"))) void AddChannelSumsAvx2(const float* p,
                                                         int64_t count,
                                                         int64_t inner,
                                                         double* sums) {
   int64_t c = 0;
-  for (; c + 8 <= count; c += 8) {
-    const float* r[8];
-    for (int k = 0; k < 8; ++k) r[k] = p + (c + k) * inner;
-    __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
-    int64_t i = 0;
-    for (; i + 4 <= inner; i += 4) {
-      __m256d w[8];
-      for (int k = 0; k < 8; ++k)
-        w[k] = _mm256_cvtps_pd(_mm_loadu_ps(r[k] + i));
-      lo = AddColumns(lo, w[0], w[1], w[2], w[3]);
-      hi = AddColumns(hi, w[4], w[5], w[6], w[7]);
-    }
-    alignas(32) double acc[8];
-    _mm256_store_pd(acc, lo);
-    _mm256_store_pd(acc + 4, hi);
-    for (; i < inner; ++i) {
-      for (int k = 0; k < 8; ++k) acc[k] += r[k][i];
-    }
-    for (int k = 0; k < 8; ++k) sums[c + k] += acc[k];
-  }
+  for (; c + 16 <= count; c += 16) AddRowGroups<4>(p, c, inner, sums);
+  for (; c + 8 <= count; c += 8) AddRowGroups<2>(p, c, inner, sums);
   // Clean upper halves before non-VEX code (batch_histogram.cc, MinMaxAvx2).
   _mm256_zeroupper();
   AddChannelSumsScalar(p + c * inner, count - c, inner, sums + c);

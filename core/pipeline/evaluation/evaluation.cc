@@ -2,7 +2,10 @@
 
 #include <array>
 #include <cmath>
+#include <iterator>
 #include <limits>
+#include <map>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/pipeline/evaluation/squared_error_sums.h"
@@ -27,32 +30,40 @@ struct SampleResult {
 };
 
 // Tensor comparisons of one sample, four at a time (CompareFourTensors):
-// each pair is held until three more arrive or the run ends.
+// each pair is held until three more of its element count arrive (four
+// equal sizes leave no element to the one-at-a-time tail) or the run ends.
+// Each tensor's sums are its own, so the grouping changes no bit.
 class PendingComparisons {
  public:
   explicit PendingComparisons(std::map<std::string, Sums>* sums)
       : sums_(sums) {}
 
   void Add(const std::string& name, Tensor f, Tensor q) {
-    pending_.push_back({name, std::move(f), std::move(q)});
-    if (pending_.size() == 4) Flush();
+    const int64_t n = f.num_elements();
+    std::vector<Pair>& group = by_size_[n];
+    group.push_back({name, std::move(f), std::move(q)});
+    if (group.size() == 4) {
+      CompareFour(group);
+      group.clear();
+    }
   }
 
+  // The rest, in order of size, four at a time, then one at a time.
   void Flush() {
-    if (pending_.size() == 4) {
-      std::array<const Tensor*, 4> f, q;
-      for (int j = 0; j < 4; ++j) {
-        f[j] = &pending_[j].f;
-        q[j] = &pending_[j].q;
-      }
-      const std::array<Sums, 4> s = CompareFourTensors(f, q);
-      for (int j = 0; j < 4; ++j) Accumulate(pending_[j].name, s[j]);
-    } else {
-      for (const Pair& p : pending_) {
-        Accumulate(p.name, CompareTensors(p.f, p.q));
-      }
+    std::vector<Pair> rest;
+    for (auto& [n, group] : by_size_) {
+      for (Pair& p : group) rest.push_back(std::move(p));
     }
-    pending_.clear();
+    by_size_.clear();
+    size_t i = 0;
+    for (; i + 4 <= rest.size(); i += 4) {
+      CompareFour(
+          std::vector<Pair>(std::make_move_iterator(rest.begin() + i),
+                            std::make_move_iterator(rest.begin() + i + 4)));
+    }
+    for (; i < rest.size(); ++i) {
+      Accumulate(rest[i].name, CompareTensors(rest[i].f, rest[i].q));
+    }
   }
 
  private:
@@ -60,6 +71,15 @@ class PendingComparisons {
     std::string name;
     Tensor f, q;
   };
+  void CompareFour(const std::vector<Pair>& four) {
+    std::array<const Tensor*, 4> f, q;
+    for (int j = 0; j < 4; ++j) {
+      f[j] = &four[j].f;
+      q[j] = &four[j].q;
+    }
+    const std::array<Sums, 4> s = CompareFourTensors(f, q);
+    for (int j = 0; j < 4; ++j) Accumulate(four[j].name, s[j]);
+  }
   void Accumulate(const std::string& name, const Sums& s) {
     Sums& acc = (*sums_)[name];
     acc.signal += s.signal;
@@ -67,7 +87,7 @@ class PendingComparisons {
   }
 
   std::map<std::string, Sums>* sums_;
-  std::vector<Pair> pending_;
+  std::map<int64_t, std::vector<Pair>> by_size_;
 };
 
 void CompareOutput(const Tensor& f, const Tensor& q, OutputSums* o) {
@@ -151,9 +171,10 @@ absl::StatusOr<EvaluationResult> EvaluateFakeQuant(
           kept->samples[i].reset();
         } else {
           TensorObserver keep = [&](const Node& node, int k, const Tensor& v) {
-            if (tensors.count(node.outputs[k])) {
-              float_values[node.outputs[k]] = v.Clone();
-            }
+            // A reference to the run's buffer (copy on write), as
+            // calibration keeps them: no copy.
+            if (tensors.count(node.outputs[k]))
+              float_values[node.outputs[k]] = v;
           };
           RunOptions fo;
           fo.observer = &keep;

@@ -2,6 +2,8 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "core/quantizers/internal/numpy_compat.h"
@@ -107,6 +109,65 @@ double QuantizedMse(const double* x, int64_t n, const Grid<double>& g) {
   }
   SquaresScalar(x, SquaresAvx2(x, n, g, t.data()), n, g, t.data());
   return MeanAvx2(t.data(), n);
+}
+
+std::vector<double> RowExtremes(const double* x, int64_t n, int64_t k) {
+  if (n <= 2 * k) {
+    std::vector<double> all(x, x + n);
+    std::sort(all.begin(), all.end());
+    return all;
+  }
+  std::vector<double> row(x, x + n);
+  std::nth_element(row.begin(), row.begin() + k, row.end());
+  std::sort(row.begin(), row.begin() + k);
+  std::nth_element(row.begin() + k, row.end() - k, row.end());
+  std::sort(row.end() - k, row.end());
+  std::vector<double> out(row.begin(), row.begin() + k);
+  out.insert(out.end(), row.end() - k, row.end());
+  return out;
+}
+
+bool QuantizedMseExceeds(const double* extremes, int64_t m, int64_t n,
+                         const Grid<double>& g, double loss) {
+  const double* sorted = extremes;
+  constexpr double kHuge = 1e100;
+  // Every term is a square of a difference of values below 1e100: finite.
+  if (m <= 0 || m > n || n > (int64_t{1} << 40) || !(loss > 1e-250) ||
+      !(loss < kHuge) || !(std::fabs(sorted[0]) < kHuge) ||
+      !(std::fabs(sorted[m - 1]) < kHuge) || !(std::fabs(g.lo) < kHuge) ||
+      !(std::fabs(g.hi) < kHuge) || !(g.delta > 0) || !(g.delta < kHuge)) {
+    return false;
+  }
+  // Any order of summing n non-negative terms is within (n - 1) * 2^-53 of
+  // the exact sum (relative, first order), a sum of some of them likewise,
+  // the mean adds a rounding: a sum of some terms above `limit` puts the
+  // mean above `loss` whatever the order. 8 (n + 4) * 2^-53 (twice that as
+  // 1 / (1 - x) <= 1 + 2x) and 2^-40 cover those roundings and limit's own.
+  const double nd = static_cast<double>(n);
+  const double limit = loss * nd * (1.0 + (nd + 4) * 0x1p-49) * (1.0 + 0x1p-40);
+  // QuantizeOne of v < lo is QuantizeOne(lo), of v > hi QuantizeOne(hi):
+  // the clip makes them equal before the rounding.
+  double q_lo = 0, q_hi = 0;
+  bool have_lo = false, have_hi = false;
+  // The clipped values from both ends inward: largest errors first.
+  double sum = 0;
+  int64_t l = 0, r = m - 1;
+  while (l <= r) {
+    const bool below = sorted[l]<g.lo, above = sorted[r]> g.hi;
+    if (!below && !above) break;
+    if (below) {
+      if (!have_lo) q_lo = QuantizeOne(g.lo, g), have_lo = true;
+      const double d = sorted[l++] - q_lo;
+      sum += d * d;
+    }
+    if (above && l <= r) {
+      if (!have_hi) q_hi = QuantizeOne(g.hi, g), have_hi = true;
+      const double d = sorted[r--] - q_hi;
+      sum += d * d;
+    }
+    if (sum > limit) return true;
+  }
+  return false;
 }
 
 float QuantizedMse(const float* x, int64_t n, const Grid<float>& g) {

@@ -15,6 +15,49 @@ double BlendLoss(double curr, double prev, bool imp) {
   return curr * static_cast<double>(imp) + prev * static_cast<double>(!imp);
 }
 
+// MCT's candidate loop: the first candidate of least loss, the loss blended
+// as MCT does (a NaN loss sticks).
+int BlendedArgMin(int64_t c, const std::vector<double>& cands,
+                  const ChannelLoss& loss, double* best_loss) {
+  int bp = 0;
+  double bl = loss(c, cands[0], false);
+  for (int i = 1; i < static_cast<int>(cands.size()); ++i) {
+    const double il = loss(c, cands[i], false);
+    const bool imp = il < bl;
+    if (imp) bp = i;
+    bl = BlendLoss(il, bl, imp);
+  }
+  *best_loss = bl;
+  return bp;
+}
+
+// The same result where every loss is finite (MCT's blend is then a plain
+// minimum, its first occurrence): candidates from the largest threshold down
+// (those clip least, and the others are then proved worse by their clipped
+// values alone), each skipped when `exceeds` proves its loss above the least
+// found. Skipped losses are above the minimum, so neither it nor its first
+// index changes. Returns -1, for MCT's loop, where an evaluated loss is not
+// finite (a proof implies a finite loss).
+int PrunedArgMin(int64_t c, const std::vector<double>& cands,
+                 const ChannelLoss& loss, const ChannelPruning& pruning,
+                 double* best_loss) {
+  if (pruning.prepare) pruning.prepare(c, cands);
+  const auto& exceeds = pruning.exceeds;
+  int best = -1;
+  double bl = 0;
+  for (int i = static_cast<int>(cands.size()) - 1; i >= 0; --i) {
+    if (best >= 0 && exceeds(c, cands[i], bl)) continue;
+    const double il = loss(c, cands[i], false);
+    if (!std::isfinite(il)) return -1;
+    if (best < 0 || il <= bl) {  // <=: the first index wins a tie
+      best = i;
+      bl = il;
+    }
+  }
+  *best_loss = bl;
+  return best;
+}
+
 }  // namespace
 
 int64_t ArgMin(const double* v, int64_t n) {
@@ -67,9 +110,12 @@ double SymmetricMinimize(double x0, bool x0_f32, const ScalarLoss& loss,
   return best_param;
 }
 
-std::vector<double> SymmetricMinimizePerChannel(
-    const std::vector<double>& x0, bool x0_f32, const ChannelLoss& loss,
-    int n_intervals, int n_iter, int dec_freq, ThreadPool* pool) {
+std::vector<double> SymmetricMinimizePerChannel(const std::vector<double>& x0,
+                                                bool x0_f32,
+                                                const ChannelLoss& loss,
+                                                int n_intervals, int n_iter,
+                                                int dec_freq, ThreadPool* pool,
+                                                const ChannelPruning& pruning) {
   const int64_t channels = static_cast<int64_t>(x0.size());
   double scale_lo = kBottomFactor, scale_hi = kUpperFactor;
   std::vector<double> curr = x0, best_param = x0, best_loss(channels);
@@ -81,14 +127,11 @@ std::vector<double> SymmetricMinimizePerChannel(
     ForEachChannel(channels, pool, [&](int64_t c) {
       const std::vector<double> cands =
           Linspace(curr[c] * scale_lo, curr[c] * scale_hi, n_intervals);
-      double bp = cands[0];
-      double bl = loss(c, cands[0], false);
-      for (int i = 1; i < n_intervals; ++i) {
-        const double il = loss(c, cands[i], false);
-        const bool imp = il < bl;
-        if (imp) bp = cands[i];
-        bl = BlendLoss(il, bl, imp);
-      }
+      int best = -1;
+      double bl = 0;
+      if (pruning.exceeds) best = PrunedArgMin(c, cands, loss, pruning, &bl);
+      if (best < 0) best = BlendedArgMin(c, cands, loss, &bl);
+      const double bp = cands[best];
       curr[c] = bp;
       curr_loss[c] = bl;
       const bool imp = bl < prev[c];

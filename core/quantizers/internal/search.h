@@ -27,12 +27,25 @@ using ChannelRangeLoss = std::function<double(int64_t, double, double, bool)>;
 // qparams_symmetric_iterative_minimization, per tensor.
 double SymmetricMinimize(double x0, bool x0_f32, const ScalarLoss& loss,
                          int n_intervals, int n_iter, int dec_freq);
-// The same per channel.
-std::vector<double> SymmetricMinimizePerChannel(const std::vector<double>& x0,
-                                                bool x0_f32,
-                                                const ChannelLoss& loss,
-                                                int n_intervals, int n_iter,
-                                                int dec_freq, ThreadPool* pool);
+// What the pruned per-channel search asks of its loss (see
+// SymmetricMinimizePerChannel).
+struct ChannelPruning {
+  // Whether loss(c, t, false) > loss is certain without evaluating it (false
+  // when it is not known); cheaper than the loss.
+  std::function<bool(int64_t c, double t, double loss)> exceeds;
+  // Optional: called with an iteration's candidates of channel c, on the
+  // thread that then evaluates them, before any of them (to set up what
+  // their losses share, in one loop).
+  std::function<void(int64_t c, const std::vector<double>& cands)> prepare;
+};
+
+// The same per channel. With `pruning.exceeds`, a candidate proved worse
+// than a loss already evaluated in the iteration is skipped: it could not be
+// the iteration's best, so the result is the same as without.
+std::vector<double> SymmetricMinimizePerChannel(
+    const std::vector<double>& x0, bool x0_f32, const ChannelLoss& loss,
+    int n_intervals, int n_iter, int dec_freq, ThreadPool* pool,
+    const ChannelPruning& pruning = {});
 
 // itertools.product(linspace(0.7,1.2,S), linspace(0.7,1.2,S)).
 std::vector<std::array<double, 2>> UniformScalers(int samples);

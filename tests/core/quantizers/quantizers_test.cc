@@ -12,6 +12,7 @@
 #include "core/quantizers/internal/kernels.h"
 #include "core/quantizers/internal/numpy_compat.h"
 #include "core/quantizers/internal/quantized_mse.h"
+#include "core/quantizers/internal/search.h"
 #include "core/quantizers/kmeans.h"
 #include "core/quantizers/lut_kmeans.h"
 #include "core/quantizers/outlier_filter.h"
@@ -342,6 +343,165 @@ TEST(QuantizedMseTest, EqualsTheTwoPassReferenceBitForBit) {
         << "trial " << trial << ": " << got << " vs " << want;
     EXPECT_EQ(std::memcmp(&scalar, &want, sizeof(double)), 0)
         << "trial " << trial;
+  }
+}
+
+// Row {-4, 0, 4}, T=1, 8 bit signed: grid [-1, 1 - 1/128], step 1/128.
+// -4 clips to -1 (error 3^2 = 9), 4 to 127/128 (error (4 - 127/128)^2 =
+// 9.0470...), 0 is on the grid: MSE = 18.0470/3 = 6.0157. The clipped
+// values alone prove it above 6.0 but not above 6.02 or 7.
+TEST(QuantizedMseExceedsTest, ClippedValuesAloneProveTheLossAbove) {
+  const std::vector<double> x = {-4, 0, 4};
+  const auto g = internal::SymmetricGrid<double, double>(1.0, 8, true);
+  ASSERT_NEAR(internal::QuantizedMse(x.data(), 3, g),
+              (9 + (4 - 127.0 / 128) * (4 - 127.0 / 128)) / 3, 1e-12);
+  const std::vector<double> e = internal::RowExtremes(x.data(), 3, 16);
+  EXPECT_TRUE(internal::QuantizedMseExceeds(e.data(), 3, 3, g, 6.0));
+  EXPECT_FALSE(internal::QuantizedMseExceeds(e.data(), 3, 3, g, 6.02));
+  EXPECT_FALSE(internal::QuantizedMseExceeds(e.data(), 3, 3, g, 7.0));
+  // T=8 clips nothing: nothing to prove with.
+  const auto wide = internal::SymmetricGrid<double, double>(8.0, 8, true);
+  EXPECT_FALSE(internal::QuantizedMseExceeds(e.data(), 3, 3, wide, 1e-9));
+}
+
+// Never claims a loss above what QuantizedMse returns, even when every value
+// is clipped (the subset is the whole row) and the loss asked about is the
+// MSE itself or a few ulps below it; rows of 1-2,000 values with outliers,
+// from their 16 extremes at each end.
+TEST(QuantizedMseExceedsTest, NeverProvesALossTheMseDoesNotExceed) {
+  std::mt19937 rng(11);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  int proved = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const int64_t n = 1 + (trial * 37) % 2000;
+    std::vector<double> x(n);
+    for (double& v : x) v = normal(rng) * (rng() % 50 == 0 ? 20.0 : 1.0);
+    const std::vector<double> e = internal::RowExtremes(x.data(), n, 16);
+    const int64_t m = static_cast<int64_t>(e.size());
+    for (double t : {1e-3, 0.05, 0.5, 1.0, 2.5, 6.0}) {
+      const auto g =
+          internal::SymmetricGrid<double, double>(t, 2 + trial % 7, true);
+      const double mse = internal::QuantizedMse(x.data(), n, g);
+      double below = mse;
+      for (int k = 0; k < 4; ++k) below = std::nextafter(below, 0.0);
+      for (double loss : {mse, below, mse * 0.999, mse * 0.5}) {
+        const bool p = internal::QuantizedMseExceeds(e.data(), m, n, g, loss);
+        proved += p;
+        if (p) {
+          EXPECT_GT(mse, loss) << "trial " << trial << " t " << t;
+        }
+      }
+      EXPECT_FALSE(internal::QuantizedMseExceeds(e.data(), m, n, g, mse))
+          << "trial " << trial << " t " << t;
+    }
+  }
+  EXPECT_GT(proved, 400);  // it does prove: the test is not vacuous
+}
+
+// The per-channel search with the pruning returns the thresholds of MCT's
+// loop bit for bit, and evaluates fewer losses: rows with outliers, rows of
+// few distinct values (equal losses: the first candidate must win the tie),
+// an all-zero row, one- and nine-value rows.
+TEST(SymmetricSearchTest, PruningKeepsEveryThresholdBitForBit) {
+  std::mt19937 rng(5);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  for (int trial = 0; trial < 12; ++trial) {
+    const int64_t cols = trial % 4 == 0 ? 9 : (trial % 4 == 1 ? 1 : 300);
+    const int64_t channels = 24;
+    std::vector<double> x(channels * cols);
+    for (int64_t c = 0; c < channels; ++c) {
+      for (int64_t i = 0; i < cols; ++i) {
+        double v = normal(rng) * (rng() % 40 == 0 ? 10.0 : 1.0);
+        if (c % 3 == 1) v = static_cast<double>(rng() % 3) - 1;  // ties
+        if (c == 2) v = 0;
+        x[c * cols + i] = v;
+      }
+    }
+    const int n_bits = 2 + trial % 7;
+    std::vector<double> x0(channels);
+    std::vector<std::vector<double>> extremes(channels);
+    for (int64_t c = 0; c < channels; ++c) {
+      double mx = 0;
+      for (int64_t i = 0; i < cols; ++i)
+        mx = std::max(mx, std::fabs(x[c * cols + i]));
+      x0[c] = std::max(mx, 1e-8);
+      extremes[c] = internal::RowExtremes(x.data() + c * cols, cols, 16);
+    }
+    int64_t calls = 0;
+    auto loss = [&](int64_t c, double t, bool) {
+      ++calls;
+      return internal::QuantizedMse(
+          x.data() + c * cols, cols,
+          internal::SymmetricGrid<double, double>(t, n_bits, true));
+    };
+    internal::ChannelPruning exceeds;
+    exceeds.exceeds = [&](int64_t c, double t, double l) {
+      return internal::QuantizedMseExceeds(
+          extremes[c].data(), static_cast<int64_t>(extremes[c].size()), cols,
+          internal::SymmetricGrid<double, double>(t, n_bits, true), l);
+    };
+    const std::vector<double> want = internal::SymmetricMinimizePerChannel(
+        x0, false, loss, 30, 15, 3, nullptr);
+    const int64_t all_calls = calls;
+    calls = 0;
+    const std::vector<double> got = internal::SymmetricMinimizePerChannel(
+        x0, false, loss, 30, 15, 3, nullptr, exceeds);
+    ASSERT_EQ(got.size(), want.size());
+    for (int64_t c = 0; c < channels; ++c) {
+      EXPECT_EQ(std::memcmp(&got[c], &want[c], sizeof(double)), 0)
+          << "trial " << trial << " channel " << c << ": " << got[c] << " vs "
+          << want[c];
+    }
+    if (cols > 1) {
+      EXPECT_LT(calls, all_calls) << "trial " << trial;
+    }
+  }
+}
+
+// A loss with plateaus (equal losses over runs of candidates): MCT keeps the
+// first candidate of least loss, and so does the pruned search, which visits
+// them from the last; `exceeds` here knows the loss exactly.
+TEST(SymmetricSearchTest, TiesGoToTheFirstCandidate) {
+  const std::vector<double> x0 = {1.0, 3.0, 0.5};
+  auto loss = [](int64_t c, double t, bool) {
+    return 1 + std::floor(std::fabs(t - 0.8 * (c + 1)) * 8) / 8;
+  };
+  internal::ChannelPruning exceeds;
+  exceeds.exceeds = [&](int64_t c, double t, double l) {
+    return loss(c, t, false) > l;
+  };
+  const std::vector<double> want = internal::SymmetricMinimizePerChannel(
+      x0, false, loss, 30, 15, 3, nullptr);
+  const std::vector<double> got = internal::SymmetricMinimizePerChannel(
+      x0, false, loss, 30, 15, 3, nullptr, exceeds);
+  ASSERT_EQ(got.size(), 3u);
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_NE(want[c], x0[c]) << "channel " << c;  // the search moved
+    EXPECT_EQ(std::memcmp(&got[c], &want[c], sizeof(double)), 0)
+        << "channel " << c << ": " << got[c] << " vs " << want[c];
+  }
+}
+
+// A loss that is not finite (NaN here) takes MCT's loop, whose blend keeps
+// the NaN: the result is the same with and without the pruning.
+TEST(SymmetricSearchTest, NonFiniteLossFallsBackToMctsLoop) {
+  const std::vector<double> x0 = {1.0, 2.0};
+  auto loss = [](int64_t c, double t, bool) {
+    if (c == 1 && t > 1.9 && t < 2.0) {
+      return std::numeric_limits<double>::quiet_NaN();
+    }
+    return (t - 0.9 * (c + 1)) * (t - 0.9 * (c + 1));
+  };
+  internal::ChannelPruning exceeds;
+  exceeds.exceeds = [](int64_t, double, double) { return false; };
+  const std::vector<double> want = internal::SymmetricMinimizePerChannel(
+      x0, false, loss, 30, 15, 3, nullptr);
+  const std::vector<double> got = internal::SymmetricMinimizePerChannel(
+      x0, false, loss, 30, 15, 3, nullptr, exceeds);
+  ASSERT_EQ(got.size(), 2u);
+  for (int c = 0; c < 2; ++c) {
+    EXPECT_EQ(std::memcmp(&got[c], &want[c], sizeof(double)), 0)
+        << "channel " << c << ": " << got[c] << " vs " << want[c];
   }
 }
 

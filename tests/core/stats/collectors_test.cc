@@ -318,20 +318,21 @@ TEST(MeanCollectorTest, MeanOfBatchMeansPerChannel) {
 }
 
 TEST(MeanCollectorTest, EveryChannelSumsInOrderInFloat64) {
-  // [2, 13, 37] on axis 1: 13 channels (a block of 8, then 5 alone). The
-  // reference: each channel's row summed sequentially in float64, the
-  // collector's order before it interleaved channels.
+  // [2, 29, 37] on axis 1: 29 channels (a block of 16, one of 8, then 5
+  // alone). The reference: each channel's row summed sequentially in
+  // float64, the collector's order before it interleaved channels.
+  constexpr int kC = 29;
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> u(-1e4f, 1e4f);
-  std::vector<float> x(2 * 13 * 37);
+  std::vector<float> x(2 * kC * 37);
   for (float& v : x) v = u(rng);
   MeanCollector mc(1);
-  ASSERT_TRUE(mc.Update(Tensor::FromVector<float>(x, {2, 13, 37}), "x").ok());
-  std::vector<double> expected(13, 0.0);
+  ASSERT_TRUE(mc.Update(Tensor::FromVector<float>(x, {2, kC, 37}), "x").ok());
+  std::vector<double> expected(kC, 0.0);
   for (int o = 0; o < 2; ++o) {
-    for (int c = 0; c < 13; ++c) {
+    for (int c = 0; c < kC; ++c) {
       double s = 0;
-      for (int i = 0; i < 37; ++i) s += x[(o * 13 + c) * 37 + i];
+      for (int i = 0; i < 37; ++i) s += x[(o * kC + c) * 37 + i];
       expected[c] += s;
     }
   }
