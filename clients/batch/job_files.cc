@@ -185,6 +185,18 @@ absl::Status ApplyJobSettings(const JobFiles& files,
         ParseKeepFloat(files.keep_float, request->mutable_quantization()));
   }
   RETURN_IF_ERROR(ApplyQualityTarget(files, request));
+  if (!files.gptq_config.empty()) {
+    v1::GptqConfig gptq;
+    if (!google::protobuf::TextFormat::ParseFromString(files.gptq_config,
+                                                       &gptq)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--gptq-config: not GptqConfig text format (fields of "
+                       "proto/quantd/v1/job.proto, e.g. 'n_epochs: 20'): ",
+                       files.gptq_config));
+    }
+    request->mutable_gptq()->MergeFrom(gptq);
+    request->mutable_gptq()->set_enabled(true);
+  }
   if (files.gptq) request->mutable_gptq()->set_enabled(true);
   if (files.analyze) request->set_sensitivity_analysis(true);
   if (!files.generated_calibration.empty()) {

@@ -34,6 +34,8 @@ struct JobFiles {
   int weights_bits = 0;  // 0 = TPC default
   v1::ActivationStorage activation_storage = v1::ACTIVATION_STORAGE_UNSPECIFIED;
   bool gptq = false;
+  // `--gptq-config`: GptqConfig fields in text format (implies --gptq).
+  std::string gptq_config;
   bool analyze = false;  // QuantizeRequest.sensitivity_analysis
   int threads = 0;       // 0 = server / hardware default
   // QuantizeRequest.report_samples: 0 = 16, -1 = all.

@@ -77,6 +77,18 @@ absl::Status Gptq(const std::string& text, JobFiles* job) {
   return Switch(text, &job->gptq);
 }
 
+absl::Status GptqConfigText(const std::string& text, JobFiles* job) {
+  v1::GptqConfig config;
+  if (!google::protobuf::TextFormat::ParseFromString(text, &config)) {
+    return Invalid(
+        absl::StrCat("not GptqConfig text format (fields of "
+                     "proto/quantd/v1/job.proto, e.g. 'n_epochs: 20'): ",
+                     text));
+  }
+  job->gptq_config = text;
+  return absl::OkStatus();
+}
+
 absl::Status Analyze(const std::string& text, JobFiles* job) {
   return Switch(text, &job->analyze);
 }
@@ -184,6 +196,10 @@ const std::vector<JobOption>& JobOptions() {
        "how the QDQ model stores 8-bit activations (default: int8)",
        ActivationStorage},
       {"gptq", "", "run GPTQ (gradient-based weight rounding) after PTQ", Gptq},
+      {"gptq-config", "TEXT",
+       "GptqConfig fields in protobuf text format (implies --gptq), e.g. "
+       "'n_epochs: 20 rows_per_block: 8192' (docs/gptq.md)",
+       GptqConfigText},
       {"analyze", "",
        "per-layer sensitivity: output SQNR with only each layer quantized / "
        "only it float, on the report's samples (report.json 'sensitivity')",

@@ -167,6 +167,21 @@ TEST(JobOptionsTest, SettingsWithoutFilesFillTheRequest) {
   EXPECT_TRUE(request.onnx_model().empty());
 }
 
+TEST(JobOptionsTest, GptqConfigEnablesGptqWithItsFields) {
+  JobFiles job;
+  ASSERT_TRUE(
+      ApplyJobOption("gptq-config", "n_epochs: 20 rows_per_block: 8192", &job)
+          .ok());
+  v1::QuantizeRequest request;
+  ASSERT_TRUE(ApplyJobSettings(job, &request).ok());
+  EXPECT_TRUE(request.gptq().enabled());
+  EXPECT_EQ(request.gptq().n_epochs(), 20);
+  EXPECT_EQ(request.gptq().rows_per_block(), 8192);
+  absl::Status bad = ApplyJobOption("gptq_config", "epochs: 20", &job);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.message()), HasSubstr("not GptqConfig text"));
+}
+
 TEST(JobOptionsTest, BadValuesFailTheSameWayInFlagsAndManifests) {
   JobFiles job;
   absl::Status flag = ApplyJobOption("keep-float", "layer3", &job);
