@@ -52,6 +52,19 @@ std::pair<int, int64_t> InputChannels(const Node& n, const Tensor& w) {
 std::map<std::string, std::vector<int64_t>> ShapesAt(
     const Model& model, const InputShapes& shapes) {
   Model copy = model;
+  ClearInferredShapes(&copy.graph);
+  for (ValueInfo& in : copy.graph.inputs) {
+    auto it = shapes.find(in.name);
+    if (it == shapes.end()) continue;
+    in.shape = it->second;  // the bound inputs refuse other sizes
+    in.dim_params.assign(in.shape.size(), "");
+    in.has_shape = true;
+  }
+  for (ValueInfo& out : copy.graph.outputs) {
+    out.shape.clear();  // bound as well
+    out.dim_params.clear();
+    out.has_shape = false;
+  }
   ShapeInferenceOptions options;
   options.input_shapes = shapes;
   std::map<std::string, std::vector<int64_t>> out;
