@@ -6,6 +6,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "core/graph/shape_inference.h"
+#include "core/pipeline/prep/dynamic_shapes.h"
+
 namespace quantd {
 namespace {
 
@@ -43,7 +47,92 @@ std::pair<int, int64_t> InputChannels(const Node& n, const Tensor& w) {
   return {-1, 0};
 }
 
+// Shapes of every tensor of `model` with its inputs at `shapes` (the bound
+// ones when empty); empty if inference fails.
+std::map<std::string, std::vector<int64_t>> ShapesAt(
+    const Model& model, const InputShapes& shapes) {
+  Model copy = model;
+  ClearInferredShapes(&copy.graph);
+  for (ValueInfo& in : copy.graph.inputs) {
+    auto it = shapes.find(in.name);
+    if (it == shapes.end()) continue;
+    in.shape = it->second;  // the bound inputs refuse other sizes
+    in.dim_params.assign(in.shape.size(), "");
+    in.has_shape = true;
+  }
+  for (ValueInfo& out : copy.graph.outputs) {
+    out.shape.clear();  // bound as well
+    out.dim_params.clear();
+    out.has_shape = false;
+  }
+  ShapeInferenceOptions options;
+  options.input_shapes = shapes;
+  std::map<std::string, std::vector<int64_t>> out;
+  if (!InferShapes(&copy, options).ok()) return out;
+  for (const ValueInfo& in : copy.graph.inputs) {
+    auto it = shapes.find(in.name);
+    out[in.name] = it != shapes.end() ? it->second : in.shape;
+  }
+  for (const auto& [name, info] : copy.graph.value_info) {
+    if (info.has_shape) out[name] = info.shape;
+  }
+  return out;
+}
+
+// The last axis of `tensor` whose size is > 1 at both shape sets; -1 if none.
+int StaticAxis(const std::string& tensor,
+               const std::map<std::string, std::vector<int64_t>>& bound,
+               const std::map<std::string, std::vector<int64_t>>& probe) {
+  auto b = bound.find(tensor);
+  auto p = probe.find(tensor);
+  if (b == bound.end() || p == probe.end() ||
+      b->second.size() != p->second.size()) {
+    return -1;
+  }
+  for (int k = static_cast<int>(b->second.size()) - 1; k >= 0; --k) {
+    if (b->second[k] > 1 && b->second[k] == p->second[k]) return k;
+  }
+  return -1;
+}
+
 }  // namespace
+
+std::vector<std::string> PlaceSingleChannelGuards(
+    const Model& model, const std::vector<ValueInfo>& declared_inputs,
+    QdqPlan* plan) {
+  std::vector<std::string> warnings;
+  bool any = false;
+  for (const QdqActivation& a : plan->activations) {
+    for (const auto& [consumer, axis] : a.per_channel_consumers) {
+      any = any || axis.second == 1;
+    }
+  }
+  if (!any) return warnings;
+  InputShapes bound_inputs;
+  for (const ValueInfo& in : model.graph.inputs) {
+    if (in.has_shape) bound_inputs[in.name] = in.shape;
+  }
+  const auto bound = ShapesAt(model, bound_inputs);
+  const InputShapes probe_inputs = ProbeShapes(declared_inputs, bound_inputs);
+  const auto probe =
+      probe_inputs.empty() ? bound : ShapesAt(model, probe_inputs);
+  for (QdqActivation& a : plan->activations) {
+    for (auto& [consumer, axis] : a.per_channel_consumers) {
+      if (axis.second != 1) continue;
+      const int k = StaticAxis(a.tensor, bound, probe);
+      if (k < 0) {
+        warnings.push_back(absl::StrCat(
+            "node '", consumer, "' has one input channel and '", a.tensor,
+            "' no static dimension > 1: ONNX Runtime's default level will "
+            "give its float weights per-tensor int8 (run it with graph "
+            "optimizations disabled to keep them float)"));
+        continue;
+      }
+      axis = {k, bound.at(a.tensor)[k]};
+    }
+  }
+  return warnings;
+}
 
 void GuardFloatWeights(const Graph& graph, QdqPlan* plan) {
   std::map<std::string, QdqActivation*> activations;

@@ -20,6 +20,7 @@
 #include "core/pipeline/evaluation/evaluation.h"
 #include "core/pipeline/evaluation/sensitivity_analysis.h"
 #include "core/pipeline/export/export_formats.h"
+#include "core/pipeline/export/float_weight_guard.h"
 #include "core/pipeline/export/qdq_lowering.h"
 #include "core/pipeline/gptq/gptq_options.h"
 #include "core/pipeline/gptq/gptq_stage.h"
@@ -429,6 +430,10 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
   ASSIGN_OR_RETURN(QdqPlan plan,
                    LowerToQdqPlan(state, request.export_options()));
   plan.metadata = {{"quantd.tpc", tpc.ref}, {"quantd.tpc_digest", tpc.digest}};
+  for (std::string& w :
+       PlaceSingleChannelGuards(state.model, declared_inputs, &plan)) {
+    state.warnings.push_back(std::move(w));
+  }
   RETURN_IF_ERROR(clock.Check());
   RETURN_IF_ERROR(ExportModels(request, tpc, plan, declared_inputs,
                                declared_outputs, &state, clock, &result));

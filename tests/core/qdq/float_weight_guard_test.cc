@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -45,6 +46,26 @@ Model DepthwiseModel() {
   }
   b.FloatInitializer("w", w, {2, 1, 3, 3});
   b.AddNode("Conv", {"x", "w"}, {"c"}, "conv").Int("group", 2);
+  b.AddNode("Relu", {"c"}, {"y"}, "relu");
+  b.Output("y", DType::kFloat);
+  auto model = ImportOnnxModel(b.Build());
+  EXPECT_TRUE(model.ok()) << model.status();
+  return *model;
+}
+
+// x[1,1,5,6] -> Conv 3x3 with one input channel and two output channels
+// (the same spread of weights as above) -> Relu: a per-channel scale on the
+// input channel has one element, which ORT takes as per-tensor.
+Model SingleChannelModel() {
+  OnnxModelBuilder b(13);
+  b.Input("x", DType::kFloat, {1, 1, 5, 6});
+  std::vector<float> w(18);
+  for (int i = 0; i < 9; ++i) {
+    w[i] = 1.5f + 0.1f * i;
+    w[9 + i] = 0.011f + 0.0023f * i;
+  }
+  b.FloatInitializer("w", w, {2, 1, 3, 3});
+  b.AddNode("Conv", {"x", "w"}, {"c"}, "conv");
   b.AddNode("Relu", {"c"}, {"y"}, "relu");
   b.Output("y", DType::kFloat);
   auto model = ImportOnnxModel(b.Build());
@@ -107,6 +128,33 @@ TEST(FloatWeightGuard, QuantizedWeightsKeepTheScalarDequantize) {
   EXPECT_TRUE(plan.activations[0].per_channel_consumers.empty());
 }
 
+TEST(FloatWeightGuard, SingleInputChannelScaleGoesOnTheLastStaticAxis) {
+  const Model model = SingleChannelModel();
+  QdqPlan plan = FloatWeightPlan();
+  GuardFloatWeights(model.graph, &plan);
+  EXPECT_TRUE(
+      PlaceSingleChannelGuards(model, model.graph.inputs, &plan).empty());
+  using AxisAndLength = std::pair<int, int64_t>;
+  EXPECT_EQ(plan.activations[0].per_channel_consumers["conv"],
+            AxisAndLength(3, 6));
+}
+
+TEST(FloatWeightGuard, SingleInputChannelOnDynamicDimsStaysAndWarns) {
+  const Model model = SingleChannelModel();
+  std::vector<ValueInfo> declared = model.graph.inputs;
+  declared[0].shape = {1, 1, -1, -1};
+  declared[0].dim_params = {"", "", "h", "w"};
+  QdqPlan plan = FloatWeightPlan();
+  GuardFloatWeights(model.graph, &plan);
+  const std::vector<std::string> warnings =
+      PlaceSingleChannelGuards(model, declared, &plan);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("'conv'"), std::string::npos) << warnings[0];
+  using AxisAndLength = std::pair<int, int64_t>;
+  EXPECT_EQ(plan.activations[0].per_channel_consumers["conv"],
+            AxisAndLength(1, 1));
+}
+
 // Runs `model` in ORT at `level` on `x`; returns y.
 std::vector<float> RunOrt(const fs::path& source, const fs::path& dir,
                           const std::string& model, const Tensor& x,
@@ -134,13 +182,14 @@ std::vector<float> RunOrt(const fs::path& source, const fs::path& dir,
 
 // Largest difference between ORT at its default level and ORT with
 // optimizations off, in output grid steps.
-double DefaultLevelDrift(const fs::path& source, const QdqPlan& plan) {
-  auto qdq = BuildQdqModel(DepthwiseModel(), plan);
+double DefaultLevelDrift(const fs::path& source, const Model& model,
+                         const QdqPlan& plan) {
+  auto qdq = BuildQdqModel(model, plan);
   EXPECT_TRUE(qdq.ok()) << qdq.status();
   auto bytes = ExportOnnx(*qdq);
   EXPECT_TRUE(bytes.ok());
-  Tensor x(DType::kFloat, {1, 2, 5, 5});
-  for (int i = 0; i < 50; ++i) {
+  Tensor x(DType::kFloat, model.graph.inputs[0].shape);
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
     x.mutable_data<float>()[i] = std::fmod(0.37f * i, 1.0f);
   }
   const fs::path dir = fs::temp_directory_path() /
@@ -157,19 +206,44 @@ double DefaultLevelDrift(const fs::path& source, const QdqPlan& plan) {
   return drift;
 }
 
-TEST(FloatWeightGuard, OnnxRuntimeDefaultLevelKeepsTheWeightsFloat) {
+// The source tree when node and onnxruntime-node are there, else empty.
+fs::path OrtSource() {
   const char* src = std::getenv("QUANTD_SOURCE_DIR");
   const fs::path source = src != nullptr ? fs::path(src) : fs::current_path();
   if (!fs::exists(source / "tools/ort/node_modules/onnxruntime-node") ||
       std::system("node --version > /dev/null 2>&1") != 0) {
+    return {};
+  }
+  return source;
+}
+
+TEST(FloatWeightGuard, OnnxRuntimeDefaultLevelKeepsTheWeightsFloat) {
+  const fs::path source = OrtSource();
+  if (source.empty()) {
     GTEST_SKIP() << "needs node and onnxruntime-node (scripts/install_ort.sh)";
   }
   // Without the guard ORT's int8 weights move channel 1 by grid steps: the
   // oracle can see the defect.
-  EXPECT_GE(DefaultLevelDrift(source, FloatWeightPlan()), 3.0);
+  const Model model = DepthwiseModel();
+  EXPECT_GE(DefaultLevelDrift(source, model, FloatWeightPlan()), 3.0);
   QdqPlan guarded = FloatWeightPlan();
-  GuardFloatWeights(DepthwiseModel().graph, &guarded);
-  EXPECT_EQ(DefaultLevelDrift(source, guarded), 0.0);
+  GuardFloatWeights(model.graph, &guarded);
+  EXPECT_EQ(DefaultLevelDrift(source, model, guarded), 0.0);
+}
+
+TEST(FloatWeightGuard, OnnxRuntimeKeepsSingleInputChannelWeightsFloat) {
+  const fs::path source = OrtSource();
+  if (source.empty()) {
+    GTEST_SKIP() << "needs node and onnxruntime-node (scripts/install_ort.sh)";
+  }
+  // Unguarded, ORT moves the output by grid steps (2 here).
+  const Model model = SingleChannelModel();
+  EXPECT_GE(DefaultLevelDrift(source, model, FloatWeightPlan()), 1.0);
+  QdqPlan guarded = FloatWeightPlan();
+  GuardFloatWeights(model.graph, &guarded);
+  EXPECT_TRUE(
+      PlaceSingleChannelGuards(model, model.graph.inputs, &guarded).empty());
+  EXPECT_EQ(DefaultLevelDrift(source, model, guarded), 0.0);
 }
 
 }  // namespace
