@@ -38,6 +38,7 @@
 #include "core/pipeline/prep/attach.h"
 #include "core/pipeline/prep/dynamic_shapes.h"
 #include "core/pipeline/prep/graph_prep.h"
+#include "core/pipeline/ptq/hessian_scores.h"
 #include "core/pipeline/ptq/param_selection.h"
 #include "core/pipeline/ptq/statistics.h"
 #include "core/pipeline/quality_target/quality_target.h"
@@ -464,6 +465,14 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
                    Calibrate(*float_exec, calibration,
                              KeepForReport(request, state.model, input), &state,
                              pool, cancel, clock.sink()));
+
+  // HMSE weights: Hessian scores of the kernels (ptq/hessian_scores.h).
+  if (NeedsHessianScores(state.options)) {
+    RETURN_IF_ERROR(clock.Begin("hessian", "estimating Hessian scores"));
+    ASSIGN_OR_RETURN(
+        state.options.hessian_scores,
+        ComputeHessianScores(state, calibration, pool, cancel, clock.sink()));
+  }
 
   // The quality-target search re-selects from here.
   const bool has_target = QualityTargetRequested(request);
