@@ -97,7 +97,7 @@ absl::StatusOr<std::vector<std::vector<double>>> EstimateForSample(
     const autodiff::GradientGraph& graph,
     const std::map<std::string, Tensor>& feeds,
     const std::vector<KernelTarget>& targets, const HutchinsonOptions& options,
-    uint64_t seed, const CancellationToken* cancel) {
+    uint64_t seed, const CancellationToken* cancel, int* iterations) {
   std::vector<std::vector<double>> mean;
   RETURN_IF_ERROR(CheckTargets(graph, targets, options.granularity, &mean));
   ASSIGN_OR_RETURN(autodiff::Tape tape, graph.Forward(feeds, cancel));
@@ -107,6 +107,7 @@ absl::StatusOr<std::vector<std::vector<double>>> EstimateForSample(
   std::vector<double> previous;
   for (int j = 0; j < options.max_iterations; ++j) {
     if (cancel != nullptr) RETURN_IF_ERROR(cancel->Check());
+    if (iterations != nullptr) *iterations = j + 1;
     std::map<std::string, Tensor> seeds;
     for (const std::string& name : outputs) {
       const Tensor& out = tape.values.at(name);

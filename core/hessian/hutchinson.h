@@ -55,12 +55,14 @@ absl::StatusOr<std::vector<std::string>> HessianOutputs(
 // One sample's estimates, per target in order: as many values as the kernel
 // has elements (kPerElement) or output channels. `graph` must have been
 // created with every target's initializer. Cancellation is polled at every
-// iteration (and inside the forward and backward passes).
+// iteration (and inside the forward and backward passes). `iterations`
+// (optional) receives the number of backward passes run.
 absl::StatusOr<std::vector<std::vector<double>>> EstimateForSample(
     const autodiff::GradientGraph& graph,
     const std::map<std::string, Tensor>& feeds,
     const std::vector<KernelTarget>& targets, const HutchinsonOptions& options,
-    uint64_t seed, const CancellationToken* cancel = nullptr);
+    uint64_t seed, const CancellationToken* cancel = nullptr,
+    int* iterations = nullptr);
 
 }  // namespace quantd::hessian
 

@@ -67,17 +67,21 @@ absl::StatusOr<HessianScores> ComputeHmseScores(
   HutchinsonOptions hutchinson = options.hutchinson;
   hutchinson.granularity = Granularity::kPerElement;
   std::vector<std::vector<double>> sum;
+  int64_t total_iterations = 0;
   for (int64_t begin = 0; begin < n; begin += kSamplesPerRound) {
     if (options.cancel != nullptr) RETURN_IF_ERROR(options.cancel->Check());
     const int64_t end = std::min<int64_t>(n, begin + kSamplesPerRound);
     std::vector<std::vector<std::vector<double>>> round(end - begin);
+    std::vector<int> iterations(end - begin, 0);
     RETURN_IF_ERROR(ForRound(begin, end, options.pool, [&](int64_t i) {
       ASSIGN_OR_RETURN(
           round[i - begin],
           EstimateForSample(*graph, samples[i], targets, hutchinson,
-                            SampleSeed(i), options.cancel));
+                            SampleSeed(i), options.cancel,
+                            &iterations[i - begin]));
       return absl::OkStatus();
     }));
+    for (int it : iterations) total_iterations += it;
     for (auto& estimate : round) {  // in sample order
       if (sum.empty()) {
         sum = std::move(estimate);
@@ -90,7 +94,9 @@ absl::StatusOr<HessianScores> ComputeHmseScores(
     if (options.progress != nullptr) {
       options.progress->Report(
           {options.stage, static_cast<double>(end) / n,
-           absl::StrCat("Hessian scores: ", end, "/", n, " samples")});
+           absl::StrCat("Hessian scores: ", end, "/", n, " samples, ",
+                        total_iterations / end,
+                        " backward passes per sample on average")});
     }
   }
   HessianScores scores;
