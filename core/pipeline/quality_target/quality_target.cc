@@ -130,6 +130,10 @@ class TargetSearch {
 absl::StatusOr<std::shared_ptr<const hessian::HessianScores>>
 TargetSearch::HessianScores() {
   if (hessian_ == nullptr) {
+    if (progress_ != nullptr) {
+      progress_->Report({"target", std::min(0.95, trials_ / 24.0),
+                         "Hessian scores for the HMSE trial (16 samples)"});
+    }
     ASSIGN_OR_RETURN(hessian_,
                      ComputeHessianScores(calibrated_, *in_.calibration, pool_,
                                           cancel_, nullptr));
