@@ -108,6 +108,22 @@ TEST(EstimateJobMemoryBytes, MixedPrecisionCountsTheSensitivity) {
             13824 + 9 * model + 2448 + 3 * 2560 + kEstimateBase);
 }
 
+// GPTQ with HMSE weights: the hessian stage's peak replaces calibration's.
+// Weights counted as model/4 floats w; one running sample holds its tape and
+// gradients (2 x 1024) and the kernel gradients (4w), the round of 4 samples
+// its estimates (4 x 8w), then the double sum and float scores (12w).
+TEST(EstimateJobMemoryBytes, HmseCountsTheHessianScores) {
+  v1::QuantizeRequest r = testing::ConvJob(3, 8, 4, 4, "r");
+  r.mutable_gptq()->set_enabled(true);  // nothing kept for the report
+  const int64_t model = static_cast<int64_t>(r.onnx_model().size());
+  EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1),
+            13824 + 9 * model + 1382 + kEstimateBase);
+  r.mutable_quantization()->set_weights_error_method(v1::ERROR_METHOD_HMSE);
+  const int64_t w = model / 4;
+  EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1),
+            13824 + 9 * model + 2048 + 48 * w + kEstimateBase);
+}
+
 // A model that does not parse adds no activations (the job fails at
 // import); the estimate still covers the bytes sent.
 TEST(EstimateJobMemoryBytes, UnparsableModelCountsOnlyItsBytes) {

@@ -2,7 +2,8 @@
 
 import collections
 
-# stage: "import", "prepare", "calibrate", "select", "mixed_precision",
-# "correct", "gptq", "export", "report"; fraction: of this stage, in [0, 1];
+# stage: "import", "prepare", "calibrate", "hessian" (HMSE), "select",
+# "mixed_precision", "correct", "gptq", "export", "report"; fraction: of this
+# stage, in [0, 1];
 # message: a human-readable detail.
 Progress = collections.namedtuple("Progress", ["stage", "fraction", "message"])

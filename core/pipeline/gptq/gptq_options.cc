@@ -68,7 +68,8 @@ absl::StatusOr<GptqOptions> ResolveGptqOptions(const v1::GptqConfig& c) {
   }
   // Block-wise reconstruction has one loss per block: MCT's Hessian-based
   // weighting across layers (and sample-layer attention) has nothing to
-  // weigh, and quantd does not estimate per-element Hessians.
+  // weigh. It needs activation Hessians (HessianMode.ACTIVATION); core/hessian
+  // estimates the weights' ones, for HMSE thresholds (docs/gptq.md).
   if (c.has_use_hessian_based_weights() && c.use_hessian_based_weights()) {
     return absl::UnimplementedError(
         "gptq.use_hessian_based_weights is not implemented by this quantd "

@@ -9,6 +9,7 @@
 #include "core/datagen/generated_calibration.h"
 #include "core/graph/onnx_import.h"
 #include "core/graph/shape_inference.h"
+#include "core/hessian/weights_hessian.h"
 #include "core/pipeline/evaluation/kept_float_values.h"
 #include "core/pipeline/export/export_formats.h"
 #include "core/pipeline/gptq/gptq_options.h"
@@ -205,14 +206,31 @@ int64_t ActivationsInFlight(int64_t per_sample, int samples_in_flight,
   return std::min(kCap, per * 27 / 20 + (in_flight - 1) * (per * 2 / 5));
 }
 
+// Whether the `hessian` stage (HMSE weights) may run: asked for, or tried by
+// the quality target's search when GPTQ runs.
+bool MayComputeHessianScores(const v1::QuantizeRequest& request) {
+  return request.gptq().enabled() &&
+         (request.quantization().weights_error_method() ==
+              v1::ERROR_METHOD_HMSE ||
+          QualityTargetRequested(request));
+}
+
 // The activations the job holds at its peak: calibration's samples in
-// flight, or the mixed-precision sensitivity's float cache and running
-// tasks (SensitivityMemoryBytes) when it searches, whichever is larger (the
-// stage runs after calibration, which has released its own).
+// flight, the Hessian scores' tapes and estimates (the float weights
+// counted as model_bytes / 4, EstimateHmseMemoryBytes) when HMSE may run, or
+// the mixed-precision sensitivity's float cache and running tasks
+// (SensitivityMemoryBytes) when it searches, whichever is larger (the
+// stages run after calibration, which has released its own).
 int64_t PeakActivations(const v1::QuantizeRequest& request, int64_t per_sample,
-                        int samples_in_flight, int num_samples) {
-  const int64_t calibration =
+                        int samples_in_flight, int num_samples,
+                        int64_t model_bytes) {
+  int64_t calibration =
       ActivationsInFlight(per_sample, samples_in_flight, num_samples);
+  if (MayComputeHessianScores(request)) {
+    calibration = std::max(calibration,
+                           hessian::EstimateHmseMemoryBytes(
+                               model_bytes / 4, per_sample, samples_in_flight));
+  }
   const v1::MixedPrecisionConfig& mp = request.mixed_precision();
   if (!MixedPrecisionSearches(mp)) return calibration;
   return std::max(
@@ -555,7 +573,8 @@ int64_t EstimateJobMemoryBytes(const JobInput& input, int samples_in_flight) {
   const int64_t activations =
       PeakActivations(*input.request, input.activation_bytes_per_sample,
                       samples_in_flight,
-                      static_cast<int>(std::min<int64_t>(count, 1 << 20))) +
+                      static_cast<int>(std::min<int64_t>(count, 1 << 20)),
+                      input.model_bytes) +
       KeptForReport(*input.request, input.activation_bytes_per_sample,
                     evaluated);
   // The generate stage runs before calibration: the larger of the two.
@@ -588,7 +607,8 @@ int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
   const int report = ReportSampleCount(request.report_samples());
   const int calibration = request.calibration_samples_size();
   return BeforeImport(request, body_constant_bytes) +
-         PeakActivations(request, per_sample, samples_in_flight, calibration) +
+         PeakActivations(request, per_sample, samples_in_flight, calibration,
+                         static_cast<int64_t>(request.onnx_model().size())) +
          KeptForReport(
              request, per_sample,
              report < 0 ? calibration : std::min(report, calibration));

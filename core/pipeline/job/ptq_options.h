@@ -4,8 +4,10 @@
 #define QUANTD_CORE_PIPELINE_JOB_PTQ_OPTIONS_H_
 
 #include <limits>
+#include <memory>
 
 #include "absl/status/statusor.h"
+#include "core/hessian/weights_hessian.h"
 #include "core/quantizers/types.h"
 #include "quantd/v1/job.pb.h"
 
@@ -32,6 +34,11 @@ struct PtqOptions {
   bool activation_bias_correction = false;
   double activation_bias_correction_threshold = 0.0;
   int max_calibration_samples = 0;  // 0 = all
+  // Not an option of the request: the HMSE weights search's per-element
+  // Hessian scores of every kernel (core/pipeline/ptq/hessian_scores.h),
+  // set by the `hessian` stage when weights_error_method is HMSE. Shared,
+  // immutable: copies of the options (job states, trials) share them.
+  std::shared_ptr<const hessian::HessianScores> hessian_scores;
 };
 
 // Resolves defaults and checks ranges; errors name the field

@@ -34,6 +34,7 @@
 #include "core/pipeline/prep/attach.h"
 #include "core/pipeline/prep/dynamic_shapes.h"
 #include "core/pipeline/prep/graph_prep.h"
+#include "core/pipeline/ptq/hessian_scores.h"
 #include "core/pipeline/ptq/param_selection.h"
 #include "core/pipeline/ptq/statistics.h"
 #include "core/pipeline/quality_target/quality_target.h"
@@ -343,6 +344,14 @@ absl::StatusOr<Calibration> PrepareAndCalibrate(const JobInput& input,
                    Calibrate(*cal.float_exec, input.calibration,
                              KeepForReport(request, state->model, input), state,
                              context.pool, context.cancel, clock.sink()));
+  // HMSE weights: Hessian scores of the kernels (ptq/hessian_scores.h).
+  if (NeedsHessianScores(state->options)) {
+    RETURN_IF_ERROR(clock.Begin("hessian", "estimating Hessian scores"));
+    ASSIGN_OR_RETURN(
+        state->options.hessian_scores,
+        ComputeHessianScores(*state, input.calibration, context.pool,
+                             context.cancel, clock.sink()));
+  }
   return cal;
 }
 

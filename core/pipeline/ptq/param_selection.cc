@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/pipeline/job/parallel_samples.h"
+#include "core/pipeline/ptq/hessian_scores.h"
 #include "core/quantizers/lut_kmeans.h"
 #include "core/quantizers/outlier_filter.h"
 #include "core/quantizers/primitives.h"
@@ -45,6 +46,33 @@ void SetRangeGrid(double range_min, double range_max, int n_bits,
   if (!(scale > 0)) scale = quantizers::kMinThreshold;
   a->scale = scale;
   a->zero_point = static_cast<int64_t>(std::nearbyint(-lo / scale));
+}
+
+// The HMSE weights of `weight` (PtqOptions::hessian_scores). MCT weighs
+// only kernels: another attribute falls back to MSE (`method`).
+absl::StatusOr<absl::Span<const float>> HmseScoresFor(
+    const std::string& tensor_name, const Tensor& weight,
+    const WeightSlot& slot, const PtqOptions& options,
+    quantizers::ErrorMethod* method) {
+  if (slot.attr != kHmseAttr) {
+    *method = quantizers::ErrorMethod::kMse;
+    return absl::Span<const float>();
+  }
+  const auto* scores = options.hessian_scores.get();
+  auto it = scores == nullptr ? hessian::HessianScores::const_iterator()
+                              : scores->find(tensor_name);
+  if (scores == nullptr || it == scores->end()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("weight '", tensor_name,
+                     "': HMSE needs its Hessian scores, none were computed "
+                     "(the hessian stage did not run on this kernel)"));
+  }
+  if (static_cast<int64_t>(it->second.size()) != weight.num_elements()) {
+    return absl::InternalError(absl::StrCat(
+        "weight '", tensor_name, "': ", it->second.size(),
+        " Hessian scores for ", weight.num_elements(), " weights"));
+  }
+  return absl::Span<const float>(it->second);
 }
 
 }  // namespace
@@ -170,6 +198,10 @@ absl::StatusOr<WeightParams> SelectWeightParams(
   o.p = options.l_p_value;
   o.pool = pool;
   o.cancel = cancel;
+  if (o.error_method == quantizers::ErrorMethod::kHmse) {
+    ASSIGN_OR_RETURN(o.hessian_scores, HmseScoresFor(tensor_name, f, slot,
+                                                     options, &o.error_method));
+  }
   if (per_channel && slot.channel_axis >= 0 && slot.channel_axis < f.rank()) {
     o.channel_axis = slot.channel_axis;
   } else if (per_channel) {

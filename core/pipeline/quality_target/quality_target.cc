@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <utility>
 
@@ -13,6 +14,7 @@
 #include "core/pipeline/evaluation/sensitivity_analysis.h"
 #include "core/pipeline/export/qdq_lowering.h"
 #include "core/pipeline/mixed_precision/resource_utilization.h"
+#include "core/pipeline/ptq/hessian_scores.h"
 #include "core/pipeline/ptq/param_selection.h"
 #include "core/pipeline/quality_target/target_measure.h"
 #include "core/pipeline/quality_target/target_upgrades.h"
@@ -105,6 +107,10 @@ class TargetSearch {
                             const std::string& action);
   bool Met(double figure) const { return TargetMet(target_, figure); }
   absl::Status TryOptions(PtqOptions* options, Trial* best);
+  absl::StatusOr<std::shared_ptr<const hessian::HessianScores>> HessianScores();
+  // The option's HMSE scores when it asks for HMSE without them; false (and a
+  // step noting why) when the model has no gradient for them.
+  absl::StatusOr<bool> WithHessianScores(PtqOptions* options);
   absl::StatusOr<std::vector<BitUpgrade>> RankedUpgrades(const Trial& at);
   absl::StatusOr<std::optional<Trial>> UpgradeSearch(
       const PtqOptions& options, std::vector<BitUpgrade> ranked,
@@ -123,7 +129,46 @@ class TargetSearch {
   MixedPrecisionOutcome selected_mp_;
   QualityTargetOutcome outcome_;
   int trials_ = 0;
+  std::shared_ptr<const hessian::HessianScores> hessian_;  // computed once
 };
+
+absl::StatusOr<std::shared_ptr<const hessian::HessianScores>>
+TargetSearch::HessianScores() {
+  if (hessian_ == nullptr) {
+    if (progress_ != nullptr) {
+      progress_->Report({"target", std::min(0.95, trials_ / 24.0),
+                         "Hessian scores for the HMSE trial (16 samples)"});
+    }
+    ASSIGN_OR_RETURN(hessian_,
+                     ComputeHessianScores(calibrated_, *in_.calibration, pool_,
+                                          cancel_, nullptr));
+  }
+  return hessian_;
+}
+
+absl::StatusOr<bool> TargetSearch::WithHessianScores(PtqOptions* options) {
+  if (!NeedsHessianScores(*options)) return true;
+  auto scores = HessianScores();
+  if (scores.ok()) {
+    options->hessian_scores = *std::move(scores);
+    return true;
+  }
+  // No backward pass for an op of the model (UNIMPLEMENTED naming the node)
+  // or no float output depends on the kernels: the trial is skipped, not the
+  // job. Cancellation and other errors end the search.
+  const absl::StatusCode code = scores.status().code();
+  if (code != absl::StatusCode::kUnimplemented &&
+      code != absl::StatusCode::kFailedPrecondition) {
+    return scores.status();
+  }
+  const std::string note = absl::StrCat("weights_error_method: HMSE skipped (",
+                                        scores.status().message(), ")");
+  outcome_.report.steps.push_back({note, std::nullopt, false});
+  if (progress_ != nullptr) {
+    progress_->Report({"target", std::min(0.95, trials_ / 24.0), note});
+  }
+  return false;
+}
 
 absl::StatusOr<Trial> TargetSearch::Try(const PtqOptions& options,
                                         const std::vector<BitUpgrade>& upgrades,
@@ -182,6 +227,8 @@ absl::Status TargetSearch::TryOptions(PtqOptions* options, Trial* best) {
     if (Met(best->figure)) break;
     PtqOptions o = *options;
     e.apply(&o);
+    ASSIGN_OR_RETURN(const bool can_try, WithHessianScores(&o));
+    if (!can_try) continue;
     ASSIGN_OR_RETURN(Trial t, Try(o, {}, absl::StrCat(e.name, ": ", e.to)));
     if (t.figure > best->figure + eps) {
       outcome_.report.steps.back().kept = true;
