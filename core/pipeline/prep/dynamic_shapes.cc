@@ -53,6 +53,7 @@ std::string DynamicDims(const std::vector<ValueInfo>& declared,
       dims.push_back(named ? absl::StrCat(i, " (", d->dim_params[i], ")")
                            : absl::StrCat(i));
     }
+    if (dims.empty()) continue;  // e.g. a scalar
     parts.push_back(
         absl::StrCat("input '", name, "' dim ", absl::StrJoin(dims, ", ")));
   }
