@@ -128,9 +128,7 @@ std::map<std::string, std::vector<int64_t>> CommonInputShapes(
 // declared (dynamic) inputs and outputs as for QDQ.
 absl::StatusOr<std::string> ExportMctq(
     const Model& prepared, const ModelQuantization& quantization,
-    const v1::TargetPlatformCapabilities& tpc,
-    const std::vector<ValueInfo>& declared_inputs,
-    const std::vector<ValueInfo>& declared_outputs,
+    const v1::TargetPlatformCapabilities& tpc, const Model& float_model,
     std::vector<std::string>* warnings) {
   Model model = prepared;
   if (model.DefaultOpset() < kMctqDefaultOpset) {
@@ -140,7 +138,8 @@ absl::StatusOr<std::string> ExportMctq(
   options.insert_preserving_quantizers = tpc.insert_preserving_quantizers();
   options.metadata = MctqMetadata(tpc);
   ASSIGN_OR_RETURN(Model mctq, BuildMctqModel(model, quantization, options));
-  RestoreDeclaredShapes(declared_inputs, declared_outputs, &mctq, warnings);
+  RestoreDeclaredShapes(float_model.graph.inputs, float_model.graph.outputs,
+                        &mctq, warnings, &float_model);
   return ExportOnnx(mctq);
 }
 
@@ -264,10 +263,8 @@ absl::StatusOr<StatisticsResult> Calibrate(
 // inputs and outputs go back into each (dynamic_shapes.h).
 absl::Status ExportModels(const v1::QuantizeRequest& request,
                           const ResolvedTpc& tpc, const QdqPlan& plan,
-                          const std::vector<ValueInfo>& declared_inputs,
-                          const std::vector<ValueInfo>& declared_outputs,
-                          JobState* state, StageClock& clock,
-                          v1::QuantizeResult* result) {
+                          const Model& float_model, JobState* state,
+                          StageClock& clock, v1::QuantizeResult* result) {
   const v1::ExportOptions& options = request.export_options();
   if (WantsExportFormat(options, v1::EXPORT_FORMAT_QDQ) &&
       !options.skip_qdq_onnx()) {
@@ -278,18 +275,17 @@ absl::Status ExportModels(const v1::QuantizeRequest& request,
     }
     RETURN_IF_ERROR(clock.Check());
     ASSIGN_OR_RETURN(Model qdq, BuildQdqModel(export_model, plan));
-    RestoreDeclaredShapes(declared_inputs, declared_outputs, &qdq,
-                          &state->warnings);
+    RestoreDeclaredShapes(float_model.graph.inputs, float_model.graph.outputs,
+                          &qdq, &state->warnings, &float_model);
     RETURN_IF_ERROR(clock.Check());
     ASSIGN_OR_RETURN(std::string bytes, ExportOnnx(qdq));
     result->set_qdq_onnx(std::move(bytes));
   }
   if (WantsExportFormat(options, v1::EXPORT_FORMAT_MCTQ)) {
     RETURN_IF_ERROR(clock.Begin("export", "writing the MCTQ model"));
-    ASSIGN_OR_RETURN(
-        std::string bytes,
-        ExportMctq(state->model, QuantizationOf(*state), *tpc.tpc,
-                   declared_inputs, declared_outputs, &state->warnings));
+    ASSIGN_OR_RETURN(std::string bytes,
+                     ExportMctq(state->model, QuantizationOf(*state), *tpc.tpc,
+                                float_model, &state->warnings));
     result->set_mctq_onnx(std::move(bytes));
   }
   return absl::OkStatus();
@@ -425,8 +421,9 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
   state.options = input.options;
   state.model = std::move(input.model);
   state.warnings = std::move(input.warnings);
-  const std::vector<ValueInfo> declared_inputs = state.model.graph.inputs;
-  const std::vector<ValueInfo> declared_outputs = state.model.graph.outputs;
+  // The model as imported (its tensors shared copy-on-write): its declared
+  // inputs and outputs go back into the exports (dynamic_shapes.h).
+  const Model float_model = state.model;
   ASSIGN_OR_RETURN(Calibration cal,
                    PrepareAndCalibrate(input, context, clock, &state));
   ASSIGN_OR_RETURN(Decisions decisions,
@@ -444,8 +441,8 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
     state.warnings.push_back(std::move(w));
   }
   RETURN_IF_ERROR(clock.Check());
-  RETURN_IF_ERROR(ExportModels(request, tpc, plan, declared_inputs,
-                               declared_outputs, &state, clock, &result));
+  RETURN_IF_ERROR(
+      ExportModels(request, tpc, plan, float_model, &state, clock, &result));
 
   // Per-layer sensitivity (if asked), on the report's samples.
   std::vector<LayerSensitivity> sensitivity;

@@ -53,6 +53,7 @@ std::string DynamicDims(const std::vector<ValueInfo>& declared,
       dims.push_back(named ? absl::StrCat(i, " (", d->dim_params[i], ")")
                            : absl::StrCat(i));
     }
+    if (dims.empty()) continue;  // e.g. a scalar
     parts.push_back(
         absl::StrCat("input '", name, "' dim ", absl::StrJoin(dims, ", ")));
   }
@@ -78,6 +79,14 @@ void DropSubgraphShapes(Graph* graph) {
   }
 }
 
+// OK when `model` infers with its inputs bound to `shapes`.
+absl::Status InfersAt(const Model& model, const InputShapes& shapes) {
+  Model check = model;
+  ShapeInferenceOptions options;
+  options.input_shapes = shapes;
+  return InferShapes(&check, options).status();
+}
+
 }  // namespace
 
 InputShapes ProbeShapes(const std::vector<ValueInfo>& declared,
@@ -100,7 +109,8 @@ InputShapes ProbeShapes(const std::vector<ValueInfo>& declared,
 
 void RestoreDeclaredShapes(const std::vector<ValueInfo>& declared_inputs,
                            const std::vector<ValueInfo>& declared_outputs,
-                           Model* model, std::vector<std::string>* warnings) {
+                           Model* model, std::vector<std::string>* warnings,
+                           const Model* float_model) {
   Graph& graph = model->graph;
   InputShapes bound;
   for (const ValueInfo& in : graph.inputs) {
@@ -124,19 +134,38 @@ void RestoreDeclaredShapes(const std::vector<ValueInfo>& declared_inputs,
   DropSubgraphShapes(&restored.graph);
 
   // The check: the restored graph must infer with the dynamic dims moved.
-  Model check = restored;
-  ShapeInferenceOptions options;
-  options.input_shapes = probe;
-  const auto inferred = InferShapes(&check, options);
-  if (!inferred.ok()) {
-    warnings->push_back(
-        absl::StrCat("the QDQ model keeps the calibration shapes (",
-                     DynamicDims(declared_inputs, probe),
-                     " fixed): it does not run at other sizes: ",
-                     inferred.status().message()));
+  const absl::Status inferred = InfersAt(restored, probe);
+  if (inferred.ok()) {
+    *model = std::move(restored);
     return;
   }
-  *model = std::move(restored);
+  // A float model that fails the same probe has dims that are dynamic only
+  // in name (silero_vad's If branches each take one input length): the
+  // failure is its own, and fixing its inputs would be worse, since ONNX
+  // Runtime then type-checks every branch at the samples' sizes.
+  if (float_model != nullptr) {
+    const absl::Status float_inferred = InfersAt(*float_model, probe);
+    if (!float_inferred.ok()) {
+      warnings->push_back(absl::StrCat(
+          "the QDQ model declares the float model's dynamic inputs (",
+          DynamicDims(declared_inputs, probe),
+          "), but like the float model it infers only at some sizes: ",
+          float_inferred.message()));
+      *model = std::move(restored);
+      return;
+    }
+  }
+  warnings->push_back(absl::StrCat(
+      "the QDQ model keeps the calibration shapes (",
+      DynamicDims(declared_inputs, probe),
+      " fixed): it does not run at other sizes: ", inferred.message()));
+  // The bodies still carry no inferred shapes: ONNX Runtime infers them.
+  for (Node& node : graph.nodes) {
+    for (auto& [key, attr] : node.attributes) {
+      if (attr.g) ClearInferredShapes(MutableSubgraph(&attr));
+    }
+  }
+  DropSubgraphShapes(&graph);
 }
 
 }  // namespace quantd

@@ -37,10 +37,16 @@ InputShapes ProbeShapes(const std::vector<ValueInfo>& declared,
 // again). Static dims of the declaration stay as they are. If the result
 // does not infer at the probe shapes (a transform needed a static shape),
 // `model` keeps the bound shapes and a warning says which input dimensions
-// stay fixed and why.
+// stay fixed and why; unless `float_model` (the model as imported, if given)
+// fails that probe too: then the dims are dynamic only in name (e.g. If
+// branches that each take one input length), the declaration goes back
+// all the same, and a warning says so. Subgraph (If/Loop/Scan body)
+// value_info and body input/output shapes are dropped either way: they hold
+// the samples' shapes, which ONNX Runtime would type-check every branch at.
 void RestoreDeclaredShapes(const std::vector<ValueInfo>& declared_inputs,
                            const std::vector<ValueInfo>& declared_outputs,
-                           Model* model, std::vector<std::string>* warnings);
+                           Model* model, std::vector<std::string>* warnings,
+                           const Model* float_model = nullptr);
 
 }  // namespace quantd
 

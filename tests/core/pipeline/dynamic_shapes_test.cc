@@ -92,5 +92,38 @@ TEST(RestoreDeclaredShapesTest, KeepsBoundShapesAndSaysWhyWhenTheGraphIsFixed) {
   EXPECT_THAT(m.graph.inputs[0].shape, ElementsAre(1, 4));
 }
 
+TEST(RestoreDeclaredShapesTest, KeepsBoundShapesWhenOnlyTheExportIsFixed) {
+  // The float model runs at any batch; the export (as if a transform had
+  // written the static Reshape) does not: the bound shapes stay.
+  const Model float_model = BoundReluModel(/*static_reshape=*/false);
+  Model m = BoundReluModel(/*static_reshape=*/true);
+  const std::vector<ValueInfo> inputs = m.graph.inputs;
+  const std::vector<ValueInfo> outputs = m.graph.outputs;
+  ASSERT_TRUE(InferShapes(&m, {.input_shapes = {{"x", {1, 4}}}}).ok());
+  std::vector<std::string> warnings;
+  RestoreDeclaredShapes(inputs, outputs, &m, &warnings, &float_model);
+  ASSERT_THAT(warnings, SizeIs(1));
+  EXPECT_THAT(warnings[0], HasSubstr("keeps the calibration shapes"));
+  EXPECT_THAT(m.graph.inputs[0].shape, ElementsAre(1, 4));
+}
+
+TEST(RestoreDeclaredShapesTest,
+     DeclaresTheFloatDimsWhenTheFloatModelIsFixedToo) {
+  // The float model itself only runs at batch 1 (its Reshape is static):
+  // the probe's failure is not the export's, so the declaration goes back.
+  const Model float_model = BoundReluModel(/*static_reshape=*/true);
+  Model m = float_model;
+  const std::vector<ValueInfo> inputs = m.graph.inputs;
+  const std::vector<ValueInfo> outputs = m.graph.outputs;
+  ASSERT_TRUE(InferShapes(&m, {.input_shapes = {{"x", {1, 4}}}}).ok());
+  std::vector<std::string> warnings;
+  RestoreDeclaredShapes(inputs, outputs, &m, &warnings, &float_model);
+  ASSERT_THAT(warnings, SizeIs(1));
+  EXPECT_THAT(warnings[0], HasSubstr("like the float model"));
+  EXPECT_THAT(m.graph.inputs[0].shape, ElementsAre(-1, 4));
+  EXPECT_EQ(m.graph.inputs[0].dim_params[0], "batch");
+  EXPECT_TRUE(m.graph.value_info.empty());
+}
+
 }  // namespace
 }  // namespace quantd
