@@ -437,7 +437,7 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
                    LowerToQdqPlan(state, request.export_options()));
   plan.metadata = {{"quantd.tpc", tpc.ref}, {"quantd.tpc_digest", tpc.digest}};
   for (std::string& w :
-       PlaceSingleChannelGuards(state.model, declared_inputs, &plan)) {
+       PlaceSingleChannelGuards(state.model, float_model.graph.inputs, &plan)) {
     state.warnings.push_back(std::move(w));
   }
   RETURN_IF_ERROR(clock.Check());
