@@ -172,11 +172,11 @@ absl::Status ApplyJobSettings(const JobFiles& files,
   }
   if (!files.config.empty()) {
     v1::QuantizationConfig config;
-    if (!google::protobuf::TextFormat::ParseFromString(files.config, &config)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--config: not QuantizationConfig text format (fields of "
-          "proto/quantd/v1/job.proto, e.g. 'z_threshold: 8'): ",
-          files.config));
+    if (absl::Status st =
+            ParseTextFormat(files.config, kConfigExample, &config);
+        !st.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--config: ", st.message()));
     }
     request->mutable_quantization()->MergeFrom(config);
   }
@@ -187,12 +187,11 @@ absl::Status ApplyJobSettings(const JobFiles& files,
   RETURN_IF_ERROR(ApplyQualityTarget(files, request));
   if (!files.gptq_config.empty()) {
     v1::GptqConfig gptq;
-    if (!google::protobuf::TextFormat::ParseFromString(files.gptq_config,
-                                                       &gptq)) {
+    if (absl::Status st =
+            ParseTextFormat(files.gptq_config, kGptqConfigExample, &gptq);
+        !st.ok()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--gptq-config: not GptqConfig text format (fields of "
-                       "proto/quantd/v1/job.proto, e.g. 'n_epochs: 20'): ",
-                       files.gptq_config));
+          absl::StrCat("--gptq-config: ", st.message()));
     }
     request->mutable_gptq()->MergeFrom(gptq);
     request->mutable_gptq()->set_enabled(true);
@@ -206,6 +205,17 @@ absl::Status ApplyJobSettings(const JobFiles& files,
   request->set_num_threads(files.threads);
   request->set_report_samples(files.report_samples);
   return absl::OkStatus();
+}
+
+absl::Status ParseTextFormat(const std::string& text, absl::string_view example,
+                             google::protobuf::Message* out) {
+  if (google::protobuf::TextFormat::ParseFromString(text, out)) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("not ", out->GetDescriptor()->name(),
+                   " text format (fields of proto/quantd/v1/job.proto, e.g. '",
+                   example, "'): ", text));
 }
 
 absl::StatusOr<v1::QuantizeRequest> BuildQuantizeRequest(

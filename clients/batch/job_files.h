@@ -16,6 +16,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "google/protobuf/message.h"
 #include "quantd/v1/job.pb.h"
 
 namespace quantd {
@@ -57,6 +59,16 @@ struct JobFiles {
   // the Python API's generated_calibration=. Empty = none.
   std::string generated_calibration;
 };
+
+// Examples the text-format options' errors show.
+inline constexpr absl::string_view kConfigExample = "z_threshold: 8";
+inline constexpr absl::string_view kGptqConfigExample = "n_epochs: 20";
+
+// `text` in protobuf text format into `out` (a message of
+// proto/quantd/v1/job.proto); the error names the message type and shows
+// `example`.
+absl::Status ParseTextFormat(const std::string& text, absl::string_view example,
+                             google::protobuf::Message* out);
 
 // Reads the model (to learn its input names), the samples and a TPC file.
 // Errors name the file or flag at fault.

@@ -9,7 +9,7 @@
 #include "absl/strings/str_replace.h"
 #include "clients/batch/mixed_precision_flags.h"
 #include "core/datagen/calib_spec.h"
-#include "google/protobuf/text_format.h"
+#include "core/util/status_macros.h"
 
 namespace quantd {
 namespace {
@@ -79,12 +79,7 @@ absl::Status Gptq(const std::string& text, JobFiles* job) {
 
 absl::Status GptqConfigText(const std::string& text, JobFiles* job) {
   v1::GptqConfig config;
-  if (!google::protobuf::TextFormat::ParseFromString(text, &config)) {
-    return Invalid(
-        absl::StrCat("not GptqConfig text format (fields of "
-                     "proto/quantd/v1/job.proto, e.g. 'n_epochs: 20'): ",
-                     text));
-  }
+  RETURN_IF_ERROR(ParseTextFormat(text, kGptqConfigExample, &config));
   job->gptq_config = text;
   return absl::OkStatus();
 }
@@ -147,12 +142,7 @@ absl::Status TargetMetric(const std::string& text, JobFiles* job) {
 
 absl::Status Config(const std::string& text, JobFiles* job) {
   v1::QuantizationConfig config;
-  if (!google::protobuf::TextFormat::ParseFromString(text, &config)) {
-    return Invalid(
-        absl::StrCat("not QuantizationConfig text format (fields of "
-                     "proto/quantd/v1/job.proto, e.g. 'z_threshold: 8'): ",
-                     text));
-  }
+  RETURN_IF_ERROR(ParseTextFormat(text, kConfigExample, &config));
   job->config = text;
   return absl::OkStatus();
 }
