@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "core/graph/graph.h"
 #include "core/graph/tensor.h"
+#include "core/hessian/hessian_scores.h"
 #include "core/hessian/hutchinson.h"
 #include "core/runtime/cancellation.h"
 #include "core/runtime/progress.h"
@@ -31,9 +32,6 @@ namespace quantd::hessian {
 
 constexpr int kHmseNumSamples = 16;  // MCT's NUM_QPARAM_HESSIAN_SAMPLES
 constexpr int kSamplesPerRound = 4;
-
-// Initializer name -> one score per element, in the initializer's layout.
-using HessianScores = std::map<std::string, std::vector<float>>;
 
 struct WeightsHessianOptions {
   int num_samples = kHmseNumSamples;  // the first ones; fewer if fewer given

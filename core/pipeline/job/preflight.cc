@@ -68,58 +68,52 @@ int64_t RawBytes(
   return bytes;
 }
 
-// Bytes of the constants that only If/Loop/Scan bodies use: the bodies' own
-// initializers and Constant values at any depth (ConstantsInBodies), and the
-// main graph's initializers that only bodies read, from the outer scope
-// (BodyConstantBytes).
-int64_t ConstantsInBodies(const Graph& graph) {
-  int64_t bytes = 0;
+// What the If/Loop/Scan bodies of a graph hold, at any depth: the bytes of
+// their own constants (initializers and Constant values) and the names
+// their nodes read.
+struct BodyContents {
+  int64_t constant_bytes = 0;
+  absl::flat_hash_set<absl::string_view> reads;
+};
+
+void WalkBodies(const Graph& graph, BodyContents* contents) {
   for (const Node& node : graph.nodes) {
     for (const auto& [key, attribute] : node.attributes) {
       if (attribute.g == nullptr) continue;
       const Graph& body = *attribute.g;
       for (const auto& [name, tensor] : body.initializers) {
-        bytes += static_cast<int64_t>(tensor.byte_size());
+        contents->constant_bytes += static_cast<int64_t>(tensor.byte_size());
       }
       for (const Node& inner : body.nodes) {
+        for (const std::string& input : inner.inputs) {
+          contents->reads.insert(input);
+        }
         if (inner.op_type != "Constant") continue;
         for (const auto& [k, value] : inner.attributes) {
-          bytes += static_cast<int64_t>(value.t.byte_size());
+          contents->constant_bytes += static_cast<int64_t>(value.t.byte_size());
         }
       }
-      bytes += ConstantsInBodies(body);
-    }
-  }
-  return bytes;
-}
-
-// Names the nodes of `graph`'s bodies read, at any depth.
-void BodyReads(const Graph& graph,
-               absl::flat_hash_set<absl::string_view>* reads) {
-  for (const Node& node : graph.nodes) {
-    for (const auto& [key, attribute] : node.attributes) {
-      if (attribute.g == nullptr) continue;
-      for (const Node& inner : attribute.g->nodes) {
-        for (const std::string& input : inner.inputs) reads->insert(input);
-      }
-      BodyReads(*attribute.g, reads);
+      WalkBodies(body, contents);
     }
   }
 }
 
+// Bytes of the constants only bodies use: their own, and the main graph's
+// initializers that only bodies read (from the outer scope).
 int64_t BodyConstantBytes(const Graph& graph) {
-  absl::flat_hash_set<absl::string_view> main_reads, body_reads;
+  BodyContents bodies;
+  WalkBodies(graph, &bodies);
+  absl::flat_hash_set<absl::string_view> main_reads;
   for (const Node& node : graph.nodes) {
     for (const std::string& input : node.inputs) main_reads.insert(input);
   }
-  BodyReads(graph, &body_reads);
-  int64_t outer = 0;
+  int64_t bytes = bodies.constant_bytes;
   for (const auto& [name, tensor] : graph.initializers) {
-    if (body_reads.contains(name) && !main_reads.contains(name)) {
-      outer += static_cast<int64_t>(tensor.byte_size());
+    if (bodies.reads.contains(name) && !main_reads.contains(name)) {
+      bytes += static_cast<int64_t>(tensor.byte_size());
     }
   }
-  return outer + ConstantsInBodies(graph);
+  return bytes;
 }
 
 // The terms of the estimate were fitted to the peak RSS of real jobs, each

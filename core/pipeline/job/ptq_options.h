@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "core/hessian/weights_hessian.h"
+#include "core/hessian/hessian_scores.h"
 #include "core/quantizers/types.h"
 #include "quantd/v1/job.pb.h"
 
