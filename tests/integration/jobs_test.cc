@@ -205,13 +205,16 @@ TEST_F(JobsTest, DisconnectCancelsTheRunningJob) {
   EXPECT_EQ(Metric("quantd_jobs_total{status=\"cancelled\"}"), 1);
 }
 
+// The job stalls in calibration until it is cancelled (--fault_injection):
+// a faster job can no longer end before the first tick.
 TEST_F(JobsTest, HeartbeatsArriveWhileTheJobRuns) {
-  StartServer({"--workers=1", "--heartbeat_seconds=1"});
+  StartServer({"--workers=1", "--heartbeat_seconds=1",
+               "--fault_injection=stall:calibrate"});
   if (HasFatalFailure() || IsSkipped()) return;
   client::CallCanceller canceller;
   double heartbeat_elapsed = -1;
   auto result =
-      client_->Quantize(LongJob("beating"),
+      client_->Quantize(SmallJob("beating"),
                         [&](const v1::JobEvent& e) {
                           if (e.has_heartbeat() && heartbeat_elapsed < 0) {
                             heartbeat_elapsed = e.heartbeat().elapsed_seconds();
@@ -284,15 +287,18 @@ TEST_F(JobsTest, ExceptionOnTheWorkerFailsTheJobAndTheServerGoesOn) {
   EXPECT_EQ(Metric("quantd_jobs_total{status=\"internal\"}"), 2);
 }
 
+// The job stalls in calibration until it is cancelled (--fault_injection),
+// so it always outlives the drain, however fast the machine.
 TEST_F(JobsTest, SigtermCancelsJobsThatOutliveTheDrainAndExitsZero) {
-  StartServer({"--workers=1", "--drain_seconds=1"});
+  StartServer({"--workers=1", "--drain_seconds=1",
+               "--fault_injection=stall:calibrate"});
   if (HasFatalFailure() || IsSkipped()) return;
   absl::Notification running;
   std::string job_id;
   absl::Status status;
   std::thread job([&] {
     status = client_
-                 ->Quantize(LongJob("draining"),
+                 ->Quantize(SmallJob("draining"),
                             [&](const v1::JobEvent& e) {
                               if (e.has_accepted()) {
                                 job_id = e.job_id();
