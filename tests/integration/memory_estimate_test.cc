@@ -15,16 +15,18 @@ namespace {
 constexpr int64_t kEstimateBase = int64_t{8} << 20;
 
 // ConvJob(3, 8, 4, 4): x[1,3,8,8] -> Conv(4 filters, pad 1) -> y[1,4,8,8],
-// 4 float samples. Samples: 4 x 3*8*8*4 = 3072 bytes, counted 4.5 times =
-// 13824. The model 9 times. Activations of one sample: y only (x is a graph
-// input) = 4*8*8*4 = 1024 bytes; the first sample in flight counts 1.35x:
-// 1382 (1382.4 rounded down). The report's 4 samples (all of them: fewer
-// than 16) keep their activations from calibration: 4 x 1024 = 4096.
+// 4 float samples. Samples: 4 x 3*8*8*4 = 3072 bytes, counted 4.5 times
+// less the request's own copy, which the server frees after the import:
+// 3.5 times = 10752. The model 9 times less that copy: 8. Activations of one
+// sample: y only (x is a graph input) = 4*8*8*4 = 1024 bytes; the first sample
+// in flight counts 1.35x: 1382 (1382.4 rounded down). The report's 4 samples
+// (all of them: fewer than 16) keep their activations from calibration: 4 x
+// 1024 = 4096.
 TEST(EstimateJobMemoryBytes, CountsSamplesModelAndActivations) {
   const v1::QuantizeRequest r = testing::ConvJob(3, 8, 4, 4, "r");
   const int64_t model = static_cast<int64_t>(r.onnx_model().size());
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1),
-            13824 + 9 * model + 1382 + 4096 + kEstimateBase);
+            10752 + 8 * model + 1382 + 4096 + kEstimateBase);
 }
 
 // With evaluation samples sent nothing is kept from calibration.
@@ -32,7 +34,8 @@ TEST(EstimateJobMemoryBytes, EvaluationSamplesKeepNothingFromCalibration) {
   v1::QuantizeRequest r = testing::ConvJob(3, 8, 4, 4, "r");
   const int64_t kept = EstimateJobMemoryBytes(r, JobLimits{}, 1);
   *r.add_evaluation_samples() = r.calibration_samples(0);
-  // One more sample sent (768 bytes x4.5 = 3456), 4096 fewer kept.
+  // One more sample sent (768 bytes x4.5 = 3456: the server keeps the
+  // request's evaluation samples), 4096 fewer kept.
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1), kept + 3456 - 4096);
 }
 
@@ -45,8 +48,8 @@ TEST(EstimateJobMemoryBytes, KeptValuesStopAtTheBudget) {
   for (int i = 0; i < 40; ++i) {
     *r.add_calibration_samples() = r.calibration_samples(0);
   }
-  // 40 more samples of 4*96*96*4 bytes, counted 4.5 times.
-  const int64_t samples = int64_t{40} * 4 * 96 * 96 * 4 * 9 / 2;
+  // 40 more samples of 4*96*96*4 bytes, counted 3.5 times.
+  const int64_t samples = int64_t{40} * 4 * 96 * 96 * 4 * 7 / 2;
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1) - two,
             samples + (int64_t{64} << 20) - 2 * 2359296);
 }
@@ -79,14 +82,14 @@ TEST(EstimateJobMemoryBytes, SamplesInFlightCappedBySampleCount) {
 // 64 filters on 96x96: one activation is 64*96*96*4 = 2359296 bytes; two
 // samples in flight: 2359296 * 27/20 = 3185049 (.6 rounded down) plus
 // 2359296 * 2/5 = 943718 (.4). Samples: 2 x 4*96*96*4 = 294912 bytes,
-// x4.5 = 1327104. Both samples keep their activations for the report:
+// x3.5 = 1032192. Both samples keep their activations for the report:
 // 2 x 2359296.
 TEST(EstimateJobMemoryBytes, LargeActivationsDominate) {
   const v1::QuantizeRequest r = testing::ConvJob(4, 96, 64, 2, "r");
   const int64_t model = static_cast<int64_t>(r.onnx_model().size());
   EXPECT_EQ(
       EstimateJobMemoryBytes(r, JobLimits{}, 2),
-      1327104 + 9 * model + 3185049 + 943718 + 2 * 2359296 + kEstimateBase);
+      1032192 + 8 * model + 3185049 + 943718 + 2 * 2359296 + kEstimateBase);
 }
 
 // Mixed precision's sensitivity runs after calibration: its float cache and
@@ -102,10 +105,10 @@ TEST(EstimateJobMemoryBytes, MixedPrecisionCountsTheSensitivity) {
       ->mutable_target_fraction()
       ->set_weights_memory_bytes(0.75);
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1),
-            13824 + 9 * model + 5008 + kEstimateBase);
+            10752 + 8 * model + 5008 + kEstimateBase);
   // Three tasks running: 2448 + 3 * 2560.
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 3),
-            13824 + 9 * model + 2448 + 3 * 2560 + kEstimateBase);
+            10752 + 8 * model + 2448 + 3 * 2560 + kEstimateBase);
 }
 
 // GPTQ with HMSE weights: the hessian stage's peak replaces calibration's.
@@ -117,11 +120,11 @@ TEST(EstimateJobMemoryBytes, HmseCountsTheHessianScores) {
   r.mutable_gptq()->set_enabled(true);  // nothing kept for the report
   const int64_t model = static_cast<int64_t>(r.onnx_model().size());
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1),
-            13824 + 9 * model + 1382 + kEstimateBase);
+            10752 + 8 * model + 1382 + kEstimateBase);
   r.mutable_quantization()->set_weights_error_method(v1::ERROR_METHOD_HMSE);
   const int64_t w = model / 4;
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1),
-            13824 + 9 * model + 2048 + 48 * w + kEstimateBase);
+            10752 + 8 * model + 2048 + 48 * w + kEstimateBase);
 }
 
 // A model that does not parse adds no activations (the job fails at
@@ -129,9 +132,9 @@ TEST(EstimateJobMemoryBytes, HmseCountsTheHessianScores) {
 TEST(EstimateJobMemoryBytes, UnparsableModelCountsOnlyItsBytes) {
   v1::QuantizeRequest r = testing::ConvJob(3, 8, 4, 1, "r");
   r.set_onnx_model("not a model");
-  // 768 sample bytes x4.5, 11 model bytes x9.
+  // 768 sample bytes x3.5, 11 model bytes x8.
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1),
-            3456 + 9 * 11 + kEstimateBase);
+            2688 + 8 * 11 + kEstimateBase);
 }
 
 // x[1,4] -> If(c): then adds ReduceSum(w) of a body initializer w of
@@ -186,8 +189,8 @@ v1::QuantizeRequest IfJob(int weights) {
 
 // Constants inside If bodies stay float (nothing packs, quantizes or lowers
 // them): 5 copies instead of a quantized weight's 9. 2000 more body floats
-// (8000 bytes) add 9x the serialized growth before the import and 4 x 8000
-// less once the model is parsed.
+// (8000 bytes) add 9x the serialized growth before the import, and once
+// the model is parsed 4 x 8000 less and the request's freed copy less.
 TEST(EstimateJobMemoryBytes, ConstantsInsideIfBodiesCountFiveCopies) {
   const v1::QuantizeRequest small = IfJob(1000), large = IfJob(3000);
   const int64_t grown = static_cast<int64_t>(large.onnx_model().size() -
@@ -197,7 +200,7 @@ TEST(EstimateJobMemoryBytes, ConstantsInsideIfBodiesCountFiveCopies) {
             9 * grown);
   EXPECT_EQ(EstimateJobMemoryBytes(large, JobLimits{}, 1) -
                 EstimateJobMemoryBytes(small, JobLimits{}, 1),
-            9 * grown - 4 * 8000);
+            8 * grown - 4 * 8000);
 }
 
 }  // namespace

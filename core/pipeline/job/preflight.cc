@@ -454,6 +454,12 @@ absl::StatusOr<JobInput> PreflightJob(
   input.body_constant_bytes = BodyConstantBytes(input.model.graph);
   input.sample_bytes =
       RawBytes(calibration_samples) + RawBytes(request.evaluation_samples());
+  if (model_bytes.data() == request.onnx_model().data()) {
+    input.request_payload_bytes += input.model_bytes;
+  }
+  if (&calibration_samples == &request.calibration_samples()) {
+    input.request_payload_bytes += RawBytes(calibration_samples);
+  }
 
   const int64_t max_bytes = limits.max_sample_bytes;
   if (generated) {
@@ -572,9 +578,13 @@ int64_t EstimateJobMemoryBytes(const JobInput& input, int samples_in_flight) {
       KeptForReport(*input.request, input.activation_bytes_per_sample,
                     evaluated);
   // The generate stage runs before calibration: the larger of the two.
+  // BaseEstimate counts the payload's bytes once more than the job holds
+  // once the server has freed them (memory_bench: MobileNetV2's peak fell
+  // by 77 MiB, its 37 MiB of samples and 13 MiB model).
   return BaseEstimate(input.sample_bytes, input.model_bytes,
                       input.body_constant_bytes,
-                      input.request->export_options()) +
+                      input.request->export_options()) -
+         input.request_payload_bytes +
          std::max(activations, input.generate_bytes);
 }
 
@@ -600,7 +610,10 @@ int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
   }
   const int report = ReportSampleCount(request.report_samples());
   const int calibration = request.calibration_samples_size();
-  return BeforeImport(request, body_constant_bytes) +
+  // As the server runs it: the request's payload freed after the import.
+  const int64_t payload = static_cast<int64_t>(request.onnx_model().size()) +
+                          RawBytes(request.calibration_samples());
+  return BeforeImport(request, body_constant_bytes) - payload +
          PeakActivations(request, per_sample, samples_in_flight, calibration,
                          static_cast<int64_t>(request.onnx_model().size())) +
          KeptForReport(

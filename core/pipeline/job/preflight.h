@@ -81,6 +81,10 @@ struct JobInput {
   int64_t body_constant_bytes = 0;
   std::string model_sha256;  // of the serialized model, for the report
   int64_t sample_bytes = 0;  // raw bytes of every sample sent
+  // The request's own model bytes and calibration samples (not what a
+  // model_ref / samples_ref points to): the server frees them once the job
+  // has this input (JobContext.on_preflight).
+  int64_t request_payload_bytes = 0;
   // Bytes of every activation of one sample (EstimateJobMemoryBytes).
   int64_t activation_bytes_per_sample = 0;
   // With generated_calibration: the generate stage's own estimate
@@ -120,7 +124,9 @@ bool KeepsFloatValuesForReport(const v1::QuantizeRequest& request);
 // The job's peak memory, for admission control: the sample bytes, the
 // model's copies and the activations of `samples_in_flight` samples at once
 // (from the sum of every activation of one sample, shapes inferred for the
-// first calibration sample). Fitted to measured peaks (preflight.cc).
+// first calibration sample). Fitted to measured peaks (preflight.cc). As
+// the server runs the job: without the request's payload, which it frees
+// after the import (input.request_payload_bytes).
 int64_t EstimateJobMemoryBytes(const JobInput& input, int samples_in_flight);
 
 // The same from a request alone (tools and tests): imports the model; 0

@@ -50,7 +50,8 @@ struct JobContext {
   std::function<absl::Status(const std::string& stage)> on_stage_start;
   // Called once the model is imported and the samples decoded, before any
   // stage runs on them; an error ends the job with it. The server refines
-  // the job's admission ticket with EstimateJobMemoryBytes here.
+  // the job's admission ticket with EstimateJobMemoryBytes here, and frees
+  // the request's model bytes and calibration samples (JobInput.request).
   std::function<absl::Status(const JobInput& input)> on_preflight;
 };
 
