@@ -123,8 +123,15 @@ absl::Status ApplyQualityTarget(const JobFiles& files,
     if (files.target_sqnr) metric = "sqnr";
     if (files.target_cosine) metric = "cosine";
   }
-  if (metric.empty()) return absl::OkStatus();
+  if (metric.empty()) {
+    if (files.target_best_effort) {
+      return absl::InvalidArgumentError(
+          "--target-best-effort: needs --target-sqnr or --target-cosine");
+    }
+    return absl::OkStatus();
+  }
   v1::QualityTarget* t = request->mutable_quality_target();
+  t->set_best_effort(files.target_best_effort);
   if (metric == "sqnr") {
     if (!files.target_sqnr) {
       return absl::InvalidArgumentError(

@@ -52,6 +52,7 @@ struct JobFiles {
   // given); unset = no target.
   std::optional<double> target_sqnr, target_cosine;
   std::string target_metric;
+  bool target_best_effort = false;  // `--target-best-effort`
   std::string keep_float;
   std::string config;
   // `N[,shape=CxHxW,...]`: the job generates its calibration data

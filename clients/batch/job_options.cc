@@ -88,6 +88,10 @@ absl::Status Analyze(const std::string& text, JobFiles* job) {
   return Switch(text, &job->analyze);
 }
 
+absl::Status TargetBestEffort(const std::string& text, JobFiles* job) {
+  return Switch(text, &job->target_best_effort);
+}
+
 absl::Status Threads(const std::string& text, JobFiles* job) {
   return IntIn(text, 1, 1024, &job->threads);
 }
@@ -204,6 +208,10 @@ const std::vector<JobOption>& JobOptions() {
        TargetCosine},
       {"target-metric", "sqnr|cosine",
        "which quality target applies (default: the one given)", TargetMetric},
+      {"target-best-effort", "",
+       "a target out of the TPC's reach returns the best configuration found "
+       "(with a warning) instead of failing",
+       TargetBestEffort},
       {"threads", "N",
        "threads for the job's data-parallel work (default: all cores / the "
        "server's)",

@@ -291,7 +291,8 @@ absl::Status ExportModels(const v1::QuantizeRequest& request,
   return absl::OkStatus();
 }
 
-// The target stage; without GPTQ to come, a target out of reach fails here.
+// The target stage; without GPTQ to come, a target out of reach fails here
+// (unless best effort was asked for: the final check warns).
 absl::StatusOr<QualityTargetOutcome> SearchQualityTarget(
     const QualityTargetInputs& inputs, const JobState& calibrated,
     const std::string& tpc, JobState* state, MixedPrecisionOutcome* mp,
@@ -299,7 +300,8 @@ absl::StatusOr<QualityTargetOutcome> SearchQualityTarget(
   ASSIGN_OR_RETURN(
       QualityTargetOutcome target,
       RunQualityTarget(inputs, calibrated, state, mp, pool, cancel, sink));
-  if (!target.report.met && !inputs.request->gptq().enabled()) {
+  if (!target.report.met && !inputs.request->gptq().enabled() &&
+      !inputs.request->quality_target().best_effort()) {
     return TargetOutOfReachError(inputs.request->quality_target(), tpc,
                                  target.best_figure, target.best_description,
                                  target.report.baseline.value_or(0.0));

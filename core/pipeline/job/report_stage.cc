@@ -4,6 +4,7 @@
 #include <cmath>
 #include <memory>
 #include <set>
+#include <string>
 #include <utility>
 
 #include "core/pipeline/evaluation/evaluation.h"
@@ -148,8 +149,11 @@ absl::StatusOr<JobReport> BuildJobReport(
     state->warnings.push_back(std::move(w));
   }
   if (target.has_value()) {
-    RETURN_IF_ERROR(CheckFinalFigure(in.request->quality_target(), tpc.ref,
-                                     eval, &*target));
+    const v1::QualityTarget& goal = in.request->quality_target();
+    absl::Status met = CheckFinalFigure(goal, tpc.ref, eval, &*target);
+    if (!met.ok() && !goal.best_effort()) return met;
+    // Best effort: the best configuration found, and why it falls short.
+    if (!met.ok()) state->warnings.push_back(std::string(met.message()));
     report.quality_target = std::move(target->report);
   }
   report.warnings = state->warnings;

@@ -121,6 +121,19 @@ int ActivationBits(const v1::QuantizeResult& r, const std::string& node) {
   return -1;
 }
 
+// The figure a FAILED_PRECONDITION names as the best reached ("best X dB").
+double BestFigureNamed(const absl::Status& status) {
+  const std::string message(status.message());
+  const size_t at = message.find("best ");
+  double best = 0;
+  if (at == std::string::npos ||
+      !absl::SimpleAtod(
+          message.substr(at + 5, message.find(" dB", at) - at - 5), &best)) {
+    ADD_FAILURE() << "no best figure in: " << message;
+  }
+  return best;
+}
+
 TEST_F(QualityTargetTest, PlainJobSitsBetweenTheTwoBounds) {
   // The premise of the tests below: 8 bits everywhere misses 35 dB.
   auto result = Run(SquashRequest("imx500@4.0"));
@@ -182,12 +195,7 @@ TEST_F(QualityTargetTest, UnreachableTargetNamesTheBestFigure) {
       << result.status();
   const std::string message(result.status().message());
   EXPECT_THAT(message, HasSubstr("sqnr 40.00 dB out of reach of imx500@1.0"));
-  const size_t at = message.find("best ");
-  ASSERT_NE(at, std::string::npos) << message;
-  double best = 0;
-  ASSERT_TRUE(absl::SimpleAtod(
-      message.substr(at + 5, message.find(" dB", at) - at - 5), &best))
-      << message;
+  const double best = BestFigureNamed(result.status());
   // The best is at least the configuration as requested.
   EXPECT_GE(best, base->output_sqnr_db() - 0.01);
   EXPECT_LT(best, 40.0);
@@ -222,10 +230,8 @@ TEST_F(QualityTargetTest, InvalidCosineValueNamesTheField) {
 }
 
 // The example CNN at imx500@4.0 (38.60 dB as configured; activation bias
-// correction gains 0.1 dB; no 16-bit upgrade it allows helps): every stage
-// of the search runs, and 1 and 3 threads end on the same best figure and
-// the same trial.
-TEST_F(QualityTargetTest, ThreadCountDoesNotChangeAFailedSearch) {
+// correction gains 0.1 dB; no 16-bit upgrade it allows helps), 8 samples.
+v1::QuantizeRequest ExampleCnnRequest() {
   v1::QuantizeRequest r;
   r.set_onnx_model(*ExportOnnx(MakeExampleCnn()));
   for (const auto& s : MakeExampleImages(8, 1)) {
@@ -235,6 +241,45 @@ TEST_F(QualityTargetTest, ThreadCountDoesNotChangeAFailedSearch) {
     }
   }
   r.mutable_tpc()->set_name("imx500@4.0");
+  return r;
+}
+
+// Best effort returns the configuration the failing search names as its
+// best (not the one requested), says so in a warning, and reports the
+// target as missed.
+TEST_F(QualityTargetTest, BestEffortReturnsTheBestConfigurationFound) {
+  v1::QuantizeRequest plain = ExampleCnnRequest();
+  auto base = Run(plain);
+  ASSERT_TRUE(base.ok()) << base.status();
+  v1::QuantizeRequest r = plain;
+  SetTarget(v1::QualityTarget::METRIC_SQNR, 38.75, &r);
+  auto failed = Run(r);
+  ASSERT_EQ(failed.status().code(), absl::StatusCode::kFailedPrecondition)
+      << failed.status();
+  const double best = BestFigureNamed(failed.status());
+  r.mutable_quality_target()->set_best_effort(true);
+  auto result = Run(r);
+  ASSERT_TRUE(result.ok()) << result.status();
+  // The message rounds to 0.01 dB.
+  EXPECT_NEAR(result->output_sqnr_db(), best, 0.005);
+  EXPECT_GT(result->output_sqnr_db(), base->output_sqnr_db());
+  EXPECT_LT(result->output_sqnr_db(), 38.75);
+  auto report = nlohmann::json::parse(result->report_json());
+  EXPECT_FALSE(report["quality_target"]["met"].get<bool>());
+  EXPECT_DOUBLE_EQ(report["quality_target"]["reached"].get<double>(),
+                   result->output_sqnr_db());
+  bool warned = false;
+  for (const auto& w : report["warnings"]) {
+    warned |= w.get<std::string>().find("sqnr 38.75 dB out of reach") !=
+              std::string::npos;
+  }
+  EXPECT_TRUE(warned) << report["warnings"].dump();
+}
+
+// Every stage of the search runs, and 1 and 3 threads end on the same best
+// figure and the same trial.
+TEST_F(QualityTargetTest, ThreadCountDoesNotChangeAFailedSearch) {
+  v1::QuantizeRequest r = ExampleCnnRequest();
   SetTarget(v1::QualityTarget::METRIC_SQNR, 38.75, &r);
   ThreadPool pool(3);
   auto serial = Run(r);
@@ -276,6 +321,22 @@ TEST(QualityTargetOptions, FlagsSetTheRequestField) {
   EXPECT_DOUBLE_EQ(chosen.quality_target().value(), 30);
   EXPECT_FALSE(ApplyJobOption("target-cosine", "-1", &files).ok());
   EXPECT_FALSE(ApplyJobOption("target-sqnr", "inf", &files).ok());
+  EXPECT_FALSE(chosen.quality_target().best_effort());
+  ASSERT_TRUE(ApplyJobOption("target-best-effort", "true", &files).ok());
+  v1::QuantizeRequest best_effort;
+  ASSERT_TRUE(ApplyJobSettings(files, &best_effort).ok());
+  EXPECT_TRUE(best_effort.quality_target().best_effort());
+}
+
+TEST(QualityTargetOptions, BestEffortNeedsATarget) {
+  JobFiles files;
+  files.tpc = "imx500@4.0";
+  ASSERT_TRUE(ApplyJobOption("target-best-effort", "true", &files).ok());
+  v1::QuantizeRequest r;
+  const absl::Status status = ApplyJobSettings(files, &r);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("--target-best-effort: needs --target-sqnr"));
 }
 
 // Cancels the job once the target stage has run its first trial.
