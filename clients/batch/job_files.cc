@@ -110,6 +110,20 @@ bool IsTpcFile(const std::string& tpc) {
   return tpc.find('/') != std::string::npos;
 }
 
+// `flag TEXT` (text format) merged into `out`; nothing when TEXT is empty.
+absl::Status MergeTextFlag(absl::string_view flag, const std::string& text,
+                           absl::string_view example,
+                           google::protobuf::Message* out) {
+  if (text.empty()) return absl::OkStatus();
+  std::unique_ptr<google::protobuf::Message> parsed(out->New());
+  if (absl::Status st = ParseTextFormat(text, example, parsed.get());
+      !st.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, ": ", st.message()));
+  }
+  out->MergeFrom(*parsed);
+  return absl::OkStatus();
+}
+
 // --target-sqnr / --target-cosine / --target-metric into quality_target.
 absl::Status ApplyQualityTarget(const JobFiles& files,
                                 v1::QuantizeRequest* request) {
@@ -177,30 +191,19 @@ absl::Status ApplyJobSettings(const JobFiles& files,
     RETURN_IF_ERROR(ParseBitWidthOverrides(files.bits_override,
                                            request->mutable_mixed_precision()));
   }
-  if (!files.config.empty()) {
-    v1::QuantizationConfig config;
-    if (absl::Status st =
-            ParseTextFormat(files.config, kConfigExample, &config);
-        !st.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--config: ", st.message()));
-    }
-    request->mutable_quantization()->MergeFrom(config);
-  }
+  RETURN_IF_ERROR(MergeTextFlag("--config", files.config, kConfigExample,
+                                request->mutable_quantization()));
+  RETURN_IF_ERROR(MergeTextFlag("--mp-config", files.mp_config,
+                                kMpConfigExample,
+                                request->mutable_mixed_precision()));
   if (!files.keep_float.empty()) {
     RETURN_IF_ERROR(
         ParseKeepFloat(files.keep_float, request->mutable_quantization()));
   }
   RETURN_IF_ERROR(ApplyQualityTarget(files, request));
   if (!files.gptq_config.empty()) {
-    v1::GptqConfig gptq;
-    if (absl::Status st =
-            ParseTextFormat(files.gptq_config, kGptqConfigExample, &gptq);
-        !st.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--gptq-config: ", st.message()));
-    }
-    request->mutable_gptq()->MergeFrom(gptq);
+    RETURN_IF_ERROR(MergeTextFlag("--gptq-config", files.gptq_config,
+                                  kGptqConfigExample, request->mutable_gptq()));
     request->mutable_gptq()->set_enabled(true);
   }
   if (files.gptq) request->mutable_gptq()->set_enabled(true);

@@ -33,6 +33,8 @@ struct JobFiles {
   // Mixed-precision targets as `quantctl quantize --mp` takes them
   // (mixed_precision_flags.h); empty = none.
   std::string mp;
+  // `--mp-config`: MixedPrecisionConfig fields in text format.
+  std::string mp_config;
   int weights_bits = 0;  // 0 = TPC default
   v1::ActivationStorage activation_storage = v1::ACTIVATION_STORAGE_UNSPECIFIED;
   bool gptq = false;
@@ -64,6 +66,7 @@ struct JobFiles {
 // Examples the text-format options' errors show.
 inline constexpr absl::string_view kConfigExample = "z_threshold: 8";
 inline constexpr absl::string_view kGptqConfigExample = "n_epochs: 20";
+inline constexpr absl::string_view kMpConfigExample = "num_of_images: 8";
 
 // `text` in protobuf text format into `out` (a message of
 // proto/quantd/v1/job.proto); the error names the message type and shows

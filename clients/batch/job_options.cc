@@ -84,6 +84,13 @@ absl::Status GptqConfigText(const std::string& text, JobFiles* job) {
   return absl::OkStatus();
 }
 
+absl::Status MpConfigText(const std::string& text, JobFiles* job) {
+  v1::MixedPrecisionConfig config;
+  RETURN_IF_ERROR(ParseTextFormat(text, kMpConfigExample, &config));
+  job->mp_config = text;
+  return absl::OkStatus();
+}
+
 absl::Status Analyze(const std::string& text, JobFiles* job) {
   return Switch(text, &job->analyze);
 }
@@ -178,6 +185,11 @@ const std::vector<JobOption>& JobOptions() {
        "mixed precision: weights|activation|total|bops=FRACTION of 8-bit, "
        "or *_bytes / bops_count=ABSOLUTE, comma-separated",
        Mp},
+      {"mp-config", "TEXT",
+       "MixedPrecisionConfig fields in protobuf text format, e.g. "
+       "'num_of_images: 8' (sensitivity on 8 images instead of MCT's 32: "
+       "about 4x faster; docs/mixed_precision.md)",
+       MpConfigText},
       {"bits-override", "FILTER[@TARGET]=BITS,...",
        "manual bit widths; FILTER = type:OP | name:NODE | scope:SUBSTRING, "
        "TARGET = weights (default) | activation",

@@ -182,6 +182,25 @@ TEST(JobOptionsTest, GptqConfigEnablesGptqWithItsFields) {
   EXPECT_THAT(std::string(bad.message()), HasSubstr("not GptqConfig text"));
 }
 
+// --mp-config merges into the fields --mp set, not over them.
+TEST(JobOptionsTest, MpConfigMergesWithTheMpTargets) {
+  JobFiles job;
+  ASSERT_TRUE(ApplyJobOption("mp", "weights=0.75", &job).ok());
+  ASSERT_TRUE(ApplyJobOption("mp-config",
+                             "num_of_images: 8 refine_mp_solution: false", &job)
+                  .ok());
+  v1::QuantizeRequest request;
+  ASSERT_TRUE(ApplyJobSettings(job, &request).ok());
+  EXPECT_EQ(request.mixed_precision().num_of_images(), 8);
+  EXPECT_FALSE(request.mixed_precision().refine_mp_solution());
+  EXPECT_DOUBLE_EQ(
+      request.mixed_precision().target_fraction().weights_memory_bytes(), 0.75);
+  absl::Status bad = ApplyJobOption("mp_config", "images: 8", &job);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.message()),
+              HasSubstr("not MixedPrecisionConfig text"));
+}
+
 TEST(JobOptionsTest, BadValuesFailTheSameWayInFlagsAndManifests) {
   JobFiles job;
   absl::Status flag = ApplyJobOption("keep-float", "layer3", &job);

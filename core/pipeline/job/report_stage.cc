@@ -96,7 +96,7 @@ double WorstCosine(const EvaluationResult& eval) {
 // The quality target on the final model (after GPTQ, when it ran), into
 // the outcome's report; FAILED_PRECONDITION when it falls short.
 absl::Status CheckFinalFigure(const v1::QualityTarget& target,
-                              const std::string& tpc,
+                              const std::string& tpc, bool after_gptq,
                               const EvaluationResult& eval,
                               QualityTargetOutcome* outcome) {
   QualityTargetReport& q = outcome->report;
@@ -108,8 +108,8 @@ absl::Status CheckFinalFigure(const v1::QualityTarget& target,
   if (q.met) return absl::OkStatus();
   return TargetOutOfReachError(
       target, tpc, std::max(reached, outcome->best_figure),
-      reached >= outcome->best_figure ? "after GPTQ"
-                                      : outcome->best_description,
+      after_gptq && reached >= outcome->best_figure ? "after GPTQ"
+                                                    : outcome->best_description,
       q.baseline.value_or(0.0));
 }
 
@@ -150,7 +150,8 @@ absl::StatusOr<JobReport> BuildJobReport(
   }
   if (target.has_value()) {
     const v1::QualityTarget& goal = in.request->quality_target();
-    absl::Status met = CheckFinalFigure(goal, tpc.ref, eval, &*target);
+    absl::Status met = CheckFinalFigure(
+        goal, tpc.ref, in.request->gptq().enabled(), eval, &*target);
     if (!met.ok() && !goal.best_effort()) return met;
     // Best effort: the best configuration found, and why it falls short.
     if (!met.ok()) state->warnings.push_back(std::string(met.message()));

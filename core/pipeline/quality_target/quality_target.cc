@@ -290,7 +290,9 @@ absl::StatusOr<std::vector<BitUpgrade>> TargetSearch::RankedUpgrades(
 // Stage (b): doubling prefixes of `ranked` until one reaches the target,
 // bisection to the shortest such prefix, then drops of upgrades that turn
 // out unneeded (lowest ranked first, at most kMaxDrops trials). Returns the
-// reaching trial, or the one with every upgrade when none reaches.
+// reaching trial; when none reaches, the prefix with the best figure (the
+// shortest of equals): more upgrades can score lower (weak additivity), and
+// GPTQ or best effort go on from what this returns.
 absl::StatusOr<std::optional<Trial>> TargetSearch::UpgradeSearch(
     const PtqOptions& options, std::vector<BitUpgrade> ranked,
     std::vector<BitUpgrade>* chosen) {
@@ -304,7 +306,9 @@ absl::StatusOr<std::optional<Trial>> TargetSearch::UpgradeSearch(
                         UpgradeText(ups.back()));
   };
   int failed = 0, reached = -1;
-  std::optional<Trial> hit;
+  std::optional<Trial> hit, best_miss;
+  int best_m = 0;
+  size_t best_step = 0;
   for (int k = 1;; k *= 2) {
     const int m = std::min(k, n);
     ASSIGN_OR_RETURN(Trial t, Try(options, prefix(m), describe(prefix(m))));
@@ -315,10 +319,15 @@ absl::StatusOr<std::optional<Trial>> TargetSearch::UpgradeSearch(
       break;
     }
     failed = m;
+    if (!best_miss.has_value() || t.figure > best_miss->figure) {
+      best_m = m;
+      best_step = outcome_.report.steps.size() - 1;
+      best_miss = std::move(t);
+    }
     if (m == n) {
-      *chosen = prefix(n);
-      outcome_.report.steps.back().kept = true;
-      return std::optional<Trial>(std::move(t));
+      *chosen = prefix(best_m);
+      outcome_.report.steps[best_step].kept = true;
+      return best_miss;
     }
   }
   while (reached - failed > 1) {
