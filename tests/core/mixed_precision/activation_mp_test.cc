@@ -25,6 +25,7 @@
 #include "gtest/gtest.h"
 #include "tests/core/mixed_precision/activation_mp_tpc.h"
 #include "tests/testing/example_model.h"
+#include "tests/testing/job_fixture.h"
 
 namespace quantd {
 namespace actmp_test {
@@ -95,16 +96,7 @@ const v1::QuantizationConfigOptions& OpSetOptions(
   return t.default_qco();
 }
 
-class ActivationMixedPrecisionTest : public ::testing::Test {
- protected:
-  void SetUp() override { ASSERT_TRUE(registry_.AddBuiltins().ok()); }
-  absl::StatusOr<v1::QuantizeResult> Run(const v1::QuantizeRequest& r) {
-    JobContext ctx;
-    ctx.registry = &registry_;
-    return RunQuantizeJob(r, ctx);
-  }
-  tpc::TpcRegistry registry_;
-};
+class ActivationMixedPrecisionTest : public testing::BuiltinTpcJobTest {};
 
 TEST_F(ActivationMixedPrecisionTest, HandCountMatchesTheUniformBaseline) {
   auto result = Run(ActivationMpRequest());

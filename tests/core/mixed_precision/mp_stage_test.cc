@@ -24,6 +24,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/example_model.h"
+#include "tests/testing/job_fixture.h"
 
 namespace quantd {
 namespace {
@@ -43,18 +44,7 @@ v1::QuantizeRequest ExampleRequest() {
   return r;
 }
 
-class MixedPrecisionJobTest : public ::testing::Test {
- protected:
-  void SetUp() override { ASSERT_TRUE(registry_.AddBuiltins().ok()); }
-  absl::StatusOr<v1::QuantizeResult> Run(const v1::QuantizeRequest& r,
-                                         ThreadPool* pool = nullptr) {
-    JobContext ctx;
-    ctx.registry = &registry_;
-    ctx.pool = pool;
-    return RunQuantizeJob(r, ctx);
-  }
-  tpc::TpcRegistry registry_;
-};
+class MixedPrecisionJobTest : public testing::BuiltinTpcJobTest {};
 
 std::map<std::string, int> KernelBits(const v1::QuantizeResult& r) {
   std::map<std::string, int> bits;
@@ -190,7 +180,7 @@ TEST_F(MixedPrecisionJobTest, SameAllocationAndSensitivitiesForAnyThreadCount) {
       ->set_weights_memory_bytes(0.6);
   auto serial = Run(r);
   ThreadPool pool(2);
-  auto parallel = Run(r, &pool);
+  auto parallel = Run(r, {.pool = &pool});
   ASSERT_TRUE(serial.ok()) << serial.status();
   ASSERT_TRUE(parallel.ok()) << parallel.status();
   EXPECT_EQ(SerializeDeterministic(serial->quantized_graph()),

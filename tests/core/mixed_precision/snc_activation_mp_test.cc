@@ -20,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "tests/core/mixed_precision/activation_mp_tpc.h"
 #include "tests/data/onnx/model_builder.h"
+#include "tests/testing/job_fixture.h"
 
 namespace quantd {
 namespace sncmp_test {
@@ -96,16 +97,7 @@ const v1::QuantizedNode* FindNode(const v1::QuantizeResult& r,
   return nullptr;
 }
 
-class ShiftNegativeActivationMpTest : public ::testing::Test {
- protected:
-  void SetUp() override { ASSERT_TRUE(registry_.AddBuiltins().ok()); }
-  absl::StatusOr<v1::QuantizeResult> Run(const v1::QuantizeRequest& r) {
-    JobContext ctx;
-    ctx.registry = &registry_;
-    return RunQuantizeJob(r, ctx);
-  }
-  tpc::TpcRegistry registry_;
-};
+class ShiftNegativeActivationMpTest : public testing::BuiltinTpcJobTest {};
 
 // activation=1.25: 640 B, which hs at 16 bits with an 8-bit Add breaks
 // (768 B): the search must take the Add below 8 bits (4 bits: 640 B).

@@ -38,6 +38,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/data/onnx/model_builder.h"
 #include "tests/testing/example_model.h"
+#include "tests/testing/job_fixture.h"
 
 namespace quantd {
 namespace quality_target_test {
@@ -96,23 +97,7 @@ void SetTarget(v1::QualityTarget::Metric metric, double value,
   r->mutable_quality_target()->set_value(value);
 }
 
-class QualityTargetTest : public ::testing::Test {
- protected:
-  void SetUp() override { ASSERT_TRUE(registry_.AddBuiltins().ok()); }
-
-  absl::StatusOr<v1::QuantizeResult> Run(
-      const v1::QuantizeRequest& r, const CancellationToken* cancel = nullptr,
-      ProgressSink* sink = nullptr, ThreadPool* pool = nullptr) {
-    JobContext ctx;
-    ctx.pool = pool;
-    ctx.registry = &registry_;
-    ctx.cancel = cancel;
-    ctx.progress = sink;
-    return RunQuantizeJob(r, ctx);
-  }
-
-  tpc::TpcRegistry registry_;
-};
+class QualityTargetTest : public testing::BuiltinTpcJobTest {};
 
 int ActivationBits(const v1::QuantizeResult& r, const std::string& node) {
   for (const auto& n : r.quantized_graph().nodes()) {
@@ -283,7 +268,7 @@ TEST_F(QualityTargetTest, ThreadCountDoesNotChangeAFailedSearch) {
   SetTarget(v1::QualityTarget::METRIC_SQNR, 38.75, &r);
   ThreadPool pool(3);
   auto serial = Run(r);
-  auto parallel = Run(r, nullptr, nullptr, &pool);
+  auto parallel = Run(r, {.pool = &pool});
   EXPECT_EQ(serial.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(serial.status(), parallel.status());
 }
@@ -293,7 +278,7 @@ TEST_F(QualityTargetTest, ThreadCountDoesNotChangeTheResult) {
   SetTarget(v1::QualityTarget::METRIC_SQNR, 35, &r);
   ThreadPool pool(3);
   auto serial = Run(r);
-  auto parallel = Run(r, nullptr, nullptr, &pool);
+  auto parallel = Run(r, {.pool = &pool});
   ASSERT_TRUE(serial.ok()) << serial.status();
   ASSERT_TRUE(parallel.ok()) << parallel.status();
   EXPECT_EQ(serial->qdq_onnx(), parallel->qdq_onnx());
@@ -358,7 +343,7 @@ TEST_F(QualityTargetTest, CancellationStopsTheSearch) {
   SetTarget(v1::QualityTarget::METRIC_SQNR, 35, &r);
   CancellationToken cancel;
   CancelOnTargetTrial sink(&cancel);
-  auto result = Run(r, &cancel, &sink);
+  auto result = Run(r, {.sink = &sink, .cancel = &cancel});
   EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled)
       << result.status();
 }

@@ -23,6 +23,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/data/onnx/model_builder.h"
 #include "tests/testing/example_model.h"
+#include "tests/testing/job_fixture.h"
 
 namespace quantd {
 namespace {
@@ -62,23 +63,7 @@ class RecordingSink : public ProgressSink {
   std::set<std::string> stages_;
 };
 
-class QuantizeJobTest : public ::testing::Test {
- protected:
-  void SetUp() override { ASSERT_TRUE(registry_.AddBuiltins().ok()); }
-
-  absl::StatusOr<v1::QuantizeResult> Run(
-      const v1::QuantizeRequest& r, ThreadPool* pool = nullptr,
-      ProgressSink* sink = nullptr, const CancellationToken* cancel = nullptr) {
-    JobContext ctx;
-    ctx.registry = &registry_;
-    ctx.pool = pool;
-    ctx.progress = sink;
-    ctx.cancel = cancel;
-    return RunQuantizeJob(r, ctx);
-  }
-
-  tpc::TpcRegistry registry_;
-};
+class QuantizeJobTest : public testing::BuiltinTpcJobTest {};
 
 std::string WithoutTimings(const std::string& report_json) {
   auto j = nlohmann::json::parse(report_json);
@@ -216,7 +201,7 @@ TEST_F(QuantizeJobTest, SameRequestGivesIdenticalBytes) {
 TEST_F(QuantizeJobTest, ThreadCountDoesNotChangeTheResult) {
   ThreadPool pool(2);
   auto serial = Run(ExampleRequest());
-  auto parallel = Run(ExampleRequest(), &pool);
+  auto parallel = Run(ExampleRequest(), {.pool = &pool});
   ASSERT_TRUE(serial.ok()) << serial.status();
   ASSERT_TRUE(parallel.ok()) << parallel.status();
   EXPECT_EQ(serial->qdq_onnx(), parallel->qdq_onnx());
@@ -233,7 +218,7 @@ TEST_F(QuantizeJobTest, ThreadCountDoesNotChangeTheCalibrationSubsetReport) {
   v1::QuantizeRequest r = ExampleRequest();
   r.clear_evaluation_samples();
   auto serial = Run(r);
-  auto parallel = Run(r, &pool);
+  auto parallel = Run(r, {.pool = &pool});
   ASSERT_TRUE(serial.ok()) << serial.status();
   ASSERT_TRUE(parallel.ok()) << parallel.status();
   EXPECT_EQ(serial->qdq_onnx(), parallel->qdq_onnx());
@@ -243,7 +228,7 @@ TEST_F(QuantizeJobTest, ThreadCountDoesNotChangeTheCalibrationSubsetReport) {
 
 TEST_F(QuantizeJobTest, ProgressCoversEveryStage) {
   RecordingSink sink;
-  auto result = Run(ExampleRequest(), nullptr, &sink);
+  auto result = Run(ExampleRequest(), {.sink = &sink});
   ASSERT_TRUE(result.ok()) << result.status();
   for (const char* stage :
        {"import", "prepare", "calibrate", "select", "export", "report"}) {
@@ -302,7 +287,7 @@ TEST_F(QuantizeJobTest, GptqHessianWeightingIsRejectedAsUnimplemented) {
 TEST_F(QuantizeJobTest, CancelledTokenStopsTheJob) {
   CancellationToken cancel;
   cancel.Cancel();
-  auto result = Run(ExampleRequest(), nullptr, nullptr, &cancel);
+  auto result = Run(ExampleRequest(), {.cancel = &cancel});
   EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled);
 }
 
@@ -377,7 +362,7 @@ TEST_F(QuantizeJobTest, SensitivityAnalysisCoversEveryQuantizedLayer) {
   v1::QuantizeRequest r = ExampleRequest();
   r.set_sensitivity_analysis(true);
   RecordingSink sink;
-  auto serial = Run(r, nullptr, &sink);
+  auto serial = Run(r, {.sink = &sink});
   ASSERT_TRUE(serial.ok()) << serial.status();
   EXPECT_TRUE(sink.stages().count("analyze"));
   auto report = nlohmann::json::parse(serial->report_json());
@@ -401,7 +386,7 @@ TEST_F(QuantizeJobTest, SensitivityAnalysisCoversEveryQuantizedLayer) {
   EXPECT_FALSE(analysed.empty());
   EXPECT_EQ(analysed, quantized);
   ThreadPool pool(3);
-  auto parallel = Run(r, &pool);
+  auto parallel = Run(r, {.pool = &pool});
   ASSERT_TRUE(parallel.ok()) << parallel.status();
   EXPECT_EQ(WithoutTimings(parallel->report_json()),
             WithoutTimings(serial->report_json()));
