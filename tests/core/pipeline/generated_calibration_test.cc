@@ -17,6 +17,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/data/onnx/model_builder.h"
+#include "tests/testing/job_fixture.h"
 
 namespace quantd {
 namespace {
@@ -92,22 +93,11 @@ class GenerateStageSink : public ProgressSink {
   int generate_steps_ = 0;
 };
 
-class GeneratedCalibrationTest : public ::testing::Test {
+class GeneratedCalibrationTest : public testing::BuiltinTpcJobTest {
  protected:
-  void SetUp() override { ASSERT_TRUE(registry_.AddBuiltins().ok()); }
-  absl::StatusOr<v1::QuantizeResult> Run(
-      const v1::QuantizeRequest& r, ProgressSink* sink = nullptr,
-      const CancellationToken* cancel = nullptr) {
-    JobContext ctx;
-    ctx.registry = &registry_;
-    ctx.progress = sink;
-    ctx.cancel = cancel;
-    return RunQuantizeJob(r, ctx);
-  }
   absl::Status Validate(const v1::QuantizeRequest& r) {
     return ValidateQuantizeRequest(r, JobLimits());
   }
-  tpc::TpcRegistry registry_;
 };
 
 TEST_F(GeneratedCalibrationTest, SameModelAsSamplesGeneratedBeforehand) {
@@ -144,7 +134,7 @@ TEST_F(GeneratedCalibrationTest, SameModelAsSamplesGeneratedBeforehand) {
 
 TEST_F(GeneratedCalibrationTest, GenerateStageRunsBetweenImportAndPrepare) {
   GenerateStageSink sink;
-  ASSERT_TRUE(Run(GeneratedRequest(2, 3), &sink).ok());
+  ASSERT_TRUE(Run(GeneratedRequest(2, 3), {.sink = &sink}).ok());
   const std::vector<std::string> stages = sink.stages();
   ASSERT_GE(stages.size(), 3u);
   EXPECT_EQ(stages[0], "import");
@@ -155,7 +145,8 @@ TEST_F(GeneratedCalibrationTest, GenerateStageRunsBetweenImportAndPrepare) {
 TEST_F(GeneratedCalibrationTest, CancelledDuringGenerationStopsTheJob) {
   CancellationToken token;
   GenerateStageSink sink(&token);
-  auto result = Run(GeneratedRequest(2, 1000), &sink, &token);
+  auto result =
+      Run(GeneratedRequest(2, 1000), {.sink = &sink, .cancel = &token});
   EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled)
       << result.status();
   // Stopped at the next iteration: one step reported, no later stage.

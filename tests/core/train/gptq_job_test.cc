@@ -17,6 +17,7 @@
 #include "onnx/onnx_pb.h"
 #include "tests/data/onnx/model_builder.h"
 #include "tests/testing/example_model.h"
+#include "tests/testing/job_fixture.h"
 
 namespace quantd {
 namespace {
@@ -56,26 +57,13 @@ class RecordingSink : public ProgressSink {
   CancellationToken* cancel_;
 };
 
-class GptqJobTest : public ::testing::Test {
- protected:
-  void SetUp() override { ASSERT_TRUE(registry_.AddBuiltins().ok()); }
-  absl::StatusOr<v1::QuantizeResult> Run(const v1::QuantizeRequest& r,
-                                         ProgressSink* sink = nullptr,
-                                         const CancellationToken* c = nullptr) {
-    JobContext ctx;
-    ctx.registry = &registry_;
-    ctx.progress = sink;
-    ctx.cancel = c;
-    return RunQuantizeJob(r, ctx);
-  }
-  tpc::TpcRegistry registry_;
-};
+class GptqJobTest : public testing::BuiltinTpcJobTest {};
 
 TEST_F(GptqJobTest, TrainedIntegersReachTheQuantizedGraphAndReport) {
   auto ptq = Run(Request(false));
   ASSERT_TRUE(ptq.ok()) << ptq.status();
   RecordingSink sink;
-  auto gptq = Run(Request(true), &sink);
+  auto gptq = Run(Request(true), {.sink = &sink});
   ASSERT_TRUE(gptq.ok()) << gptq.status();
   const auto report = nlohmann::json::parse(gptq->report_json());
   int trained = 0, applied = 0;
@@ -117,7 +105,7 @@ TEST_F(GptqJobTest, TrainedIntegersReachTheQuantizedGraphAndReport) {
 TEST_F(GptqJobTest, CancellationStopsTheStage) {
   CancellationToken cancel;
   RecordingSink sink(&cancel);  // cancels at the first GPTQ progress
-  auto result = Run(Request(true), &sink, &cancel);
+  auto result = Run(Request(true), {.sink = &sink, .cancel = &cancel});
   EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled);
   EXPECT_FALSE(sink.messages.empty());
 }
