@@ -168,6 +168,9 @@ double KlSparse(const KlHistogram& h, const Quantize& quantize,
   for (auto it = nz_end; it != h.nonzero.end(); ++it) right += h.counts[*it];
   // acc (clipped counts) and qbc (spread quantized counts), sparse.
   std::vector<std::pair<int64_t, double>> acc, qbc;
+  // Sized once: their regrowth was 5% of the weight searches under ASan.
+  acc.reserve((nz_end - nz_begin) + 2);
+  qbc.reserve(nz_end - nz_begin);
   for (auto it = nz_begin; it != nz_end;) {
     const double q = quantize(*it);
     auto end = it;
@@ -227,6 +230,7 @@ double KlSparse(const KlHistogram& h, const Quantize& quantize,
   const float t00 = f0 * NumpyLogF32(f0 / q0);
   // Merge the two sparse supports into the exceptional terms.
   std::vector<std::pair<int64_t, float>> terms;
+  terms.reserve(acc.size() + qbc.size());
   size_t a = 0, b = 0;
   while (a < acc.size() || b < qbc.size()) {
     int64_t k;
