@@ -141,15 +141,24 @@ void Im2ColGeneric(const ConvShape& s, const float* x, int64_t channels,
 // [0, W), for a compile-time kernel width: interior columns (every tap
 // inside) accumulate all taps in registers and vectorise over ow; the few
 // edge columns check each tap. Per element, taps are added in k order, as in
-// the generic loop, so the result does not depend on which path ran.
+// the generic loop, so the result does not depend on which path ran. Under
+// ASan the interior's regions are checked once (as in DepthwiseFullRow).
 template <int KW>
-void DepthwiseRow(const float* xr, const float* w, int64_t W, int64_t OW,
-                  int64_t SW, int64_t DW, int64_t PW, float* yr) {
+QUANTD_UNCHECKED_ACCESSES void DepthwiseRow(const float* xr, const float* w,
+                                            int64_t W, int64_t OW, int64_t SW,
+                                            int64_t DW, int64_t PW, float* yr) {
   int64_t lo = (PW + SW - 1) / SW;
   const int64_t last = W - 1 + PW - (KW - 1) * DW;
   int64_t hi = last < 0 ? 0 : last / SW + 1;
   lo = std::min(lo, OW);
   hi = std::clamp(hi, lo, OW);
+  const int64_t span = (hi - 1) * SW + (KW - 1) * DW + 1 - lo * SW;
+  if (hi > lo && (lo * SW - PW < 0 || lo * SW - PW + span > W)) std::abort();
+  CheckRegion(w, KW * sizeof(float));
+  if (hi > lo) {
+    CheckRegion(xr + lo * SW - PW, span * sizeof(float));
+    CheckRegion(yr + lo, (hi - lo) * sizeof(float));
+  }
   auto edge = [&](int64_t ow) {
     float acc = yr[ow];
     for (int k = 0; k < KW; ++k) {
