@@ -2,10 +2,12 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "core/executor/kernel.h"
+#include "core/util/checked_region.h"
 
 namespace quantd::exec {
 namespace {
@@ -139,15 +141,24 @@ void Im2ColGeneric(const ConvShape& s, const float* x, int64_t channels,
 // [0, W), for a compile-time kernel width: interior columns (every tap
 // inside) accumulate all taps in registers and vectorise over ow; the few
 // edge columns check each tap. Per element, taps are added in k order, as in
-// the generic loop, so the result does not depend on which path ran.
+// the generic loop, so the result does not depend on which path ran. Under
+// ASan the interior's regions are checked once (as in DepthwiseFullRow).
 template <int KW>
-void DepthwiseRow(const float* xr, const float* w, int64_t W, int64_t OW,
-                  int64_t SW, int64_t DW, int64_t PW, float* yr) {
+QUANTD_UNCHECKED_ACCESSES void DepthwiseRow(const float* xr, const float* w,
+                                            int64_t W, int64_t OW, int64_t SW,
+                                            int64_t DW, int64_t PW, float* yr) {
   int64_t lo = (PW + SW - 1) / SW;
   const int64_t last = W - 1 + PW - (KW - 1) * DW;
   int64_t hi = last < 0 ? 0 : last / SW + 1;
   lo = std::min(lo, OW);
   hi = std::clamp(hi, lo, OW);
+  const int64_t span = (hi - 1) * SW + (KW - 1) * DW + 1 - lo * SW;
+  if (hi > lo && (lo * SW - PW < 0 || lo * SW - PW + span > W)) std::abort();
+  CheckRegion(w, KW * sizeof(float));
+  if (hi > lo) {
+    CheckRegion(xr + lo * SW - PW, span * sizeof(float));
+    CheckRegion(yr + lo, (hi - lo) * sizeof(float));
+  }
   auto edge = [&](int64_t ow) {
     float acc = yr[ow];
     for (int k = 0; k < KW; ++k) {
@@ -187,14 +198,29 @@ void DepthwiseRow(const float* xr, const float* w, int64_t W, int64_t OW,
 // is written once. Per element the taps are added in (kh, kw) order from the
 // bias, skipping the columns outside [0, W), as the row-at-a-time loop below
 // adds them, so the result does not depend on which path ran.
+// Under ASan its accesses are checked per region, not one by one
+// (core/util/checked_region.h): the window [lo, hi) keeps every interior
+// read inside its row, and CheckRegion covers exactly what the loops read
+// and write; `edge` is instrumented as usual.
 template <int K, int S>
-void DepthwiseFullRow(const float* x, int64_t W, const float* w, int64_t OW,
-                      int64_t PW, float bias, float* yr) {
+QUANTD_UNCHECKED_ACCESSES void DepthwiseFullRow(const float* x, int64_t W,
+                                                const float* w, int64_t OW,
+                                                int64_t PW, float bias,
+                                                float* yr) {
   int64_t lo = (PW + S - 1) / S;
   const int64_t last = W - 1 + PW - (K - 1);
   int64_t hi = last < 0 ? 0 : last / S + 1;
   lo = std::min(lo, OW);
   hi = std::clamp(hi, lo, OW);
+  if (hi > lo && (S * lo - PW < 0 || S * (hi - 1) - PW + K > W)) std::abort();
+  CheckRegion(w, K * K * sizeof(float));
+  if (hi > lo) {
+    for (int kh = 0; kh < K; ++kh) {
+      CheckRegion(x + kh * W + S * lo - PW,
+                  (S * (hi - 1) + K - S * lo) * sizeof(float));
+    }
+    CheckRegion(yr + lo, (hi - lo) * sizeof(float));
+  }
   float wk[K * K];
   for (int k = 0; k < K * K; ++k) wk[k] = w[k];
   auto edge = [&](int64_t ow) {

@@ -1,11 +1,13 @@
 #include "core/quantizers/error_functions.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "core/quantizers/internal/errors.h"
 #include "core/quantizers/internal/kernels.h"
 #include "core/quantizers/internal/sparse_sum.h"
+#include "core/util/checked_region.h"
 
 namespace quantd::quantizers {
 namespace internal {
@@ -168,6 +170,9 @@ double KlSparse(const KlHistogram& h, const Quantize& quantize,
   for (auto it = nz_end; it != h.nonzero.end(); ++it) right += h.counts[*it];
   // acc (clipped counts) and qbc (spread quantized counts), sparse.
   std::vector<std::pair<int64_t, double>> acc, qbc;
+  // Sized once: their regrowth was 5% of the weight searches under ASan.
+  acc.reserve((nz_end - nz_begin) + 2);
+  qbc.reserve(nz_end - nz_begin);
   for (auto it = nz_begin; it != nz_end;) {
     const double q = quantize(*it);
     auto end = it;
@@ -227,6 +232,7 @@ double KlSparse(const KlHistogram& h, const Quantize& quantize,
   const float t00 = f0 * NumpyLogF32(f0 / q0);
   // Merge the two sparse supports into the exceptional terms.
   std::vector<std::pair<int64_t, float>> terms;
+  terms.reserve(acc.size() + qbc.size());
   size_t a = 0, b = 0;
   while (a < acc.size() || b < qbc.size()) {
     int64_t k;
@@ -295,10 +301,17 @@ double KlTensorErrorImpl(const float* x, int64_t n, double range_min,
                                     n_bits, kind);
 }
 
-double HistogramPointError(ErrorMethod method, const double* edges,
-                           const double* q_edges, const double* counts,
-                           int64_t n_bins, double p, bool f32_edges) {
-  std::vector<double> t(n_bins);
+namespace {
+
+// t[i] = f(q_edges[i] - edges[i]) * counts[i], i < n_bins: reads and writes
+// exactly those elements, which the caller checks once under ASan
+// (core/util/checked_region.h). fabs as a builtin: an inline wrapper would
+// not be inlined into this function under ASan.
+QUANTD_UNCHECKED_ACCESSES void PointTerms(ErrorMethod method,
+                                          const double* edges,
+                                          const double* q_edges,
+                                          const double* counts, int64_t n_bins,
+                                          double p, bool f32_edges, double* t) {
   for (int64_t i = 0; i < n_bins; ++i) {
     // f(d) * 0 is +0 for the finite f(d) here: skip the work (pow) for empty
     // bins; the pairwise sum below still sees every element.
@@ -312,10 +325,10 @@ double HistogramPointError(ErrorMethod method, const double* edges,
           static_cast<float>(q_edges[i]) - static_cast<float>(edges[i]);
       switch (method) {
         case ErrorMethod::kMae:
-          v = std::abs(d);
+          v = __builtin_fabsf(d);
           break;
         case ErrorMethod::kLp:
-          v = std::pow(std::abs(d), static_cast<float>(p));
+          v = std::pow(__builtin_fabsf(d), static_cast<float>(p));
           break;
         default:
           v = d * d;
@@ -325,10 +338,10 @@ double HistogramPointError(ErrorMethod method, const double* edges,
       const double d = q_edges[i] - edges[i];
       switch (method) {
         case ErrorMethod::kMae:
-          v = std::abs(d);
+          v = __builtin_fabs(d);
           break;
         case ErrorMethod::kLp:
-          v = std::pow(std::abs(d), p);
+          v = std::pow(__builtin_fabs(d), p);
           break;
         default:
           v = d * d;
@@ -337,6 +350,21 @@ double HistogramPointError(ErrorMethod method, const double* edges,
     }
     t[i] = v * counts[i];
   }
+}
+
+}  // namespace
+
+double HistogramPointError(ErrorMethod method, const double* edges,
+                           const double* q_edges, const double* counts,
+                           int64_t n_bins, double p, bool f32_edges) {
+  std::vector<double> t(n_bins);
+  if (n_bins > 0) {
+    const size_t bytes = static_cast<size_t>(n_bins) * sizeof(double);
+    CheckRegion(edges, bytes);
+    CheckRegion(q_edges, bytes);
+    CheckRegion(counts, bytes);
+  }
+  PointTerms(method, edges, q_edges, counts, n_bins, p, f32_edges, t.data());
   return PairwiseSum(t.data(), n_bins) / PairwiseSum(counts, n_bins);
 }
 

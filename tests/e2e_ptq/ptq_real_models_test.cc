@@ -235,8 +235,14 @@ class PtqRealModels : public ::testing::Test {
     AddSamples(loaded.calib, r.mutable_calibration_samples());
     // The min/max baseline is judged by ORT alone: its report needs no
     // evaluation on the held-out set (it falls back to the calibration set).
+    // The job's own evaluation (the report's output SQNR) is not what the
+    // test asserts: ORT's outputs on every held-out sample are. Under
+    // sanitizers it runs on the first 32 (e2e_scale.h): on the classifier's
+    // 512 it was 60% of the test.
     if (!IsMinMax(r)) {
-      AddSamples(loaded.heldout, r.mutable_evaluation_samples());
+      SampleSet eval = loaded.heldout;
+      Truncate(&eval, e2e::Scaled(eval.size(), 32));
+      AddSamples(eval, r.mutable_evaluation_samples());
     }
     JobArtifacts artifacts;
     auto result = RunJob(r, &artifacts);

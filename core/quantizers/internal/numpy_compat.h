@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/util/checked_region.h"
+
 namespace quantd::quantizers::internal {
 
 // np.round: round half to even. Adding and removing 2^52 (2^23) rounds in
@@ -29,8 +31,10 @@ inline float RoundHalfEven(float x) {
 }
 
 // numpy's pairwise summation (umath/loops_utils.h), accumulating in T.
+// Reads exactly a[0, n): under ASan that region is checked once, not each
+// access (core/util/checked_region.h; the sums are most of the searches).
 template <typename T>
-T PairwiseSum(const T* a, int64_t n) {
+QUANTD_UNCHECKED_ACCESSES T PairwiseSumUnchecked(const T* a, int64_t n) {
   if (n < 8) {
     T res = T(0);
     for (int64_t i = 0; i < n; ++i) res += a[i];
@@ -49,7 +53,13 @@ T PairwiseSum(const T* a, int64_t n) {
   }
   int64_t n2 = n / 2;
   n2 -= n2 % 8;
-  return PairwiseSum(a, n2) + PairwiseSum(a + n2, n - n2);
+  return PairwiseSumUnchecked(a, n2) + PairwiseSumUnchecked(a + n2, n - n2);
+}
+
+template <typename T>
+T PairwiseSum(const T* a, int64_t n) {
+  if (n > 0) CheckRegion(a, static_cast<size_t>(n) * sizeof(T));
+  return PairwiseSumUnchecked(a, n);
 }
 
 // np.mean of a contiguous array of T (T accumulator, then one division).
