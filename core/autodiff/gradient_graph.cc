@@ -108,7 +108,7 @@ absl::StatusOr<Tape> GradientGraph::Forward(
 
 absl::StatusOr<Gradients> GradientGraph::Backward(
     const Tape& tape, const std::map<std::string, Tensor>& seeds,
-    const CancellationToken* cancel) const {
+    const CancellationToken* cancel, Scratch* scratch) const {
   const Graph& g = model_->graph;
   auto value = [&](const std::string& name) -> const Tensor* {
     if (name.empty()) return nullptr;
@@ -137,6 +137,7 @@ absl::StatusOr<Gradients> GradientGraph::Backward(
     OpGradContext ctx;
     ctx.node = &n;
     ctx.opset = opset;
+    ctx.scratch = scratch;
     bool any_grad = false;
     for (const std::string& out : n.outputs) {
       auto git = out.empty() ? grads.end() : grads.find(out);

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/autodiff/scratch.h"
 #include "core/executor/executor.h"
 #include "core/graph/graph.h"
 #include "core/graph/tensor.h"
@@ -63,9 +64,12 @@ class GradientGraph {
 
   // seeds: tensor name -> d(loss)/d(tensor), float, the tensor's shape. A
   // name off the gradient path or absent from the tape is INVALID_ARGUMENT.
-  absl::StatusOr<Gradients> Backward(
-      const Tape& tape, const std::map<std::string, Tensor>& seeds,
-      const CancellationToken* cancel = nullptr) const;
+  // `scratch` (optional, one per concurrent call) keeps the kernels'
+  // temporaries for the caller's next pass (scratch.h).
+  absl::StatusOr<Gradients> Backward(const Tape& tape,
+                                     const std::map<std::string, Tensor>& seeds,
+                                     const CancellationToken* cancel = nullptr,
+                                     Scratch* scratch = nullptr) const;
 
   // True if `tensor` depends on a graph input or a requested initializer.
   bool IsDifferentiable(const std::string& tensor) const {

@@ -31,6 +31,13 @@ void GroupedLinearBackward(const LinearShape& s, const std::vector<double>& p,
                            std::vector<double>* dp, std::vector<double>* dw,
                            std::vector<double>* db);
 
+// The same on raw buffers: p [R, G * J], w [M, J], dy [R, M]; dp [R, G * J]
+// is overwritten, dw [M, J] and db [M] accumulated into; each may be null.
+// Same arithmetic, so the same bits, as the vector form.
+void GroupedLinearBackward(const LinearShape& s, const double* p,
+                           const double* w, const double* dy, double* dp,
+                           double* dw, double* db);
+
 }  // namespace quantd::train
 
 #endif  // QUANTD_CORE_TRAIN_GROUPED_LINEAR_H_

@@ -1,0 +1,137 @@
+#include "core/autodiff/conv_backward.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "core/train/grouped_linear.h"
+
+namespace quantd::autodiff::internal {
+namespace {
+
+enum Slot { kPatches, kDyRows, kPatchGrads, kDx, kW, kDw, kDb };
+
+// [lo, hi): the output columns o with 0 <= o * stride + offset < width.
+void ValidRange(int64_t offset, int64_t stride, int64_t width, int64_t out,
+                int64_t* lo, int64_t* hi) {
+  *lo = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+  *hi = width - offset <= 0 ? 0 : (width - offset + stride - 1) / stride;
+  *hi = std::min(*hi, out);
+  if (*lo > *hi) *lo = *hi;
+}
+
+// p [R, K] = Conv2dForward's im2col patches of x: row r = (n, oh, ow),
+// column (c, i, j), zero outside the image.
+void Im2Col(const train::ConvGeometry& g, const float* x, double* p) {
+  const int64_t oh = g.OutHeight(), ow = g.OutWidth(), k = g.PatchSize();
+  for (int64_t n = 0; n < g.batch; ++n) {
+    for (int64_t oi = 0; oi < oh; ++oi) {
+      double* rows = p + (n * oh + oi) * ow * k;
+      for (int64_t c = 0; c < g.channels; ++c) {
+        const float* plane = x + (n * g.channels + c) * g.height * g.width;
+        for (int64_t i = 0; i < g.kernel_h; ++i) {
+          const int64_t h = oi * g.stride_h - g.pad_top + i * g.dilation_h;
+          const int64_t col = (c * g.kernel_h + i) * g.kernel_w;
+          for (int64_t j = 0; j < g.kernel_w; ++j) {
+            const int64_t offset = j * g.dilation_w - g.pad_left;
+            double* dst = rows + col + j;
+            int64_t lo = ow, hi = ow;
+            if (h >= 0 && h < g.height) {
+              ValidRange(offset, g.stride_w, g.width, ow, &lo, &hi);
+              const float* src = plane + h * g.width + offset;
+              for (int64_t o = lo; o < hi; ++o) {
+                dst[o * k] = static_cast<double>(src[o * g.stride_w]);
+              }
+            }
+            for (int64_t o = 0; o < lo; ++o) dst[o * k] = 0.0;
+            for (int64_t o = hi; o < ow; ++o) dst[o * k] = 0.0;
+          }
+        }
+      }
+    }
+  }
+}
+
+// dx [N, C, H, W] = col2im(dp): every patch gradient added back to its input
+// position. Conv2dBackward adds an element's terms in row order (oh, ow),
+// i.e. taps (i, j) descending; so do we, so the double sums are the same.
+void Col2Im(const train::ConvGeometry& g, const double* dp, double* dx) {
+  const int64_t oh = g.OutHeight(), ow = g.OutWidth(), k = g.PatchSize();
+  const int64_t hw = g.height * g.width;
+  std::fill(dx, dx + g.batch * g.channels * hw, 0.0);
+  for (int64_t n = 0; n < g.batch; ++n) {
+    for (int64_t c = 0; c < g.channels; ++c) {
+      double* plane = dx + (n * g.channels + c) * hw;
+      for (int64_t i = g.kernel_h - 1; i >= 0; --i) {
+        for (int64_t j = g.kernel_w - 1; j >= 0; --j) {
+          const int64_t col = (c * g.kernel_h + i) * g.kernel_w + j;
+          const int64_t offset = j * g.dilation_w - g.pad_left;
+          int64_t lo = 0, hi = 0;
+          ValidRange(offset, g.stride_w, g.width, ow, &lo, &hi);
+          for (int64_t oi = 0; oi < oh; ++oi) {
+            const int64_t h = oi * g.stride_h - g.pad_top + i * g.dilation_h;
+            if (h < 0 || h >= g.height) continue;
+            double* row = plane + h * g.width + offset;
+            const double* src = dp + (n * oh + oi) * ow * k + col;
+            for (int64_t o = lo; o < hi; ++o) {
+              row[o * g.stride_w] += src[o * k];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+void ToFloat(const double* src, int64_t n, float* dst) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[i]);
+}
+
+}  // namespace
+
+void ConvBackwardDouble(const train::ConvGeometry& g, const float* x,
+                        const float* w, const float* dy, float* dx, float* dw,
+                        float* db, Scratch* scratch) {
+  train::LinearShape s;
+  s.rows = g.batch * g.OutHeight() * g.OutWidth();
+  s.out = g.out_channels;
+  s.in = g.PatchSize() / g.groups;
+  s.groups = g.groups;
+  const int64_t q = g.OutHeight() * g.OutWidth(), k = g.PatchSize();
+  const int64_t w_size = s.out * s.in;
+  double* p = scratch->Doubles(kPatches, s.rows * k);
+  Im2Col(g, x, p);
+  // dy [N, M, OH * OW] -> rows [N * OH * OW, M].
+  double* dyr = scratch->Doubles(kDyRows, s.rows * s.out);
+  for (int64_t n = 0; n < g.batch; ++n) {
+    for (int64_t m = 0; m < s.out; ++m) {
+      const float* src = dy + (n * s.out + m) * q;
+      double* dst = dyr + n * q * s.out + m;
+      for (int64_t t = 0; t < q; ++t) dst[t * s.out] = src[t];
+    }
+  }
+  double* wd = scratch->Doubles(kW, w_size);
+  for (int64_t i = 0; i < w_size; ++i) wd[i] = w[i];
+  double* dp =
+      dx != nullptr ? scratch->Doubles(kPatchGrads, s.rows * k) : nullptr;
+  double* dwd = nullptr;
+  double* dbd = nullptr;
+  if (dw != nullptr) {
+    dwd = scratch->Doubles(kDw, w_size);
+    std::fill(dwd, dwd + w_size, 0.0);
+  }
+  if (db != nullptr) {
+    dbd = scratch->Doubles(kDb, s.out);
+    std::fill(dbd, dbd + s.out, 0.0);
+  }
+  train::GroupedLinearBackward(s, p, wd, dyr, dp, dwd, dbd);
+  if (dw != nullptr) ToFloat(dwd, w_size, dw);
+  if (db != nullptr) ToFloat(dbd, s.out, db);
+  if (dx != nullptr) {
+    const int64_t size = g.batch * g.channels * g.height * g.width;
+    double* dxd = scratch->Doubles(kDx, size);
+    Col2Im(g, dp, dxd);
+    ToFloat(dxd, size, dx);
+  }
+}
+
+}  // namespace quantd::autodiff::internal
