@@ -10,7 +10,7 @@ namespace {
 
 enum Slot { kPatches, kDyRows, kPatchGrads, kDx, kW, kDw, kDb };
 
-// [lo, hi): the output columns o with 0 <= o * stride + offset < width.
+// [lo, hi): the o in [0, out) with 0 <= o * stride + offset < width.
 void ValidRange(int64_t offset, int64_t stride, int64_t width, int64_t out,
                 int64_t* lo, int64_t* hi) {
   *lo = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
@@ -20,30 +20,31 @@ void ValidRange(int64_t offset, int64_t stride, int64_t width, int64_t out,
 }
 
 // p [R, K] = Conv2dForward's im2col patches of x: row r = (n, oh, ow),
-// column (c, i, j), zero outside the image.
+// column (c, i, j), zero outside the image. Rows are written in order.
 void Im2Col(const train::ConvGeometry& g, const float* x, double* p) {
-  const int64_t oh = g.OutHeight(), ow = g.OutWidth(), k = g.PatchSize();
+  const int64_t oh = g.OutHeight(), ow = g.OutWidth();
+  const int64_t kh = g.kernel_h, kw = g.kernel_w;
+  double* row = p;
   for (int64_t n = 0; n < g.batch; ++n) {
     for (int64_t oi = 0; oi < oh; ++oi) {
-      double* rows = p + (n * oh + oi) * ow * k;
-      for (int64_t c = 0; c < g.channels; ++c) {
-        const float* plane = x + (n * g.channels + c) * g.height * g.width;
-        for (int64_t i = 0; i < g.kernel_h; ++i) {
-          const int64_t h = oi * g.stride_h - g.pad_top + i * g.dilation_h;
-          const int64_t col = (c * g.kernel_h + i) * g.kernel_w;
-          for (int64_t j = 0; j < g.kernel_w; ++j) {
-            const int64_t offset = j * g.dilation_w - g.pad_left;
-            double* dst = rows + col + j;
-            int64_t lo = ow, hi = ow;
-            if (h >= 0 && h < g.height) {
-              ValidRange(offset, g.stride_w, g.width, ow, &lo, &hi);
-              const float* src = plane + h * g.width + offset;
-              for (int64_t o = lo; o < hi; ++o) {
-                dst[o * k] = static_cast<double>(src[o * g.stride_w]);
-              }
+      for (int64_t oj = 0; oj < ow; ++oj) {
+        const int64_t w0 = oj * g.stride_w - g.pad_left;
+        int64_t lo = 0, hi = 0;  // taps j inside the row
+        ValidRange(w0, g.dilation_w, g.width, kw, &lo, &hi);
+        for (int64_t c = 0; c < g.channels; ++c) {
+          const float* plane = x + (n * g.channels + c) * g.height * g.width;
+          for (int64_t i = 0; i < kh; ++i, row += kw) {
+            const int64_t h = oi * g.stride_h - g.pad_top + i * g.dilation_h;
+            if (h < 0 || h >= g.height) {
+              std::fill(row, row + kw, 0.0);
+              continue;
             }
-            for (int64_t o = 0; o < lo; ++o) dst[o * k] = 0.0;
-            for (int64_t o = hi; o < ow; ++o) dst[o * k] = 0.0;
+            const float* src = plane + h * g.width + w0;
+            for (int64_t j = 0; j < lo; ++j) row[j] = 0.0;
+            for (int64_t j = lo; j < hi; ++j) {
+              row[j] = static_cast<double>(src[j * g.dilation_w]);
+            }
+            for (int64_t j = hi; j < kw; ++j) row[j] = 0.0;
           }
         }
       }
@@ -52,29 +53,27 @@ void Im2Col(const train::ConvGeometry& g, const float* x, double* p) {
 }
 
 // dx [N, C, H, W] = col2im(dp): every patch gradient added back to its input
-// position. Conv2dBackward adds an element's terms in row order (oh, ow),
-// i.e. taps (i, j) descending; so do we, so the double sums are the same.
+// position, rows in order and each row's columns in order, as
+// Conv2dBackward does, so every element's double sum is the same.
 void Col2Im(const train::ConvGeometry& g, const double* dp, double* dx) {
-  const int64_t oh = g.OutHeight(), ow = g.OutWidth(), k = g.PatchSize();
+  const int64_t oh = g.OutHeight(), ow = g.OutWidth();
+  const int64_t kh = g.kernel_h, kw = g.kernel_w;
   const int64_t hw = g.height * g.width;
   std::fill(dx, dx + g.batch * g.channels * hw, 0.0);
+  const double* row = dp;
   for (int64_t n = 0; n < g.batch; ++n) {
-    for (int64_t c = 0; c < g.channels; ++c) {
-      double* plane = dx + (n * g.channels + c) * hw;
-      for (int64_t i = g.kernel_h - 1; i >= 0; --i) {
-        for (int64_t j = g.kernel_w - 1; j >= 0; --j) {
-          const int64_t col = (c * g.kernel_h + i) * g.kernel_w + j;
-          const int64_t offset = j * g.dilation_w - g.pad_left;
-          int64_t lo = 0, hi = 0;
-          ValidRange(offset, g.stride_w, g.width, ow, &lo, &hi);
-          for (int64_t oi = 0; oi < oh; ++oi) {
+    for (int64_t oi = 0; oi < oh; ++oi) {
+      for (int64_t oj = 0; oj < ow; ++oj) {
+        const int64_t w0 = oj * g.stride_w - g.pad_left;
+        int64_t lo = 0, hi = 0;
+        ValidRange(w0, g.dilation_w, g.width, kw, &lo, &hi);
+        for (int64_t c = 0; c < g.channels; ++c) {
+          double* plane = dx + (n * g.channels + c) * hw;
+          for (int64_t i = 0; i < kh; ++i, row += kw) {
             const int64_t h = oi * g.stride_h - g.pad_top + i * g.dilation_h;
             if (h < 0 || h >= g.height) continue;
-            double* row = plane + h * g.width + offset;
-            const double* src = dp + (n * oh + oi) * ow * k + col;
-            for (int64_t o = lo; o < hi; ++o) {
-              row[o * g.stride_w] += src[o * k];
-            }
+            double* dst = plane + h * g.width + w0;
+            for (int64_t j = lo; j < hi; ++j) dst[j * g.dilation_w] += row[j];
           }
         }
       }

@@ -40,6 +40,10 @@ namespace quantd::autodiff {
 struct GradientOptions {
   // Initializers to differentiate with respect to, besides the graph inputs.
   std::vector<std::string> initializers;
+  // False: only the initializers carry gradients (the Hessian scores); the
+  // nodes between the graph inputs and the first initializer then have no
+  // backward pass and Gradients::inputs stays empty.
+  bool input_gradients = true;
   ExecutorOptions executor;
 };
 
@@ -50,7 +54,7 @@ struct Tape {
 };
 
 struct Gradients {
-  std::map<std::string, Tensor> inputs;        // every graph input
+  std::map<std::string, Tensor> inputs;        // every graph input (if asked)
   std::map<std::string, Tensor> initializers;  // the requested ones
 };
 
@@ -84,6 +88,7 @@ class GradientGraph {
   std::shared_ptr<const Model> model_;
   std::unique_ptr<Executor> executor_;
   std::vector<std::string> wrt_initializers_;
+  bool input_gradients_ = true;
   std::set<std::string> differentiable_;
   std::vector<int> backward_nodes_;         // indices, topological order
   std::vector<std::string> extra_outputs_;  // what the tape keeps
