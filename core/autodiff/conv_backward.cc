@@ -19,20 +19,24 @@ void ValidRange(int64_t offset, int64_t stride, int64_t width, int64_t out,
   if (*lo > *hi) *lo = *hi;
 }
 
-// p [R, K] = Conv2dForward's im2col patches of x: row r = (n, oh, ow),
-// column (c, i, j), zero outside the image. Rows are written in order.
-void Im2Col(const train::ConvGeometry& g, const float* x, double* p) {
-  const int64_t oh = g.OutHeight(), ow = g.OutWidth();
+// Group `group`'s columns (c, i, j) of Conv2dForward's im2col patches of x
+// (row r = (n, oh, ow), zero outside the image), at the start of rows K
+// apart in p. Rows are written in order.
+void Im2ColGroup(const train::ConvGeometry& g, int64_t group, const float* x,
+                 double* p) {
+  const int64_t oh = g.OutHeight(), ow = g.OutWidth(), k = g.PatchSize();
   const int64_t kh = g.kernel_h, kw = g.kernel_w;
-  double* row = p;
-  for (int64_t n = 0; n < g.batch; ++n) {
+  const int64_t cg = g.channels / g.groups;
+  for (int64_t n = 0, r = 0; n < g.batch; ++n) {
+    const float* image = x + (n * g.channels + group * cg) * g.height * g.width;
     for (int64_t oi = 0; oi < oh; ++oi) {
-      for (int64_t oj = 0; oj < ow; ++oj) {
+      for (int64_t oj = 0; oj < ow; ++oj, ++r) {
         const int64_t w0 = oj * g.stride_w - g.pad_left;
         int64_t lo = 0, hi = 0;  // taps j inside the row
         ValidRange(w0, g.dilation_w, g.width, kw, &lo, &hi);
-        for (int64_t c = 0; c < g.channels; ++c) {
-          const float* plane = x + (n * g.channels + c) * g.height * g.width;
+        double* row = p + r * k;
+        for (int64_t c = 0; c < cg; ++c) {
+          const float* plane = image + c * g.height * g.width;
           for (int64_t i = 0; i < kh; ++i, row += kw) {
             const int64_t h = oi * g.stride_h - g.pad_top + i * g.dilation_h;
             if (h < 0 || h >= g.height) {
@@ -52,23 +56,25 @@ void Im2Col(const train::ConvGeometry& g, const float* x, double* p) {
   }
 }
 
-// dx [N, C, H, W] = col2im(dp): every patch gradient added back to its input
-// position, rows in order and each row's columns in order, as
-// Conv2dBackward does, so every element's double sum is the same.
-void Col2Im(const train::ConvGeometry& g, const double* dp, double* dx) {
-  const int64_t oh = g.OutHeight(), ow = g.OutWidth();
+// dx of group `group`'s channels = col2im of its patch gradients (laid out
+// as Im2ColGroup's): rows in order and each row's columns in order, as
+// Conv2dBackward adds them, so every element's double sum is the same.
+void Col2ImGroup(const train::ConvGeometry& g, int64_t group, const double* dp,
+                 double* dx) {
+  const int64_t oh = g.OutHeight(), ow = g.OutWidth(), k = g.PatchSize();
   const int64_t kh = g.kernel_h, kw = g.kernel_w;
-  const int64_t hw = g.height * g.width;
-  std::fill(dx, dx + g.batch * g.channels * hw, 0.0);
-  const double* row = dp;
-  for (int64_t n = 0; n < g.batch; ++n) {
+  const int64_t cg = g.channels / g.groups, hw = g.height * g.width;
+  for (int64_t n = 0, r = 0; n < g.batch; ++n) {
+    double* image = dx + (n * g.channels + group * cg) * hw;
+    std::fill(image, image + cg * hw, 0.0);
     for (int64_t oi = 0; oi < oh; ++oi) {
-      for (int64_t oj = 0; oj < ow; ++oj) {
+      for (int64_t oj = 0; oj < ow; ++oj, ++r) {
         const int64_t w0 = oj * g.stride_w - g.pad_left;
         int64_t lo = 0, hi = 0;
         ValidRange(w0, g.dilation_w, g.width, kw, &lo, &hi);
-        for (int64_t c = 0; c < g.channels; ++c) {
-          double* plane = dx + (n * g.channels + c) * hw;
+        const double* row = dp + r * k;
+        for (int64_t c = 0; c < cg; ++c) {
+          double* plane = image + c * hw;
           for (int64_t i = 0; i < kh; ++i, row += kw) {
             const int64_t h = oi * g.stride_h - g.pad_top + i * g.dilation_h;
             if (h < 0 || h >= g.height) continue;
@@ -97,8 +103,10 @@ void ConvBackwardDouble(const train::ConvGeometry& g, const float* x,
   s.groups = g.groups;
   const int64_t q = g.OutHeight() * g.OutWidth(), k = g.PatchSize();
   const int64_t w_size = s.out * s.in;
+  // One group at a time, its patches (and their gradients) at the start of
+  // rows K apart: the products see the strides of the full patch matrix
+  // (Eigen's blocking depends on them), the caches only the group's columns.
   double* p = scratch->Doubles(kPatches, s.rows * k);
-  Im2Col(g, x, p);
   // dy [N, M, OH * OW] -> rows [N * OH * OW, M].
   double* dyr = scratch->Doubles(kDyRows, s.rows * s.out);
   for (int64_t n = 0; n < g.batch; ++n) {
@@ -110,26 +118,33 @@ void ConvBackwardDouble(const train::ConvGeometry& g, const float* x,
   }
   double* wd = scratch->Doubles(kW, w_size);
   for (int64_t i = 0; i < w_size; ++i) wd[i] = w[i];
-  double* dp =
-      dx != nullptr ? scratch->Doubles(kPatchGrads, s.rows * k) : nullptr;
+  double* dp = nullptr;
+  double* dxd = nullptr;
+  const int64_t x_size = g.batch * g.channels * g.height * g.width;
+  if (dx != nullptr) {
+    dp = scratch->Doubles(kPatchGrads, s.rows * k);
+    dxd = scratch->Doubles(kDx, x_size);
+  }
   double* dwd = nullptr;
-  double* dbd = nullptr;
   if (dw != nullptr) {
     dwd = scratch->Doubles(kDw, w_size);
     std::fill(dwd, dwd + w_size, 0.0);
   }
-  if (db != nullptr) {
-    dbd = scratch->Doubles(kDb, s.out);
-    std::fill(dbd, dbd + s.out, 0.0);
+  for (int64_t group = 0; group < g.groups; ++group) {
+    Im2ColGroup(g, group, x, p);
+    train::GroupedLinearBackwardGroup(s, group, p, wd, dyr, dp, dwd);
+    if (dx != nullptr) Col2ImGroup(g, group, dp, dxd);
   }
-  train::GroupedLinearBackward(s, p, wd, dyr, dp, dwd, dbd);
   if (dw != nullptr) ToFloat(dwd, w_size, dw);
-  if (db != nullptr) ToFloat(dbd, s.out, db);
-  if (dx != nullptr) {
-    const int64_t size = g.batch * g.channels * g.height * g.width;
-    double* dxd = scratch->Doubles(kDx, size);
-    Col2Im(g, dp, dxd);
-    ToFloat(dxd, size, dx);
+  if (dx != nullptr) ToFloat(dxd, x_size, dx);
+  if (db != nullptr) {  // GroupedLinearBackward's sum, row by row
+    double* dbd = scratch->Doubles(kDb, s.out);
+    std::fill(dbd, dbd + s.out, 0.0);
+    for (int64_t r = 0; r < s.rows; ++r) {
+      const double* row = dyr + r * s.out;
+      for (int64_t m = 0; m < s.out; ++m) dbd[m] += row[m];
+    }
+    ToFloat(dbd, s.out, db);
   }
 }
 

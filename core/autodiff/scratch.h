@@ -8,6 +8,7 @@
 #define QUANTD_CORE_AUTODIFF_SCRATCH_H_
 
 #include <cstddef>
+#include <memory>
 #include <vector>
 
 namespace quantd::autodiff {
@@ -16,15 +17,23 @@ class Scratch {
  public:
   // Buffer `slot` with room for at least `n` doubles; its contents are
   // unspecified. Valid until the next call with the same slot.
+  // Not initialised: pages a pass never touches are never mapped.
   double* Doubles(size_t slot, size_t n) {
     if (buffers_.size() <= slot) buffers_.resize(slot + 1);
-    std::vector<double>& b = buffers_[slot];
-    if (b.size() < n) b.resize(n);
-    return b.data();
+    Buffer& b = buffers_[slot];
+    if (b.size < n) {
+      b.data.reset(new double[n]);
+      b.size = n;
+    }
+    return b.data.get();
   }
 
  private:
-  std::vector<std::vector<double>> buffers_;
+  struct Buffer {
+    std::unique_ptr<double[]> data;
+    size_t size = 0;
+  };
+  std::vector<Buffer> buffers_;
 };
 
 }  // namespace quantd::autodiff

@@ -48,25 +48,32 @@ void GroupedLinearBackward(const LinearShape& s, const std::vector<double>& p,
 void GroupedLinearBackward(const LinearShape& s, const double* p,
                            const double* w, const double* dy, double* dp,
                            double* dw, double* db) {
-  const int64_t mg = s.out / s.groups;
   for (int64_t g = 0; g < s.groups; ++g) {
-    ConstBlock pg(p + g * s.in, s.rows, s.in, Stride(s.groups * s.in));
-    ConstBlock wg(w + g * mg * s.in, mg, s.in, Stride(s.in));
-    ConstBlock dyg(dy + g * mg, s.rows, mg, Stride(s.out));
-    if (dw != nullptr) {
-      Block dwg(dw + g * mg * s.in, mg, s.in, Stride(s.in));
-      dwg.noalias() += dyg.transpose() * pg;
-    }
-    if (dp != nullptr) {
-      Block dpg(dp + g * s.in, s.rows, s.in, Stride(s.groups * s.in));
-      dpg.noalias() = dyg * wg;
-    }
+    GroupedLinearBackwardGroup(s, g, p + g * s.in, w, dy,
+                               dp != nullptr ? dp + g * s.in : nullptr, dw);
   }
   if (db != nullptr) {
     for (int64_t r = 0; r < s.rows; ++r) {
       const double* row = dy + r * s.out;
       for (int64_t m = 0; m < s.out; ++m) db[m] += row[m];
     }
+  }
+}
+
+void GroupedLinearBackwardGroup(const LinearShape& s, int64_t g,
+                                const double* pg, const double* w,
+                                const double* dy, double* dpg, double* dw) {
+  const int64_t mg = s.out / s.groups;
+  ConstBlock p(pg, s.rows, s.in, Stride(s.groups * s.in));
+  ConstBlock wg(w + g * mg * s.in, mg, s.in, Stride(s.in));
+  ConstBlock dyg(dy + g * mg, s.rows, mg, Stride(s.out));
+  if (dw != nullptr) {
+    Block dwg(dw + g * mg * s.in, mg, s.in, Stride(s.in));
+    dwg.noalias() += dyg.transpose() * p;
+  }
+  if (dpg != nullptr) {
+    Block dp(dpg, s.rows, s.in, Stride(s.groups * s.in));
+    dp.noalias() = dyg * wg;
   }
 }
 

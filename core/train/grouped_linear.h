@@ -38,6 +38,13 @@ void GroupedLinearBackward(const LinearShape& s, const double* p,
                            const double* w, const double* dy, double* dp,
                            double* dw, double* db);
 
+// Group g's part of it (no db): pg and dpg point at the group's first column
+// of rows G * J apart (p + g * J in the full patches, or a buffer of that row
+// stride holding only this group's columns: the products are the same).
+void GroupedLinearBackwardGroup(const LinearShape& s, int64_t g,
+                                const double* pg, const double* w,
+                                const double* dy, double* dpg, double* dw);
+
 }  // namespace quantd::train
 
 #endif  // QUANTD_CORE_TRAIN_GROUPED_LINEAR_H_

@@ -98,6 +98,15 @@ TEST(ConvBackwardDoubleTest, DepthwiseMatchesConv2dBackwardBits) {
   ExpectSameAsReference(g);
 }
 
+TEST(ConvBackwardDoubleTest, WideDepthwiseMatchesConv2dBackwardBits) {
+  // Patch rows of 160 * 25 doubles (32000 bytes): Eigen's gemv then sums 4
+  // rows per block instead of 16, which the group-by-group buffer keeps.
+  train::ConvGeometry g = Geometry(160, 12, 12, 160, 5);
+  g.groups = 160;
+  g.pad_top = g.pad_left = g.pad_bottom = g.pad_right = 2;
+  ExpectSameAsReference(g);
+}
+
 TEST(ConvBackwardDoubleTest, GroupedPointwiseMatchesConv2dBackwardBits) {
   train::ConvGeometry g = Geometry(8, 6, 6, 12, 1);
   g.groups = 4;
