@@ -8,7 +8,7 @@
 namespace quantd::autodiff::internal {
 namespace {
 
-enum Slot { kPatches, kDyRows, kPatchGrads, kDx, kW, kDw, kDb };
+enum Slot { kPatches, kDyRows, kPatchGrads, kDx, kW, kDw };
 
 // [lo, hi): the o in [0, out) with 0 <= o * stride + offset < width.
 void ValidRange(int64_t offset, int64_t stride, int64_t width, int64_t out,
@@ -93,9 +93,10 @@ void ToFloat(const double* src, int64_t n, float* dst) {
 
 }  // namespace
 
-void ConvBackwardDouble(const train::ConvGeometry& g, const float* x,
-                        const float* w, const float* dy, float* dx, float* dw,
-                        float* db, Scratch* scratch) {
+// The general case: Conv2dBackward's patches and products, group by group.
+void GroupedBackward(const train::ConvGeometry& g, const float* x,
+                     const float* w, const float* dy, float* dx, float* dw,
+                     Scratch* scratch) {
   train::LinearShape s;
   s.rows = g.batch * g.OutHeight() * g.OutWidth();
   s.out = g.out_channels;
@@ -137,14 +138,110 @@ void ConvBackwardDouble(const train::ConvGeometry& g, const float* x,
   }
   if (dw != nullptr) ToFloat(dwd, w_size, dw);
   if (dx != nullptr) ToFloat(dxd, x_size, dx);
-  if (db != nullptr) {  // GroupedLinearBackward's sum, row by row
-    double* dbd = scratch->Doubles(kDb, s.out);
-    std::fill(dbd, dbd + s.out, 0.0);
-    for (int64_t r = 0; r < s.rows; ++r) {
-      const double* row = dyr + r * s.out;
-      for (int64_t m = 0; m < s.out; ++m) dbd[m] += row[m];
+}
+
+// Whether Conv2dBackward's products for this geometry are what
+// DepthwiseBackward reproduces: one channel per group in and out, more than
+// one tap, and (Eigen's threshold for coefficient-wise products) rows + 1 +
+// taps >= 20, so that the kernel gradient is Eigen's column-major gemv.
+bool IsGemvDepthwise(const train::ConvGeometry& g) {
+  const int64_t taps = g.kernel_h * g.kernel_w;
+  const int64_t rows = g.batch * g.OutHeight() * g.OutWidth();
+  return g.groups == g.channels && g.out_channels == g.channels && taps > 1 &&
+         rows + 1 + taps >= 20;
+}
+
+// A depthwise Conv's gradients without patches. Every product dy * x or
+// dy * w of two floats is exact in double, so only the order of the sums
+// matters: dw[c, tap] is Eigen's gemv sum over the rows r (blocks of
+// `block` rows, each summed from zero, added to the total in order; Eigen
+// picks 16 or 4 by the patch row's bytes when there are 128 rows or more)
+// and dx col2im's sum in row order. Taps in the padding add (+-)0 to a sum
+// that is never -0, so they are skipped.
+void DepthwiseBackward(const train::ConvGeometry& g, const float* x,
+                       const float* w, const float* dy, float* dx, float* dw,
+                       Scratch* scratch) {
+  const int64_t oh = g.OutHeight(), ow = g.OutWidth();
+  const int64_t kh = g.kernel_h, kw = g.kernel_w, taps = kh * kw;
+  const int64_t hw = g.height * g.width, rows = g.batch * oh * ow;
+  const int64_t patch_bytes = g.PatchSize() * int64_t{sizeof(double)};
+  const int64_t block = rows < 128 ? rows : (patch_bytes < 32000 ? 16 : 4);
+  double* total = scratch->Doubles(kDw, taps);
+  double* partial = scratch->Doubles(kW, taps);
+  double* plane_dx = scratch->Doubles(kDx, hw);
+  for (int64_t c = 0; c < g.channels; ++c) {
+    const float* wc = w + c * taps;
+    std::fill(total, total + taps, 0.0);
+    std::fill(partial, partial + taps, 0.0);
+    if (dx != nullptr) std::fill(plane_dx, plane_dx + hw, 0.0);
+    int64_t in_block = 0;
+    for (int64_t n = 0; n < g.batch; ++n) {
+      const float* xc = x + (n * g.channels + c) * hw;
+      const float* gc = dy + (n * g.channels + c) * oh * ow;
+      if (dx != nullptr && n > 0) {
+        ToFloat(plane_dx, hw, dx + ((n - 1) * g.channels + c) * hw);
+        std::fill(plane_dx, plane_dx + hw, 0.0);
+      }
+      for (int64_t oi = 0; oi < oh; ++oi) {
+        for (int64_t oj = 0; oj < ow; ++oj) {
+          const int64_t w0 = oj * g.stride_w - g.pad_left;
+          int64_t lo = 0, hi = 0;
+          ValidRange(w0, g.dilation_w, g.width, kw, &lo, &hi);
+          const double d = gc[oi * ow + oj];
+          for (int64_t i = 0; i < kh; ++i) {
+            const int64_t h = oi * g.stride_h - g.pad_top + i * g.dilation_h;
+            if (h < 0 || h >= g.height) continue;
+            const float* src = xc + h * g.width + w0;
+            double* acc = partial + i * kw;
+            for (int64_t j = lo; j < hi; ++j) {
+              acc[j] += d * static_cast<double>(src[j * g.dilation_w]);
+            }
+            if (dx != nullptr) {
+              double* dst = plane_dx + h * g.width + w0;
+              const float* wr = wc + i * kw;
+              for (int64_t j = lo; j < hi; ++j) {
+                dst[j * g.dilation_w] += d * static_cast<double>(wr[j]);
+              }
+            }
+          }
+          if (++in_block == block) {
+            for (int64_t t = 0; t < taps; ++t) total[t] += partial[t];
+            std::fill(partial, partial + taps, 0.0);
+            in_block = 0;
+          }
+        }
+      }
     }
-    ToFloat(dbd, s.out, db);
+    if (in_block > 0) {
+      for (int64_t t = 0; t < taps; ++t) total[t] += partial[t];
+    }
+    if (dw != nullptr) ToFloat(total, taps, dw + c * taps);
+    if (dx != nullptr) {
+      ToFloat(plane_dx, hw, dx + ((g.batch - 1) * g.channels + c) * hw);
+    }
+  }
+}
+
+void ConvBackwardDouble(const train::ConvGeometry& g, const float* x,
+                        const float* w, const float* dy, float* dx, float* dw,
+                        float* db, Scratch* scratch) {
+  if (dx != nullptr || dw != nullptr) {
+    if (IsGemvDepthwise(g)) {
+      DepthwiseBackward(g, x, w, dy, dx, dw, scratch);
+    } else {
+      GroupedBackward(g, x, w, dy, dx, dw, scratch);
+    }
+  }
+  if (db != nullptr) {  // GroupedLinearBackward's sum over the rows in order
+    const int64_t q = g.OutHeight() * g.OutWidth();
+    for (int64_t m = 0; m < g.out_channels; ++m) {
+      double sum = 0.0;
+      for (int64_t n = 0; n < g.batch; ++n) {
+        const float* gm = dy + (n * g.out_channels + m) * q;
+        for (int64_t t = 0; t < q; ++t) sum += gm[t];
+      }
+      db[m] = static_cast<float>(sum);
+    }
   }
 }
 

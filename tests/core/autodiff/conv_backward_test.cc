@@ -107,6 +107,34 @@ TEST(ConvBackwardDoubleTest, WideDepthwiseMatchesConv2dBackwardBits) {
   ExpectSameAsReference(g);
 }
 
+TEST(ConvBackwardDoubleTest, SmallStridedDepthwiseBatchMatchesBits) {
+  // Fewer than 128 rows (one gemv block), two images, strides, dilation.
+  train::ConvGeometry g = Geometry(6, 9, 11, 6, 3);
+  g.batch = 2;
+  g.groups = 6;
+  g.stride_h = 2;
+  g.stride_w = 2;
+  g.dilation_w = 2;
+  g.pad_top = g.pad_left = 1;
+  g.pad_bottom = g.pad_right = 2;
+  ExpectSameAsReference(g);
+}
+
+TEST(ConvBackwardDoubleTest, TinyDepthwiseMatchesConv2dBackwardBits) {
+  // rows + 1 + taps < 20: Eigen's coefficient-wise product, the patch path.
+  ExpectSameAsReference([] {
+    train::ConvGeometry g = Geometry(4, 3, 3, 4, 3);
+    g.groups = 4;
+    return g;
+  }());
+}
+
+TEST(ConvBackwardDoubleTest, PointwiseDepthwiseMatchesConv2dBackwardBits) {
+  train::ConvGeometry g = Geometry(8, 20, 20, 8, 1);  // one tap: patch path
+  g.groups = 8;
+  ExpectSameAsReference(g);
+}
+
 TEST(ConvBackwardDoubleTest, GroupedPointwiseMatchesConv2dBackwardBits) {
   train::ConvGeometry g = Geometry(8, 6, 6, 12, 1);
   g.groups = 4;
