@@ -141,9 +141,9 @@ void GroupedBackward(const train::ConvGeometry& g, const float* x,
 }
 
 // Whether Conv2dBackward's products for this geometry are what
-// DepthwiseBackward reproduces: one channel per group in and out, more than
-// one tap, and (Eigen's threshold for coefficient-wise products) rows + 1 +
-// taps >= 20, so that the kernel gradient is Eigen's column-major gemv.
+// the depthwise functions below reproduce: one channel per group in and out,
+// more than one tap, and (Eigen's threshold for coefficient-wise products) rows
+// + 1 + taps >= 20, so that the kernel gradient is Eigen's column-major gemv.
 bool IsGemvDepthwise(const train::ConvGeometry& g) {
   const int64_t taps = g.kernel_h * g.kernel_w;
   const int64_t rows = g.batch * g.OutHeight() * g.OutWidth();
@@ -153,14 +153,13 @@ bool IsGemvDepthwise(const train::ConvGeometry& g) {
 
 // A depthwise Conv's gradients without patches. Every product dy * x or
 // dy * w of two floats is exact in double, so only the order of the sums
-// matters: dw[c, tap] is Eigen's gemv sum over the rows r (blocks of
-// `block` rows, each summed from zero, added to the total in order; Eigen
-// picks 16 or 4 by the patch row's bytes when there are 128 rows or more)
-// and dx col2im's sum in row order. Taps in the padding add (+-)0 to a sum
-// that is never -0, so they are skipped.
-void DepthwiseBackward(const train::ConvGeometry& g, const float* x,
-                       const float* w, const float* dy, float* dx, float* dw,
-                       Scratch* scratch) {
+// matters. dw[c, tap] is Eigen's gemv sum over the rows r = (n, oh, ow):
+// blocks of `block` rows, each summed from zero, added to the total in order
+// (Eigen picks 16 or 4 by the patch row's bytes when there are 128 rows or
+// more). Taps in the padding add (+-)0 to a sum that is never -0, so they
+// are skipped.
+void DepthwiseKernelGradient(const train::ConvGeometry& g, const float* x,
+                             const float* dy, float* dw, Scratch* scratch) {
   const int64_t oh = g.OutHeight(), ow = g.OutWidth();
   const int64_t kh = g.kernel_h, kw = g.kernel_w, taps = kh * kw;
   const int64_t hw = g.height * g.width, rows = g.batch * oh * ow;
@@ -168,20 +167,13 @@ void DepthwiseBackward(const train::ConvGeometry& g, const float* x,
   const int64_t block = rows < 128 ? rows : (patch_bytes < 32000 ? 16 : 4);
   double* total = scratch->Doubles(kDw, taps);
   double* partial = scratch->Doubles(kW, taps);
-  double* plane_dx = scratch->Doubles(kDx, hw);
   for (int64_t c = 0; c < g.channels; ++c) {
-    const float* wc = w + c * taps;
     std::fill(total, total + taps, 0.0);
     std::fill(partial, partial + taps, 0.0);
-    if (dx != nullptr) std::fill(plane_dx, plane_dx + hw, 0.0);
     int64_t in_block = 0;
     for (int64_t n = 0; n < g.batch; ++n) {
       const float* xc = x + (n * g.channels + c) * hw;
       const float* gc = dy + (n * g.channels + c) * oh * ow;
-      if (dx != nullptr && n > 0) {
-        ToFloat(plane_dx, hw, dx + ((n - 1) * g.channels + c) * hw);
-        std::fill(plane_dx, plane_dx + hw, 0.0);
-      }
       for (int64_t oi = 0; oi < oh; ++oi) {
         for (int64_t oj = 0; oj < ow; ++oj) {
           const int64_t w0 = oj * g.stride_w - g.pad_left;
@@ -196,13 +188,6 @@ void DepthwiseBackward(const train::ConvGeometry& g, const float* x,
             for (int64_t j = lo; j < hi; ++j) {
               acc[j] += d * static_cast<double>(src[j * g.dilation_w]);
             }
-            if (dx != nullptr) {
-              double* dst = plane_dx + h * g.width + w0;
-              const float* wr = wc + i * kw;
-              for (int64_t j = lo; j < hi; ++j) {
-                dst[j * g.dilation_w] += d * static_cast<double>(wr[j]);
-              }
-            }
           }
           if (++in_block == block) {
             for (int64_t t = 0; t < taps; ++t) total[t] += partial[t];
@@ -215,9 +200,47 @@ void DepthwiseBackward(const train::ConvGeometry& g, const float* x,
     if (in_block > 0) {
       for (int64_t t = 0; t < taps; ++t) total[t] += partial[t];
     }
-    if (dw != nullptr) ToFloat(total, taps, dw + c * taps);
-    if (dx != nullptr) {
-      ToFloat(plane_dx, hw, dx + ((g.batch - 1) * g.channels + c) * hw);
+    ToFloat(total, taps, dw + c * taps);
+  }
+}
+
+// dx of a depthwise Conv: col2im adds an element's terms dy * w in row order
+// (oh, ow). For one oh (one tap row i), ow ascending is tap j descending, so
+// the loop runs j down and ow innermost (contiguous when the stride is 1).
+void DepthwiseInputGradient(const train::ConvGeometry& g, const float* w,
+                            const float* dy, float* dx, Scratch* scratch) {
+  const int64_t oh = g.OutHeight(), ow = g.OutWidth();
+  const int64_t kh = g.kernel_h, kw = g.kernel_w;
+  const int64_t hw = g.height * g.width;
+  double* plane = scratch->Doubles(kDx, hw);
+  double* row = scratch->Doubles(kDyRows, ow);
+  for (int64_t n = 0; n < g.batch; ++n) {
+    for (int64_t c = 0; c < g.channels; ++c) {
+      const float* wc = w + c * kh * kw;
+      const float* gc = dy + (n * g.channels + c) * oh * ow;
+      std::fill(plane, plane + hw, 0.0);
+      for (int64_t oi = 0; oi < oh; ++oi) {
+        for (int64_t oj = 0; oj < ow; ++oj) row[oj] = gc[oi * ow + oj];
+        for (int64_t i = 0; i < kh; ++i) {
+          const int64_t h = oi * g.stride_h - g.pad_top + i * g.dilation_h;
+          if (h < 0 || h >= g.height) continue;
+          for (int64_t j = kw - 1; j >= 0; --j) {
+            const int64_t offset = j * g.dilation_w - g.pad_left;
+            int64_t lo = 0, hi = 0;
+            ValidRange(offset, g.stride_w, g.width, ow, &lo, &hi);
+            const double wv = wc[i * kw + j];
+            double* dst = plane + h * g.width + offset;
+            if (g.stride_w == 1) {
+              for (int64_t o = lo; o < hi; ++o) dst[o] += row[o] * wv;
+            } else {
+              for (int64_t o = lo; o < hi; ++o) {
+                dst[o * g.stride_w] += row[o] * wv;
+              }
+            }
+          }
+        }
+      }
+      ToFloat(plane, hw, dx + (n * g.channels + c) * hw);
     }
   }
 }
@@ -227,7 +250,8 @@ void ConvBackwardDouble(const train::ConvGeometry& g, const float* x,
                         float* db, Scratch* scratch) {
   if (dx != nullptr || dw != nullptr) {
     if (IsGemvDepthwise(g)) {
-      DepthwiseBackward(g, x, w, dy, dx, dw, scratch);
+      if (dw != nullptr) DepthwiseKernelGradient(g, x, dy, dw, scratch);
+      if (dx != nullptr) DepthwiseInputGradient(g, w, dy, dx, scratch);
     } else {
       GroupedBackward(g, x, w, dy, dx, dw, scratch);
     }
