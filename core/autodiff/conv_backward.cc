@@ -158,6 +158,58 @@ bool IsGemvDepthwise(const train::ConvGeometry& g) {
 // (Eigen picks 16 or 4 by the patch row's bytes when there are 128 rows or
 // more). Taps in the padding add (+-)0 to a sum that is never -0, so they
 // are skipped.
+// DepthwiseKernelGradient for a KH x KW kernel: every tap's partial sum in
+// a register, the channel's image zero-padded into `padded` (padding adds
+// dy * 0 = +-0, which changes no sum), one row r after the other.
+template <int KH, int KW>
+void DepthwiseKernelGradientFixed(const train::ConvGeometry& g, const float* x,
+                                  const float* dy, int64_t block, float* dw,
+                                  double* padded) {
+  const int64_t oh = g.OutHeight(), ow = g.OutWidth();
+  const int64_t hw = g.height * g.width;
+  const int64_t hp = g.height + g.pad_top + g.pad_bottom;
+  const int64_t wp = g.width + g.pad_left + g.pad_right;
+  const int64_t dh = g.dilation_h * wp, dw_step = g.dilation_w;
+  for (int64_t c = 0; c < g.channels; ++c) {
+    double total[KH * KW] = {}, partial[KH * KW] = {};
+    int64_t in_block = 0;
+    for (int64_t n = 0; n < g.batch; ++n) {
+      const float* xc = x + (n * g.channels + c) * hw;
+      const float* gc = dy + (n * g.channels + c) * oh * ow;
+      std::fill(padded, padded + hp * wp, 0.0);
+      for (int64_t h = 0; h < g.height; ++h) {
+        double* dst = padded + (h + g.pad_top) * wp + g.pad_left;
+        for (int64_t w = 0; w < g.width; ++w) dst[w] = xc[h * g.width + w];
+      }
+      for (int64_t oi = 0; oi < oh; ++oi) {
+        const double* top = padded + oi * g.stride_h * wp;
+        for (int64_t oj = 0; oj < ow; ++oj) {
+          const double d = gc[oi * ow + oj];
+          const double* base = top + oj * g.stride_w;
+          for (int i = 0; i < KH; ++i) {
+            for (int j = 0; j < KW; ++j) {
+              partial[i * KW + j] += d * base[i * dh + j * dw_step];
+            }
+          }
+          if (++in_block == block) {
+            for (int t = 0; t < KH * KW; ++t) {
+              total[t] += partial[t];
+              partial[t] = 0.0;
+            }
+            in_block = 0;
+          }
+        }
+      }
+    }
+    if (in_block > 0) {
+      for (int t = 0; t < KH * KW; ++t) total[t] += partial[t];
+    }
+    for (int t = 0; t < KH * KW; ++t) {
+      dw[c * KH * KW + t] = static_cast<float>(total[t]);
+    }
+  }
+}
+
 void DepthwiseKernelGradient(const train::ConvGeometry& g, const float* x,
                              const float* dy, float* dw, Scratch* scratch) {
   const int64_t oh = g.OutHeight(), ow = g.OutWidth();
@@ -165,6 +217,16 @@ void DepthwiseKernelGradient(const train::ConvGeometry& g, const float* x,
   const int64_t hw = g.height * g.width, rows = g.batch * oh * ow;
   const int64_t patch_bytes = g.PatchSize() * int64_t{sizeof(double)};
   const int64_t block = rows < 128 ? rows : (patch_bytes < 32000 ? 16 : 4);
+  const int64_t padded_size = (g.height + g.pad_top + g.pad_bottom) *
+                              (g.width + g.pad_left + g.pad_right);
+  if (kh == 3 && kw == 3) {
+    return DepthwiseKernelGradientFixed<3, 3>(
+        g, x, dy, block, dw, scratch->Doubles(kPatches, padded_size));
+  }
+  if (kh == 5 && kw == 5) {
+    return DepthwiseKernelGradientFixed<5, 5>(
+        g, x, dy, block, dw, scratch->Doubles(kPatches, padded_size));
+  }
   double* total = scratch->Doubles(kDw, taps);
   double* partial = scratch->Doubles(kW, taps);
   for (int64_t c = 0; c < g.channels; ++c) {

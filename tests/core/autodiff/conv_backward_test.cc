@@ -120,6 +120,16 @@ TEST(ConvBackwardDoubleTest, SmallStridedDepthwiseBatchMatchesBits) {
   ExpectSameAsReference(g);
 }
 
+TEST(ConvBackwardDoubleTest, NonSquareDepthwiseMatchesConv2dBackwardBits) {
+  // A 2x3 kernel: the depthwise path without a fixed-size kernel.
+  train::ConvGeometry g = Geometry(10, 14, 15, 10, 2);
+  g.kernel_w = 3;
+  g.groups = 10;
+  g.stride_w = 2;
+  g.pad_left = g.pad_right = 1;
+  ExpectSameAsReference(g);
+}
+
 TEST(ConvBackwardDoubleTest, TinyDepthwiseMatchesConv2dBackwardBits) {
   // rows + 1 + taps < 20: Eigen's coefficient-wise product, the patch path.
   ExpectSameAsReference([] {
