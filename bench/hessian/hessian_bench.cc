@@ -11,8 +11,11 @@
 //                 [--samples N] [--threads N]
 #include <time.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
