@@ -93,6 +93,54 @@ void ToFloat(const double* src, int64_t n, float* dst) {
 
 }  // namespace
 
+// dst[t * stride + c] = src[c * cols + t] for c < channels, t < cols (a
+// [channels, cols] float block to double rows), in tiles for the caches.
+void PlanesToRows(const float* src, int64_t channels, int64_t cols, double* dst,
+                  int64_t stride) {
+  constexpr int64_t kTile = 16;
+  for (int64_t c0 = 0; c0 < channels; c0 += kTile) {
+    const int64_t c1 = std::min(channels, c0 + kTile);
+    for (int64_t t0 = 0; t0 < cols; t0 += kTile) {
+      const int64_t t1 = std::min(cols, t0 + kTile);
+      for (int64_t t = t0; t < t1; ++t) {
+        for (int64_t c = c0; c < c1; ++c) {
+          dst[t * stride + c] = static_cast<double>(src[c * cols + t]);
+        }
+      }
+    }
+  }
+}
+
+// A 1x1 Conv with unit strides and no padding: its patch row r is x[:, r].
+bool IsPointwise(const train::ConvGeometry& g) {
+  return g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 &&
+         g.stride_w == 1 && g.pad_top == 0 && g.pad_left == 0 &&
+         g.pad_bottom == 0 && g.pad_right == 0;
+}
+
+// Im2ColGroup and Col2ImGroup of a pointwise Conv: transposes. Each dx
+// element has one term, which col2im adds to 0.0 (turning -0 into +0).
+void PointwiseIm2ColGroup(const train::ConvGeometry& g, int64_t group,
+                          const float* x, double* p) {
+  const int64_t hw = g.height * g.width, cg = g.channels / g.groups;
+  for (int64_t n = 0; n < g.batch; ++n) {
+    PlanesToRows(x + (n * g.channels + group * cg) * hw, cg, hw,
+                 p + n * hw * g.channels, g.channels);
+  }
+}
+
+void PointwiseCol2ImGroup(const train::ConvGeometry& g, int64_t group,
+                          const double* dp, double* dx) {
+  const int64_t hw = g.height * g.width, cg = g.channels / g.groups;
+  for (int64_t n = 0; n < g.batch; ++n) {
+    for (int64_t c = 0; c < cg; ++c) {
+      double* plane = dx + (n * g.channels + group * cg + c) * hw;
+      const double* src = dp + n * hw * g.channels + c;
+      for (int64_t t = 0; t < hw; ++t) plane[t] = 0.0 + src[t * g.channels];
+    }
+  }
+}
+
 // The general case: Conv2dBackward's patches and products, group by group.
 void GroupedBackward(const train::ConvGeometry& g, const float* x,
                      const float* w, const float* dy, float* dx, float* dw,
@@ -111,11 +159,7 @@ void GroupedBackward(const train::ConvGeometry& g, const float* x,
   // dy [N, M, OH * OW] -> rows [N * OH * OW, M].
   double* dyr = scratch->Doubles(kDyRows, s.rows * s.out);
   for (int64_t n = 0; n < g.batch; ++n) {
-    for (int64_t m = 0; m < s.out; ++m) {
-      const float* src = dy + (n * s.out + m) * q;
-      double* dst = dyr + n * q * s.out + m;
-      for (int64_t t = 0; t < q; ++t) dst[t * s.out] = src[t];
-    }
+    PlanesToRows(dy + n * s.out * q, s.out, q, dyr + n * q * s.out, s.out);
   }
   double* wd = scratch->Doubles(kW, w_size);
   for (int64_t i = 0; i < w_size; ++i) wd[i] = w[i];
@@ -131,10 +175,20 @@ void GroupedBackward(const train::ConvGeometry& g, const float* x,
     dwd = scratch->Doubles(kDw, w_size);
     std::fill(dwd, dwd + w_size, 0.0);
   }
+  const bool pointwise = IsPointwise(g);
   for (int64_t group = 0; group < g.groups; ++group) {
-    Im2ColGroup(g, group, x, p);
+    if (pointwise) {
+      PointwiseIm2ColGroup(g, group, x, p);
+    } else {
+      Im2ColGroup(g, group, x, p);
+    }
     train::GroupedLinearBackwardGroup(s, group, p, wd, dyr, dp, dwd);
-    if (dx != nullptr) Col2ImGroup(g, group, dp, dxd);
+    if (dx == nullptr) continue;
+    if (pointwise) {
+      PointwiseCol2ImGroup(g, group, dp, dxd);
+    } else {
+      Col2ImGroup(g, group, dp, dxd);
+    }
   }
   if (dw != nullptr) ToFloat(dwd, w_size, dw);
   if (dx != nullptr) ToFloat(dxd, x_size, dx);

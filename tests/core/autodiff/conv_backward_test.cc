@@ -145,6 +145,18 @@ TEST(ConvBackwardDoubleTest, PointwiseDepthwiseMatchesConv2dBackwardBits) {
   ExpectSameAsReference(g);
 }
 
+TEST(ConvBackwardDoubleTest, DensePointwiseBatchMatchesConv2dBackwardBits) {
+  train::ConvGeometry g = Geometry(64, 10, 12, 48, 1);  // transposes only
+  g.batch = 2;
+  ExpectSameAsReference(g);
+}
+
+TEST(ConvBackwardDoubleTest, StridedPointwiseMatchesConv2dBackwardBits) {
+  train::ConvGeometry g = Geometry(16, 9, 9, 24, 1);  // patches again
+  g.stride_h = g.stride_w = 2;
+  ExpectSameAsReference(g);
+}
+
 TEST(ConvBackwardDoubleTest, GroupedPointwiseMatchesConv2dBackwardBits) {
   train::ConvGeometry g = Geometry(8, 6, 6, 12, 1);
   g.groups = 4;
