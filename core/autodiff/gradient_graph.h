@@ -1,7 +1,8 @@
 // Reverse-mode gradients over the graph IR.
 //
 // Create() decides which tensors carry a gradient (those depending on a
-// graph input or on one of the requested initializers) and checks that every
+// graph input, unless input_gradients is off, or on one of the requested
+// initializers) and checks that every
 // node on that path has a backward pass: an op without one is UNIMPLEMENTED
 // naming the node. Forward() runs quantd's executor (its kernels, its
 // threading) and keeps the values the backward passes read; Backward() takes
