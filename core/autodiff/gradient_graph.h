@@ -2,13 +2,13 @@
 //
 // Create() decides which tensors carry a gradient (those depending on a
 // graph input, unless input_gradients is off, or on one of the requested
-// initializers) and checks that every
-// node on that path has a backward pass: an op without one is UNIMPLEMENTED
-// naming the node. Forward() runs quantd's executor (its kernels, its
-// threading) and keeps the values the backward passes read; Backward() takes
-// d(loss)/d(t) for any float tensors t of that path (graph outputs or
-// intermediates) and returns d(loss)/d(graph inputs) and d(loss)/d(requested
-// initializers). Both are const and may run concurrently.
+// initializers) and checks that every node on that path has a backward pass:
+// an op without one is UNIMPLEMENTED naming the node. Forward() runs quantd's
+// executor (its kernels, its threading) and keeps the values the backward
+// passes read; Backward() takes d(loss)/d(t) for any float tensors t of that
+// path (graph outputs or intermediates) and returns d(loss)/d(graph inputs)
+// and d(loss)/d(requested initializers). Both are const and may run
+// concurrently.
 //
 //   GradientOptions o;  o.initializers = {"conv1.weight"};
 //   ASSIGN_OR_RETURN(auto grad, GradientGraph::Create(model, o));
