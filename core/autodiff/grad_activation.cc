@@ -88,10 +88,7 @@ absl::Status ActivationBackward(const OpGradContext& ctx,
       break;
     }
     default:
-      for (int64_t i = 0; i < n; ++i) {
-        pd[i] =
-            static_cast<float>(train::ActivationDerivative(act, px[i]) * pg[i]);
-      }
+      train::ActivationBackward(act, px, pg, pd, n);
   }
   (*grads)[0] = std::move(dx);
   return absl::OkStatus();

@@ -1,5 +1,6 @@
-// Conv (1-D / 2-D, groups, pads, strides, dilations, auto_pad) through
-// core/train's Conv2dBackward, and inference-mode BatchNormalization:
+// Conv (1-D / 2-D, groups, pads, strides, dilations, auto_pad) as core/train's
+// Conv2dBackward computes it (conv_backward.h), and inference-mode
+// BatchNormalization:
 //   y = (x - mean) * scale / sqrt(var + eps) + B.
 #include <Eigen/Core>
 #include <algorithm>
@@ -7,25 +8,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/autodiff/conv_backward.h"
 #include "core/autodiff/op_gradient.h"
 #include "core/train/conv2d.h"
 #include "core/util/status_macros.h"
 
 namespace quantd::autodiff::internal {
 namespace {
-
-std::vector<double> ToDouble(const Tensor& t) {
-  const float* p = t.data<float>();
-  return std::vector<double>(p, p + t.num_elements());
-}
-
-Tensor ToFloat(const std::vector<double>& v,
-               const std::vector<int64_t>& shape) {
-  Tensor t = Tensor::Uninitialized(DType::kFloat, shape);
-  float* p = t.mutable_data<float>();
-  for (size_t i = 0; i < v.size(); ++i) p[i] = static_cast<float>(v[i]);
-  return t;
-}
 
 // Begin / end padding of one spatial axis.
 void AxisPads(const std::string& auto_pad, int64_t in, int64_t out, int64_t k,
@@ -188,16 +177,22 @@ absl::Status ConvBackward(const OpGradContext& ctx,
     (*grads)[0] = std::move(dx);
     return absl::OkStatus();
   }
-  const std::vector<double> dy = ToDouble(OutputGradOrZero(ctx, 0));
-  const std::vector<double> xd = ToDouble(x), wd = ToDouble(w);
-  std::vector<double> dx, dw, db;
-  if (ctx.wants[1]) dw.assign(w.num_elements(), 0.0);
-  if (want_b) db.assign(g.out_channels, 0.0);
-  train::Conv2dBackward(g, xd, wd, dy, ctx.wants[0] ? &dx : nullptr,
-                        ctx.wants[1] ? &dw : nullptr, want_b ? &db : nullptr);
-  if (ctx.wants[0]) (*grads)[0] = ToFloat(dx, x.shape());
-  if (ctx.wants[1]) (*grads)[1] = ToFloat(dw, w.shape());
-  if (want_b) (*grads)[2] = ToFloat(db, ctx.inputs[2]->shape());
+  const Tensor dy = OutputGradOrZero(ctx, 0);
+  Tensor dx, dw, db;
+  if (ctx.wants[0]) dx = Tensor::Uninitialized(DType::kFloat, x.shape());
+  if (ctx.wants[1]) dw = Tensor::Uninitialized(DType::kFloat, w.shape());
+  if (want_b) {
+    db = Tensor::Uninitialized(DType::kFloat, ctx.inputs[2]->shape());
+  }
+  Scratch local;
+  ConvBackwardDouble(g, x.data<float>(), w.data<float>(), dy.data<float>(),
+                     ctx.wants[0] ? dx.mutable_data<float>() : nullptr,
+                     ctx.wants[1] ? dw.mutable_data<float>() : nullptr,
+                     want_b ? db.mutable_data<float>() : nullptr,
+                     ctx.scratch != nullptr ? ctx.scratch : &local);
+  if (ctx.wants[0]) (*grads)[0] = std::move(dx);
+  if (ctx.wants[1]) (*grads)[1] = std::move(dw);
+  if (want_b) (*grads)[2] = std::move(db);
   return absl::OkStatus();
 }
 

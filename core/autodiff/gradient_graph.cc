@@ -36,7 +36,10 @@ absl::StatusOr<std::unique_ptr<GradientGraph>> GradientGraph::Create(
     std::shared_ptr<const Model> model, const GradientOptions& options) {
   std::unique_ptr<GradientGraph> self(new GradientGraph());
   const Graph& g = model->graph;
-  for (const ValueInfo& in : g.inputs) self->differentiable_.insert(in.name);
+  self->input_gradients_ = options.input_gradients;
+  if (options.input_gradients) {
+    for (const ValueInfo& in : g.inputs) self->differentiable_.insert(in.name);
+  }
   for (const std::string& name : options.initializers) {
     const Tensor* t = g.FindInitializer(name);
     if (t == nullptr) {
@@ -108,7 +111,7 @@ absl::StatusOr<Tape> GradientGraph::Forward(
 
 absl::StatusOr<Gradients> GradientGraph::Backward(
     const Tape& tape, const std::map<std::string, Tensor>& seeds,
-    const CancellationToken* cancel) const {
+    const CancellationToken* cancel, Scratch* scratch) const {
   const Graph& g = model_->graph;
   auto value = [&](const std::string& name) -> const Tensor* {
     if (name.empty()) return nullptr;
@@ -137,6 +140,7 @@ absl::StatusOr<Gradients> GradientGraph::Backward(
     OpGradContext ctx;
     ctx.node = &n;
     ctx.opset = opset;
+    ctx.scratch = scratch;
     bool any_grad = false;
     for (const std::string& out : n.outputs) {
       auto git = out.empty() ? grads.end() : grads.find(out);
@@ -182,7 +186,9 @@ absl::StatusOr<Gradients> GradientGraph::Backward(
       (*to)[name] = Tensor(DType::kFloat, v->shape());
     }
   };
-  for (const ValueInfo& in : g.inputs) take(in.name, &out.inputs);
+  if (input_gradients_) {
+    for (const ValueInfo& in : g.inputs) take(in.name, &out.inputs);
+  }
   for (const std::string& name : wrt_initializers_) {
     take(name, &out.initializers);
   }

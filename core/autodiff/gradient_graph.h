@@ -1,13 +1,14 @@
 // Reverse-mode gradients over the graph IR.
 //
 // Create() decides which tensors carry a gradient (those depending on a
-// graph input or on one of the requested initializers) and checks that every
-// node on that path has a backward pass: an op without one is UNIMPLEMENTED
-// naming the node. Forward() runs quantd's executor (its kernels, its
-// threading) and keeps the values the backward passes read; Backward() takes
-// d(loss)/d(t) for any float tensors t of that path (graph outputs or
-// intermediates) and returns d(loss)/d(graph inputs) and d(loss)/d(requested
-// initializers). Both are const and may run concurrently.
+// graph input, unless input_gradients is off, or on one of the requested
+// initializers) and checks that every node on that path has a backward pass:
+// an op without one is UNIMPLEMENTED naming the node. Forward() runs quantd's
+// executor (its kernels, its threading) and keeps the values the backward
+// passes read; Backward() takes d(loss)/d(t) for any float tensors t of that
+// path (graph outputs or intermediates) and returns d(loss)/d(graph inputs)
+// and d(loss)/d(requested initializers). Both are const and may run
+// concurrently.
 //
 //   GradientOptions o;  o.initializers = {"conv1.weight"};
 //   ASSIGN_OR_RETURN(auto grad, GradientGraph::Create(model, o));
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/autodiff/scratch.h"
 #include "core/executor/executor.h"
 #include "core/graph/graph.h"
 #include "core/graph/tensor.h"
@@ -39,6 +41,10 @@ namespace quantd::autodiff {
 struct GradientOptions {
   // Initializers to differentiate with respect to, besides the graph inputs.
   std::vector<std::string> initializers;
+  // False: only the initializers carry gradients (the Hessian scores); the
+  // nodes between the graph inputs and the first initializer then have no
+  // backward pass and Gradients::inputs stays empty.
+  bool input_gradients = true;
   ExecutorOptions executor;
 };
 
@@ -49,7 +55,7 @@ struct Tape {
 };
 
 struct Gradients {
-  std::map<std::string, Tensor> inputs;        // every graph input
+  std::map<std::string, Tensor> inputs;        // every graph input (if asked)
   std::map<std::string, Tensor> initializers;  // the requested ones
 };
 
@@ -63,9 +69,12 @@ class GradientGraph {
 
   // seeds: tensor name -> d(loss)/d(tensor), float, the tensor's shape. A
   // name off the gradient path or absent from the tape is INVALID_ARGUMENT.
-  absl::StatusOr<Gradients> Backward(
-      const Tape& tape, const std::map<std::string, Tensor>& seeds,
-      const CancellationToken* cancel = nullptr) const;
+  // `scratch` (optional, one per concurrent call) keeps the kernels'
+  // temporaries for the caller's next pass (scratch.h).
+  absl::StatusOr<Gradients> Backward(const Tape& tape,
+                                     const std::map<std::string, Tensor>& seeds,
+                                     const CancellationToken* cancel = nullptr,
+                                     Scratch* scratch = nullptr) const;
 
   // True if `tensor` depends on a graph input or a requested initializer.
   bool IsDifferentiable(const std::string& tensor) const {
@@ -80,6 +89,7 @@ class GradientGraph {
   std::shared_ptr<const Model> model_;
   std::unique_ptr<Executor> executor_;
   std::vector<std::string> wrt_initializers_;
+  bool input_gradients_ = true;
   std::set<std::string> differentiable_;
   std::vector<int> backward_nodes_;         // indices, topological order
   std::vector<std::string> extra_outputs_;  // what the tape keeps

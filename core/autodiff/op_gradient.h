@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "core/autodiff/scratch.h"
 #include "core/graph/graph.h"
 #include "core/graph/tensor.h"
 
@@ -24,6 +25,7 @@ struct OpGradContext {
   std::vector<const Tensor*> outputs;       // forward values
   std::vector<const Tensor*> output_grads;  // null: zero
   std::vector<bool> wants;                  // per input
+  Scratch* scratch = nullptr;               // reusable temporaries (or null)
 };
 
 // Fills (*input_grads)[k] (sized like ctx.inputs) for every wanted k.

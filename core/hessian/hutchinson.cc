@@ -104,6 +104,7 @@ absl::StatusOr<std::vector<std::vector<double>>> EstimateForSample(
   ASSIGN_OR_RETURN(std::vector<std::string> outputs,
                    HessianOutputs(graph, tape));
   std::mt19937_64 rng(seed);
+  autodiff::Scratch scratch;  // the kernels' temporaries, for every pass
   std::vector<double> previous;
   for (int j = 0; j < options.max_iterations; ++j) {
     if (cancel != nullptr) RETURN_IF_ERROR(cancel->Check());
@@ -121,7 +122,7 @@ absl::StatusOr<std::vector<std::vector<double>>> EstimateForSample(
       seeds.emplace(name, std::move(v));
     }
     ASSIGN_OR_RETURN(autodiff::Gradients g,
-                     graph.Backward(tape, seeds, cancel));
+                     graph.Backward(tape, seeds, cancel, &scratch));
     std::vector<double> now;
     for (size_t s = 0; s < targets.size(); ++s) {
       UpdateMean(g.initializers.at(targets[s].initializer), targets[s],

@@ -58,6 +58,7 @@ absl::StatusOr<HessianScores> ComputeHmseScores(
   }
   autodiff::GradientOptions gradient_options;
   gradient_options.initializers = kernels;
+  gradient_options.input_gradients = false;
   gradient_options.executor.pool = options.pool;
   ASSIGN_OR_RETURN(std::unique_ptr<autodiff::GradientGraph> graph,
                    autodiff::GradientGraph::Create(

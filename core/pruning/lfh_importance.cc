@@ -32,6 +32,7 @@ class LfhMetric : public ImportanceMetric {
       const std::vector<SampleFeeds>& samples,
       const ImportanceContext& context) const override {
     autodiff::GradientOptions options;
+    options.input_gradients = false;
     for (const PruningSection& s : sections) {
       options.initializers.push_back(s.entry_kernel.initializer);
     }

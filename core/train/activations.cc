@@ -96,4 +96,43 @@ void ActivationBackward(const Activation& act, const std::vector<double>& x,
   }
 }
 
+namespace {
+
+// ActivationDerivative with the kind known at compile time (inlined, its
+// switch folded).
+template <Activation::Kind K>
+void BackwardLoop(const Activation& act, const float* x, const float* dy,
+                  float* dx, int64_t n) {
+  Activation a = act;
+  a.kind = K;
+  for (int64_t i = 0; i < n; ++i) {
+    dx[i] = static_cast<float>(ActivationDerivative(a, x[i]) * dy[i]);
+  }
+}
+
+}  // namespace
+
+void ActivationBackward(const Activation& act, const float* x, const float* dy,
+                        float* dx, int64_t n) {
+  using Kind = Activation::Kind;
+  switch (act.kind) {
+    case Kind::kIdentity:
+      return BackwardLoop<Kind::kIdentity>(act, x, dy, dx, n);
+    case Kind::kRelu:
+      return BackwardLoop<Kind::kRelu>(act, x, dy, dx, n);
+    case Kind::kClip:
+      return BackwardLoop<Kind::kClip>(act, x, dy, dx, n);
+    case Kind::kLeakyRelu:
+      return BackwardLoop<Kind::kLeakyRelu>(act, x, dy, dx, n);
+    case Kind::kHardSigmoid:
+      return BackwardLoop<Kind::kHardSigmoid>(act, x, dy, dx, n);
+    case Kind::kHardSwish:
+      return BackwardLoop<Kind::kHardSwish>(act, x, dy, dx, n);
+    case Kind::kSigmoid:
+      return BackwardLoop<Kind::kSigmoid>(act, x, dy, dx, n);
+    case Kind::kTanh:
+      return BackwardLoop<Kind::kTanh>(act, x, dy, dx, n);
+  }
+}
+
 }  // namespace quantd::train

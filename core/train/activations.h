@@ -5,6 +5,7 @@
 #ifndef QUANTD_CORE_TRAIN_ACTIVATIONS_H_
 #define QUANTD_CORE_TRAIN_ACTIVATIONS_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,12 @@ void ActivationForward(const Activation& act, const std::vector<double>& x,
                        std::vector<double>* y);
 void ActivationBackward(const Activation& act, const std::vector<double>& x,
                         const std::vector<double>& dy, std::vector<double>* dx);
+
+// dx[i] = float(ActivationDerivative(act, x[i]) * dy[i]) over n floats (the
+// autodiff's element-wise backward passes): the same arithmetic, the kind
+// dispatched once instead of per element.
+void ActivationBackward(const Activation& act, const float* x, const float* dy,
+                        float* dx, int64_t n);
 
 }  // namespace quantd::train
 

@@ -31,6 +31,20 @@ void GroupedLinearBackward(const LinearShape& s, const std::vector<double>& p,
                            std::vector<double>* dp, std::vector<double>* dw,
                            std::vector<double>* db);
 
+// The same on raw buffers: p [R, G * J], w [M, J], dy [R, M]; dp [R, G * J]
+// is overwritten, dw [M, J] and db [M] accumulated into; each may be null.
+// Same arithmetic, so the same bits, as the vector form.
+void GroupedLinearBackward(const LinearShape& s, const double* p,
+                           const double* w, const double* dy, double* dp,
+                           double* dw, double* db);
+
+// Group g's part of it (no db): pg and dpg point at the group's first column
+// of rows G * J apart (p + g * J in the full patches, or a buffer of that row
+// stride holding only this group's columns: the products are the same).
+void GroupedLinearBackwardGroup(const LinearShape& s, int64_t g,
+                                const double* pg, const double* w,
+                                const double* dy, double* dpg, double* dw);
+
 }  // namespace quantd::train
 
 #endif  // QUANTD_CORE_TRAIN_GROUPED_LINEAR_H_

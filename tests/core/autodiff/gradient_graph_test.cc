@@ -1,6 +1,7 @@
 // GradientGraph as a whole: paths, seeds at intermediates, errors.
 #include "core/autodiff/gradient_graph.h"
 
+#include <cmath>
 #include <memory>
 
 #include "gtest/gtest.h"
@@ -133,6 +134,33 @@ TEST(GradientGraphTest, InitializerTheSeedDoesNotReachGetsZeros) {
       *tape, {{"bn", RandomTensor(tape->values.at("bn").shape(), 61)}});
   ASSERT_TRUE(grads.ok()) << grads.status();
   for (float v : grads->initializers.at("fc").span<float>()) EXPECT_EQ(v, 0.0f);
+}
+
+// y = Erf(x) * w: with input_gradients off nothing runs backward before
+// the kernel (Erf has no backward pass), and d(sum y)/dw = Erf(x) by hand.
+TEST(GradientGraphTest, WithoutInputGradientsOnlyTheKernelsPathRuns) {
+  ModelBuilder b;
+  b.Input("x")
+      .Initializer("w", F({3.0f, -2.0f}, {2}))
+      .Add("Erf", {"x"}, {"e"})
+      .Add("Mul", {"e", "w"}, {"y"})
+      .Output("y");
+  auto model = std::make_shared<const Model>(b.Build());
+  GradientOptions o;
+  o.initializers = {"w"};
+  EXPECT_EQ(GradientGraph::Create(model, o).status().code(),
+            absl::StatusCode::kUnimplemented);
+  o.input_gradients = false;
+  auto g = GradientGraph::Create(model, o);
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto tape = (*g)->Forward({{"x", F({0.5f, -1.0f}, {2})}});
+  ASSERT_TRUE(tape.ok()) << tape.status();
+  auto grads = (*g)->Backward(*tape, {{"y", F({1.0f, 1.0f}, {2})}});
+  ASSERT_TRUE(grads.ok()) << grads.status();
+  EXPECT_TRUE(grads->inputs.empty());
+  const float* dw = grads->initializers.at("w").data<float>();
+  EXPECT_FLOAT_EQ(dw[0], std::erf(0.5f));
+  EXPECT_FLOAT_EQ(dw[1], std::erf(-1.0f));
 }
 
 }  // namespace

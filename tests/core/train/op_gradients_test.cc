@@ -2,6 +2,7 @@
 // their forward passes (double precision): L = sum_i c_i * out_i with fixed
 // random c, dL/dtheta from Backward(c) vs (L(theta+e) - L(theta-e)) / 2e.
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <vector>
@@ -172,6 +173,36 @@ TEST(OpGradients, HardSwishValuesFollowOnnx) {
   EXPECT_NEAR(ActivationForward(a, 1.0), 2.0 / 3, 1e-15);
   EXPECT_EQ(ActivationForward(a, -4.0), 0.0);
   EXPECT_EQ(ActivationForward(a, 4.0), 4.0);
+}
+
+// The float buffer form equals ActivationDerivative per element, bit for
+// bit, for every kind (around each kink too).
+TEST(OpGradients, ActivationBackwardOnFloatsMatchesPerElementBits) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-4.f, 4.f);
+  std::vector<float> x(4096), dy(4096);
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = i < 16 ? static_cast<float>(i) * 0.5f - 4.f : u(rng);
+    dy[i] = u(rng);
+  }
+  using Kind = Activation::Kind;
+  for (Kind k :
+       {Kind::kIdentity, Kind::kRelu, Kind::kClip, Kind::kLeakyRelu,
+        Kind::kHardSigmoid, Kind::kHardSwish, Kind::kSigmoid, Kind::kTanh}) {
+    Activation act;
+    act.kind = k;
+    act.a = k == Kind::kClip ? -1.0 : (k == Kind::kHardSwish ? 1.0 / 6 : 0.2);
+    act.b = k == Kind::kClip ? 6.0 : 0.5;
+    std::vector<float> got(x.size());
+    ActivationBackward(act, x.data(), dy.data(), got.data(),
+                       static_cast<int64_t>(x.size()));
+    for (size_t i = 0; i < x.size(); ++i) {
+      const float want =
+          static_cast<float>(ActivationDerivative(act, x[i]) * dy[i]);
+      ASSERT_EQ(std::memcmp(&got[i], &want, sizeof(float)), 0)
+          << ActivationName(act) << " x=" << x[i];
+    }
+  }
 }
 
 }  // namespace
