@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "tests/data/onnx/model_builder.h"
 #include "tests/testing/example_model.h"
+#include "tests/testing/job_fixture.h"
 
 namespace quantd {
 namespace hmse_job_test {
@@ -79,27 +80,11 @@ class Recorder : public ProgressSink {
   std::vector<std::string> stages_, messages_;
 };
 
-class HmseJobTest : public ::testing::Test {
- protected:
-  void SetUp() override { ASSERT_TRUE(registry_.AddBuiltins().ok()); }
-
-  absl::StatusOr<v1::QuantizeResult> Run(
-      const v1::QuantizeRequest& r, ProgressSink* sink = nullptr,
-      const CancellationToken* cancel = nullptr, ThreadPool* pool = nullptr) {
-    JobContext ctx;
-    ctx.registry = &registry_;
-    ctx.pool = pool;
-    ctx.progress = sink;
-    ctx.cancel = cancel;
-    return RunQuantizeJob(r, ctx);
-  }
-
-  tpc::TpcRegistry registry_;
-};
+class HmseJobTest : public testing::BuiltinTpcJobTest {};
 
 TEST_F(HmseJobTest, GptqWithHmseWeightsRunsEndToEnd) {
   Recorder sink;
-  auto result = Run(HmseRequest(), &sink);
+  auto result = Run(HmseRequest(), {.sink = &sink});
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_THAT(sink.stages(), ::testing::Contains("hessian"));
   EXPECT_GT(result->output_sqnr_db(), 10.0);
@@ -109,7 +94,7 @@ TEST_F(HmseJobTest, HmseThresholdsDoNotDependOnTheThreadCount) {
   const v1::QuantizeRequest r = HmseRequest();
   ThreadPool pool(2);
   auto serial = Run(r);
-  auto parallel = Run(r, nullptr, nullptr, &pool);
+  auto parallel = Run(r, {.pool = &pool});
   ASSERT_TRUE(serial.ok()) << serial.status();
   ASSERT_TRUE(parallel.ok()) << parallel.status();
   EXPECT_EQ(serial->qdq_onnx(), parallel->qdq_onnx());
@@ -118,7 +103,7 @@ TEST_F(HmseJobTest, HmseThresholdsDoNotDependOnTheThreadCount) {
 TEST_F(HmseJobTest, CancellationStopsTheHessianStage) {
   CancellationToken cancel;
   Recorder sink(&cancel, "hessian");
-  auto result = Run(HmseRequest(), &sink, &cancel);
+  auto result = Run(HmseRequest(), {.sink = &sink, .cancel = &cancel});
   EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled)
       << result.status();
   EXPECT_EQ(sink.stages().back(), "hessian");
@@ -130,7 +115,7 @@ TEST_F(HmseJobTest, TargetWithGptqTriesHmseInsteadOfFailing) {
   r.mutable_quality_target()->set_metric(v1::QualityTarget::METRIC_SQNR);
   r.mutable_quality_target()->set_value(80);  // out of reach
   Recorder sink;
-  auto result = Run(r, &sink);
+  auto result = Run(r, {.sink = &sink});
   EXPECT_THAT(
       result.status().code(),
       AnyOf(absl::StatusCode::kOk, absl::StatusCode::kFailedPrecondition))
@@ -179,7 +164,7 @@ TEST_F(HmseJobTest, TargetSkipsTheHmseTrialWhenAnOpHasNoGradient) {
   r.mutable_quality_target()->set_metric(v1::QualityTarget::METRIC_SQNR);
   r.mutable_quality_target()->set_value(80);  // out of reach
   Recorder sink;
-  auto result = Run(r, &sink);
+  auto result = Run(r, {.sink = &sink});
   EXPECT_THAT(
       result.status().code(),
       AnyOf(absl::StatusCode::kOk, absl::StatusCode::kFailedPrecondition))
