@@ -11,7 +11,6 @@
 //
 //   gptq_bench [--cache DIR] [--models ppocr_cls,oww_embedding]
 //              [--samples N] [--epochs N] [--mobilenet FILE] [--threads N]
-#include <time.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +20,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "bench/bench_util.h"
 #include "core/graph/onnx_import.h"
 #include "core/io/file_util.h"
 #include "core/io/sample_set.h"
@@ -32,12 +32,6 @@
 
 namespace quantd {
 namespace {
-
-double CpuSeconds() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * t.tv_nsec;
-}
 
 // `count` samples of the model's single input, uniform in [-1, 1], seeded.
 bool RandomInputs(const Model& model, int count, uint64_t seed,
@@ -56,17 +50,6 @@ bool RandomInputs(const Model& model, int count, uint64_t seed,
     out->push_back({{in.name, std::move(t)}});
   }
   return true;
-}
-
-// FNV-1a of the report JSON without its timings: the per-block GPTQ
-// figures and every per-layer SQNR, in full precision.
-uint64_t ReportDigest(const std::string& report_json) {
-  nlohmann::json j = nlohmann::json::parse(report_json, nullptr, false);
-  if (j.is_discarded()) return 0;
-  j.erase("timings_seconds");
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char b : j.dump()) h = (h ^ b) * 0x100000001b3ull;
-  return h;
 }
 
 struct BenchCase {
@@ -106,9 +89,9 @@ void RunCase(const BenchCase& c, int samples, int epochs, int threads,
     if (epochs > 0) r.mutable_gptq()->set_n_epochs(epochs);
     double stage_cpu_start = 0;
     ctx.on_stage_start = [&](const std::string& s) {
-      if (s == "gptq") stage_cpu_start = CpuSeconds();
+      if (s == "gptq") stage_cpu_start = bench::ProcessCpuSeconds();
       if (stage_cpu_start > 0 && stage_cpu == 0 && s != "gptq") {
-        stage_cpu = CpuSeconds() - stage_cpu_start;
+        stage_cpu = bench::ProcessCpuSeconds() - stage_cpu_start;
       }
       return absl::OkStatus();
     };
@@ -124,7 +107,7 @@ void RunCase(const BenchCase& c, int samples, int epochs, int threads,
     if (gptq == 1) {
       auto t = nlohmann::json::parse(result->report_json())["timings_seconds"];
       if (t.contains("gptq")) stage = t["gptq"].get<double>();
-      digest = ReportDigest(result->report_json());
+      digest = bench::ReportDigest(result->report_json());
     }
   }
   const int n_epochs = epochs > 0 ? epochs : 5;  // GptqOptions' default

@@ -9,11 +9,9 @@
 //
 //   hessian_bench [--cache DIR] [--models ppocr_cls,ppocr_rec]
 //                 [--samples N] [--threads N]
-#include <time.h>
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -23,6 +21,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "bench/bench_util.h"
 #include "core/executor/executor.h"
 #include "core/graph/onnx_import.h"
 #include "core/io/file_util.h"
@@ -38,12 +37,6 @@
 
 namespace quantd {
 namespace {
-
-double CpuSeconds() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * t.tv_nsec;
-}
 
 // Keeps the stage's last message ("... N backward passes per sample ...").
 class LastMessage : public ProgressSink {
@@ -66,11 +59,10 @@ class LastMessage : public ProgressSink {
 uint64_t ScoresDigest(const hessian::HessianScores& scores) {
   uint64_t h = 0xcbf29ce484222325ull;
   for (const auto& [name, values] : scores) {
-    for (float v : values) {
-      unsigned char b[sizeof(float)];
-      std::memcpy(b, &v, sizeof(v));
-      for (unsigned char c : b) h = (h ^ c) * 0x100000001b3ull;
-    }
+    h = bench::Fnv1a(
+        absl::string_view(reinterpret_cast<const char*>(values.data()),
+                          values.size() * sizeof(float)),
+        h);
   }
   return h;
 }
@@ -81,9 +73,11 @@ double ForwardCpuSeconds(const Model& model, const SampleFeeds& sample) {
   if (!exec.ok()) return 0;
   std::vector<double> t;
   for (int i = 0; i < 6; ++i) {
-    const double start = CpuSeconds();
+    const double start = bench::ProcessCpuSeconds();
     if (!(*exec)->Run(sample, {}).ok()) return 0;
-    if (i > 0) t.push_back(CpuSeconds() - start);  // the first one warms up
+    if (i > 0)
+      t.push_back(bench::ProcessCpuSeconds() -
+                  start);  // the first one warms up
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
@@ -137,12 +131,12 @@ void RunModel(const std::string& cache, const std::string& name, int samples,
   const double forward = ForwardCpuSeconds(state.model, input->calibration[0]);
   ThreadPool pool(threads - 1);
   LastMessage sink;
-  const double cpu0 = CpuSeconds();
+  const double cpu0 = bench::ProcessCpuSeconds();
   const absl::Time start = absl::Now();
   auto scores =
       ComputeHessianScores(state, input->calibration, &pool, nullptr, &sink);
   const double wall = absl::ToDoubleSeconds(absl::Now() - start);
-  const double cpu = CpuSeconds() - cpu0;
+  const double cpu = bench::ProcessCpuSeconds() - cpu0;
   if (!scores.ok()) {
     std::printf("%-12s hessian: %s\n", name.c_str(),
                 std::string(scores.status().message()).c_str());

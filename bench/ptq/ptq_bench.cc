@@ -20,6 +20,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "bench/bench_util.h"
 #include "bench/ptq/observer_cost.h"
 #include "core/graph/onnx_export.h"
 #include "core/graph/onnx_import.h"
@@ -91,23 +92,6 @@ bool LoadRandomInputs(const std::string& path, const std::string& name,
   return true;
 }
 
-// FNV-1a of the output model: a change in any byte shows.
-uint64_t Fnv1a(const std::string& bytes) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char b : bytes) h = (h ^ b) * 0x100000001b3ull;
-  return h;
-}
-
-// The report without its timings: its float figures (per-layer SQNR, the
-// outputs' cosine) change with any bit of any activation, so equal digests
-// say the float and fake-quant passes computed the same values.
-uint64_t ReportDigest(const std::string& report_json) {
-  nlohmann::json j = nlohmann::json::parse(report_json, nullptr, false);
-  if (j.is_discarded()) return 0;
-  j.erase("timings_seconds");
-  return Fnv1a(j.dump());
-}
-
 // Calibrate stage vs a plain float pass (wall and process CPU seconds).
 void PrintObserverCost(const std::string& name,
                        const quantd::bench::StageRecorder& stages,
@@ -173,8 +157,9 @@ Run RunCase(const Case& c, int report_samples, int threads,
       c.name.c_str(), "TOTAL", run.total.wall, run.total.cpu, threads,
       c.calib.size(), report_samples < 0 ? "all" : "the default 16 at most",
       result->output_sqnr_db(),
-      static_cast<unsigned long long>(Fnv1a(result->qdq_onnx())),
-      static_cast<unsigned long long>(ReportDigest(result->report_json())));
+      static_cast<unsigned long long>(quantd::bench::Fnv1a(result->qdq_onnx())),
+      static_cast<unsigned long long>(
+          quantd::bench::ReportDigest(result->report_json())));
   if (observer_cost) PrintObserverCost(c.name, stages, pool);
   return run;
 }

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "bench/bench_util.h"
 #include "clients/cpp/client.h"
 #include "core/graph/onnx_export.h"
 #include "core/graph/onnx_import.h"
@@ -166,13 +167,6 @@ bool Overhead(const char* label, const v1::QuantizeRequest& request, int runs,
   return true;
 }
 
-// The process's CPU time (every thread: clients, server, jobs), seconds.
-double ProcessCpuSeconds() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + t.tv_nsec * 1e-9;
-}
-
 // Jobs per minute and the process's CPU milliseconds per job: on a shared
 // machine the first depends on the load, the second much less; if 2
 // workers cost no more CPU per job than one (no lock contention, allocator
@@ -190,7 +184,7 @@ Throughput Drive(const v1::QuantizeRequest& request, client::Client& client,
   std::vector<std::thread> threads;
   std::atomic<int> failures{0};
   const absl::Time t0 = absl::Now();
-  const double cpu0 = ProcessCpuSeconds();
+  const double cpu0 = bench::ProcessCpuSeconds();
   for (int c = 0; c < clients; ++c) {
     threads.emplace_back([&] {
       for (int j = 0; j < per_client; ++j) {
@@ -200,7 +194,7 @@ Throughput Drive(const v1::QuantizeRequest& request, client::Client& client,
   }
   for (auto& t : threads) t.join();
   const double seconds = absl::ToDoubleSeconds(absl::Now() - t0);
-  const double cpu = ProcessCpuSeconds() - cpu0;
+  const double cpu = bench::ProcessCpuSeconds() - cpu0;
   if (failures.load() > 0) return {};
   const int n = clients * per_client;
   return {n * 60.0 / seconds, cpu * 1e3 / n};
@@ -237,7 +231,7 @@ Throughput InProcessJobsPerMinute(const v1::QuantizeRequest& request,
   std::vector<std::thread> runners;
   std::atomic<int> failures{0};
   const absl::Time t0 = absl::Now();
-  const double cpu0 = ProcessCpuSeconds();
+  const double cpu0 = bench::ProcessCpuSeconds();
   for (int t = 0; t < threads; ++t) {
     runners.emplace_back([&] {
       for (int j = 0; j < per_thread; ++j) {
@@ -247,7 +241,7 @@ Throughput InProcessJobsPerMinute(const v1::QuantizeRequest& request,
   }
   for (auto& t : runners) t.join();
   const double seconds = absl::ToDoubleSeconds(absl::Now() - t0);
-  const double cpu = ProcessCpuSeconds() - cpu0;
+  const double cpu = bench::ProcessCpuSeconds() - cpu0;
   if (failures.load() > 0) return {};
   const int n = threads * per_thread;
   return {n * 60.0 / seconds, cpu * 1e3 / n};
