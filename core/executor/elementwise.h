@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #include "core/executor/kernel.h"
 #include "core/executor/kernel_util.h"
@@ -24,6 +25,35 @@ void UnaryLoop(ThreadPool* pool, const T* in, R* out, int64_t n, Op op) {
     R* __restrict dst = out;
     for (int64_t i = b; i < e; ++i) dst[i] = f(src[i]);
   });
+}
+
+// data[i] = op(data[i]): UnaryLoop's in-place form, same chunks.
+template <typename T, typename Op>
+void UnaryLoopInPlace(ThreadPool* pool, T* data, int64_t n, Op op) {
+  ParallelFor(pool, n, kElementGrain, [&](int64_t b, int64_t e) {
+    const Op f = op;
+    T* __restrict p = data;
+    for (int64_t i = b; i < e; ++i) p[i] = f(p[i]);
+  });
+}
+
+// Output 0 = op(input 0), both of type T and of one shape: computed over the
+// input's own buffer when the executor donated it (its last use, not shared),
+// else into a fresh output. Same values either way.
+template <typename T, typename Op>
+absl::Status UnarySameType(KernelContext& ctx, Op op) {
+  if (Tensor* x = ctx.DonatedInput(0)) {
+    UnaryLoopInPlace(ctx.pool(), x->mutable_data<T>(), x->num_elements(), op);
+    ctx.SetOutput(0, std::move(*x));
+    return absl::OkStatus();
+  }
+  const Tensor& x = *ctx.input(0);
+  absl::StatusOr<Tensor*> y =
+      ctx.AllocateUninitialized(0, x.dtype(), x.shape());
+  if (!y.ok()) return y.status();
+  UnaryLoop(ctx.pool(), x.data<T>(), (*y)->template mutable_data<T>(),
+            x.num_elements(), op);
+  return absl::OkStatus();
 }
 
 // Calls fn(row, begin, end) over [begin, end) slices of `rows` rows of

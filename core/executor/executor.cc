@@ -80,6 +80,10 @@ class Executor::Impl {
     std::vector<int> outputs;  // -1: unnamed optional output
     std::vector<std::pair<std::string, int>> implicit;  // outer-scope reads
     std::vector<int> release;  // slots whose last reader is this step
+    // Input positions (< KernelContext::kMaxDonated) whose slot this step
+    // releases and reads only there: the kernel may overwrite them in place
+    // when no one else holds the buffer at run time.
+    std::vector<int> donatable;
   };
 
   static absl::StatusOr<std::unique_ptr<Impl>> Create(
@@ -120,6 +124,8 @@ class Executor::Impl {
       const std::vector<std::vector<std::string>>& implicit);
   // Releases each slot after its last reader (or its producer if unread).
   void PlanReleases();
+  // Fills step->donatable from its releases.
+  static void PlanDonations(Step* step);
 
   std::shared_ptr<const Model> model_;
   const Graph* graph_ = nullptr;
@@ -273,6 +279,23 @@ void Executor::Impl::PlanReleases() {
     if (is_constant_[slot] || is_output[slot] || last[slot] < 0) continue;
     steps_[last[slot]].release.push_back(static_cast<int>(slot));
   }
+  for (Step& step : steps_) PlanDonations(&step);
+}
+
+void Executor::Impl::PlanDonations(Step* step) {
+  const int n = std::min<int>(static_cast<int>(step->inputs.size()),
+                              exec::KernelContext::kMaxDonated);
+  for (int k = 0; k < n; ++k) {
+    const int slot = step->inputs[k];
+    if (slot < 0 || std::find(step->release.begin(), step->release.end(),
+                              slot) == step->release.end()) {
+      continue;
+    }
+    int reads = 0;
+    for (int in : step->inputs) reads += in == slot;
+    for (const auto& [name, s] : step->implicit) reads += s == slot;
+    if (reads == 1) step->donatable.push_back(k);
+  }
 }
 
 absl::StatusOr<std::map<std::string, Tensor>> Executor::Impl::Run(
@@ -282,6 +305,7 @@ absl::StatusOr<std::map<std::string, Tensor>> Executor::Impl::Run(
   for (const auto& [slot, t] : constants_) values[slot] = *t;
   int64_t live = 0;
   int64_t peak = 0;
+  int64_t in_place = 0;
   size_t matched = 0;
   for (const auto& [info, slot] : inputs_) {
     auto it = feeds.find(info->name);
@@ -366,11 +390,23 @@ absl::StatusOr<std::map<std::string, Tensor>> Executor::Impl::Run(
     for (const auto& [name, slot] : step.implicit) {
       ctx.implicit_inputs.emplace_back(name, &values[slot]);
     }
+    for (int k : step.donatable) {
+      Tensor& v = values[step.inputs[k]];
+      if (!keep[step.inputs[k]] && v.HasUniqueBuffer()) ctx.Donate(k, &v);
+    }
     absl::Status s = step.kernel->Compute(ctx);
     if (!s.ok()) {
       if (absl::StrContains(s.message(), step.node->Label())) return s;
       return absl::Status(s.code(),
                           absl::StrCat(step.node->Label(), ": ", s.message()));
+    }
+    for (int k : step.donatable) {
+      if (!ctx.InputTaken(k)) continue;
+      // Its buffer now is an output's: counted once, below.
+      Tensor& v = values[step.inputs[k]];
+      live -= v.byte_size();
+      v = Tensor();
+      ++in_place;
     }
     for (size_t k = 0; k < step.outputs.size(); ++k) {
       const int slot = step.outputs[k];
@@ -403,6 +439,7 @@ absl::StatusOr<std::map<std::string, Tensor>> Executor::Impl::Run(
   if (stats != nullptr) {
     stats->peak_bytes = peak;
     stats->nodes_run = static_cast<int64_t>(steps_.size());
+    stats->outputs_in_place = in_place;
   }
   return result;
 }

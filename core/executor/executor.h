@@ -64,6 +64,9 @@ struct RunStats {
   // (initializers excluded), measured between nodes plus the node's outputs.
   int64_t peak_bytes = 0;
   int64_t nodes_run = 0;
+  // Outputs written over their input's buffer (an element-wise node at the
+  // input's last use, e.g. the Relu after a Conv): no fresh buffer.
+  int64_t outputs_in_place = 0;
 };
 
 class Executor {

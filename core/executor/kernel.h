@@ -7,6 +7,7 @@
 #ifndef QUANTD_CORE_EXECUTOR_KERNEL_H_
 #define QUANTD_CORE_EXECUTOR_KERNEL_H_
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -76,6 +77,28 @@ class KernelContext {
   // Sets output k to an existing tensor (shares its buffer, e.g. Reshape).
   void SetOutput(int k, Tensor value) { (*outputs_)[k] = std::move(value); }
 
+  // Input k itself, writable, when the executor hands it over: this step is
+  // its last reader, no caller keeps it and no other tensor shares its
+  // buffer; nullptr otherwise. A kernel that gets it must overwrite it in
+  // place (same dtype and shape) and pass it on with SetOutput(j,
+  // std::move(*t)); the input is gone afterwards.
+  Tensor* DonatedInput(int k) {
+    if (k < 0 || k >= kMaxDonated || donated_[k] == nullptr) return nullptr;
+    Tensor* t = donated_[k];
+    donated_[k] = nullptr;
+    taken_ |= 1u << k;
+    return t;
+  }
+  // Called by the executor before Compute: `value` is inputs_[k] itself.
+  static constexpr int kMaxDonated = 4;  // only inputs 0..3 are donated
+  void Donate(int k, Tensor* value) {
+    if (k >= 0 && k < kMaxDonated) donated_[k] = value;
+  }
+  // True when the kernel took donated input k.
+  bool InputTaken(int k) const {
+    return k >= 0 && k < kMaxDonated && (taken_ >> k & 1) != 0;
+  }
+
   ThreadPool* pool() const { return pool_; }
   int64_t max_tensor_bytes() const { return max_tensor_bytes_; }
   // Values of outer-scope names an If branch reads (set by the executor).
@@ -93,6 +116,8 @@ class KernelContext {
   std::vector<Tensor>* outputs_;
   ThreadPool* pool_;
   int64_t max_tensor_bytes_;
+  std::array<Tensor*, kMaxDonated> donated_{};  // per input, or nullptr
+  unsigned taken_ = 0;  // bit k: donated input k was taken
 };
 
 class Kernel {

@@ -164,6 +164,9 @@ class Tensor {
   bool SharesBufferWith(const Tensor& other) const {
     return buffer_ && buffer_ == other.buffer_;
   }
+  // True when no other Tensor holds this buffer: writing through
+  // mutable_raw() then copies nothing (the executor's in-place kernels).
+  bool HasUniqueBuffer() const { return buffer_ && buffer_.use_count() == 1; }
 
   std::string DebugString() const;  // "float[1,3,224,224]"
 

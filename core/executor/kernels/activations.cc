@@ -13,11 +13,7 @@ template <typename Op>
 absl::Status ComputeFloatUnary(KernelContext& ctx, const Op& op) {
   const Tensor& x = *ctx.input(0);
   return DispatchFloat(x.dtype(), [&]<typename T>(Tag<T>) -> absl::Status {
-    ASSIGN_OR_RETURN(Tensor * y,
-                     ctx.AllocateUninitialized(0, x.dtype(), x.shape()));
-    UnaryLoop(ctx.pool(), x.data<T>(), y->mutable_data<T>(), x.num_elements(),
-              [op](T v) { return static_cast<T>(op(v)); });
-    return absl::OkStatus();
+    return UnarySameType<T>(ctx, [op](T v) { return static_cast<T>(op(v)); });
   });
 }
 
@@ -50,16 +46,23 @@ void RegisterVectorUnary(KernelRegistry& r, const char* name, MakeOp make_op,
         return MakeKernel([op, chunk](KernelContext& ctx) -> absl::Status {
           const Tensor& x = *ctx.input(0);
           if (x.dtype() != DType::kFloat) return ComputeFloatUnary(ctx, op);
-          ASSIGN_OR_RETURN(Tensor * y,
-                           ctx.AllocateUninitialized(0, x.dtype(), x.shape()));
-          const float* in = x.data<float>();
+          // Over the input's own buffer when donated: Eigen's
+          // coefficient-wise ops read each coefficient before writing it.
+          Tensor* donated = ctx.DonatedInput(0);
+          Tensor* y = donated;
+          if (y == nullptr) {
+            ASSIGN_OR_RETURN(
+                y, ctx.AllocateUninitialized(0, x.dtype(), x.shape()));
+          }
           float* out = y->mutable_data<float>();
-          ParallelFor(ctx.pool(), x.num_elements(), kElementGrain,
+          const float* in = donated != nullptr ? out : x.data<float>();
+          ParallelFor(ctx.pool(), y->num_elements(), kElementGrain,
                       [&](int64_t b, int64_t e) {
                         Eigen::Map<const Eigen::ArrayXf> xi(in + b, e - b);
                         Eigen::Map<Eigen::ArrayXf> yo(out + b, e - b);
                         chunk(xi, yo);
                       });
+          if (donated != nullptr) ctx.SetOutput(0, std::move(*donated));
           return absl::OkStatus();
         });
       });
@@ -77,11 +80,7 @@ void RegisterNumericUnary(KernelRegistry& r, const char* name, MakeOp make_op) {
           const Tensor& x = *ctx.input(0);
           return DispatchNumeric(
               x.dtype(), [&]<typename T>(Tag<T>) -> absl::Status {
-                ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateUninitialized(
-                                                 0, x.dtype(), x.shape()));
-                UnaryLoop(ctx.pool(), x.data<T>(), y->mutable_data<T>(),
-                          x.num_elements(), [op](T v) { return op(v); });
-                return absl::OkStatus();
+                return UnarySameType<T>(ctx, [op](T v) { return op(v); });
               });
         });
       });

@@ -2,6 +2,7 @@
 // logic, PRelu, BitShift.
 #include <cmath>
 #include <type_traits>
+#include <utility>
 
 #include "core/executor/elementwise.h"
 #include "core/util/status_macros.h"
@@ -88,9 +89,24 @@ absl::Status RunBinary(KernelContext& ctx, const LegacyBroadcast& lb,
     using R = std::conditional_t<std::is_same_v<decltype(op(T(), T())), bool>,
                                  bool, T>;
     const DType rd = out_kind == Out::kBool ? DType::kBool : a.dtype();
+    auto f = [&](T x, T z) { return static_cast<R>(op(x, z)); };
+    if constexpr (std::is_same_v<R, T>) {
+      // Over an operand of the output's shape that the executor donated:
+      // element i is read before it is written, and no other element is.
+      for (int k : {0, 1}) {
+        if (rd != a.dtype() || ctx.input(k)->shape() != shape) continue;
+        Tensor* d = ctx.DonatedInput(k);
+        if (d == nullptr) continue;
+        T* out = d->mutable_data<T>();
+        BinaryLoop(ctx.pool(), plan, k == 0 ? out : a.data<T>(),
+                   k == 1 ? out : b.data<T>(), out, f);
+        ctx.SetOutput(0, std::move(*d));
+        return absl::OkStatus();
+      }
+    }
     ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateUninitialized(0, rd, shape));
     BinaryLoop(ctx.pool(), plan, a.data<T>(), b.data<T>(), y->mutable_data<R>(),
-               [&](T x, T z) { return static_cast<R>(op(x, z)); });
+               f);
     return absl::OkStatus();
   };
   if (allow_bool) return DispatchAll(a.dtype(), body);

@@ -40,13 +40,9 @@ void RegisterClip(KernelRegistry& r) {
                     (k == 1 ? lo : hi) = b->data<T>()[0];
                   }
                 }
-                ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateUninitialized(
-                                                 0, x.dtype(), x.shape()));
-                UnaryLoop(ctx.pool(), x.data<T>(), y->mutable_data<T>(),
-                          x.num_elements(), [lo, hi](T v) {
-                            return lo > hi ? hi : std::min(std::max(v, lo), hi);
-                          });
-                return absl::OkStatus();
+                return UnarySameType<T>(ctx, [lo, hi](T v) {
+                  return lo > hi ? hi : std::min(std::max(v, lo), hi);
+                });
               });
         });
       });

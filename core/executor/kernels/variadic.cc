@@ -1,6 +1,7 @@
 // Variadic element-wise ops with broadcasting: Sum, Mean, Min, Max.
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "core/executor/elementwise.h"
 #include "core/util/status_macros.h"
@@ -30,8 +31,20 @@ absl::Status RunVariadic(KernelContext& ctx, Fold fold) {
         if (fold == Fold::kMean && !std::is_floating_point_v<T>) {
           return UnsupportedDType("floating-point", ins[0]->dtype());
         }
-        ASSIGN_OR_RETURN(Tensor * y,
-                         ctx.AllocateUninitialized(0, ins[0]->dtype(), shape));
+        // The output may take the buffer of a donated input of its shape
+        // among the first two, which are read before anything is written.
+        Tensor* donated = nullptr;
+        for (int k = 0; k < std::min<int>(2, ins.size()); ++k) {
+          if (ins[k] == ctx.input(k) && ins[k]->shape() == shape) {
+            donated = ctx.DonatedInput(k);
+            if (donated != nullptr) break;
+          }
+        }
+        Tensor* y = donated;
+        if (y == nullptr) {
+          ASSIGN_OR_RETURN(
+              y, ctx.AllocateUninitialized(0, ins[0]->dtype(), shape));
+        }
         T* out = y->mutable_data<T>();
         // Combine the first two inputs (or copy a lone one), then fold the
         // others in place; the order of operands is fixed, so results do
@@ -78,6 +91,7 @@ absl::Status RunVariadic(KernelContext& ctx, Fold fold) {
           const T n = static_cast<T>(ins.size());
           for (T& v : y->mutable_span<T>()) v /= n;
         }
+        if (donated != nullptr) ctx.SetOutput(0, std::move(*donated));
         return absl::OkStatus();
       });
 }
