@@ -124,6 +124,44 @@ void BinaryLoop(ThreadPool* pool, const BroadcastPlan& plan, const A* a,
                   });
 }
 
+// BinaryLoop over the buffer of operand `kIo` (0: a, 1: b), which has the
+// output's shape: io[i] = op(io[i], other[..]) (or op(other[..], io[i])).
+// `other` must not overlap io. A loop of its own because BinaryLoop's, which
+// may not assume that its output and inputs are disjoint, falls back to
+// scalar code when they coincide.
+template <int kIo, typename T, typename Op>
+void BinaryLoopInPlace(ThreadPool* pool, const BroadcastPlan& plan, T* io,
+                       const T* other, Op op) {
+  static_assert(kIo == 0 || kIo == 1);
+  const int64_t inner = plan.inner();
+  const int64_t so = plan.inner_step(1 - kIo);
+  ForEachRowSlice(pool, plan.rows(), inner,
+                  [&](int64_t r, int64_t begin, int64_t end) {
+                    const Op f = op;
+                    int64_t off[3];
+                    plan.RowOffsets(r, off);
+                    T* __restrict p = io + r * inner + begin;
+                    const T* __restrict q = other + off[1 - kIo] + begin * so;
+                    const int64_t n = end - begin;
+                    auto apply = [&f](T mine, T theirs) {
+                      if constexpr (kIo == 0) {
+                        return f(mine, theirs);
+                      } else {
+                        return f(theirs, mine);
+                      }
+                    };
+                    if (so == 1) {
+                      for (int64_t i = 0; i < n; ++i) p[i] = apply(p[i], q[i]);
+                    } else if (so == 0) {
+                      const T y = q[0];
+                      for (int64_t i = 0; i < n; ++i) p[i] = apply(p[i], y);
+                    } else {
+                      for (int64_t i = 0; i < n; ++i)
+                        p[i] = apply(p[i], q[i * so]);
+                    }
+                  });
+}
+
 }  // namespace quantd::exec
 
 #endif  // QUANTD_CORE_EXECUTOR_ELEMENTWISE_H_

@@ -98,8 +98,11 @@ absl::Status RunBinary(KernelContext& ctx, const LegacyBroadcast& lb,
         Tensor* d = ctx.DonatedInput(k);
         if (d == nullptr) continue;
         T* out = d->mutable_data<T>();
-        BinaryLoop(ctx.pool(), plan, k == 0 ? out : a.data<T>(),
-                   k == 1 ? out : b.data<T>(), out, f);
+        if (k == 0) {
+          BinaryLoopInPlace<0>(ctx.pool(), plan, out, b.data<T>(), f);
+        } else {
+          BinaryLoopInPlace<1>(ctx.pool(), plan, out, a.data<T>(), f);
+        }
         ctx.SetOutput(0, std::move(*d));
         return absl::OkStatus();
       }

@@ -58,8 +58,14 @@ absl::Status RunVariadic(KernelContext& ctx, Fold fold) {
             return;
           }
           const BroadcastPlan two(shape, {ins[0]->shape(), ins[1]->shape()});
-          BinaryLoop(ctx.pool(), two, ins[0]->data<T>(), ins[1]->data<T>(), out,
-                     op);
+          if (donated == ins[0]) {
+            BinaryLoopInPlace<0>(ctx.pool(), two, out, ins[1]->data<T>(), op);
+          } else if (donated == ins[1]) {
+            BinaryLoopInPlace<1>(ctx.pool(), two, out, ins[0]->data<T>(), op);
+          } else {
+            BinaryLoop(ctx.pool(), two, ins[0]->data<T>(), ins[1]->data<T>(),
+                       out, op);
+          }
           for (size_t k = 2; k < ins.size(); ++k) {
             const BroadcastPlan plan(shape, {shape, ins[k]->shape()});
             BinaryLoop(ctx.pool(), plan, out, ins[k]->data<T>(), out, op);

@@ -3,6 +3,7 @@
 // over a value a caller can still see (observer copies, extra outputs, feeds,
 // buffers shared with another value).
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include "core/executor/executor.h"
@@ -171,6 +172,27 @@ TEST(InPlaceTest, BinaryOpsGiveTheSameBytesInPlaceAsIntoAFreshBuffer) {
       }
     }
   }
+}
+
+TEST(InPlaceTest, IntegerAddRunsInPlaceAndWraps) {
+  Model m = ModelBuilder()
+                .Input("x", DType::kInt32)
+                .Input("c", DType::kInt32)
+                .Add("Neg", {"x"}, {"t"})
+                .Add("Add", {"c", "t"}, {"y"})
+                .Output("y")
+                .Build();
+  auto e = Executor::Create(m);
+  ASSERT_TRUE(e.ok()) << e.status();
+  const Tensor x = Tensor::FromVector<int32_t>({5, -7, -2147483647}, {3});
+  const Tensor c = Tensor::FromVector<int32_t>({1}, {1});
+  RunStats stats;
+  auto out = (*e)->Run({{"x", x}, {"c", c}}, {}, &stats);
+  ASSERT_TRUE(out.ok()) << out.status();
+  // t = {-5, 7, 2147483647}; 1 + t wraps in the last element.
+  EXPECT_THAT(out->at("y").span<int32_t>(),
+              ElementsAre(-4, 8, std::numeric_limits<int32_t>::min()));
+  EXPECT_EQ(stats.outputs_in_place, 1);
 }
 
 TEST(InPlaceTest, BroadcastOperandIsNotTheOutput) {
