@@ -41,6 +41,9 @@ struct ExecutorOptions {
 // collection). Called in topological order, after the rewriter, i.e. with the
 // value the consumers will see. Graph inputs are not reported (the caller has
 // them). Nodes inside If branches are not reported; the If outputs are.
+// Element-wise kernels may later overwrite a value in place at its last use,
+// but never one whose buffer is shared: keep a Tensor copy (no data copied),
+// not a reference or pointer, to read a value after the call.
 using TensorObserver = std::function<void(const Node& node, int output_index,
                                           const Tensor& value)>;
 // May replace a produced tensor before any consumer sees it (fake
