@@ -10,6 +10,7 @@
 #include "core/quantizers/error_functions.h"
 #include "core/quantizers/internal/errors.h"
 #include "core/quantizers/internal/kernels.h"
+#include "core/quantizers/internal/mse_search.h"
 #include "core/quantizers/internal/numpy_compat.h"
 #include "core/quantizers/internal/quantized_mse.h"
 #include "core/quantizers/internal/search.h"
@@ -454,6 +455,50 @@ TEST(SymmetricSearchTest, PruningKeepsEveryThresholdBitForBit) {
     }
     if (cols > 1) {
       EXPECT_LT(calls, all_calls) << "trial " << trial;
+    }
+    // The same loop fused over a channel's candidates (PrunedMseArgMin).
+    internal::ChannelPruning fused;
+    fused.argmin = [&](int64_t c, const std::vector<double>& cands, double* l) {
+      return internal::PrunedMseArgMin(
+          x.data() + c * cols, cols, extremes[c].data(),
+          static_cast<int64_t>(extremes[c].size()), cands.data(),
+          static_cast<int>(cands.size()), n_bits, l);
+    };
+    const std::vector<double> fused_got = internal::SymmetricMinimizePerChannel(
+        x0, false, loss, 30, 15, 3, nullptr, fused);
+    ASSERT_EQ(fused_got.size(), want.size());
+    for (int64_t c = 0; c < channels; ++c) {
+      EXPECT_EQ(std::memcmp(&fused_got[c], &want[c], sizeof(double)), 0)
+          << "fused, trial " << trial << " channel " << c << ": "
+          << fused_got[c] << " vs " << want[c];
+    }
+  }
+}
+
+// SymmetricGrids (four thresholds per vector) is SymmetricGrid bit for bit:
+// ordinary, tiny, subnormal, zero (both signs), huge and negative
+// thresholds, infinities and NaN, 1 to 30 bits, a count that leaves a tail.
+TEST(SymmetricGridsTest, EqualsSymmetricGridBitForBit) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> t = {1.0,    0.1,  3e-5, 0.7 * 0.05,   1e-300,
+                                 5e-324, 0.0,  -0.0, 1e300,        1.7e308,
+                                 inf,    -2.5, 2.0,  std::nan(""), 1.0 / 3};
+  const auto same = [](double a, double b) {
+    return (std::isnan(a) && std::isnan(b)) ||
+           std::memcmp(&a, &b, sizeof(double)) == 0;
+  };
+  for (int bits = 1; bits <= 30; ++bits) {
+    std::vector<internal::Grid<double>> got(t.size());
+    internal::SymmetricGrids(t.data(), static_cast<int64_t>(t.size()), bits,
+                             got.data());
+    for (size_t i = 0; i < t.size(); ++i) {
+      const auto want =
+          internal::SymmetricGrid<double, double>(t[i], bits, true);
+      EXPECT_TRUE(same(got[i].lo, want.lo) && same(got[i].hi, want.hi) &&
+                  same(got[i].delta, want.delta))
+          << bits << " bits, T=" << t[i] << ": [" << got[i].lo << ", "
+          << got[i].hi << "] step " << got[i].delta << " vs [" << want.lo
+          << ", " << want.hi << "] step " << want.delta;
     }
   }
 }
