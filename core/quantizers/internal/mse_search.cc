@@ -83,7 +83,11 @@ int PrunedMseArgMin(const double* x, int64_t n, const double* extremes,
   int best = -1;
   double bl = 0;
   for (int i = k - 1; i >= 0; --i) {
-    if (best >= 0 && QuantizedMseExceeds(extremes, m, n, grids[i], bl)) {
+    // A grid that clips none of the extremes clips nothing: no proof.
+    const bool clips =
+        m > 0 && (extremes[0] < grids[i].lo || extremes[m - 1] > grids[i].hi);
+    if (best >= 0 && clips &&
+        QuantizedMseExceeds(extremes, m, n, grids[i], bl)) {
       continue;
     }
     const double il = QuantizedMse(x, n, grids[i]);
