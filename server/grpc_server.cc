@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/runtime/cpu_count.h"
 #include "server/auth.h"
 #include "server/json_log.h"
 #include "server/memory_budget.h"
@@ -88,7 +89,7 @@ absl::Status CheckOptions(const ServerOptions& o) {
   } checks[] = {
       {"--port", o.port, 0},
       {"--workers", o.workers, 1},
-      {"--compute_threads", o.compute_threads, 0},
+      {"--compute_threads", o.compute_threads, -1},
       {"--max_queued_jobs", o.max_queued_jobs, 0},
       {"--max_job_memory_mb", o.max_job_memory_mb, -1},
       {"--max_message_mb", o.max_message_mb, 1},
@@ -179,7 +180,7 @@ void AddUploadStoreGauges(UploadStore* uploads, Metrics* metrics) {
 
 // The startup line, and warnings for what is left open.
 void LogListening(const ServerOptions& o, int port, int metrics_port,
-                  bool no_token) {
+                  int compute_threads, bool no_token) {
   const bool tls = !o.tls_cert.empty();
   const bool mtls = !o.tls_client_ca.empty();
   Log(LogLevel::kInfo, "listening",
@@ -189,6 +190,7 @@ void LogListening(const ServerOptions& o, int port, int metrics_port,
        {"tls", tls ? (mtls ? "mutual" : "server") : "off"},
        {"auth", no_token ? "off" : "bearer"},
        {"workers", absl::StrCat(o.workers)},
+       {"compute_threads", absl::StrCat(compute_threads)},
        {"max_queued_jobs", absl::StrCat(o.max_queued_jobs)},
        {"version", o.version}});
   if (o.enable_reflection && !no_token) {
@@ -219,6 +221,12 @@ absl::StatusOr<std::unique_ptr<QuantdServer>> QuantdServer::Start(
 absl::Status QuantdServer::Init(ServerOptions o) {
   if (absl::Status s = CheckOptions(o); !s.ok()) return s;
   if (o.max_job_memory_mb < 0) o.max_job_memory_mb = DefaultJobMemoryBudgetMb();
+  // Each worker computes on its own thread too; by default the helpers take
+  // the CPUs the workers leave (none when workers >= CPUs, so that a full
+  // server does not run two threads per CPU).
+  const int helpers = o.compute_threads >= 0
+                          ? o.compute_threads
+                          : std::max(0, AvailableCpus() - o.workers);
   if (o.max_receive_memory_mb == 0) {
     o.max_receive_memory_mb = std::max<int64_t>(256, o.max_message_mb * 4);
   }
@@ -261,8 +269,7 @@ absl::Status QuantdServer::Init(ServerOptions o) {
   heartbeats_ =
       std::make_unique<HeartbeatTicker>(absl::Seconds(o.heartbeat_seconds));
   progress_flusher_ = std::make_unique<HeartbeatTicker>(kProgressInterval);
-  compute_pool_ = std::make_unique<ThreadPool>(
-      o.compute_threads > 0 ? o.compute_threads : o.workers);
+  compute_pool_ = std::make_unique<ThreadPool>(helpers);
   job_pool_ = std::make_unique<ThreadPool>(o.workers);
 
   auto faults = FaultInjection::Parse(o.fault_injection);
@@ -320,7 +327,8 @@ absl::Status QuantdServer::Init(ServerOptions o) {
   health->SetServingStatus("", true);            // liveness: the process is up
   health->SetServingStatus(kServiceName, true);  // readiness: takes jobs
 
-  LogListening(o, port_, metrics_port(), no_token);
+  LogListening(o, port_, metrics_port(), compute_pool_->num_threads(),
+               no_token);
   return absl::OkStatus();
 }
 

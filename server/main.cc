@@ -27,8 +27,11 @@ ABSL_FLAG(int, metrics_port, 9464,
           "Prometheus /metrics port on --listen_address; 0 picks one, -1 "
           "disables.");
 ABSL_FLAG(int, workers, 1, "Jobs that run at once.");
-ABSL_FLAG(int, compute_threads, 0,
-          "Threads for data-parallel work inside jobs; 0 = --workers.");
+ABSL_FLAG(int, compute_threads, -1,
+          "Helper threads for data-parallel work inside jobs, shared by the "
+          "workers (each also computes on its own thread); -1 = the CPUs the "
+          "workers leave (CPU quota and affinity aware), none when --workers "
+          ">= CPUs.");
 ABSL_FLAG(int, max_queued_jobs, 16,
           "Jobs that may wait for a worker; more get RESOURCE_EXHAUSTED.");
 ABSL_FLAG(int64_t, max_job_memory_mb, -1,

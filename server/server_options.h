@@ -15,8 +15,11 @@ struct ServerOptions {
   // Prometheus /metrics on listen_address; 0 picks a port, < 0 disables.
   int metrics_port = 9464;
 
-  int workers = 1;           // jobs that run at once
-  int compute_threads = 0;   // data-parallel threads per server; 0 = workers
+  int workers = 1;  // jobs that run at once
+  // Helper threads for data-parallel work inside jobs, shared by the
+  // workers (each worker computes on its own thread too); -1 = the CPUs the
+  // workers leave: max(0, AvailableCpus() - workers).
+  int compute_threads = -1;
   int max_queued_jobs = 16;  // jobs that may wait for a worker
   // Admission budget for the summed job estimates; 0 = unlimited, < 0 = 3/4
   // of the machine's or cgroup's memory (server/memory_budget.h), resolved

@@ -200,14 +200,16 @@ Throughput Drive(const v1::QuantizeRequest& request, client::Client& client,
   return {n * 60.0 / seconds, cpu * 1e3 / n};
 }
 
-// Drive() against a fresh server with `workers` workers (and as many
-// compute threads, the default), in this process.
+// Drive() against a fresh server with `workers` workers and
+// `compute_threads` helpers (-1: the default, the CPUs the workers leave),
+// in this process.
 Throughput JobsPerMinute(const v1::QuantizeRequest& request, int workers,
-                         int clients, int per_client) {
+                         int compute_threads, int clients, int per_client) {
   server::ServerOptions options;
   options.port = 0;
   options.metrics_port = -1;
   options.workers = workers;
+  options.compute_threads = compute_threads;
   options.max_queued_jobs = 64;
   auto server = server::QuantdServer::Start(options);
   if (!server.ok()) return {};
@@ -253,13 +255,19 @@ Throughput InProcessJobsPerMinute(const v1::QuantizeRequest& request,
 bool Scaling(const v1::QuantizeRequest& request, const JobContext& context,
              int jobs) {
   const int per_client = std::max(2, jobs / 2);
-  const Throughput one = JobsPerMinute(request, 1, 2, per_client);
-  const Throughput two = JobsPerMinute(request, 2, 2, per_client);
+  const Throughput one = JobsPerMinute(request, 1, -1, 2, per_client);
+  const Throughput two = JobsPerMinute(request, 2, -1, 2, per_client);
+  // Farm style: every job on its worker's thread alone.
+  const Throughput one_single = JobsPerMinute(request, 1, 0, 2, per_client);
+  const Throughput two_single = JobsPerMinute(request, 2, 0, 2, per_client);
+  // The default before session 11: as many helpers as workers.
+  const Throughput two_old = JobsPerMinute(request, 2, 2, 2, per_client);
   const Throughput local_one =
       InProcessJobsPerMinute(request, context, 1, 2 * per_client);
   const Throughput local_two =
       InProcessJobsPerMinute(request, context, 2, per_client);
-  for (const Throughput* t : {&one, &two, &local_one, &local_two}) {
+  for (const Throughput* t : {&one, &two, &one_single, &two_single, &two_old,
+                              &local_one, &local_two}) {
     if (t->jobs_per_minute <= 0) {
       std::fprintf(stderr, "scaling run failed\n");
       return false;
@@ -275,6 +283,17 @@ bool Scaling(const v1::QuantizeRequest& request, const JobContext& context,
       "%.2fx CPU per job\n",
       two.jobs_per_minute / one.jobs_per_minute,
       two.cpu_ms_per_job / one.cpu_ms_per_job);
+  std::printf(
+      "  one thread per job (--compute_threads=0): --workers=1 %.1f, "
+      "--workers=2 %.1f jobs/minute (%.2fx), %.2f / %.2f CPU ms/job\n",
+      one_single.jobs_per_minute, two_single.jobs_per_minute,
+      two_single.jobs_per_minute / one_single.jobs_per_minute,
+      one_single.cpu_ms_per_job, two_single.cpu_ms_per_job);
+  std::printf(
+      "  --workers=2 with 2 helpers (the default before session 11): %.1f "
+      "jobs/minute, %.2f CPU ms/job (default now: %.2fx that)\n",
+      two_old.jobs_per_minute, two_old.cpu_ms_per_job,
+      two.jobs_per_minute / two_old.jobs_per_minute);
   std::printf(
       "  in-process, 1 / 2 concurrent jobs: %.1f / %.1f jobs/minute "
       "(%.2fx: what this machine allows), %.2f / %.2f CPU ms/job\n",
@@ -361,7 +380,7 @@ int Run(int argc, char** argv) {
   options.port = 0;
   options.metrics_port = -1;
   options.workers = workers;
-  options.compute_threads = 1;  // the in-process run below is 1-threaded too
+  options.compute_threads = 1;  // one helper, as the in-process pool below
   options.max_queued_jobs = 64;
   auto server = server::QuantdServer::Start(options);
   if (!server.ok()) {

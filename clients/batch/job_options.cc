@@ -225,7 +225,8 @@ const std::vector<JobOption>& JobOptions() {
        "(with a warning) instead of failing",
        TargetBestEffort},
       {"threads", "N",
-       "threads for the job's data-parallel work (default: all cores / the "
+       "threads for the job's data-parallel work (default: the CPUs this "
+       "process may use, cgroup quota and affinity aware / the "
        "server's)",
        Threads},
       {"report-samples", "N|all",

@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -32,6 +31,7 @@
 #include "core/io/sample_set.h"
 #include "core/pipeline/job/samples.h"
 #include "core/runtime/cancellation.h"
+#include "core/runtime/cpu_count.h"
 #include "core/runtime/thread_pool.h"
 #include "core/util/status_macros.h"
 #include "quantd/v1/data_generation_service.grpc.pb.h"
@@ -219,9 +219,7 @@ absl::StatusOr<datagen::GeneratedData> RunRemote(
 
 absl::Status Generate(const GenerateArgs& args, ProgressBar* bar) {
   ASSIGN_OR_RETURN(v1::GenerateDataRequest request, ToRequest(args));
-  const int threads =
-      args.threads > 0 ? args.threads
-                       : static_cast<int>(std::thread::hardware_concurrency());
+  const int threads = args.threads > 0 ? args.threads : AvailableCpus();
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<datagen::GeneratedData> generated =
       args.channel.target.empty() ? RunInProcess(args, request, threads, bar)

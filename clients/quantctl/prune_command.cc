@@ -17,7 +17,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -35,6 +34,7 @@
 #include "clients/quantctl/progress_bar.h"
 #include "core/io/file_util.h"
 #include "core/pruning/prune_job.h"
+#include "core/runtime/cpu_count.h"
 #include "core/runtime/thread_pool.h"
 #include "core/tpc/registry.h"
 #include "core/util/status_macros.h"
@@ -205,10 +205,7 @@ absl::StatusOr<v1::PruneResult> RunInProcess(const Args& args,
                                              const v1::PruneRequest& request,
                                              const TpcRegistry* registry,
                                              ProgressBar* bar) {
-  const int threads =
-      args.job.threads > 0
-          ? args.job.threads
-          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = args.job.threads > 0 ? args.job.threads : AvailableCpus();
   ThreadPool pool(threads - 1);
   CancellationToken cancel(args.deadline == absl::InfiniteDuration()
                                ? absl::InfiniteFuture()

@@ -1,11 +1,11 @@
 #include "clients/quantctl/run_job.h"
 
 #include <algorithm>
-#include <thread>
 #include <utility>
 
 #include "absl/time/clock.h"
 #include "core/pipeline/job/quantize_job.h"
+#include "core/runtime/cpu_count.h"
 #include "core/runtime/thread_pool.h"
 #include "core/tpc/registry.h"
 #include "core/util/status_macros.h"
@@ -36,10 +36,7 @@ absl::StatusOr<v1::QuantizeResult> RunJob(const JobFiles& job,
   }
   TpcRegistry registry;
   RETURN_IF_ERROR(registry.AddBuiltins());
-  const int threads =
-      job.threads > 0
-          ? job.threads
-          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = job.threads > 0 ? job.threads : AvailableCpus();
   // The caller's thread works in ParallelFor too: N threads = N-1 workers.
   ThreadPool pool(threads - 1);
   CancellationToken cancel(until);

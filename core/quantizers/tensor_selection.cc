@@ -2,7 +2,6 @@
 // symmetric_selection_tensor, uniform_selection_tensor (MCT 2.3.0).
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <memory>
 
@@ -10,6 +9,7 @@
 #include "core/quantizers/error_functions.h"
 #include "core/quantizers/internal/errors.h"
 #include "core/quantizers/internal/kernels.h"
+#include "core/quantizers/internal/mse_search.h"
 #include "core/quantizers/internal/quantized_mse.h"
 #include "core/quantizers/internal/search.h"
 #include "core/quantizers/primitives.h"
@@ -286,54 +286,10 @@ absl::StatusOr<ThresholdParams> PowerOfTwoForAxis(const TensorView& tensor,
 
 // ---- symmetric -------------------------------------------------------------
 
-// The grids of a channel's candidates, computed in one loop before the
-// search evaluates them (independent divisions overlap there, not when each
-// waits for the previous candidate's loss): per thread, found by threshold.
-class CandidateGrids {
- public:
-  void Prepare(const std::vector<double>& cands, int bits) {
-    n_bits_ = bits;
-    last_ = cands.empty() ? 0 : cands.size() - 1;
-    t_ = cands;
-    grid_.resize(cands.size());
-    for (size_t i = 0; i < cands.size(); ++i) {
-      grid_[i] = internal::SymmetricGrid<double, double>(cands[i], bits, true);
-    }
-  }
-
-  // The grid of threshold t: a prepared one when t is a candidate (same
-  // bits: the same value), else computed. The search asks for each
-  // candidate twice, from the last down: the scan starts where the last
-  // one was found.
-  Grid<double> Get(double t, int bits) {
-    const size_t n = t_.size();
-    if (bits == n_bits_ && n > 0) {
-      for (size_t k = 0; k < n; ++k) {
-        const size_t i = (last_ + n - k) % n;  // last, last - 1, ...
-        if (std::memcmp(&t_[i], &t, sizeof(double)) == 0) {
-          last_ = i;
-          return grid_[i];
-        }
-      }
-    }
-    return internal::SymmetricGrid<double, double>(t, bits, true);
-  }
-
- private:
-  int n_bits_ = 0;
-  size_t last_ = 0;
-  std::vector<double> t_;
-  std::vector<Grid<double>> grid_;
-};
-
-CandidateGrids& ThreadGrids() {
-  thread_local CandidateGrids grids;
-  return grids;
-}
-
 // The MSE searches skip candidates that QuantizedMseExceeds proves worse,
 // from each channel's extremes (the clipped values a proof needs: 16 at
-// each end suffice on MobileNetV2). Other errors search every candidate.
+// each end suffice on MobileNetV2), in PrunedMseArgMin's loop (no call per
+// candidate). Other errors search every candidate.
 internal::ChannelPruning MsePruning(const WeightsSearchOptions& o,
                                     const Channels& ch, int n_bits) {
   if (o.error_method != ErrorMethod::kMse) return {};
@@ -347,12 +303,16 @@ internal::ChannelPruning MsePruning(const WeightsSearchOptions& o,
     std::copy(e.begin(), e.end(), extremes->begin() + c * m);
   }
   internal::ChannelPruning p;
-  p.exceeds = [extremes, m, cols, n_bits](int64_t c, double t, double loss) {
-    return internal::QuantizedMseExceeds(extremes->data() + c * m, m, cols,
-                                         ThreadGrids().Get(t, n_bits), loss);
-  };
-  p.prepare = [n_bits](int64_t, const std::vector<double>& cands) {
-    ThreadGrids().Prepare(cands, n_bits);
+  p.argmin = [&o, &ch, extremes, m, cols, n_bits](
+                 int64_t c, const std::vector<double>& cands, double* loss) {
+    // A cancelled search's losses are all 0 (RowErrorF64): the first wins.
+    if (Cancelled(o)) {
+      *loss = 0;
+      return 0;
+    }
+    return internal::PrunedMseArgMin(
+        ch.row64(c), cols, extremes->data() + c * m, m, cands.data(),
+        static_cast<int>(cands.size()), n_bits, loss);
   };
   return p;
 }
@@ -413,8 +373,8 @@ absl::StatusOr<ThresholdParams> SymmetricForAxis(const TensorView& tensor,
           RangeKind::kF32Array, KlSetup{n_bits, ch.klrow(c)});
     }
     return RowErrorF64(o, ch.row64(c), ch.row(c), ch.m.cols, ch.hrow(c),
-                       ThreadGrids().Get(t, n_bits), -t, t,
-                       kSymmetricPerChannelKlKind,
+                       internal::SymmetricGrid<double, double>(t, n_bits, true),
+                       -t, t, kSymmetricPerChannelKlKind,
                        KlSetup{n_bits, ch.klrow(c)});
   };
   std::vector<double> t = internal::SymmetricMinimizePerChannel(

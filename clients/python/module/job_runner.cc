@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/pipeline/job/quantize_job.h"
 #include "core/runtime/cancellation.h"
+#include "core/runtime/cpu_count.h"
 #include "core/runtime/progress.h"
 #include "core/runtime/thread_pool.h"
 #include "core/tpc/registry.h"
@@ -95,9 +96,7 @@ py::bytes RunJob(const std::string& request_bytes, py::object on_event) {
   }
   const TpcRegistry& registry = Registry();
   const int threads =
-      request.num_threads() > 0
-          ? request.num_threads()
-          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+      request.num_threads() > 0 ? request.num_threads() : AvailableCpus();
   EventQueue queue;
   CancellationToken cancel;
   absl::StatusOr<v1::QuantizeResult> result = absl::UnknownError("not run");

@@ -117,13 +117,29 @@ std::vector<double> RowExtremes(const double* x, int64_t n, int64_t k) {
     std::sort(all.begin(), all.end());
     return all;
   }
-  std::vector<double> row(x, x + n);
-  std::nth_element(row.begin(), row.begin() + k, row.end());
-  std::sort(row.begin(), row.begin() + k);
-  std::nth_element(row.begin() + k, row.end() - k, row.end());
-  std::sort(row.end() - k, row.end());
-  std::vector<double> out(row.begin(), row.begin() + k);
-  out.insert(out.end(), row.end() - k, row.end());
+  // One pass keeping the k smallest and the k largest seen, each sorted: a
+  // value enters (by insertion) only when it beats the k-th, rare past the
+  // first values of a row. The k smallest (largest) values of a row are the
+  // same multiset whichever positions hold them: the output of sorting.
+  std::vector<double> out(2 * k);
+  std::copy(x, x + k, out.begin());
+  std::sort(out.begin(), out.begin() + k);
+  std::copy(out.begin(), out.begin() + k, out.begin() + k);
+  double* lo = out.data();
+  double* hi = out.data() + k;
+  for (int64_t i = k; i < n; ++i) {
+    const double v = x[i];
+    if (v < lo[k - 1]) {
+      int64_t j = k - 1;
+      for (; j > 0 && lo[j - 1] > v; --j) lo[j] = lo[j - 1];
+      lo[j] = v;
+    }
+    if (v > hi[0]) {
+      int64_t j = 0;
+      for (; j + 1 < k && hi[j + 1] < v; ++j) hi[j] = hi[j + 1];
+      hi[j] = v;
+    }
+  }
   return out;
 }
 

@@ -41,7 +41,6 @@ int BlendedArgMin(int64_t c, const std::vector<double>& cands,
 int PrunedArgMin(int64_t c, const std::vector<double>& cands,
                  const ChannelLoss& loss, const ChannelPruning& pruning,
                  double* best_loss) {
-  if (pruning.prepare) pruning.prepare(c, cands);
   const auto& exceeds = pruning.exceeds;
   int best = -1;
   double bl = 0;
@@ -129,7 +128,11 @@ std::vector<double> SymmetricMinimizePerChannel(const std::vector<double>& x0,
           Linspace(curr[c] * scale_lo, curr[c] * scale_hi, n_intervals);
       int best = -1;
       double bl = 0;
-      if (pruning.exceeds) best = PrunedArgMin(c, cands, loss, pruning, &bl);
+      if (pruning.argmin) {
+        best = pruning.argmin(c, cands, &bl);
+      } else if (pruning.exceeds) {
+        best = PrunedArgMin(c, cands, loss, pruning, &bl);
+      }
       if (best < 0) best = BlendedArgMin(c, cands, loss, &bl);
       const double bp = cands[best];
       curr[c] = bp;

@@ -33,15 +33,18 @@ struct ChannelPruning {
   // Whether loss(c, t, false) > loss is certain without evaluating it (false
   // when it is not known); cheaper than the loss.
   std::function<bool(int64_t c, double t, double loss)> exceeds;
-  // Optional: called with an iteration's candidates of channel c, on the
-  // thread that then evaluates them, before any of them (to set up what
-  // their losses share, in one loop).
-  std::function<void(int64_t c, const std::vector<double>& cands)> prepare;
+  // Optional, in place of `exceeds`: that pruned loop over an iteration's
+  // candidates of channel c run by the loss itself, without a call per
+  // candidate: the index and least loss MCT's loop finds, or -1 where an
+  // evaluated loss is not finite (MCT's loop then runs).
+  std::function<int(int64_t c, const std::vector<double>& cands,
+                    double* best_loss)>
+      argmin;
 };
 
-// The same per channel. With `pruning.exceeds`, a candidate proved worse
-// than a loss already evaluated in the iteration is skipped: it could not be
-// the iteration's best, so the result is the same as without.
+// The same per channel. With `pruning.exceeds` (or `argmin`), a candidate
+// proved worse than a loss already evaluated in the iteration is skipped: it
+// could not be the iteration's best, so the result is the same as without.
 std::vector<double> SymmetricMinimizePerChannel(
     const std::vector<double>& x0, bool x0_f32, const ChannelLoss& loss,
     int n_intervals, int n_iter, int dec_freq, ThreadPool* pool,

@@ -10,6 +10,7 @@
 #include "core/quantizers/error_functions.h"
 #include "core/quantizers/internal/errors.h"
 #include "core/quantizers/internal/kernels.h"
+#include "core/quantizers/internal/mse_search.h"
 #include "core/quantizers/internal/numpy_compat.h"
 #include "core/quantizers/internal/quantized_mse.h"
 #include "core/quantizers/internal/search.h"
@@ -398,6 +399,32 @@ TEST(QuantizedMseExceedsTest, NeverProvesALossTheMseDoesNotExceed) {
   EXPECT_GT(proved, 400);  // it does prove: the test is not vacuous
 }
 
+// RowExtremes is the 16 smallest then the 16 largest of the sorted row, on
+// rows in random, ascending and descending order, with many ties, of 1 to
+// 300 values (the whole row sorted up to 32).
+TEST(RowExtremesTest, EqualsTheEndsOfTheSortedRow) {
+  std::mt19937 rng(13);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  for (int trial = 0; trial < 120; ++trial) {
+    const int64_t n = 1 + (trial * 41) % 300;
+    std::vector<double> x(n);
+    for (double& v : x) {
+      v = trial % 3 == 0 ? static_cast<double>(rng() % 4) : normal(rng);
+    }
+    if (trial % 5 == 1) std::sort(x.begin(), x.end());
+    if (trial % 5 == 2) std::sort(x.rbegin(), x.rend());
+    std::vector<double> sorted = x;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<double> want = sorted;
+    if (n > 32) {
+      want.assign(sorted.begin(), sorted.begin() + 16);
+      want.insert(want.end(), sorted.end() - 16, sorted.end());
+    }
+    EXPECT_EQ(internal::RowExtremes(x.data(), n, 16), want)
+        << "trial " << trial << ", n " << n;
+  }
+}
+
 // The per-channel search with the pruning returns the thresholds of MCT's
 // loop bit for bit, and evaluates fewer losses: rows with outliers, rows of
 // few distinct values (equal losses: the first candidate must win the tie),
@@ -454,6 +481,50 @@ TEST(SymmetricSearchTest, PruningKeepsEveryThresholdBitForBit) {
     }
     if (cols > 1) {
       EXPECT_LT(calls, all_calls) << "trial " << trial;
+    }
+    // The same loop fused over a channel's candidates (PrunedMseArgMin).
+    internal::ChannelPruning fused;
+    fused.argmin = [&](int64_t c, const std::vector<double>& cands, double* l) {
+      return internal::PrunedMseArgMin(
+          x.data() + c * cols, cols, extremes[c].data(),
+          static_cast<int64_t>(extremes[c].size()), cands.data(),
+          static_cast<int>(cands.size()), n_bits, l);
+    };
+    const std::vector<double> fused_got = internal::SymmetricMinimizePerChannel(
+        x0, false, loss, 30, 15, 3, nullptr, fused);
+    ASSERT_EQ(fused_got.size(), want.size());
+    for (int64_t c = 0; c < channels; ++c) {
+      EXPECT_EQ(std::memcmp(&fused_got[c], &want[c], sizeof(double)), 0)
+          << "fused, trial " << trial << " channel " << c << ": "
+          << fused_got[c] << " vs " << want[c];
+    }
+  }
+}
+
+// SymmetricGrids (four thresholds per vector) is SymmetricGrid bit for bit:
+// ordinary, tiny, subnormal, zero (both signs), huge and negative
+// thresholds, infinities and NaN, 1 to 30 bits, a count that leaves a tail.
+TEST(SymmetricGridsTest, EqualsSymmetricGridBitForBit) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> t = {1.0,    0.1,  3e-5, 0.7 * 0.05,   1e-300,
+                                 5e-324, 0.0,  -0.0, 1e300,        1.7e308,
+                                 inf,    -2.5, 2.0,  std::nan(""), 1.0 / 3};
+  const auto same = [](double a, double b) {
+    return (std::isnan(a) && std::isnan(b)) ||
+           std::memcmp(&a, &b, sizeof(double)) == 0;
+  };
+  for (int bits = 1; bits <= 30; ++bits) {
+    std::vector<internal::Grid<double>> got(t.size());
+    internal::SymmetricGrids(t.data(), static_cast<int64_t>(t.size()), bits,
+                             got.data());
+    for (size_t i = 0; i < t.size(); ++i) {
+      const auto want =
+          internal::SymmetricGrid<double, double>(t[i], bits, true);
+      EXPECT_TRUE(same(got[i].lo, want.lo) && same(got[i].hi, want.hi) &&
+                  same(got[i].delta, want.delta))
+          << bits << " bits, T=" << t[i] << ": [" << got[i].lo << ", "
+          << got[i].hi << "] step " << got[i].delta << " vs [" << want.lo
+          << ", " << want.hi << "] step " << want.delta;
     }
   }
 }
