@@ -1,24 +1,15 @@
 #include "server/memory_budget.h"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
+#include "core/util/proc_file.h"
 
 namespace quantd::server {
 namespace {
-
-std::string ReadSmallFile(const char* path) {
-  std::ifstream in(path);
-  if (!in) return "";
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
 
 // A cgroup limit file: a byte count, or "max" (v2) / a huge value (v1) for
 // none. 0 = no limit.
@@ -59,9 +50,8 @@ int64_t MemoryLimitBytesFrom(const std::string& meminfo,
 
 int64_t MemoryLimitBytes() {
   return MemoryLimitBytesFrom(
-      ReadSmallFile("/proc/meminfo"),
-      ReadSmallFile("/sys/fs/cgroup/memory.max"),
-      ReadSmallFile("/sys/fs/cgroup/memory/memory.limit_in_bytes"));
+      ReadProcFile("/proc/meminfo"), ReadProcFile("/sys/fs/cgroup/memory.max"),
+      ReadProcFile("/sys/fs/cgroup/memory/memory.limit_in_bytes"));
 }
 
 int64_t DefaultJobMemoryBudgetMb() {

@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <fstream>
-#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -13,17 +11,10 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
+#include "core/util/proc_file.h"
 
 namespace quantd {
 namespace {
-
-std::string ReadSmallFile(const char* path) {
-  std::ifstream in(path);
-  if (!in) return "";
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
 
 // ceil(quota / period) CPUs, or 0 when there is no quota (or it is not
 // readable).
@@ -69,9 +60,9 @@ int AvailableCpusFrom(int affinity, const std::string& cgroup_v2_cpu_max,
 
 int AvailableCpus() {
   return AvailableCpusFrom(
-      AffinityCpus(), ReadSmallFile("/sys/fs/cgroup/cpu.max"),
-      ReadSmallFile("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"),
-      ReadSmallFile("/sys/fs/cgroup/cpu/cpu.cfs_period_us"));
+      AffinityCpus(), ReadProcFile("/sys/fs/cgroup/cpu.max"),
+      ReadProcFile("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"),
+      ReadProcFile("/sys/fs/cgroup/cpu/cpu.cfs_period_us"));
 }
 
 }  // namespace quantd
