@@ -1,6 +1,7 @@
 #include "core/executor/executor.h"
 
 #include <algorithm>
+#include <array>
 #include <set>
 #include <unordered_map>
 #include <utility>
@@ -390,9 +391,14 @@ absl::StatusOr<std::map<std::string, Tensor>> Executor::Impl::Run(
     for (const auto& [name, slot] : step.implicit) {
       ctx.implicit_inputs.emplace_back(name, &values[slot]);
     }
+    // Bytes of each donated input, read before the kernel moves it away.
+    std::array<int64_t, exec::KernelContext::kMaxDonated> donated_bytes{};
     for (int k : step.donatable) {
       Tensor& v = values[step.inputs[k]];
-      if (!keep[step.inputs[k]] && v.HasUniqueBuffer()) ctx.Donate(k, &v);
+      if (!keep[step.inputs[k]] && v.HasUniqueBuffer()) {
+        donated_bytes[k] = static_cast<int64_t>(v.byte_size());
+        ctx.Donate(k, &v);
+      }
     }
     absl::Status s = step.kernel->Compute(ctx);
     if (!s.ok()) {
@@ -403,9 +409,8 @@ absl::StatusOr<std::map<std::string, Tensor>> Executor::Impl::Run(
     for (int k : step.donatable) {
       if (!ctx.InputTaken(k)) continue;
       // Its buffer now is an output's: counted once, below.
-      Tensor& v = values[step.inputs[k]];
-      live -= v.byte_size();
-      v = Tensor();
+      live -= donated_bytes[k];
+      values[step.inputs[k]] = Tensor();
       ++in_place;
     }
     for (size_t k = 0; k < step.outputs.size(); ++k) {

@@ -52,6 +52,7 @@ absl::Status RunVariadic(KernelContext& ctx, Fold fold) {
         // written as selects of compared values, which vectorise.
         auto fold_with = [&](auto op) {
           if (ins.size() == 1) {
+            if (donated != nullptr) return;  // out already holds it
             const BroadcastPlan plan(shape, {shape, ins[0]->shape()});
             BinaryLoop(ctx.pool(), plan, out, ins[0]->data<T>(), out,
                        [](T, T v) { return v; });

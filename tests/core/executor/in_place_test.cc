@@ -46,6 +46,21 @@ Model NegThen(const std::string& op,
       .Build();
 }
 
+// x -> Neg -> t, then y = op(t, c) (or op(c, t)): t is fresh and read once,
+// c is the caller's feed.
+Model NegThenBinary(const std::string& op, bool t_first = true) {
+  return ModelBuilder()
+      .Input("x")
+      .Input("c")
+      .Add("Neg", {"x"}, {"t"})
+      .Add(op,
+           t_first ? std::vector<std::string>{"t", "c"}
+                   : std::vector<std::string>{"c", "t"},
+           {"y"})
+      .Output("y")
+      .Build();
+}
+
 // An observer that keeps a reference to every value, as calibration's
 // SampleKeeper does: no buffer is then unshared, nothing runs in place.
 struct KeepAll {
@@ -146,17 +161,7 @@ TEST(InPlaceTest, BinaryOpsGiveTheSameBytesInPlaceAsIntoAFreshBuffer) {
     for (const bool t_first : {true, false}) {
       for (const Tensor* c : {&full, &scalar}) {
         SCOPED_TRACE(op + (t_first ? " t,c " : " c,t ") + c->DebugString());
-        Model m = ModelBuilder()
-                      .Input("x")
-                      .Input("c")
-                      .Add("Neg", {"x"}, {"t"})
-                      .Add(op,
-                           t_first ? std::vector<std::string>{"t", "c"}
-                                   : std::vector<std::string>{"c", "t"},
-                           {"y"})
-                      .Output("y")
-                      .Build();
-        auto e = Executor::Create(m, {&pool});
+        auto e = Executor::Create(NegThenBinary(op, t_first), {&pool});
         ASSERT_TRUE(e.ok()) << e.status();
         RunStats in_place;
         auto a = (*e)->Run({{"x", x}, {"c", *c}}, {}, &in_place);
@@ -171,6 +176,19 @@ TEST(InPlaceTest, BinaryOpsGiveTheSameBytesInPlaceAsIntoAFreshBuffer) {
         EXPECT_TRUE(SameBytes(a->at("y"), b->at("y")));
       }
     }
+  }
+}
+
+TEST(InPlaceTest, LoneOperandOfSumMaxOrMeanIsTheResultInPlace) {
+  for (const std::string op : {"Sum", "Max", "Mean"}) {
+    SCOPED_TRACE(op);
+    RunStats stats;
+    auto e = Executor::Create(NegThen(op));
+    ASSERT_TRUE(e.ok()) << e.status();
+    auto out = (*e)->Run({{"x", F({1, -2.5f, 0}, {3})}}, {}, &stats);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_THAT(Values(out->at("y")), ElementsAre(-1, 2.5f, 0));
+    EXPECT_EQ(stats.outputs_in_place, 1);
   }
 }
 
@@ -197,14 +215,7 @@ TEST(InPlaceTest, IntegerAddRunsInPlaceAndWraps) {
 
 TEST(InPlaceTest, BroadcastOperandIsNotTheOutput) {
   // t = Neg(x) has shape [1]: the [3] output cannot live in its buffer.
-  Model m = ModelBuilder()
-                .Input("x")
-                .Input("c")
-                .Add("Neg", {"x"}, {"t"})
-                .Add("Add", {"t", "c"}, {"y"})
-                .Output("y")
-                .Build();
-  auto e = Executor::Create(m);
+  auto e = Executor::Create(NegThenBinary("Add"));
   ASSERT_TRUE(e.ok()) << e.status();
   RunStats stats;
   auto out =
@@ -216,14 +227,7 @@ TEST(InPlaceTest, BroadcastOperandIsNotTheOutput) {
 
 TEST(InPlaceTest, ComparisonOutputIsNeverInPlace) {
   // Greater's float operands cannot hold its bool output.
-  Model m = ModelBuilder()
-                .Input("x")
-                .Input("c")
-                .Add("Neg", {"x"}, {"t"})
-                .Add("Greater", {"t", "c"}, {"y"})
-                .Output("y")
-                .Build();
-  auto e = Executor::Create(m);
+  auto e = Executor::Create(NegThenBinary("Greater"));
   ASSERT_TRUE(e.ok()) << e.status();
   RunStats stats;
   auto out =
