@@ -67,6 +67,29 @@ absl::StatusOr<PtqOptions> ResolvePtqOptions(const v1::QuantizationConfig& c,
   if (c.has_activation_channel_equalization()) {
     o.activation_channel_equalization = c.activation_channel_equalization();
   }
+  if (c.has_data_channel_equalization()) {
+    o.data_channel_equalization = c.data_channel_equalization();
+  }
+  if (c.has_data_channel_equalization_alpha()) {
+    const double a = c.data_channel_equalization_alpha();
+    if (!(a > 0 && a <= 1)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "quantization.data_channel_equalization_alpha: must be in (0, 1], "
+          "got ",
+          a));
+    }
+    o.data_channel_equalization_alpha = a;
+  }
+  if (c.has_data_channel_equalization_max_scale()) {
+    const double m = c.data_channel_equalization_max_scale();
+    if (!(m >= 1 && std::isfinite(m))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "quantization.data_channel_equalization_max_scale: must be a "
+          "finite number >= 1, got ",
+          m));
+    }
+    o.data_channel_equalization_max_scale = m;
+  }
   if (c.has_z_threshold()) {
     if (!(c.z_threshold() > 0)) {
       return absl::InvalidArgumentError(absl::StrCat(

@@ -23,6 +23,9 @@ struct PtqOptions {
   bool softmax_shift = false;
   bool shift_negative_activation_correction = true;
   bool activation_channel_equalization = false;
+  bool data_channel_equalization = false;
+  double data_channel_equalization_alpha = 0.5;
+  double data_channel_equalization_max_scale = 16.0;
   double z_threshold = std::numeric_limits<double>::infinity();
   int l_p_value = 2;
   bool linear_collapsing = true;

@@ -32,8 +32,10 @@
 #include "core/pipeline/job/samples.h"
 #include "core/pipeline/mixed_precision/mixed_precision_stage.h"
 #include "core/pipeline/prep/attach.h"
+#include "core/pipeline/prep/data_channel_equalization.h"
 #include "core/pipeline/prep/dynamic_shapes.h"
 #include "core/pipeline/prep/graph_prep.h"
+#include "core/pipeline/ptq/channel_ranges.h"
 #include "core/pipeline/ptq/hessian_scores.h"
 #include "core/pipeline/ptq/param_selection.h"
 #include "core/pipeline/ptq/statistics.h"
@@ -291,22 +293,51 @@ absl::Status ExportModels(const v1::QuantizeRequest& request,
   return absl::OkStatus();
 }
 
-// The target stage; without GPTQ to come, a target out of reach fails here
-// (unless best effort was asked for: the final check warns).
-absl::StatusOr<QualityTargetOutcome> SearchQualityTarget(
-    const QualityTargetInputs& inputs, const JobState& calibrated,
-    const std::string& tpc, JobState* state, MixedPrecisionOutcome* mp,
-    ThreadPool* pool, const CancellationToken* cancel, ProgressSink* sink) {
-  ASSIGN_OR_RETURN(
-      QualityTargetOutcome target,
-      RunQualityTarget(inputs, calibrated, state, mp, pool, cancel, sink));
-  if (!target.report.met && !inputs.request->gptq().enabled() &&
-      !inputs.request->quality_target().best_effort()) {
-    return TargetOutOfReachError(inputs.request->quality_target(), tpc,
-                                 target.best_figure, target.best_description,
-                                 target.report.baseline.value_or(0.0));
+// Without GPTQ to come, a target out of reach fails once the search (and
+// its channel-equalization trial) is over, unless best effort was asked for
+// (the final check then warns).
+absl::Status CheckTargetBeforeGptq(
+    const v1::QuantizeRequest& request, const std::string& tpc,
+    const std::optional<QualityTargetOutcome>& t) {
+  if (!t.has_value() || t->report.met || request.gptq().enabled() ||
+      request.quality_target().best_effort()) {
+    return absl::OkStatus();
   }
-  return target;
+  return TargetOutOfReachError(request.quality_target(), tpc, t->best_figure,
+                               t->best_description,
+                               t->report.baseline.value_or(0.0));
+}
+
+// data_channel_equalization: one float pass for the channel ranges of the
+// prepared graph's sites, then their scales.
+absl::Status EqualizeChannelsFromData(const std::vector<SampleFeeds>& samples,
+                                      const JobContext& context,
+                                      ProgressSink* sink, JobState* state) {
+  std::map<std::string, int64_t> sites;
+  for (const EqualizationSite& s : FindEqualizationSites(state->model)) {
+    sites[s.tensor] = s.channels;
+  }
+  if (sites.empty()) return absl::OkStatus();
+  ExecutorOptions options;
+  options.pool = context.pool;
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<Executor> exec,
+      Executor::Create(std::make_shared<const Model>(state->model), options));
+  ASSIGN_OR_RETURN(auto ranges,
+                   CollectChannelRanges(*exec, samples, sites, context.pool,
+                                        context.cancel, sink));
+  std::map<std::string, std::vector<double>> scales;
+  for (const auto& [tensor, max] : ranges) {
+    scales[tensor] =
+        EqualizationScales(max, state->options.data_channel_equalization_alpha,
+                           state->options.data_channel_equalization_max_scale);
+  }
+  ASSIGN_OR_RETURN(int n, ApplyChannelEqualization(scales, &state->model));
+  state->warnings.push_back(absl::StrCat(
+      n, " of ", sites.size(),
+      " convolution input(s) channel-equalized from the calibration ranges "
+      "(data_channel_equalization)"));
+  return absl::OkStatus();
 }
 
 // What the stages after calibration read: the float model as calibrated
@@ -329,6 +360,10 @@ absl::StatusOr<Calibration> PrepareAndCalibrate(const JobInput& input,
   RETURN_IF_ERROR(PrepareGraph(
       state->options, CommonInputShapes(input.calibration, input.evaluation),
       &state->model, &state->warnings));
+  if (state->options.data_channel_equalization) {
+    RETURN_IF_ERROR(EqualizeChannelsFromData(input.calibration, context,
+                                             clock.sink(), state));
+  }
   RETURN_IF_ERROR(AttachTpc(input.tpc.tpc, request.quantization(),
                             request.mixed_precision().kernel_weights_bits(),
                             state));
@@ -393,23 +428,62 @@ absl::StatusOr<Decisions> Decide(const JobInput& input,
     QualityTargetInputs target_inputs{&request, cal->float_exec.get(),
                                       &input.evaluation, &input.calibration,
                                       &cal->stats.shapes};
-    ASSIGN_OR_RETURN(
-        d.target,
-        SearchQualityTarget(target_inputs, *calibrated, input.tpc.ref, state,
-                            &d.mixed_precision, pool, cancel, clock.sink()));
+    ASSIGN_OR_RETURN(d.target, RunQualityTarget(target_inputs, *calibrated,
+                                                state, &d.mixed_precision, pool,
+                                                cancel, clock.sink()));
   } else {
     RETURN_IF_ERROR(clock.Begin("correct", "bias corrections"));
     RETURN_IF_ERROR(ApplyCorrections(state, cancel));
   }
-  // GPTQ (the float model: the targets, before the corrections).
-  if (request.gptq().enabled()) {
-    RETURN_IF_ERROR(clock.Begin("gptq", "gradient-based rounding"));
-    ASSIGN_OR_RETURN(GptqOptions gptq, ResolveGptqOptions(request.gptq()));
-    RETURN_IF_ERROR(RunGptq(gptq, *cal->float_exec, input.calibration,
-                            request.export_options(), state, pool, cancel,
-                            clock.sink()));
-  }
   return d;
+}
+
+// A quality target the search did not reach, with data_channel_equalization
+// left unset: the same stages again on the channel-equalized graph (a free
+// option: the function and the memory stay), and the better search stays.
+// The first calibration's kept float values are dropped first, so that at
+// most one set is held.
+absl::Status TryChannelEqualization(const JobInput& input,
+                                    const JobContext& context,
+                                    StageClock& clock, const Model& imported,
+                                    std::vector<std::string> warnings,
+                                    Calibration* cal, JobState* state,
+                                    Decisions* decisions) {
+  QualityTargetOutcome& first = *decisions->target;
+  cal->stats.kept = KeptFloatRuns();
+  JobState alt;
+  alt.options = input.options;  // without the first graph's Hessian scores
+  alt.options.data_channel_equalization = true;
+  alt.model = imported;
+  alt.warnings = std::move(warnings);
+  ASSIGN_OR_RETURN(Calibration alt_cal,
+                   PrepareAndCalibrate(input, context, clock, &alt));
+  ASSIGN_OR_RETURN(Decisions alt_d,
+                   Decide(input, context, clock, &alt_cal, &alt));
+  QualityTargetOutcome& second = *alt_d.target;
+  const bool better = second.best_figure > first.best_figure;
+  QualityTargetStep step{"data_channel_equalization: true, searched again",
+                         second.best_figure, better};
+  if (!better) {
+    first.report.steps.push_back(std::move(step));
+    return absl::OkStatus();
+  }
+  // The report keeps the request's baseline and every trial of both.
+  std::vector<QualityTargetStep> steps = std::move(first.report.steps);
+  steps.push_back(std::move(step));
+  for (QualityTargetStep& s : second.report.steps)
+    steps.push_back(std::move(s));
+  second.report.steps = std::move(steps);
+  second.report.baseline = first.report.baseline;
+  second.report.changes.insert(
+      second.report.changes.begin(),
+      QualityTargetChange{"", "data_channel_equalization", "false", "true"});
+  second.best_description = absl::StrCat("data_channel_equalization: true, ",
+                                         second.best_description);
+  *state = std::move(alt);
+  *cal = std::move(alt_cal);
+  *decisions = std::move(alt_d);
+  return absl::OkStatus();
 }
 
 // Every stage after the preflight.
@@ -426,10 +500,26 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
   // The model as imported (its tensors shared copy-on-write): its declared
   // inputs and outputs go back into the exports (dynamic_shapes.h).
   const Model float_model = state.model;
+  const std::vector<std::string> import_warnings = state.warnings;
   ASSIGN_OR_RETURN(Calibration cal,
                    PrepareAndCalibrate(input, context, clock, &state));
   ASSIGN_OR_RETURN(Decisions decisions,
                    Decide(input, context, clock, &cal, &state));
+  if (decisions.target.has_value() && !decisions.target->report.met &&
+      !request.quantization().has_data_channel_equalization()) {
+    RETURN_IF_ERROR(TryChannelEqualization(input, context, clock, float_model,
+                                           import_warnings, &cal, &state,
+                                           &decisions));
+  }
+  RETURN_IF_ERROR(CheckTargetBeforeGptq(request, tpc.ref, decisions.target));
+  // GPTQ (the float model: the targets, before the corrections).
+  if (request.gptq().enabled()) {
+    RETURN_IF_ERROR(clock.Begin("gptq", "gradient-based rounding"));
+    ASSIGN_OR_RETURN(GptqOptions gptq, ResolveGptqOptions(request.gptq()));
+    RETURN_IF_ERROR(RunGptq(gptq, *cal.float_exec, input.calibration,
+                            request.export_options(), &state, context.pool,
+                            context.cancel, clock.sink()));
+  }
 
   // Export: the decisions lowered once to the Q/DQ plan, which the QDQ
   // model and the fake-quant evaluation share.

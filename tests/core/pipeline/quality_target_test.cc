@@ -216,6 +216,9 @@ TEST_F(QualityTargetTest, InvalidCosineValueNamesTheField) {
 
 // The example CNN at imx500@4.0 (38.60 dB as configured; activation bias
 // correction gains 0.1 dB; no 16-bit upgrade it allows helps), 8 samples.
+// No configuration reaches kOutOfReachDb, data channel equalization (tried
+// when a target is missed) included.
+constexpr double kOutOfReachDb = 45;
 v1::QuantizeRequest ExampleCnnRequest() {
   v1::QuantizeRequest r;
   r.set_onnx_model(*ExportOnnx(MakeExampleCnn()));
@@ -237,7 +240,7 @@ TEST_F(QualityTargetTest, BestEffortReturnsTheBestConfigurationFound) {
   auto base = Run(plain);
   ASSERT_TRUE(base.ok()) << base.status();
   v1::QuantizeRequest r = plain;
-  SetTarget(v1::QualityTarget::METRIC_SQNR, 38.75, &r);
+  SetTarget(v1::QualityTarget::METRIC_SQNR, kOutOfReachDb, &r);
   auto failed = Run(r);
   ASSERT_EQ(failed.status().code(), absl::StatusCode::kFailedPrecondition)
       << failed.status();
@@ -248,7 +251,7 @@ TEST_F(QualityTargetTest, BestEffortReturnsTheBestConfigurationFound) {
   // The message rounds to 0.01 dB.
   EXPECT_NEAR(result->output_sqnr_db(), best, 0.005);
   EXPECT_GT(result->output_sqnr_db(), base->output_sqnr_db());
-  EXPECT_LT(result->output_sqnr_db(), 38.75);
+  EXPECT_LT(result->output_sqnr_db(), kOutOfReachDb);
   auto report = nlohmann::json::parse(result->report_json());
   EXPECT_FALSE(report["quality_target"]["met"].get<bool>());
   EXPECT_DOUBLE_EQ(report["quality_target"]["reached"].get<double>(),
@@ -265,7 +268,7 @@ TEST_F(QualityTargetTest, BestEffortReturnsTheBestConfigurationFound) {
 // figure and the same trial.
 TEST_F(QualityTargetTest, ThreadCountDoesNotChangeAFailedSearch) {
   v1::QuantizeRequest r = ExampleCnnRequest();
-  SetTarget(v1::QualityTarget::METRIC_SQNR, 38.75, &r);
+  SetTarget(v1::QualityTarget::METRIC_SQNR, kOutOfReachDb, &r);
   ThreadPool pool(3);
   auto serial = Run(r);
   auto parallel = Run(r, {.pool = &pool});
