@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/pipeline/job/parallel_samples.h"
+#include "core/pipeline/ptq/statistics.h"
 #include "core/util/status_macros.h"
 
 namespace quantd {
@@ -62,16 +63,8 @@ absl::StatusOr<std::map<std::string, std::vector<double>>> CollectChannelRanges(
               it->first, std::vector<double>(it->second, 0.0));
           ChannelAbsMax(value, &slot->second);
         };
-        RunOptions options;
-        options.observer = &observer;
-        options.cancel = cancel;
-        auto out = executor.Run(samples[i], options);
-        if (!out.ok()) {
-          return absl::Status(out.status().code(),
-                              absl::StrCat("calibration sample ", i, ": ",
-                                           out.status().message()));
-        }
-        return absl::OkStatus();
+        return RunObservedSample(executor, samples[i], i, observer, cancel)
+            .status();
       }));
   // A tensor counts only if every sample saw it with the expected shape.
   Ranges merged;

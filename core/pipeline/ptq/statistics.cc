@@ -110,6 +110,21 @@ class SampleKeeper {
 
 }  // namespace
 
+absl::StatusOr<std::map<std::string, Tensor>> RunObservedSample(
+    const Executor& executor, const SampleFeeds& sample, int64_t i,
+    const TensorObserver& observer, const CancellationToken* cancel) {
+  RunOptions options;
+  options.observer = &observer;
+  options.cancel = cancel;
+  auto out = executor.Run(sample, options);
+  if (!out.ok()) {
+    return absl::Status(
+        out.status().code(),
+        absl::StrCat("calibration sample ", i, ": ", out.status().message()));
+  }
+  return out;
+}
+
 absl::StatusOr<StatisticsResult> CollectStatistics(
     const Executor& executor, const std::vector<SampleFeeds>& samples,
     const StatisticsRequest& request, ThreadPool* pool,
@@ -136,17 +151,10 @@ absl::StatusOr<StatisticsResult> CollectStatistics(
           Observe(node.outputs[k], value, request, record_shapes, &s);
           keeper.Keep(node.outputs[k], value);
         };
-        RunOptions options;
-        options.observer = &observer;
-        options.cancel = cancel;
-        auto out = executor.Run(samples[i], options);
-        if (!out.ok()) {
-          return absl::Status(out.status().code(),
-                              absl::StrCat("calibration sample ", i, ": ",
-                                           out.status().message()));
-        }
+        ASSIGN_OR_RETURN(auto out, RunObservedSample(executor, samples[i], i,
+                                                     observer, cancel));
         if (i < static_cast<int64_t>(kept.size())) {
-          kept[i] = keeper.Finish(*std::move(out));
+          kept[i] = keeper.Finish(std::move(out));
         }
         return s.status;
       }));

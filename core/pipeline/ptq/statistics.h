@@ -41,6 +41,12 @@ struct StatisticsResult {
   KeptFloatRuns kept;  // `keep.samples` entries (fewer if fewer samples)
 };
 
+// Runs calibration sample `i` with `observer` seeing every produced tensor;
+// an error names the sample ("calibration sample 3: ...").
+absl::StatusOr<std::map<std::string, Tensor>> RunObservedSample(
+    const Executor& executor, const SampleFeeds& sample, int64_t i,
+    const TensorObserver& observer, const CancellationToken* cancel);
+
 absl::StatusOr<StatisticsResult> CollectStatistics(
     const Executor& executor, const std::vector<SampleFeeds>& samples,
     const StatisticsRequest& request, ThreadPool* pool,
