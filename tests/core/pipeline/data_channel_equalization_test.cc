@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <vector>
@@ -20,6 +21,8 @@
 #include "core/pipeline/job/ptq_options.h"
 #include "core/pipeline/job/samples.h"
 #include "core/pipeline/ptq/channel_ranges.h"
+#include "core/runtime/cancellation.h"
+#include "core/runtime/progress.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -359,6 +362,40 @@ TEST_F(DataChannelEqualizationJobTest, HeldOutOutputGetsCloserToFloat) {
   EXPECT_GT(equalized, 30);
   EXPECT_GT(equalized, plain + 20)
       << "plain " << plain << " dB, equalized " << equalized << " dB";
+}
+
+// Cancels the job when the channel-ranges pass reports its first sample.
+class CancelAtChannelRanges : public ProgressSink {
+ public:
+  explicit CancelAtChannelRanges(CancellationToken* token) : token_(token) {}
+  void Report(const Progress& p) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (p.message.rfind("channel ranges: ", 0) == 0 && !cancelled_) {
+      cancelled_ = true;
+      token_->Cancel();
+    }
+  }
+  bool cancelled() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return cancelled_;
+  }
+
+ private:
+  std::mutex mu_;
+  CancellationToken* token_;
+  bool cancelled_ = false;
+};
+
+TEST_F(DataChannelEqualizationJobTest, CancellationStopsTheChannelRangesPass) {
+  v1::QuantizeRequest r = Request();
+  r.mutable_quantization()->set_data_channel_equalization(true);
+  CancellationToken cancel;
+  CancelAtChannelRanges sink(&cancel);
+  ThreadPool pool(2);
+  auto result = Run(r, {.pool = &pool, .sink = &sink, .cancel = &cancel});
+  EXPECT_TRUE(sink.cancelled());
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled)
+      << result.status();
 }
 
 // The conv input t can only be 8-bit on imx500@4.1 (a Conv takes no 16-bit
