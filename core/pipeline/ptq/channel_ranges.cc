@@ -2,39 +2,23 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "core/pipeline/job/parallel_samples.h"
 #include "core/pipeline/ptq/statistics.h"
+#include "core/stats/channel_collectors.h"
 #include "core/util/status_macros.h"
 
 namespace quantd {
 namespace {
 
-constexpr double kNotFinite = std::numeric_limits<double>::quiet_NaN();
-
-// Per-channel max |v| of an [N, C, ...] float tensor into `max`; a NaN
-// entry marks a non-finite channel.
-void ChannelAbsMax(const Tensor& t, std::vector<double>* max) {
-  const int64_t n = t.dim(0), c = t.dim(1);
-  const int64_t inner = c == 0 || n == 0 ? 0 : t.num_elements() / (n * c);
-  const float* d = t.data<float>();
-  for (int64_t b = 0; b < n; ++b) {
-    for (int64_t ch = 0; ch < c; ++ch) {
-      const float* row = d + (b * c + ch) * inner;
-      float m = 0;
-      bool finite = true;
-      for (int64_t k = 0; k < inner; ++k) {
-        const float a = std::fabs(row[k]);
-        finite &= std::isfinite(a);
-        m = std::max(m, a);
-      }
-      double& out = (*max)[ch];
-      out = !finite || std::isnan(out) ? kNotFinite : std::max(out, double{m});
-    }
-  }
-}
+// One sample's per-channel min/max of the requested tensors; a tensor whose
+// values the collector refuses (NaN, infinity) is `refused`.
+struct SampleRanges {
+  std::map<std::string, stats::MinMaxPerChannelCollector> collectors;
+  std::set<std::string> refused;
+};
 
 }  // namespace
 
@@ -42,41 +26,44 @@ absl::StatusOr<std::map<std::string, std::vector<double>>> CollectChannelRanges(
     const Executor& executor, const std::vector<SampleFeeds>& samples,
     const std::map<std::string, int64_t>& tensors, ThreadPool* pool,
     const CancellationToken* cancel, ProgressSink* progress) {
-  using Ranges = std::map<std::string, std::vector<double>>;
   const int64_t n = static_cast<int64_t>(samples.size());
-  std::vector<Ranges> per_sample(n);
+  std::vector<SampleRanges> per_sample(n);
   SampleProgress report{progress, "prepare", [](int64_t d, int64_t total) {
                           return absl::StrCat("channel ranges: ", d, "/", total,
                                               " samples");
                         }};
   RETURN_IF_ERROR(ParallelForSamples(
       n, pool, cancel, report, [&](int64_t i) -> absl::Status {
-        Ranges& ranges = per_sample[i];
+        SampleRanges& ranges = per_sample[i];
         TensorObserver observer = [&](const Node& node, int k,
                                       const Tensor& value) {
-          auto it = tensors.find(node.outputs[k]);
+          const std::string& name = node.outputs[k];
+          auto it = tensors.find(name);
           if (it == tensors.end() || value.dtype() != DType::kFloat ||
               value.rank() < 2 || value.dim(1) != it->second) {
             return;
           }
-          auto [slot, fresh] = ranges.try_emplace(
-              it->first, std::vector<double>(it->second, 0.0));
-          ChannelAbsMax(value, &slot->second);
+          auto c = ranges.collectors.try_emplace(name, 1).first;
+          if (!c->second.Update(value, name).ok()) ranges.refused.insert(name);
         };
         return RunObservedSample(executor, samples[i], i, observer, cancel)
             .status();
       }));
-  // A tensor counts only if every sample saw it with the expected shape.
-  Ranges merged;
+  // A tensor counts only if every sample saw it, finite, with the expected
+  // shape.
+  std::map<std::string, std::vector<double>> merged;
   for (const auto& [name, channels] : tensors) {
     std::vector<double> max(channels, 0.0);
     bool usable = n > 0;
-    for (int64_t i = 0; i < n && usable; ++i) {
-      auto it = per_sample[i].find(name);
-      usable = it != per_sample[i].end();
-      for (int64_t c = 0; usable && c < channels; ++c) {
-        usable = !std::isnan(it->second[c]);
-        max[c] = std::max(max[c], it->second[c]);
+    for (int64_t i = 0; i < n; ++i) {
+      auto it = per_sample[i].collectors.find(name);
+      usable = it != per_sample[i].collectors.end() &&
+               !per_sample[i].refused.count(name);
+      if (!usable) break;
+      const auto& lo = it->second.min_per_channel();
+      const auto& hi = it->second.max_per_channel();
+      for (int64_t c = 0; c < channels; ++c) {
+        max[c] = std::max({max[c], std::fabs(lo[c]), std::fabs(hi[c])});
       }
     }
     if (usable) merged[name] = std::move(max);

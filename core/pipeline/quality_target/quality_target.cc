@@ -114,6 +114,10 @@ class TargetSearch {
                             const std::vector<BitUpgrade>& upgrades,
                             const std::string& action);
   bool Met(double figure) const { return TargetMet(target_, figure); }
+  // The least gain that keeps (or undoes) an option: 0.01 dB, 1e-6 cosine.
+  double GainEpsilon() const {
+    return target_.metric() == v1::QualityTarget::METRIC_COSINE ? 1e-6 : 0.01;
+  }
   absl::Status TryOptions(PtqOptions* options, Trial* best);
   absl::Status RevertOptions(const std::vector<BitUpgrade>& upgrades,
                              PtqOptions* options, Trial* best);
@@ -231,8 +235,6 @@ absl::StatusOr<Trial> TargetSearch::Try(const PtqOptions& options,
 
 // Stage (a): each option edit kept when it helps.
 absl::Status TargetSearch::TryOptions(PtqOptions* options, Trial* best) {
-  const double eps =
-      target_.metric() == v1::QualityTarget::METRIC_COSINE ? 1e-6 : 0.01;
   for (const OptionEdit& e :
        OptionEdits(*options, in_.request->gptq().enabled())) {
     if (Met(best->figure)) break;
@@ -241,7 +243,7 @@ absl::Status TargetSearch::TryOptions(PtqOptions* options, Trial* best) {
     ASSIGN_OR_RETURN(const bool can_try, WithHessianScores(&o));
     if (!can_try) continue;
     ASSIGN_OR_RETURN(Trial t, Try(o, {}, absl::StrCat(e.name, ": ", e.to)));
-    if (t.figure > best->figure + eps) {
+    if (t.figure > best->figure + GainEpsilon()) {
       outcome_.report.steps.back().kept = true;
       outcome_.report.changes.push_back({"", e.name, e.from, e.to});
       kept_.push_back(e);
@@ -259,8 +261,6 @@ absl::Status TargetSearch::TryOptions(PtqOptions* options, Trial* best) {
 // tensors clipped to a quarter or less of their range).
 absl::Status TargetSearch::RevertOptions(
     const std::vector<BitUpgrade>& upgrades, PtqOptions* options, Trial* best) {
-  const double eps =
-      target_.metric() == v1::QualityTarget::METRIC_COSINE ? 1e-6 : 0.01;
   for (const OptionEdit& e : kept_) {
     if (Met(best->figure)) break;
     PtqOptions o = *options;
@@ -269,7 +269,7 @@ absl::Status TargetSearch::RevertOptions(
                      Try(o, upgrades,
                          absl::StrCat(e.name, ": ", e.from, " again, with the ",
                                       upgrades.size(), " upgrade(s)")));
-    if (t.figure > best->figure + eps) {
+    if (t.figure > best->figure + GainEpsilon()) {
       outcome_.report.steps.back().kept = true;
       auto& changes = outcome_.report.changes;
       changes.erase(std::remove_if(changes.begin(), changes.end(),
