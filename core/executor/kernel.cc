@@ -192,14 +192,7 @@ std::unique_ptr<Kernel> MakeKernel(ComputeFn fn) {
 
 void ParallelFor(ThreadPool* pool, int64_t n, int64_t grain,
                  const std::function<void(int64_t, int64_t)>& fn) {
-  if (n <= 0) return;
-  grain = std::max<int64_t>(grain, 1);
-  if (pool == nullptr || pool->num_threads() == 0 || n <= grain) {
-    // Same chunking as the pool so per-chunk reductions stay identical.
-    for (int64_t b = 0; b < n; b += grain) fn(b, std::min(n, b + grain));
-    return;
-  }
-  pool->ParallelFor(n, grain, fn);
+  ParallelForChunks(pool, n, grain, fn);
 }
 
 void KernelRegistry::Register(const std::string& op_type,

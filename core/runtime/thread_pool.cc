@@ -170,4 +170,15 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
   state->cv.wait(lock, [&] { return state->Finished(); });
 }
 
+void ParallelForChunks(ThreadPool* pool, int64_t n, int64_t grain,
+                       const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  grain = std::max<int64_t>(grain, 1);
+  if (pool == nullptr || pool->num_threads() == 0 || n <= grain) {
+    for (int64_t b = 0; b < n; b += grain) fn(b, std::min(n, b + grain));
+    return;
+  }
+  pool->ParallelFor(n, grain, fn);
+}
+
 }  // namespace quantd

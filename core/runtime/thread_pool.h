@@ -67,6 +67,12 @@ class ThreadPool {
   std::vector<std::thread> workers_;
 };
 
+// Runs fn over [0, n) in chunks of `grain` on `pool`, or inline without one
+// (or with no workers): the same chunks either way, so per-chunk reductions
+// never depend on the pool.
+void ParallelForChunks(ThreadPool* pool, int64_t n, int64_t grain,
+                       const std::function<void(int64_t, int64_t)>& fn);
+
 }  // namespace quantd
 
 #endif  // QUANTD_CORE_RUNTIME_THREAD_POOL_H_

@@ -11,7 +11,7 @@ void Adam::Add(TrainableParam* param) {
   if (param->grad.size() != param->value.size()) param->ZeroGrad();
 }
 
-void Adam::Step() {
+void Adam::Step(ThreadPool* pool) {
   ++t_;
   const double c1 = 1.0 - std::pow(beta1_, static_cast<double>(t_));
   const double c2 = 1.0 - std::pow(beta2_, static_cast<double>(t_));
@@ -19,12 +19,16 @@ void Adam::Step() {
     TrainableParam& p = *params_[k];
     std::vector<double>& m = m_[k];
     std::vector<double>& v = v_[k];
-    for (size_t i = 0; i < p.value.size(); ++i) {
-      const double g = p.grad[i];
-      m[i] = beta1_ * m[i] + (1 - beta1_) * g;
-      v[i] = beta2_ * v[i] + (1 - beta2_) * g * g;
-      p.value[i] -= lr_ * (m[i] / c1) / (std::sqrt(v[i] / c2) + eps_);
-    }
+    ParallelForChunks(pool, static_cast<int64_t>(p.value.size()), 4096,
+                      [&](int64_t b, int64_t e) {
+                        for (int64_t i = b; i < e; ++i) {
+                          const double g = p.grad[i];
+                          m[i] = beta1_ * m[i] + (1 - beta1_) * g;
+                          v[i] = beta2_ * v[i] + (1 - beta2_) * g * g;
+                          p.value[i] -=
+                              lr_ * (m[i] / c1) / (std::sqrt(v[i] / c2) + eps_);
+                        }
+                      });
   }
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/runtime/thread_pool.h"
 #include "core/train/trainable_param.h"
 
 namespace quantd::train {
@@ -17,8 +18,9 @@ class Adam {
       : lr_(learning_rate), beta1_(beta1), beta2_(beta2), eps_(eps) {}
   // The parameter must outlive the optimizer.
   void Add(TrainableParam* param);
-  // One update of every parameter from its grad.
-  void Step();
+  // One update of every parameter from its grad, element by element (on
+  // `pool` when given: the same values).
+  void Step(ThreadPool* pool = nullptr);
   void ZeroGrad();
   bool empty() const { return params_.empty(); }
 

@@ -1,6 +1,8 @@
 #include "core/train/grouped_linear.h"
 
 #include <Eigen/Core>
+#include <algorithm>
+#include <utility>
 
 namespace quantd::train {
 namespace {
@@ -11,52 +13,115 @@ using Stride = Eigen::OuterStride<>;
 using ConstBlock = Eigen::Map<const RowMajor, 0, Stride>;
 using Block = Eigen::Map<RowMajor, 0, Stride>;
 
+// Ungrouped products split on a pool into slices of this many rows (the
+// forward) or outputs (the weight gradient): the dimension Eigen walks in
+// register blocks of nr = 4 columns, sliced at multiples of 4, so every
+// output still takes the same kernel path and sums its terms in the same
+// order (Eigen's depth blocking depends on the depth alone). Slices this
+// large never fall to Eigen's coefficient-based or matrix-vector products.
+constexpr int64_t kSliceWidth = 64;
+
+// Slices of a split dimension of `n` (the last takes the remainder), or 1
+// when there is no pool to split for, the dimension is too short, or the
+// other side of the product has fewer than 2 columns (a matrix-vector
+// product, which is not split).
+int64_t Slices(ThreadPool* pool, int64_t n, int64_t other) {
+  if (pool == nullptr || pool->num_threads() == 0 || other < 2) return 1;
+  return std::max<int64_t>(1, n / kSliceWidth);
+}
+
+// [begin, end) of slice c of `slices` over n.
+std::pair<int64_t, int64_t> Slice(int64_t c, int64_t slices, int64_t n) {
+  return {c * kSliceWidth, c + 1 == slices ? n : (c + 1) * kSliceWidth};
+}
+
 }  // namespace
 
 void GroupedLinearForward(const LinearShape& s, const std::vector<double>& p,
                           const std::vector<double>& w,
                           const std::vector<double>& bias,
-                          std::vector<double>* y) {
+                          std::vector<double>* y, ThreadPool* pool) {
   const int64_t mg = s.out / s.groups;
   y->assign(s.rows * s.out, 0.0);
-  for (int64_t g = 0; g < s.groups; ++g) {
-    ConstBlock pg(p.data() + g * s.in, s.rows, s.in, Stride(s.groups * s.in));
+  // Rows [r0, r1) of group g, bias included.
+  const auto rows = [&](int64_t g, int64_t r0, int64_t r1) {
+    ConstBlock pg(p.data() + r0 * s.groups * s.in + g * s.in, r1 - r0, s.in,
+                  Stride(s.groups * s.in));
     ConstBlock wg(w.data() + g * mg * s.in, mg, s.in, Stride(s.in));
-    Block yg(y->data() + g * mg, s.rows, mg, Stride(s.out));
+    Block yg(y->data() + r0 * s.out + g * mg, r1 - r0, mg, Stride(s.out));
     yg.noalias() = pg * wg.transpose();
-  }
-  if (!bias.empty()) {
-    for (int64_t r = 0; r < s.rows; ++r) {
+  };
+  const auto add_bias = [&](int64_t r0, int64_t r1) {
+    if (bias.empty()) return;
+    for (int64_t r = r0; r < r1; ++r) {
       double* row = y->data() + r * s.out;
       for (int64_t m = 0; m < s.out; ++m) row[m] += bias[m];
     }
+  };
+  if (s.groups > 1) {
+    ParallelForChunks(pool, s.groups, 1, [&](int64_t b, int64_t e) {
+      for (int64_t g = b; g < e; ++g) rows(g, 0, s.rows);
+    });
+    add_bias(0, s.rows);
+    return;
   }
+  const int64_t slices = Slices(pool, s.rows, s.out);
+  ParallelForChunks(pool, slices, 1, [&](int64_t b, int64_t e) {
+    for (int64_t c = b; c < e; ++c) {
+      const auto [r0, r1] = Slice(c, slices, s.rows);
+      rows(0, r0, r1);
+      add_bias(r0, r1);
+    }
+  });
 }
 
 void GroupedLinearBackward(const LinearShape& s, const std::vector<double>& p,
                            const std::vector<double>& w,
                            const std::vector<double>& dy,
                            std::vector<double>* dp, std::vector<double>* dw,
-                           std::vector<double>* db) {
+                           std::vector<double>* db, ThreadPool* pool) {
   if (dp != nullptr) dp->assign(s.rows * s.groups * s.in, 0.0);
   GroupedLinearBackward(s, p.data(), w.data(), dy.data(),
                         dp != nullptr ? dp->data() : nullptr,
                         dw != nullptr ? dw->data() : nullptr,
-                        db != nullptr ? db->data() : nullptr);
+                        db != nullptr ? db->data() : nullptr, pool);
 }
 
 void GroupedLinearBackward(const LinearShape& s, const double* p,
                            const double* w, const double* dy, double* dp,
-                           double* dw, double* db) {
-  for (int64_t g = 0; g < s.groups; ++g) {
-    GroupedLinearBackwardGroup(s, g, p + g * s.in, w, dy,
-                               dp != nullptr ? dp + g * s.in : nullptr, dw);
+                           double* dw, double* db, ThreadPool* pool) {
+  const int64_t slices =
+      s.groups == 1 && dw != nullptr ? Slices(pool, s.out, s.in) : 1;
+  if (s.groups > 1) {
+    ParallelForChunks(pool, s.groups, 1, [&](int64_t b, int64_t e) {
+      for (int64_t g = b; g < e; ++g) {
+        GroupedLinearBackwardGroup(s, g, p + g * s.in, w, dy,
+                                   dp != nullptr ? dp + g * s.in : nullptr, dw);
+      }
+    });
+  } else if (slices > 1) {
+    // Outputs [m0, m1) of dW += dY^T P.
+    ConstBlock pm(p, s.rows, s.in, Stride(s.in));
+    ParallelForChunks(pool, slices, 1, [&](int64_t b, int64_t e) {
+      for (int64_t c = b; c < e; ++c) {
+        const auto [m0, m1] = Slice(c, slices, s.out);
+        ConstBlock dyc(dy + m0, s.rows, m1 - m0, Stride(s.out));
+        Block dwc(dw + m0 * s.in, m1 - m0, s.in, Stride(s.in));
+        dwc.noalias() += dyc.transpose() * pm;
+      }
+    });
+    if (dp != nullptr) GroupedLinearBackwardGroup(s, 0, p, w, dy, dp, nullptr);
+  } else {
+    GroupedLinearBackwardGroup(s, 0, p, w, dy, dp, dw);
   }
   if (db != nullptr) {
-    for (int64_t r = 0; r < s.rows; ++r) {
-      const double* row = dy + r * s.out;
-      for (int64_t m = 0; m < s.out; ++m) db[m] += row[m];
-    }
+    // Each output's sum over the rows in row order, outputs in slices.
+    ParallelForChunks(pool, s.out, 256, [&](int64_t m0, int64_t m1) {
+      for (int64_t r = 0; r < s.rows; ++r) {
+        const double* row = dy + r * s.out;
+        for (int64_t m = m0; m < m1; ++m) db[m] += row[m];
+      }
+    });
   }
 }
 

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/runtime/thread_pool.h"
+
 namespace quantd::train {
 
 struct LinearShape {
@@ -17,26 +19,29 @@ struct LinearShape {
   int64_t groups = 1;  // G; P has G * J columns
 };
 
-// y: [R, M]. bias may be empty.
+// y: [R, M]. bias may be empty. With a pool, groups (or, for one group,
+// slices of rows) run in parallel: the same bits as without.
 void GroupedLinearForward(const LinearShape& s, const std::vector<double>& p,
                           const std::vector<double>& w,
                           const std::vector<double>& bias,
-                          std::vector<double>* y);
+                          std::vector<double>* y, ThreadPool* pool = nullptr);
 
 // Gradients from dy [R, M]; each output may be null (not needed). dw and db
-// are accumulated into (sized by the caller), dp is overwritten.
+// are accumulated into (sized by the caller), dp is overwritten. With a
+// pool, groups (or, for one group, slices of dw's outputs) run in parallel:
+// the same bits as without.
 void GroupedLinearBackward(const LinearShape& s, const std::vector<double>& p,
                            const std::vector<double>& w,
                            const std::vector<double>& dy,
                            std::vector<double>* dp, std::vector<double>* dw,
-                           std::vector<double>* db);
+                           std::vector<double>* db, ThreadPool* pool = nullptr);
 
 // The same on raw buffers: p [R, G * J], w [M, J], dy [R, M]; dp [R, G * J]
 // is overwritten, dw [M, J] and db [M] accumulated into; each may be null.
 // Same arithmetic, so the same bits, as the vector form.
 void GroupedLinearBackward(const LinearShape& s, const double* p,
                            const double* w, const double* dy, double* dp,
-                           double* dw, double* db);
+                           double* dw, double* db, ThreadPool* pool = nullptr);
 
 // Group g's part of it (no db): pg and dpg point at the group's first column
 // of rows G * J apart (p + g * J in the full patches, or a buffer of that row

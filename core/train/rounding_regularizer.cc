@@ -15,20 +15,41 @@ double BetaSchedule::At(int64_t step, int64_t total) const {
   return end + (start - end) * std::max(0.0, 1.0 - rel);
 }
 
+namespace {
+
+// factor * d/dV (1 - |2h - 1|^beta) from s = sigmoid(V):
+// d/dh = -beta |u|^(beta-1) sign(u) * 2 with u = 2h - 1.
+double GradientOfSigmoid(double factor, double beta, double s) {
+  const double u = 2 * SoftRoundingHOfSigmoid(s) - 1;
+  const double au = std::fabs(u);
+  const double dh =
+      au > 0 ? -beta * std::pow(au, beta - 1) * (u > 0 ? 2.0 : -2.0) : 0.0;
+  return factor * dh * SoftRoundingDhOfSigmoid(s);
+}
+
+}  // namespace
+
 double AddRoundingRegularization(double factor, double beta,
                                  TrainableParam* v) {
   double reg = 0;
   for (size_t i = 0; i < v->value.size(); ++i) {
-    const double h = SoftRoundingH(v->value[i]);
-    const double u = 2 * h - 1;
-    const double au = std::fabs(u);
-    reg += 1 - std::pow(au, beta);
-    // d/dh (1 - |2h-1|^beta) = -beta |u|^(beta-1) sign(u) * 2.
-    const double dh =
-        au > 0 ? -beta * std::pow(au, beta - 1) * (u > 0 ? 2.0 : -2.0) : 0.0;
-    v->grad[i] += factor * dh * SoftRoundingDh(v->value[i]);
+    const double s = SoftRoundingSigmoid(v->value[i]);
+    reg += 1 - std::pow(std::fabs(2 * SoftRoundingHOfSigmoid(s) - 1), beta);
+    v->grad[i] += GradientOfSigmoid(factor, beta, s);
   }
   return factor * reg;
+}
+
+void AddRoundingRegularizationGradient(double factor, double beta,
+                                       const std::vector<double>& sigmoid,
+                                       TrainableParam* v, ThreadPool* pool) {
+  ParallelForChunks(pool, static_cast<int64_t>(sigmoid.size()), 4096,
+                    [&](int64_t b, int64_t e) {
+                      for (int64_t i = b; i < e; ++i) {
+                        v->grad[i] +=
+                            GradientOfSigmoid(factor, beta, sigmoid[i]);
+                      }
+                    });
 }
 
 }  // namespace quantd::train

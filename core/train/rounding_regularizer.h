@@ -6,7 +6,9 @@
 #define QUANTD_CORE_TRAIN_ROUNDING_REGULARIZER_H_
 
 #include <cstdint>
+#include <vector>
 
+#include "core/runtime/thread_pool.h"
 #include "core/train/trainable_param.h"
 
 namespace quantd::train {
@@ -19,6 +21,13 @@ struct BetaSchedule {
 
 // Adds factor * d reg / dV to v->grad and returns reg (v holds V).
 double AddRoundingRegularization(double factor, double beta, TrainableParam* v);
+
+// The same gradient, without reg (training never reads it), from
+// sigmoid[i] = SoftRoundingSigmoid(V_i), split over `pool` (null: inline):
+// each weight's gradient is the same double as above.
+void AddRoundingRegularizationGradient(double factor, double beta,
+                                       const std::vector<double>& sigmoid,
+                                       TrainableParam* v, ThreadPool* pool);
 
 }  // namespace quantd::train
 

@@ -11,6 +11,19 @@ double Clip(double x, double lo, double hi) {
   return std::min(std::max(x, lo), hi);
 }
 
+// Weights per chunk of the per-weight loops on the pool.
+constexpr int64_t kWeightsPerChunk = 4096;
+
+// fn(i) for every i in [0, n), on the pool when there is one.
+template <typename Fn>
+void ForEachWeight(ThreadPool* pool, size_t n, const Fn& fn) {
+  ParallelForChunks(pool, static_cast<int64_t>(n), kWeightsPerChunk,
+                    [&](int64_t b, int64_t e) {
+                      for (int64_t i = b; i < e; ++i)
+                        fn(static_cast<size_t>(i));
+                    });
+}
+
 // The trained float weights of the QAT quantizers (STE, LSQ).
 TrainableParam WeightsParam(std::vector<double> w) {
   TrainableParam p;
@@ -63,10 +76,11 @@ std::vector<int32_t> RoundToGrid(const std::vector<double>& w,
 class FrozenGridQuantizer : public TrainableWeightQuantizer {
  public:
   void Forward(std::vector<double>* wq) final {
+    PrepareForward();
     wq->resize(size_);
-    for (size_t i = 0; i < size_; ++i) {
+    ForEachWeight(pool_, size_, [&](size_t i) {
       (*wq)[i] = Dequantize(i, ClipToGrid(TrainingLevel(i)));
-    }
+    });
   }
   FixedWeights Convert() const final {
     std::vector<int32_t> ints(size_);
@@ -80,6 +94,8 @@ class FrozenGridQuantizer : public TrainableWeightQuantizer {
   FrozenGridQuantizer(const WeightGridSpec& spec, QuantGrid grid, size_t size)
       : spec_(spec), grid_(std::move(grid)), size_(size) {}
 
+  // What TrainingLevel reads that Forward computes once per call.
+  virtual void PrepareForward() {}
   // Unclipped grid level of weight i in training mode / at conversion.
   virtual double TrainingLevel(size_t i) const = 0;
   virtual double HardLevel(size_t i) const { return TrainingLevel(i); }
@@ -141,18 +157,29 @@ class SoftRoundingQuantizer final : public FrozenGridQuantizer {
     }
     v_.ZeroGrad();
   }
-  // ste_clip: the clip passes the gradient (MCT's soft quantizer).
+  // ste_clip: the clip passes the gradient (MCT's soft quantizer). After
+  // Forward, so sigmoid_ is that of the current V.
   void Backward(const std::vector<double>& dwq) override {
-    for (size_t i = 0; i < dwq.size(); ++i) {
-      v_.grad[i] += dwq[i] * Scale(i) * SoftRoundingDh(v_.value[i]);
-    }
+    if (sigmoid_.size() != v_.value.size()) PrepareForward();  // no Forward
+    ForEachWeight(pool_, dwq.size(), [&](size_t i) {
+      v_.grad[i] += dwq[i] * Scale(i) * SoftRoundingDhOfSigmoid(sigmoid_[i]);
+    });
   }
   std::vector<TrainableParam*> Params() override { return {&v_}; }
   const TrainableParam& v() const { return v_; }
+  const std::vector<double>& sigmoid() const { return sigmoid_; }
 
  private:
+  // One exp per weight and step, shared by h, its derivative and the
+  // regularizer.
+  void PrepareForward() override {
+    sigmoid_.resize(v_.value.size());
+    ForEachWeight(pool_, sigmoid_.size(), [&](size_t i) {
+      sigmoid_[i] = SoftRoundingSigmoid(v_.value[i]);
+    });
+  }
   double TrainingLevel(size_t i) const override {
-    return floor_[i] + SoftRoundingH(v_.value[i]);
+    return floor_[i] + SoftRoundingHOfSigmoid(sigmoid_[i]);
   }
   // h(V) >= 0.5 exactly when V >= 0.
   double HardLevel(size_t i) const override {
@@ -161,6 +188,7 @@ class SoftRoundingQuantizer final : public FrozenGridQuantizer {
 
   std::vector<double> floor_;
   TrainableParam v_;
+  std::vector<double> sigmoid_;  // of v_ at the last Forward
 };
 
 class GptqSteQuantizer final : public FrozenGridQuantizer {
@@ -317,16 +345,24 @@ class LsqWeightQuantizer final : public TrainableWeightQuantizer {
 
 }  // namespace
 
-double SoftRoundingH(double v) {
-  const double s = 1.0 / (1.0 + std::exp(-v));
+double SoftRoundingSigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
+
+double SoftRoundingHOfSigmoid(double s) {
   return Clip(s * (kSoftZeta - kSoftGamma) + kSoftGamma, 0.0, 1.0);
 }
 
-double SoftRoundingDh(double v) {
-  const double s = 1.0 / (1.0 + std::exp(-v));
+double SoftRoundingDhOfSigmoid(double s) {
   const double h = s * (kSoftZeta - kSoftGamma) + kSoftGamma;
   if (h <= 0.0 || h >= 1.0) return 0.0;
   return s * (1.0 - s) * (kSoftZeta - kSoftGamma);
+}
+
+double SoftRoundingH(double v) {
+  return SoftRoundingHOfSigmoid(SoftRoundingSigmoid(v));
+}
+
+double SoftRoundingDh(double v) {
+  return SoftRoundingDhOfSigmoid(SoftRoundingSigmoid(v));
 }
 
 QuantGrid GridOf(const WeightGridSpec& spec) {
@@ -367,6 +403,12 @@ const TrainableParam* SoftRoundingVariables(
     const TrainableWeightQuantizer& quantizer) {
   const auto* soft = dynamic_cast<const SoftRoundingQuantizer*>(&quantizer);
   return soft == nullptr ? nullptr : &soft->v();
+}
+
+const std::vector<double>* SoftRoundingSigmoids(
+    const TrainableWeightQuantizer& quantizer) {
+  const auto* soft = dynamic_cast<const SoftRoundingQuantizer*>(&quantizer);
+  return soft == nullptr ? nullptr : &soft->sigmoid();
 }
 
 }  // namespace quantd::train

@@ -23,6 +23,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/runtime/thread_pool.h"
 #include "core/train/quant_grid.h"
 #include "core/train/trainable_param.h"
 
@@ -42,7 +43,8 @@ class TrainableWeightQuantizer {
   virtual ~TrainableWeightQuantizer() = default;
   // Fake-quant weights in training mode.
   virtual void Forward(std::vector<double>* wq) = 0;
-  // Accumulates the gradients of the parameters from dL/dwq.
+  // Accumulates the gradients of the parameters from dL/dwq, at the
+  // parameters of the last Forward (which must come first, as in training).
   virtual void Backward(const std::vector<double>& dwq) = 0;
   virtual std::vector<TrainableParam*> Params() = 0;
   // Called after each optimizer step (projections such as the GPTQ STE
@@ -50,6 +52,12 @@ class TrainableWeightQuantizer {
   virtual void AfterStep() {}
   // Hard (inference) quantization of the current state.
   virtual FixedWeights Convert() const = 0;
+  // Forward and Backward split their per-weight work over `pool` (null:
+  // inline); every weight's arithmetic is its own, so results do not change.
+  void set_pool(ThreadPool* pool) { pool_ = pool; }
+
+ protected:
+  ThreadPool* pool_ = nullptr;
 };
 
 // How the PTQ result describes the tensor's grid.
@@ -81,10 +89,18 @@ std::unique_ptr<TrainableWeightQuantizer> MakeGptqSteQuantizer(
 inline constexpr double kSoftGamma = -0.1, kSoftZeta = 1.1;
 double SoftRoundingH(double v);
 double SoftRoundingDh(double v);
+// The same from s = SoftRoundingSigmoid(v), for callers that need both.
+double SoftRoundingSigmoid(double v);
+double SoftRoundingHOfSigmoid(double s);
+double SoftRoundingDhOfSigmoid(double s);
 
 // Soft-rounding quantizers expose their h(V) for the rounding regularizer;
 // null for the other kinds.
 const TrainableParam* SoftRoundingVariables(
+    const TrainableWeightQuantizer& quantizer);
+// ... and SoftRoundingSigmoid of each V as of their last Forward (V does not
+// change between a Forward and the optimizer step); null for the other kinds.
+const std::vector<double>* SoftRoundingSigmoids(
     const TrainableWeightQuantizer& quantizer);
 
 }  // namespace quantd::train

@@ -60,15 +60,16 @@ class KernelLayout {
 class Student {
  public:
   Student(const GptqBlock& block,
-          std::unique_ptr<train::TrainableActivationQuantizer> out_q)
-      : block_(block), out_q_(std::move(out_q)) {}
+          std::unique_ptr<train::TrainableActivationQuantizer> out_q,
+          ThreadPool* pool)
+      : block_(block), out_q_(std::move(out_q)), pool_(pool) {}
 
   // y = (1 - f) a + f q(a), a = acts(W p + b).
   void Forward(const train::LinearShape& s, const std::vector<double>& p,
                const std::vector<double>& w, const std::vector<double>& bias,
                double f, std::vector<double>* y) {
     pre_.resize(block_.activations.size() + 1);
-    train::GroupedLinearForward(s, p, w, bias, &pre_[0]);
+    train::GroupedLinearForward(s, p, w, bias, &pre_[0], pool_);
     for (size_t k = 0; k < block_.activations.size(); ++k) {
       train::ActivationForward(block_.activations[k], pre_[k], &pre_[k + 1]);
     }
@@ -99,12 +100,13 @@ class Student {
     for (size_t k = block_.activations.size(); k-- > 0;) {
       train::ActivationBackward(block_.activations[k], pre_[k], g, &g);
     }
-    train::GroupedLinearBackward(s, p, w, g, nullptr, dw, db);
+    train::GroupedLinearBackward(s, p, w, g, nullptr, dw, db, pool_);
   }
 
  private:
   const GptqBlock& block_;
   std::unique_ptr<train::TrainableActivationQuantizer> out_q_;
+  ThreadPool* pool_;
   std::vector<std::vector<double>> pre_;
   std::vector<double> q_, dq_;
   double f_ = 0;
@@ -120,8 +122,8 @@ double SqnrDb(double signal, double noise) {
 absl::StatusOr<GptqBlockResult> TrainGptqBlock(
     const GptqBlock& block, const GptqBlockData& data, const Tensor& weight,
     const WeightParams& ptq_weight, std::vector<double> bias,
-    const GptqOptions& options, const CancellationToken* cancel,
-    const std::function<void(int)>& on_epoch) {
+    const GptqOptions& options, ThreadPool* pool,
+    const CancellationToken* cancel, const std::function<void(int)>& on_epoch) {
   const train::LinearShape& shape = data.shape;
   const int64_t rows = shape.rows, out = shape.out;
   const int64_t cols = shape.groups * shape.in;
@@ -141,6 +143,7 @@ absl::StatusOr<GptqBlockResult> TrainGptqBlock(
   ASSIGN_OR_RETURN(
       std::unique_ptr<train::TrainableWeightQuantizer> quantizer,
       train::MakeWeightQuantizer(wconfig, weight.shape(), w_stored));
+  quantizer->set_pool(pool);
   std::unique_ptr<train::TrainableActivationQuantizer> out_q;
   if (block.output_quantization.has_value()) {
     ASSIGN_OR_RETURN(auto aconfig,
@@ -148,7 +151,7 @@ absl::StatusOr<GptqBlockResult> TrainGptqBlock(
                                                     v1::TRAINING_METHOD_STE));
     ASSIGN_OR_RETURN(out_q, train::MakeActivationQuantizer(aconfig, out));
   }
-  Student student(block, std::move(out_q));
+  Student student(block, std::move(out_q), pool);
 
   // Block output SQNR over all sampled rows with hard weights.
   const auto evaluate = [&](const std::vector<double>& w_linear,
@@ -184,6 +187,8 @@ absl::StatusOr<GptqBlockResult> TrainGptqBlock(
     aux.Add(p);
     if (p->name == "soft_rounding_v") soft_v = p;
   }
+  const std::vector<double>* soft_sigmoid =
+      train::SoftRoundingSigmoids(*quantizer);
   if (options.train_bias && block.bias_trainable) rest.Add(&b);
 
   const int64_t batch = std::min<int64_t>(options.batch_rows, rows);
@@ -207,12 +212,14 @@ absl::StatusOr<GptqBlockResult> TrainGptqBlock(
       bs.rows = n;
       pb.resize(n * cols);
       tb.resize(n * out);
-      for (int64_t k = 0; k < n; ++k) {
-        const int64_t r = order[start + k];
-        std::copy_n(data.patches.begin() + r * cols, cols,
-                    pb.begin() + k * cols);
-        std::copy_n(data.target.begin() + r * out, out, tb.begin() + k * out);
-      }
+      ParallelForChunks(pool, n, 32, [&](int64_t k0, int64_t k1) {
+        for (int64_t k = k0; k < k1; ++k) {
+          const int64_t r = order[start + k];
+          std::copy_n(data.patches.begin() + r * cols, cols,
+                      pb.begin() + k * cols);
+          std::copy_n(data.target.begin() + r * out, out, tb.begin() + k * out);
+        }
+      });
       quantizer->Forward(&wq_stored);
       layout.ToLinear(wq_stored, &wq);
       const double f = options.gradual_activation_quantization
@@ -230,12 +237,14 @@ absl::StatusOr<GptqBlockResult> TrainGptqBlock(
       layout.ToStored(dw, &dw_stored);
       quantizer->Backward(dw_stored);
       const double beta = schedule.At(step, total);
-      if (soft_v != nullptr && beta > 0 && options.regularization_factor > 0) {
-        train::AddRoundingRegularization(options.regularization_factor, beta,
-                                         soft_v);
+      if (soft_v != nullptr && soft_sigmoid != nullptr && beta > 0 &&
+          options.regularization_factor > 0) {
+        // sigmoid(V) of this step's Forward: V has not moved since.
+        train::AddRoundingRegularizationGradient(
+            options.regularization_factor, beta, *soft_sigmoid, soft_v, pool);
       }
-      aux.Step();
-      if (!rest.empty()) rest.Step();
+      aux.Step(pool);
+      if (!rest.empty()) rest.Step(pool);
       quantizer->AfterStep();
       aux.ZeroGrad();
       b.ZeroGrad();

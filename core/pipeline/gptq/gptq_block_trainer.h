@@ -15,6 +15,7 @@
 #include "core/pipeline/gptq/gptq_blocks.h"
 #include "core/pipeline/gptq/gptq_options.h"
 #include "core/runtime/cancellation.h"
+#include "core/runtime/thread_pool.h"
 #include "core/train/grouped_linear.h"
 #include "core/train/weight_quantizers.h"
 
@@ -35,12 +36,14 @@ struct GptqBlockResult {
 
 // `weight`: the float kernel as stored; `ptq_weight`: its PTQ result (the
 // starting grid and the "before" figure); `bias`: the current bias (zeros if
-// the node has none). on_epoch(e) is called after each epoch.
+// the node has none). on_epoch(e) is called after each epoch. Each step's
+// products and per-weight updates split over `pool` (null: one thread)
+// without changing a bit of the result.
 absl::StatusOr<GptqBlockResult> TrainGptqBlock(
     const GptqBlock& block, const GptqBlockData& data, const Tensor& weight,
     const WeightParams& ptq_weight, std::vector<double> bias,
-    const GptqOptions& options, const CancellationToken* cancel,
-    const std::function<void(int)>& on_epoch);
+    const GptqOptions& options, ThreadPool* pool,
+    const CancellationToken* cancel, const std::function<void(int)>& on_epoch);
 
 }  // namespace quantd
 

@@ -76,6 +76,8 @@ TEST(QuantizerGradients, SoftRoundingMatchesFiniteDifferences) {
       return Dot(wq, c);
     };
     v->ZeroGrad();
+    std::vector<double> wq;
+    q->Forward(&wq);  // Backward is at the last Forward's V
     q->Backward(c);
     for (size_t i = 0; i < v->value.size(); ++i) {
       EXPECT_NEAR(v->grad[i], FiniteDifference(loss, &v->value[i]), 1e-7)
