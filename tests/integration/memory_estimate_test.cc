@@ -119,12 +119,18 @@ TEST(EstimateJobMemoryBytes, HmseCountsTheHessianScores) {
   v1::QuantizeRequest r = testing::ConvJob(3, 8, 4, 4, "r");
   r.mutable_gptq()->set_enabled(true);  // nothing kept for the report
   const int64_t model = static_cast<int64_t>(r.onnx_model().size());
+  // GPTQ's inputs cache: every activation of the 4 samples (4 x 1024 B),
+  // under its budget.
+  const int64_t gptq_cache = 4 * 1024;
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1),
-            10752 + 8 * model + 1382 + kEstimateBase);
+            10752 + 8 * model + 1382 + gptq_cache + kEstimateBase);
   r.mutable_quantization()->set_weights_error_method(v1::ERROR_METHOD_HMSE);
   const int64_t w = model / 4;
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1),
-            10752 + 8 * model + 2048 + 48 * w + kEstimateBase);
+            10752 + 8 * model + 2048 + 48 * w + gptq_cache + kEstimateBase);
+  r.mutable_gptq()->set_max_samples(1);  // the cache holds one sample's
+  EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1),
+            10752 + 8 * model + 2048 + 48 * w + 1024 + kEstimateBase);
 }
 
 // A model that does not parse adds no activations (the job fails at

@@ -18,6 +18,7 @@
 #include "core/pipeline/export/qdq_lowering.h"
 #include "core/pipeline/gptq/gptq_block_trainer.h"
 #include "core/pipeline/gptq/gptq_blocks.h"
+#include "core/pipeline/gptq/quantized_inputs_cache.h"
 #include "core/pipeline/job/parallel_samples.h"
 #include "core/train/quantizer_config.h"
 #include "core/util/status_macros.h"
@@ -222,53 +223,30 @@ absl::Status WriteBias(const GptqBlock& block, const std::vector<double>& bias,
 // The block's inputs at its sampled positions in the fake-quant model with
 // every block trained so far: patches into `data`, their width into `cols`.
 // False if an input does not match the float pass.
-// Keeps only the nodes `tensor` depends on and makes it the only graph
-// output, so that a run computes the block's input and stops there (the
-// blocks of MobileNetV2 read, on average, half of the network). The same
-// kernels run on the same values, so `tensor` is the same. Graphs with
-// subgraphs (If, Loop: outer-scope reads) are left whole.
-void KeepOnlyWhatProduces(const std::string& tensor, Graph* g) {
-  for (const Node& n : g->nodes) {
-    for (const auto& [name, attr] : n.attributes) {
-      if (attr.g != nullptr) return;
-    }
-  }
-  std::set<std::string> needed = {tensor};
-  std::vector<bool> remove(g->nodes.size(), true);
-  for (size_t i = g->nodes.size(); i-- > 0;) {
-    const Node& n = g->nodes[i];
-    const bool produces =
-        std::any_of(n.outputs.begin(), n.outputs.end(),
-                    [&](const std::string& o) { return needed.count(o) > 0; });
-    if (!produces) continue;
-    remove[i] = false;
-    for (const std::string& in : n.inputs) {
-      if (!in.empty()) needed.insert(in);
-    }
-  }
-  RemoveNodes(g, remove);
-  ValueInfo out;
-  out.name = tensor;
-  auto it = g->value_info.find(tensor);
-  if (it != g->value_info.end()) out = it->second;
-  g->outputs = {out};
-  RemoveUnusedInitializers(g);
-}
-
 absl::StatusOr<bool> CollectQuantizedInputs(
     const GptqBlock& block, const BlockTargets& block_targets,
     const std::vector<SampleFeeds>& samples,
     const v1::ExportOptions& export_options,
     const ExecutorOptions& exec_options, const std::string& label,
     const CancellationToken* cancel, const JobState& state,
-    GptqBlockData* block_data, int64_t* block_cols) {
+    QuantizedInputsCache* cache, GptqBlockData* block_data,
+    int64_t* block_cols) {
   GptqBlockData& data = *block_data;
   int64_t& cols = *block_cols;
   ASSIGN_OR_RETURN(QdqPlan plan, LowerToQdqPlan(state, export_options));
-  // Pruned before the weights are fake-quantized: only the kept nodes'
-  // weights are dequantized (a block reads half the network on average).
+  // Only the nodes between the cached tensors (or the graph inputs) and the
+  // block's input run, and only their weights are fake-quantized.
+  std::map<std::string, DType> cached;
+  for (const std::string& name : cache->names()) {
+    cached[name] = cache->Get(0, name).dtype();
+  }
   Model pruned = state.model;
-  KeepOnlyWhatProduces(block.input, &pruned.graph);
+  const bool cut = KeepOnlyWhatProduces(block.input, cached, &pruned.graph);
+  if (!cut) {
+    cache->Clear();  // subgraphs: every block runs the whole graph
+    cached.clear();
+  }
+  const bool input_cached = cached.count(block.input) > 0;
   std::set<std::string> kept_nodes;
   for (const Node& n : pruned.graph.nodes) kept_nodes.insert(n.name);
   QdqPlan kept_plan = plan;
@@ -290,22 +268,33 @@ absl::StatusOr<bool> CollectQuantizedInputs(
   std::vector<char> sample_ok(n, 0);
   std::vector<std::vector<double>> patches(n);
   std::vector<int64_t> sample_cols(n, 0);
+  std::vector<std::map<std::string, Tensor>> computed(n);  // for the cache
   RETURN_IF_ERROR(ParallelForSamples(
       n, exec_options.pool, cancel, SampleProgress{},
       [&](int64_t s) -> absl::Status {
-        const SampleFeeds feeds = quantizer.FakeQuantizeFeeds(samples[s]);
+        SampleFeeds feeds = quantizer.FakeQuantizeFeeds(samples[s]);
         const auto& rows = block_targets.rows[s];
         const int64_t total = block_targets.total_rows[s];
         auto feed = feeds.find(block.input);
-        if (feed != feeds.end()) {
-          sample_ok[s] = AppendPatches(block, feed->second, rows, total,
-                                       &patches[s], &sample_cols[s]);
+        if (input_cached || feed != feeds.end()) {
+          const Tensor& input =
+              input_cached ? cache->Get(s, block.input) : feed->second;
+          sample_ok[s] = AppendPatches(block, input, rows, total, &patches[s],
+                                       &sample_cols[s]);
           return absl::OkStatus();
+        }
+        for (const ValueInfo& in : fq_exec->model().graph.inputs) {
+          if (cached.count(in.name)) feeds[in.name] = cache->Get(s, in.name);
         }
         bool seen = false, ok = true;
         TensorObserver observer = [&](const Node& node, int index,
                                       const Tensor& value) {
-          if (node.outputs[index] != block.input || seen) return;
+          const std::string& name = node.outputs[index];
+          // A reference to the run's (fake-quantized) value, not a copy.
+          if (cut && cache->WorthKeeping(name, block.kernel_node)) {
+            computed[s][name] = value;
+          }
+          if (name != block.input || seen) return;
           seen = true;
           ok = AppendPatches(block, value, rows, total, &patches[s],
                              &sample_cols[s]);
@@ -324,6 +313,7 @@ absl::StatusOr<bool> CollectQuantizedInputs(
         sample_ok[s] = ok && seen;
         return absl::OkStatus();
       }));
+  if (cut) cache->Update(block.kernel_node, std::move(computed));
   for (int64_t s = 0; s < n; ++s) {
     RETURN_IF_ERROR(status[s]);
     if (!sample_ok[s]) return false;
@@ -380,8 +370,14 @@ absl::Status RunGptq(const GptqOptions& options, const Executor& float_exec,
                                  cancel, &targets));
   ExecutorOptions exec_options;
   exec_options.pool = pool;
+  QuantizedInputsCache inputs_cache(state->model.graph, samples.size());
+  int previous_kernel = -1;
   for (size_t bi = 0; bi < blocks.size(); ++bi) {
     const GptqBlock& block = blocks[bi];
+    // The cache holds what nodes before the previous kernel computed: valid
+    // for blocks in node order only.
+    if (block.kernel_node < previous_kernel) inputs_cache.Clear();
+    previous_kernel = block.kernel_node;
     Node& node = state->model.graph.nodes[block.kernel_node];
     const std::string label = node.Label();
     if (cancel != nullptr) RETURN_IF_ERROR(cancel->Check());
@@ -400,10 +396,11 @@ absl::Status RunGptq(const GptqOptions& options, const Executor& float_exec,
     }
     GptqBlockData data;
     int64_t cols = 0;
-    ASSIGN_OR_RETURN(const bool ok,
-                     CollectQuantizedInputs(block, targets[bi], samples,
-                                            export_options, exec_options, label,
-                                            cancel, *state, &data, &cols));
+    ASSIGN_OR_RETURN(
+        const bool ok,
+        CollectQuantizedInputs(block, targets[bi], samples, export_options,
+                               exec_options, label, cancel, *state,
+                               &inputs_cache, &data, &cols));
     if (!ok) {
       state->warnings.push_back(
           absl::StrCat("GPTQ keeps the PTQ weights of ", label,

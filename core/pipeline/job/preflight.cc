@@ -13,6 +13,7 @@
 #include "core/pipeline/evaluation/kept_float_values.h"
 #include "core/pipeline/export/export_formats.h"
 #include "core/pipeline/gptq/gptq_options.h"
+#include "core/pipeline/gptq/quantized_inputs_cache.h"
 #include "core/pipeline/mixed_precision/mixed_precision_stage.h"
 #include "core/pipeline/mixed_precision/sensitivity.h"
 #include "core/pipeline/quality_target/quality_target.h"
@@ -246,6 +247,23 @@ int64_t KeptForReport(const v1::QuantizeRequest& request, int64_t per_sample,
                   n > 0 && per > kKeptFloatValuesBudgetBytes / n
                       ? kKeptFloatValuesBudgetBytes
                       : per * n);
+}
+
+// What GPTQ's stage keeps between blocks (quantized_inputs_cache.h): the
+// quantized tensors of its samples that later blocks read, within the
+// cache's budget.
+int64_t GptqInputsCache(const v1::QuantizeRequest& request, int64_t per_sample,
+                        int64_t calibration_samples) {
+  if (!request.gptq().enabled()) return 0;
+  constexpr int64_t kCap = int64_t{1} << 50;
+  const int64_t per = std::min(kCap, std::max<int64_t>(0, per_sample));
+  int64_t n = std::clamp<int64_t>(calibration_samples, 0, 1 << 20);
+  if (request.gptq().max_samples() > 0) {
+    n = std::min<int64_t>(n, request.gptq().max_samples());
+  }
+  return n > 0 && per > kGptqInputsCacheBudgetBytes / n
+             ? kGptqInputsCacheBudgetBytes
+             : per * n;
 }
 
 // Exactly one of calibration_samples, samples_ref and generated_calibration.
@@ -576,7 +594,8 @@ int64_t EstimateJobMemoryBytes(const JobInput& input, int samples_in_flight) {
                       static_cast<int>(std::min<int64_t>(count, 1 << 20)),
                       input.model_bytes) +
       KeptForReport(*input.request, input.activation_bytes_per_sample,
-                    evaluated);
+                    evaluated) +
+      GptqInputsCache(*input.request, input.activation_bytes_per_sample, count);
   // The generate stage runs before calibration: the larger of the two.
   // BaseEstimate counts the payload's bytes once more than the job holds
   // once the server has freed them (memory_bench: MobileNetV2's peak fell
@@ -618,7 +637,8 @@ int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
                          static_cast<int64_t>(request.onnx_model().size())) +
          KeptForReport(
              request, per_sample,
-             report < 0 ? calibration : std::min(report, calibration));
+             report < 0 ? calibration : std::min(report, calibration)) +
+         GptqInputsCache(request, per_sample, calibration);
 }
 
 bool KeepsFloatValuesForReport(const v1::QuantizeRequest& request) {
