@@ -6,9 +6,9 @@
 namespace quantd::train {
 namespace {
 
-template <typename T>
+template <typename T, typename Out>
 void Patch(const ConvGeometry& g, const T* x, int64_t n, int64_t oh, int64_t ow,
-           double* patch) {
+           Out* patch) {
   int64_t k = 0;
   for (int64_t c = 0; c < g.channels; ++c) {
     const T* plane = x + (n * g.channels + c) * g.height * g.width;
@@ -17,8 +17,8 @@ void Patch(const ConvGeometry& g, const T* x, int64_t n, int64_t oh, int64_t ow,
       for (int64_t j = 0; j < g.kernel_w; ++j, ++k) {
         const int64_t w = ow * g.stride_w - g.pad_left + j * g.dilation_w;
         patch[k] = h >= 0 && h < g.height && w >= 0 && w < g.width
-                       ? static_cast<double>(plane[h * g.width + w])
-                       : 0.0;
+                       ? static_cast<Out>(plane[h * g.width + w])
+                       : Out{0};
       }
     }
   }
@@ -61,6 +61,10 @@ void ConvPatch(const ConvGeometry& g, const float* x, int64_t n, int64_t oh,
 }
 void ConvPatch(const ConvGeometry& g, const double* x, int64_t n, int64_t oh,
                int64_t ow, double* patch) {
+  Patch(g, x, n, oh, ow, patch);
+}
+void ConvPatch(const ConvGeometry& g, const float* x, int64_t n, int64_t oh,
+               int64_t ow, float* patch) {
   Patch(g, x, n, oh, ow, patch);
 }
 

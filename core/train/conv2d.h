@@ -42,6 +42,8 @@ void ConvPatch(const ConvGeometry& g, const float* x, int64_t n, int64_t oh,
                int64_t ow, double* patch);
 void ConvPatch(const ConvGeometry& g, const double* x, int64_t n, int64_t oh,
                int64_t ow, double* patch);
+void ConvPatch(const ConvGeometry& g, const float* x, int64_t n, int64_t oh,
+               int64_t ow, float* patch);
 
 // y [N, M, OH, OW] = conv(x [N, C, H, W], w [M, C/G, KH, KW]) + bias.
 void Conv2dForward(const ConvGeometry& g, const std::vector<double>& x,

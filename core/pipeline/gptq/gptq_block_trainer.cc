@@ -153,15 +153,26 @@ absl::StatusOr<GptqBlockResult> TrainGptqBlock(
   }
   Student student(block, std::move(out_q), pool);
 
-  // Block output SQNR over all sampled rows with hard weights.
+  // Block output SQNR over all sampled rows with hard weights, in slices
+  // of rows (a multiple of 4: the products' bits do not depend on them,
+  // grouped_linear.h), the sums in row order.
   const auto evaluate = [&](const std::vector<double>& w_linear,
                             const std::vector<double>& b) {
-    std::vector<double> y;
-    student.Forward(shape, data.patches, w_linear, b, 1.0, &y);
+    constexpr int64_t kRowsPerSlice = 1024;
+    std::vector<double> p, y;
     double signal = 0, noise = 0;
-    for (size_t i = 0; i < y.size(); ++i) {
-      signal += data.target[i] * data.target[i];
-      noise += (y[i] - data.target[i]) * (y[i] - data.target[i]);
+    for (int64_t r0 = 0; r0 < rows; r0 += kRowsPerSlice) {
+      train::LinearShape ss = shape;
+      ss.rows = std::min(kRowsPerSlice, rows - r0);
+      p.assign(data.patches.begin() + r0 * cols,
+               data.patches.begin() + (r0 + ss.rows) * cols);
+      student.Forward(ss, p, w_linear, b, 1.0, &y);
+      const float* t = data.target.data() + r0 * out;
+      for (size_t i = 0; i < y.size(); ++i) {
+        const double ti = t[i];
+        signal += ti * ti;
+        noise += (y[i] - ti) * (y[i] - ti);
+      }
     }
     return SqnrDb(signal, noise);
   };

@@ -21,10 +21,13 @@
 
 namespace quantd {
 
+// Float32 values (the quantized model's activations and the float block's
+// outputs), held as float and widened to double batch by batch: exact, and
+// half the memory (a depthwise block's patches are rows x channels x 9).
 struct GptqBlockData {
-  train::LinearShape shape;     // rows = sampled positions
-  std::vector<double> patches;  // [rows, groups * in], quantized inputs
-  std::vector<double> target;   // [rows, out], float block outputs
+  train::LinearShape shape;    // rows = sampled positions
+  std::vector<float> patches;  // [rows, groups * in], quantized inputs
+  std::vector<float> target;   // [rows, out], float block outputs
 };
 
 struct GptqBlockResult {

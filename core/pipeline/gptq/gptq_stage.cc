@@ -147,7 +147,7 @@ absl::Status CollectTargets(const std::vector<GptqBlock>& blocks,
 // sample; false if the input does not match the float pass.
 bool AppendPatches(const GptqBlock& block, const Tensor& input,
                    const std::vector<int64_t>& rows, int64_t total_rows,
-                   std::vector<double>* patches, int64_t* cols) {
+                   std::vector<float>* patches, int64_t* cols) {
   if (input.dtype() != DType::kFloat) return false;
   if (block.is_conv) {
     train::ConvGeometry g = block.conv;
@@ -266,7 +266,7 @@ absl::StatusOr<bool> CollectQuantizedInputs(
   const int64_t n = static_cast<int64_t>(samples.size());
   std::vector<absl::Status> status(n);
   std::vector<char> sample_ok(n, 0);
-  std::vector<std::vector<double>> patches(n);
+  std::vector<std::vector<float>> patches(n);
   std::vector<int64_t> sample_cols(n, 0);
   std::vector<std::map<std::string, Tensor>> computed(n);  // for the cache
   RETURN_IF_ERROR(ParallelForSamples(
@@ -320,7 +320,7 @@ absl::StatusOr<bool> CollectQuantizedInputs(
     data.patches.insert(data.patches.end(), patches[s].begin(),
                         patches[s].end());
     cols = sample_cols[s];
-    patches[s] = std::vector<double>();  // free as we go
+    patches[s] = std::vector<float>();  // free as we go
   }
   return true;
 }

@@ -67,7 +67,7 @@ LinearCase MakeLinearCase(int64_t in, int64_t out, int64_t rows) {
     for (int64_t j = 0; j < in; ++j) {
       double x = 0;
       for (int64_t k = 0; k < in; ++k) x += mix[j * in + k] * z[k];
-      c.data.patches.push_back(x);
+      c.data.patches.push_back(static_cast<float>(x));  // float32, as a model's
     }
   }
   for (int64_t r = 0; r < rows; ++r) {
@@ -76,7 +76,7 @@ LinearCase MakeLinearCase(int64_t in, int64_t out, int64_t rows) {
       for (int64_t j = 0; j < in; ++j) {
         y += c.w.data<float>()[m * in + j] * c.data.patches[r * in + j];
       }
-      c.data.target.push_back(y);
+      c.data.target.push_back(static_cast<float>(y));
     }
   }
   WeightSlot slot;
