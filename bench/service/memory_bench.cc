@@ -6,7 +6,7 @@
 // flight). Target: within 25% for every model.
 //
 //   memory_bench [--compute_threads=N] [--max_samples=N] [--models=a,b]
-//                [--mobilenet=FILE.onnx --mobilenet_samples=DIR]
+//                [--mobilenet=FILE.onnx --mobilenet_samples=DIR] [--gptq=1]
 // Models from $QUANTD_CACHE_DIR (scripts/fetch_models.sh).
 #include <cmath>
 #include <csignal>
@@ -146,6 +146,8 @@ bool Measure(const std::string& name, const v1::QuantizeRequest& request,
 int Run(int argc, char** argv) {
   const int compute_threads = IntFlag(argc, argv, "compute_threads", 1);
   const int max_samples = IntFlag(argc, argv, "max_samples", 32);
+  // --gptq=1: the same jobs with GPTQ (default GptqConfig).
+  const bool gptq = IntFlag(argc, argv, "gptq", 0) != 0;
   const char* cache_env = std::getenv("QUANTD_CACHE_DIR");
   const std::string cache =
       cache_env != nullptr ? cache_env : QUANTD_SOURCE_ROOT "/.cache";
@@ -178,6 +180,7 @@ int Run(int argc, char** argv) {
                   request.status().ToString().c_str());
       continue;
     }
+    if (gptq) request->mutable_gptq()->set_enabled(true);
     Row row;
     if (!Measure(source.name, *request, compute_threads, &row)) return 1;
     const double error = row.predicted_mib / row.measured_mib - 1;

@@ -1,5 +1,6 @@
 // EstimateJobMemoryBytes: the admission estimate counts the activations
 // from the model's inferred shapes (docs/reliability.md, load test).
+#include <algorithm>
 #include <cstdint>
 
 #include "core/pipeline/job/preflight.h"
@@ -118,19 +119,27 @@ TEST(EstimateJobMemoryBytes, MixedPrecisionCountsTheSensitivity) {
 TEST(EstimateJobMemoryBytes, HmseCountsTheHessianScores) {
   v1::QuantizeRequest r = testing::ConvJob(3, 8, 4, 4, "r");
   r.mutable_gptq()->set_enabled(true);  // nothing kept for the report
+  // GPTQ's stage (gptq_memory.h), kept small by 4 rows a block so that the
+  // Hessian term shows: the conv's 4 x 4 targets floats (64), then the
+  // larger of the targets' float pass (the calibration peak below) and the
+  // inputs cache (two of the largest activation, 4 x 8 x 8 floats, a
+  // sample: 8192) with the block's buffers: patches 2 x 4 x 27 floats
+  // (864), its targets 4 x 4 floats (64), batch and evaluation slices
+  // (4 + 4) x (27 + 16) doubles (2752).
+  r.mutable_gptq()->set_rows_per_block(4);
+  r.mutable_gptq()->set_batch_rows(4);
+  const int64_t block = 8192 + 864 + 64 + 2752;
   const int64_t model = static_cast<int64_t>(r.onnx_model().size());
-  // GPTQ's inputs cache: every activation of the 4 samples (4 x 1024 B),
-  // under its budget.
-  const int64_t gptq_cache = 4 * 1024;
-  EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1),
-            10752 + 8 * model + 1382 + gptq_cache + kEstimateBase);
+  EXPECT_EQ(
+      EstimateJobMemoryBytes(r, JobLimits{}, 1),
+      10752 + 8 * model + std::max<int64_t>(1382, 64 + block) + kEstimateBase);
   r.mutable_quantization()->set_weights_error_method(v1::ERROR_METHOD_HMSE);
   const int64_t w = model / 4;
+  const int64_t hessian = 2048 + 48 * w;
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1),
-            10752 + 8 * model + 2048 + 48 * w + gptq_cache + kEstimateBase);
-  r.mutable_gptq()->set_max_samples(1);  // the cache holds one sample's
-  EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1),
-            10752 + 8 * model + 2048 + 48 * w + 1024 + kEstimateBase);
+            10752 + 8 * model +
+                std::max(hessian, 64 + std::max(hessian, block)) +
+                kEstimateBase);
 }
 
 // A model that does not parse adds no activations (the job fails at

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/pipeline/gptq/gptq_memory.h"
 #include "core/pipeline/ptq/param_selection.h"
 #include "core/train/activation_quantizers.h"
 #include "core/train/activations.h"
@@ -158,7 +159,7 @@ absl::StatusOr<GptqBlockResult> TrainGptqBlock(
   // grouped_linear.h), the sums in row order.
   const auto evaluate = [&](const std::vector<double>& w_linear,
                             const std::vector<double>& b) {
-    constexpr int64_t kRowsPerSlice = 1024;
+    constexpr int64_t kRowsPerSlice = kGptqEvaluationRows;
     std::vector<double> p, y;
     double signal = 0, noise = 0;
     for (int64_t r0 = 0; r0 < rows; r0 += kRowsPerSlice) {

@@ -12,6 +12,7 @@
 #include "core/hessian/weights_hessian.h"
 #include "core/pipeline/evaluation/kept_float_values.h"
 #include "core/pipeline/export/export_formats.h"
+#include "core/pipeline/gptq/gptq_memory.h"
 #include "core/pipeline/gptq/gptq_options.h"
 #include "core/pipeline/gptq/quantized_inputs_cache.h"
 #include "core/pipeline/mixed_precision/mixed_precision_stage.h"
@@ -249,21 +250,25 @@ int64_t KeptForReport(const v1::QuantizeRequest& request, int64_t per_sample,
                       : per * n);
 }
 
-// What GPTQ's stage keeps between blocks (quantized_inputs_cache.h): the
-// quantized tensors of its samples that later blocks read, within the
-// cache's budget.
-int64_t GptqInputsCache(const v1::QuantizeRequest& request, int64_t per_sample,
-                        int64_t calibration_samples) {
+// GPTQ's stage when the request asks for it (EstimateGptqStageBytes), for
+// `samples` samples shaped as `first` (declared shapes without it) and
+// `passes` bytes of activations in flight; its options were validated by
+// ValidateQuantizeRequest (unresolvable ones count nothing: the job fails
+// before the stage).
+int64_t GptqStageBytes(const v1::QuantizeRequest& request, const Model& model,
+                       const SampleFeeds* first, int64_t samples,
+                       int64_t passes) {
   if (!request.gptq().enabled()) return 0;
-  constexpr int64_t kCap = int64_t{1} << 50;
-  const int64_t per = std::min(kCap, std::max<int64_t>(0, per_sample));
-  int64_t n = std::clamp<int64_t>(calibration_samples, 0, 1 << 20);
-  if (request.gptq().max_samples() > 0) {
-    n = std::min<int64_t>(n, request.gptq().max_samples());
+  auto options = ResolveGptqOptions(request.gptq());
+  if (!options.ok()) return 0;
+  std::map<std::string, std::vector<int64_t>> shapes;
+  if (first != nullptr) {
+    for (const auto& [name, t] : *first) shapes[name] = t.shape();
   }
-  return n > 0 && per > kGptqInputsCacheBudgetBytes / n
-             ? kGptqInputsCacheBudgetBytes
-             : per * n;
+  if (options->max_samples > 0) {
+    samples = std::min<int64_t>(samples, options->max_samples);
+  }
+  return EstimateGptqStageBytes(model, *options, shapes, samples, passes);
 }
 
 // Exactly one of calibration_samples, samples_ref and generated_calibration.
@@ -588,14 +593,17 @@ int64_t EstimateJobMemoryBytes(const JobInput& input, int samples_in_flight) {
     const int n = ReportSampleCount(input.request->report_samples());
     evaluated = n < 0 ? count : std::min<int64_t>(n, count);
   }
-  const int64_t activations =
-      PeakActivations(*input.request, input.activation_bytes_per_sample,
-                      samples_in_flight,
-                      static_cast<int>(std::min<int64_t>(count, 1 << 20)),
-                      input.model_bytes) +
-      KeptForReport(*input.request, input.activation_bytes_per_sample,
-                    evaluated) +
-      GptqInputsCache(*input.request, input.activation_bytes_per_sample, count);
+  const int64_t peak = PeakActivations(
+      *input.request, input.activation_bytes_per_sample, samples_in_flight,
+      static_cast<int>(std::min<int64_t>(count, 1 << 20)), input.model_bytes);
+  // GPTQ runs after calibration, whose activations it no longer holds.
+  const int64_t activations = std::max(
+      peak + KeptForReport(*input.request, input.activation_bytes_per_sample,
+                           evaluated),
+      GptqStageBytes(
+          *input.request, input.model,
+          input.calibration.empty() ? nullptr : &input.calibration[0], count,
+          peak));
   // The generate stage runs before calibration: the larger of the two.
   // BaseEstimate counts the payload's bytes once more than the job holds
   // once the server has freed them (memory_bench: MobileNetV2's peak fell
@@ -611,6 +619,10 @@ int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
                                const JobLimits& limits, int samples_in_flight) {
   int64_t per_sample = 0;
   int64_t body_constant_bytes = 0;
+  int64_t gptq_bytes = 0;
+  const int report = ReportSampleCount(request.report_samples());
+  const int calibration = request.calibration_samples_size();
+  const int64_t model_size = static_cast<int64_t>(request.onnx_model().size());
   if (!request.onnx_model().empty()) {
     auto model = ImportOnnx(request.onnx_model(), ImportOptionsFor(limits));
     if (model.ok()) {
@@ -622,23 +634,26 @@ int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
       auto first =
           DecodeSamples(head, model->graph.inputs, "calibration_samples",
                         limits.max_sample_bytes);
+      const bool shaped = first.ok() && !first->empty();
       per_sample = ActivationBytesPerSample(
           *model, first.ok() ? *first : std::vector<SampleFeeds>());
       body_constant_bytes = BodyConstantBytes(model->graph);
+      gptq_bytes = GptqStageBytes(
+          request, *model, shaped ? &(*first)[0] : nullptr, calibration,
+          PeakActivations(request, per_sample, samples_in_flight, calibration,
+                          model_size));
     }
   }
-  const int report = ReportSampleCount(request.report_samples());
-  const int calibration = request.calibration_samples_size();
   // As the server runs it: the request's payload freed after the import.
-  const int64_t payload = static_cast<int64_t>(request.onnx_model().size()) +
-                          RawBytes(request.calibration_samples());
+  const int64_t payload = model_size + RawBytes(request.calibration_samples());
+  const int64_t peak = PeakActivations(request, per_sample, samples_in_flight,
+                                       calibration, model_size);
   return BeforeImport(request, body_constant_bytes) - payload +
-         PeakActivations(request, per_sample, samples_in_flight, calibration,
-                         static_cast<int64_t>(request.onnx_model().size())) +
-         KeptForReport(
-             request, per_sample,
-             report < 0 ? calibration : std::min(report, calibration)) +
-         GptqInputsCache(request, per_sample, calibration);
+         std::max(
+             peak + KeptForReport(request, per_sample,
+                                  report < 0 ? calibration
+                                             : std::min(report, calibration)),
+             gptq_bytes);
 }
 
 bool KeepsFloatValuesForReport(const v1::QuantizeRequest& request) {
