@@ -41,11 +41,12 @@ void QuantizedInputsCache::Update(
   // Only names every sample holds (a run that failed part-way leaves some
   // without), within the budget, the largest dropped first.
   std::vector<std::pair<int64_t, std::string>> order;
-  for (const auto& [name, b] : bytes) {
+  for (const auto& entry : bytes) {
+    const std::string& name = entry.first;
     const bool everywhere = std::all_of(
         samples_.begin(), samples_.end(),
         [&](const std::map<std::string, Tensor>& m) { return m.count(name); });
-    if (everywhere) order.push_back({b, name});
+    if (everywhere) order.push_back({entry.second, name});
   }
   std::sort(order.begin(), order.end());
   names_.clear();
