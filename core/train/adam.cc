@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "core/train/for_each_element.h"
+
 namespace quantd::train {
 
 void Adam::Add(TrainableParam* param) {
@@ -19,16 +21,12 @@ void Adam::Step(ThreadPool* pool) {
     TrainableParam& p = *params_[k];
     std::vector<double>& m = m_[k];
     std::vector<double>& v = v_[k];
-    ParallelForChunks(pool, static_cast<int64_t>(p.value.size()), 4096,
-                      [&](int64_t b, int64_t e) {
-                        for (int64_t i = b; i < e; ++i) {
-                          const double g = p.grad[i];
-                          m[i] = beta1_ * m[i] + (1 - beta1_) * g;
-                          v[i] = beta2_ * v[i] + (1 - beta2_) * g * g;
-                          p.value[i] -=
-                              lr_ * (m[i] / c1) / (std::sqrt(v[i] / c2) + eps_);
-                        }
-                      });
+    ForEachElement(pool, p.value.size(), [&](size_t i) {
+      const double g = p.grad[i];
+      m[i] = beta1_ * m[i] + (1 - beta1_) * g;
+      v[i] = beta2_ * v[i] + (1 - beta2_) * g * g;
+      p.value[i] -= lr_ * (m[i] / c1) / (std::sqrt(v[i] / c2) + eps_);
+    });
   }
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/train/for_each_element.h"
 #include "core/train/weight_quantizers.h"
 
 namespace quantd::train {
@@ -43,13 +44,9 @@ double AddRoundingRegularization(double factor, double beta,
 void AddRoundingRegularizationGradient(double factor, double beta,
                                        const std::vector<double>& sigmoid,
                                        TrainableParam* v, ThreadPool* pool) {
-  ParallelForChunks(pool, static_cast<int64_t>(sigmoid.size()), 4096,
-                    [&](int64_t b, int64_t e) {
-                      for (int64_t i = b; i < e; ++i) {
-                        v->grad[i] +=
-                            GradientOfSigmoid(factor, beta, sigmoid[i]);
-                      }
-                    });
+  ForEachElement(pool, sigmoid.size(), [&](size_t i) {
+    v->grad[i] += GradientOfSigmoid(factor, beta, sigmoid[i]);
+  });
 }
 
 }  // namespace quantd::train

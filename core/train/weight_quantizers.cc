@@ -4,24 +4,13 @@
 #include <cmath>
 #include <utility>
 
+#include "core/train/for_each_element.h"
+
 namespace quantd::train {
 namespace {
 
 double Clip(double x, double lo, double hi) {
   return std::min(std::max(x, lo), hi);
-}
-
-// Weights per chunk of the per-weight loops on the pool.
-constexpr int64_t kWeightsPerChunk = 4096;
-
-// fn(i) for every i in [0, n), on the pool when there is one.
-template <typename Fn>
-void ForEachWeight(ThreadPool* pool, size_t n, const Fn& fn) {
-  ParallelForChunks(pool, static_cast<int64_t>(n), kWeightsPerChunk,
-                    [&](int64_t b, int64_t e) {
-                      for (int64_t i = b; i < e; ++i)
-                        fn(static_cast<size_t>(i));
-                    });
 }
 
 // The trained float weights of the QAT quantizers (STE, LSQ).
@@ -78,7 +67,7 @@ class FrozenGridQuantizer : public TrainableWeightQuantizer {
   void Forward(std::vector<double>* wq) final {
     PrepareForward();
     wq->resize(size_);
-    ForEachWeight(pool_, size_, [&](size_t i) {
+    ForEachElement(pool_, size_, [&](size_t i) {
       (*wq)[i] = Dequantize(i, ClipToGrid(TrainingLevel(i)));
     });
   }
@@ -161,7 +150,7 @@ class SoftRoundingQuantizer final : public FrozenGridQuantizer {
   // Forward, so sigmoid_ is that of the current V.
   void Backward(const std::vector<double>& dwq) override {
     if (sigmoid_.size() != v_.value.size()) PrepareForward();  // no Forward
-    ForEachWeight(pool_, dwq.size(), [&](size_t i) {
+    ForEachElement(pool_, dwq.size(), [&](size_t i) {
       v_.grad[i] += dwq[i] * Scale(i) * SoftRoundingDhOfSigmoid(sigmoid_[i]);
     });
   }
@@ -174,7 +163,7 @@ class SoftRoundingQuantizer final : public FrozenGridQuantizer {
   // regularizer.
   void PrepareForward() override {
     sigmoid_.resize(v_.value.size());
-    ForEachWeight(pool_, sigmoid_.size(), [&](size_t i) {
+    ForEachElement(pool_, sigmoid_.size(), [&](size_t i) {
       sigmoid_[i] = SoftRoundingSigmoid(v_.value[i]);
     });
   }

@@ -118,6 +118,132 @@ double SqnrDb(double signal, double noise) {
   return 10 * std::log10(signal / noise);
 }
 
+// Block output SQNR over all sampled rows with hard weights (linear
+// layout), in slices of rows (a multiple of 4: the products' bits do not
+// depend on them, grouped_linear.h), the sums in row order.
+double BlockSqnrDb(Student& student, const GptqBlockData& data,
+                   const std::vector<double>& w_linear,
+                   const std::vector<double>& bias) {
+  const train::LinearShape& shape = data.shape;
+  const int64_t cols = shape.groups * shape.in;
+  std::vector<double> p, y;
+  double signal = 0, noise = 0;
+  for (int64_t r0 = 0; r0 < shape.rows; r0 += kGptqEvaluationRows) {
+    train::LinearShape slice = shape;
+    slice.rows = std::min(kGptqEvaluationRows, shape.rows - r0);
+    p.assign(data.patches.begin() + r0 * cols,
+             data.patches.begin() + (r0 + slice.rows) * cols);
+    student.Forward(slice, p, w_linear, bias, 1.0, &y);
+    const float* t = data.target.data() + r0 * shape.out;
+    for (size_t i = 0; i < y.size(); ++i) {
+      const double ti = t[i];
+      signal += ti * ti;
+      noise += (y[i] - ti) * (y[i] - ti);
+    }
+  }
+  return SqnrDb(signal, noise);
+}
+
+// The fixed weights as the exported model holds them (float32), in the
+// linear layout.
+std::vector<double> FixedWeightsLinear(const train::FixedWeights& w,
+                                       const KernelLayout& layout) {
+  std::vector<double> stored(w.ints.size()), linear;
+  for (size_t i = 0; i < stored.size(); ++i) {
+    const int64_t c = w.grid.ChannelOf(i);
+    stored[i] = static_cast<float>((w.ints[i] - w.grid.zero_point[c]) *
+                                   static_cast<float>(w.grid.scale[c]));
+  }
+  layout.ToLinear(stored, &linear);
+  return linear;
+}
+
+// The rows order[start, start + n) of the block's data, widened to double.
+void GatherBatch(const GptqBlockData& data, const std::vector<int64_t>& order,
+                 int64_t start, int64_t n, ThreadPool* pool,
+                 std::vector<double>* patches, std::vector<double>* targets) {
+  const int64_t cols = data.shape.groups * data.shape.in;
+  const int64_t out = data.shape.out;
+  patches->resize(n * cols);
+  targets->resize(n * out);
+  ParallelForChunks(pool, n, 32, [&](int64_t k0, int64_t k1) {
+    for (int64_t k = k0; k < k1; ++k) {
+      const int64_t r = order[start + k];
+      std::copy_n(data.patches.begin() + r * cols, cols,
+                  patches->begin() + k * cols);
+      std::copy_n(data.target.begin() + r * out, out,
+                  targets->begin() + k * out);
+    }
+  });
+}
+
+// What training moves: the weight quantizer's parameters (Adam at the
+// rounding rate) and the bias (Adam at the bias rate, when trained).
+struct Trainables {
+  std::unique_ptr<train::TrainableWeightQuantizer> quantizer;
+  train::TrainableParam bias;
+  train::Adam aux, rest;
+  // Soft rounding's V, and its sigmoid as of the quantizer's last Forward.
+  train::TrainableParam* soft_v = nullptr;
+  const std::vector<double>* soft_sigmoid = nullptr;
+  Trainables(std::unique_ptr<train::TrainableWeightQuantizer> q,
+             std::vector<double> b, const GptqOptions& options,
+             bool bias_trainable)
+      : quantizer(std::move(q)),
+        aux(options.lr_rounding),
+        rest(options.lr_bias) {
+    bias.name = "bias";
+    bias.group = train::VariableGroup::kBias;
+    bias.value = std::move(b);
+    bias.ZeroGrad();
+    for (train::TrainableParam* p : quantizer->Params()) {
+      aux.Add(p);
+      if (p->name == "soft_rounding_v") soft_v = p;
+    }
+    soft_sigmoid = train::SoftRoundingSigmoids(*quantizer);
+    if (options.train_bias && bias_trainable) rest.Add(&bias);
+  }
+};
+
+// A step's buffers, reused from step to step.
+struct StepBuffers {
+  std::vector<double> wq_stored, wq, y, dy, dw, dw_stored;
+};
+
+// One gradient step on a batch: f is the output quantizer's share, beta
+// the regularizer's exponent (off when not positive).
+void TrainStep(const train::LinearShape& batch_shape,
+               const std::vector<double>& pb, const std::vector<double>& tb,
+               double f, double beta, const KernelLayout& layout,
+               const GptqOptions& options, ThreadPool* pool, Student& student,
+               Trainables& t, StepBuffers& s) {
+  auto& [wq_stored, wq, y, dy, dw, dw_stored] = s;
+  dw.assign(batch_shape.out * batch_shape.in, 0.0);
+  t.quantizer->Forward(&wq_stored);
+  layout.ToLinear(wq_stored, &wq);
+  student.Forward(batch_shape, pb, wq, t.bias.value, f, &y);
+  // Loss: squared error summed over outputs, mean over positions
+  // (AdaRound's ||W x - W~ x||^2 per position).
+  dy.resize(y.size());
+  for (size_t i = 0; i < y.size(); ++i) {
+    dy[i] = 2.0 * (y[i] - tb[i]) / static_cast<double>(batch_shape.rows);
+  }
+  student.Backward(batch_shape, pb, wq, dy, &dw, &t.bias.grad);
+  layout.ToStored(dw, &dw_stored);
+  t.quantizer->Backward(dw_stored);
+  if (t.soft_v != nullptr && t.soft_sigmoid != nullptr && beta > 0 &&
+      options.regularization_factor > 0) {
+    // sigmoid(V) of this step's Forward: V has not moved since.
+    train::AddRoundingRegularizationGradient(
+        options.regularization_factor, beta, *t.soft_sigmoid, t.soft_v, pool);
+  }
+  t.aux.Step(pool);
+  if (!t.rest.empty()) t.rest.Step(pool);
+  t.quantizer->AfterStep();
+  t.aux.ZeroGrad();
+  t.bias.ZeroGrad();
+}
+
 }  // namespace
 
 absl::StatusOr<GptqBlockResult> TrainGptqBlock(
@@ -154,30 +280,6 @@ absl::StatusOr<GptqBlockResult> TrainGptqBlock(
   }
   Student student(block, std::move(out_q), pool);
 
-  // Block output SQNR over all sampled rows with hard weights, in slices
-  // of rows (a multiple of 4: the products' bits do not depend on them,
-  // grouped_linear.h), the sums in row order.
-  const auto evaluate = [&](const std::vector<double>& w_linear,
-                            const std::vector<double>& b) {
-    constexpr int64_t kRowsPerSlice = kGptqEvaluationRows;
-    std::vector<double> p, y;
-    double signal = 0, noise = 0;
-    for (int64_t r0 = 0; r0 < rows; r0 += kRowsPerSlice) {
-      train::LinearShape ss = shape;
-      ss.rows = std::min(kRowsPerSlice, rows - r0);
-      p.assign(data.patches.begin() + r0 * cols,
-               data.patches.begin() + (r0 + ss.rows) * cols);
-      student.Forward(ss, p, w_linear, b, 1.0, &y);
-      const float* t = data.target.data() + r0 * out;
-      for (size_t i = 0; i < y.size(); ++i) {
-        const double ti = t[i];
-        signal += ti * ti;
-        noise += (y[i] - ti) * (y[i] - ti);
-      }
-    }
-    return SqnrDb(signal, noise);
-  };
-
   GptqBlockResult result;
   {
     ASSIGN_OR_RETURN(Tensor ptq, DequantizedWeight(ptq_weight));
@@ -185,24 +287,11 @@ absl::StatusOr<GptqBlockResult> TrainGptqBlock(
                                ptq.span<float>().end()),
         linear;
     layout.ToLinear(stored, &linear);
-    result.sqnr_before_db = evaluate(linear, bias);
+    result.sqnr_before_db = BlockSqnrDb(student, data, linear, bias);
   }
 
-  train::TrainableParam b;
-  b.name = "bias";
-  b.group = train::VariableGroup::kBias;
-  b.value = bias;
-  b.ZeroGrad();
-  train::Adam aux(options.lr_rounding), rest(options.lr_bias);
-  train::TrainableParam* soft_v = nullptr;
-  for (train::TrainableParam* p : quantizer->Params()) {
-    aux.Add(p);
-    if (p->name == "soft_rounding_v") soft_v = p;
-  }
-  const std::vector<double>* soft_sigmoid =
-      train::SoftRoundingSigmoids(*quantizer);
-  if (options.train_bias && block.bias_trainable) rest.Add(&b);
-
+  Trainables t(std::move(quantizer), std::move(bias), options,
+               block.bias_trainable);
   const int64_t batch = std::min<int64_t>(options.batch_rows, rows);
   const int64_t steps_per_epoch = (rows + batch - 1) / batch;
   const int64_t total = steps_per_epoch * options.n_epochs;
@@ -210,8 +299,8 @@ absl::StatusOr<GptqBlockResult> TrainGptqBlock(
   std::mt19937_64 rng(0x5eed0000u + block.kernel_node);
   std::vector<int64_t> order(rows);
   for (int64_t r = 0; r < rows; ++r) order[r] = r;
-  std::vector<double> wq_stored, wq, pb, tb, y, dy, dw(out * shape.in),
-      dw_stored;
+  std::vector<double> pb, tb;
+  StepBuffers buffers;
   int64_t step = 0;
   for (int epoch = 0; epoch < options.n_epochs; ++epoch) {
     for (int64_t r = rows - 1; r > 0; --r) {
@@ -219,66 +308,24 @@ absl::StatusOr<GptqBlockResult> TrainGptqBlock(
     }
     for (int64_t start = 0; start < rows; start += batch, ++step) {
       if (cancel != nullptr) RETURN_IF_ERROR(cancel->Check());
-      const int64_t n = std::min(batch, rows - start);
       train::LinearShape bs = shape;
-      bs.rows = n;
-      pb.resize(n * cols);
-      tb.resize(n * out);
-      ParallelForChunks(pool, n, 32, [&](int64_t k0, int64_t k1) {
-        for (int64_t k = k0; k < k1; ++k) {
-          const int64_t r = order[start + k];
-          std::copy_n(data.patches.begin() + r * cols, cols,
-                      pb.begin() + k * cols);
-          std::copy_n(data.target.begin() + r * out, out, tb.begin() + k * out);
-        }
-      });
-      quantizer->Forward(&wq_stored);
-      layout.ToLinear(wq_stored, &wq);
+      bs.rows = std::min(batch, rows - start);
+      GatherBatch(data, order, start, bs.rows, pool, &pb, &tb);
       const double f = options.gradual_activation_quantization
                            ? static_cast<double>(step + 1) / total
                            : 1.0;
-      student.Forward(bs, pb, wq, b.value, f, &y);
-      // Loss: squared error summed over outputs, mean over positions
-      // (AdaRound's ||W x - W~ x||^2 per position).
-      dy.resize(y.size());
-      for (size_t i = 0; i < y.size(); ++i) {
-        dy[i] = 2.0 * (y[i] - tb[i]) / static_cast<double>(n);
-      }
-      std::fill(dw.begin(), dw.end(), 0.0);
-      student.Backward(bs, pb, wq, dy, &dw, &b.grad);
-      layout.ToStored(dw, &dw_stored);
-      quantizer->Backward(dw_stored);
-      const double beta = schedule.At(step, total);
-      if (soft_v != nullptr && soft_sigmoid != nullptr && beta > 0 &&
-          options.regularization_factor > 0) {
-        // sigmoid(V) of this step's Forward: V has not moved since.
-        train::AddRoundingRegularizationGradient(
-            options.regularization_factor, beta, *soft_sigmoid, soft_v, pool);
-      }
-      aux.Step(pool);
-      if (!rest.empty()) rest.Step(pool);
-      quantizer->AfterStep();
-      aux.ZeroGrad();
-      b.ZeroGrad();
+      TrainStep(bs, pb, tb, f, schedule.At(step, total), layout, options, pool,
+                student, t, buffers);
     }
     if (on_epoch) on_epoch(epoch);
   }
   result.steps = static_cast<int>(step);
-  result.weights = quantizer->Convert();
-  {
-    std::vector<double> stored(result.weights.ints.size()), linear;
-    for (size_t i = 0; i < stored.size(); ++i) {
-      const int64_t c = result.weights.grid.ChannelOf(i);
-      stored[i] = static_cast<float>(
-          (result.weights.ints[i] - result.weights.grid.zero_point[c]) *
-          static_cast<float>(result.weights.grid.scale[c]));
-    }
-    layout.ToLinear(stored, &linear);
-    // The exported bias is float32.
-    for (double& v : b.value) v = static_cast<float>(v);
-    result.sqnr_after_db = evaluate(linear, b.value);
-  }
-  result.bias = std::move(b.value);
+  result.weights = t.quantizer->Convert();
+  // The exported bias is float32.
+  for (double& v : t.bias.value) v = static_cast<float>(v);
+  result.sqnr_after_db = BlockSqnrDb(
+      student, data, FixedWeightsLinear(result.weights, layout), t.bias.value);
+  result.bias = std::move(t.bias.value);
   return result;
 }
 

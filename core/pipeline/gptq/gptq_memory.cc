@@ -16,14 +16,9 @@ int64_t Mul(int64_t a, int64_t b) {
   return a > kCap / b ? kCap : a * b;
 }
 
+// -1 when unknown (or past int64).
 int64_t Elements(const ValueInfo& info) {
-  if (!info.has_shape) return -1;
-  int64_t n = 1;
-  for (int64_t d : info.shape) {
-    if (d < 0) return -1;
-    n = Mul(n, std::max<int64_t>(d, 1));
-  }
-  return n;
+  return info.has_shape ? NumElements(info.shape) : -1;
 }
 
 struct KernelSize {

@@ -236,10 +236,7 @@ absl::StatusOr<bool> CollectQuantizedInputs(
   ASSIGN_OR_RETURN(QdqPlan plan, LowerToQdqPlan(state, export_options));
   // Only the nodes between the cached tensors (or the graph inputs) and the
   // block's input run, and only their weights are fake-quantized.
-  std::map<std::string, DType> cached;
-  for (const std::string& name : cache->names()) {
-    cached[name] = cache->Get(0, name).dtype();
-  }
+  std::map<std::string, DType> cached = cache->Types();
   Model pruned = state.model;
   const bool cut = KeepOnlyWhatProduces(block.input, cached, &pruned.graph);
   if (!cut) {

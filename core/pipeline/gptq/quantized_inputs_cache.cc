@@ -49,23 +49,35 @@ void QuantizedInputsCache::Update(
     if (everywhere) order.push_back({entry.second, name});
   }
   std::sort(order.begin(), order.end());
-  names_.clear();
+  std::set<std::string> names;
   int64_t total = 0;
   for (const auto& [b, name] : order) {
     if (total + b > budget_) break;
     total += b;
-    names_.insert(name);
+    names.insert(name);
   }
   for (std::map<std::string, Tensor>& kept : samples_) {
     for (auto it = kept.begin(); it != kept.end();) {
-      it = names_.count(it->first) ? std::next(it) : kept.erase(it);
+      it = names.count(it->first) ? std::next(it) : kept.erase(it);
     }
   }
 }
 
+std::map<std::string, DType> QuantizedInputsCache::Types() const {
+  std::map<std::string, DType> types;
+  if (samples_.empty()) return types;
+  for (const auto& [name, t] : samples_[0]) types[name] = t.dtype();
+  return types;
+}
+
+std::set<std::string> QuantizedInputsCache::names() const {
+  std::set<std::string> names;
+  for (const auto& entry : Types()) names.insert(entry.first);
+  return names;
+}
+
 void QuantizedInputsCache::Clear() {
   for (std::map<std::string, Tensor>& kept : samples_) kept.clear();
-  names_.clear();
 }
 
 bool KeepOnlyWhatProduces(const std::string& tensor,

@@ -32,8 +32,9 @@ class QuantizedInputsCache {
   QuantizedInputsCache(const Graph& graph, size_t samples,
                        int64_t budget_bytes = kGptqInputsCacheBudgetBytes);
 
-  // Names cached for every sample (the same for all).
-  const std::set<std::string>& names() const { return names_; }
+  // Names cached for every sample (the same for all) with their dtypes.
+  std::map<std::string, DType> Types() const;
+  std::set<std::string> names() const;
   const Tensor& Get(size_t sample, const std::string& name) const {
     return samples_[sample].at(name);
   }
@@ -51,8 +52,8 @@ class QuantizedInputsCache {
 
  private:
   std::map<std::string, int> last_reader_;  // the last node reading it
+  // Every sample holds the same names (Update keeps them so).
   std::vector<std::map<std::string, Tensor>> samples_;
-  std::set<std::string> names_;
   int64_t budget_;
 };
 
