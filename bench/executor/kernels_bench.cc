@@ -124,6 +124,11 @@ BENCHMARK(BM_Depthwise3x3)
     ->Args({0, 144, 56, 1})
     ->Args({2, 144, 56, 1})
     ->Args({0, 144, 56, 2})
+    // MobileNetV2's other stride-1 planes: 112, 28, 14 and 7 wide.
+    ->Args({0, 32, 112, 1})
+    ->Args({0, 192, 28, 1})
+    ->Args({0, 576, 14, 1})
+    ->Args({0, 960, 7, 1})
     ->Unit(benchmark::kMillisecond);
 
 void BM_Gemm(benchmark::State& state) {

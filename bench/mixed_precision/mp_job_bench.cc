@@ -127,7 +127,9 @@ struct Measured {
         ->mutable_target_fraction()
         ->set_weights_memory_bytes(0.75);
   }
-  ThreadPool pool(spec.threads);
+  // `threads` computing threads: the caller and threads - 1 helpers, as
+  // ptq_bench and gptq_bench count them.
+  ThreadPool pool(spec.threads - 1);
   JobContext ctx;
   ctx.registry = &registry;
   ctx.pool = &pool;

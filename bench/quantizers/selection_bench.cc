@@ -2,6 +2,7 @@
 // kernel (serial, and on a 2-thread pool as the peer it is compared with),
 // and histogram power-of-two / symmetric / uniform MSE searches on a merged
 // 2048-bin histogram.
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "core/quantizers/selection.h"
 #include "core/runtime/cancellation.h"
 #include "core/runtime/thread_pool.h"
+#include "core/stats/batch_histogram.h"
 #include "core/stats/histogram_collector.h"
 
 namespace quantd::quantizers {
@@ -120,6 +122,26 @@ void BM_HistogramUniformMse(benchmark::State& state) {
   RunHistogram(state, UniformSelectionHistogram);
 }
 BENCHMARK(BM_HistogramUniformMse)->Unit(benchmark::kMillisecond);
+
+// A ReLU6-like activation: 40% zeros, 2% sixes, the rest spread between.
+std::vector<float> Relu6Values(int64_t n) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> d(0.5f, 2.0f);
+  std::vector<float> x(n);
+  for (float& v : x) v = std::clamp(d(rng), 0.0f, 6.0f);
+  return x;
+}
+
+// The calibration observer's binning of one tensor (values per second).
+void BM_HistogramOfBatch(benchmark::State& state) {
+  const std::vector<float> x = Relu6Values(state.range(0));
+  for (auto _ : state) {
+    auto h = stats::HistogramOfBatch(x, kHistogramBins, "bench");
+    benchmark::DoNotOptimize(h);
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_HistogramOfBatch)->Arg(150528)->Arg(1204224);
 
 }  // namespace
 }  // namespace quantd::quantizers

@@ -247,6 +247,67 @@ QUANTD_UNCHECKED_ACCESSES void DepthwiseFullRow(const float* x, int64_t W,
   for (int64_t ow = hi; ow < OW; ++ow) edge(ow);
 }
 
+// Output rows [oh_a, oh_b) of a stride-1 K x K window whose output is as
+// wide as its input (OW == W: "same" padding, PW = (K - 1) / 2 or less),
+// every row's K input rows inside the image. Output (oh, ow) reads input
+// (oh - PH + kh, ow - PW + kw), which in flat indices is p + (kh - PH) * W
+// - PW + kw with p = oh * W + ow: the whole band is one stencil over the
+// flat plane, a long loop instead of one short loop a row (7 and 14 wide
+// rows left mostly to scalar tails). The columns whose window crosses the
+// left or right border read a neighbouring row there; they are recomputed
+// after, tap by tap, as DepthwiseFullRow's edges are. Per element the taps
+// are added in (kh, kw) order from the bias, as everywhere else.
+template <int K>
+QUANTD_UNCHECKED_ACCESSES void DepthwiseFlatRows(const float* x, int64_t W,
+                                                 const float* w, int64_t PH,
+                                                 int64_t PW, float bias,
+                                                 int64_t oh_a, int64_t oh_b,
+                                                 float* y) {
+  if (oh_b <= oh_a) return;
+  // Interior columns of a row: [lo, hi), every tap inside.
+  const int64_t lo = std::min<int64_t>(PW, W);
+  const int64_t hi = std::clamp<int64_t>(W + PW - K + 1, lo, W);
+  float wk[K * K];
+  for (int k = 0; k < K * K; ++k) wk[k] = w[k];
+  CheckRegion(w, K * K * sizeof(float));
+  const int64_t p_a = oh_a * W + lo, p_b = (oh_b - 1) * W + hi;
+  if (p_b > p_a) {
+    // The band reads rows oh_a - PH .. oh_b - 1 - PH + K - 1 (inside the
+    // image, by the caller), from column lo - PW of the first to hi - 1 -
+    // PW + K - 1 of the last.
+    const float* xs = x - PH * W - PW;
+    CheckRegion(xs + p_a, (p_b - p_a + (K - 1) * W + K - 1) * sizeof(float));
+    CheckRegion(y + p_a, (p_b - p_a) * sizeof(float));
+    for (int64_t p = p_a; p < p_b; ++p) {
+      float acc = bias;
+      for (int kh = 0; kh < K; ++kh) {
+        for (int k = 0; k < K; ++k) {
+          acc += wk[kh * K + k] * xs[p + kh * W + k];
+        }
+      }
+      y[p] = acc;
+    }
+  }
+  auto edge = [&](int64_t oh, int64_t ow) {
+    const float* xr = x + (oh - PH) * W;
+    float acc = bias;
+    for (int kh = 0; kh < K; ++kh) {
+      for (int k = 0; k < K; ++k) {
+        const int64_t iw = ow - PW + k;
+        if (iw >= 0 && iw < W) acc += wk[kh * K + k] * xr[kh * W + iw];
+      }
+    }
+    y[oh * W + ow] = acc;
+  };
+  for (int64_t oh = oh_a; oh < oh_b; ++oh) {
+    for (int64_t ow = 0; ow < lo; ++ow) edge(oh, ow);
+    for (int64_t ow = hi; ow < W; ++ow) edge(oh, ow);
+  }
+}
+
+using FlatRowsFn = void (*)(const float*, int64_t, const float*, int64_t,
+                            int64_t, float, int64_t, int64_t, float*);
+
 using FullRowFn = void (*)(const float*, int64_t, const float*, int64_t,
                            int64_t, float, float*);
 
@@ -265,6 +326,20 @@ FullRowFn FullRowKernel(const WindowGeometry& g) {
   return nullptr;
 }
 
+// The flat-band kernel for a square 3x3 or 5x5 window, stride 1 both ways,
+// no dilation, output as wide as the input and the input at least a window
+// wide (so every row has interior columns); nullptr otherwise.
+FlatRowsFn FlatRowsKernel(const WindowGeometry& g) {
+  const int64_t K = g.kernel[0];
+  if (g.kernel[1] != K || g.in[1] < K || g.stride[0] != 1 || g.stride[1] != 1 ||
+      g.dilation[0] != 1 || g.dilation[1] != 1 || g.out[1] != g.in[1]) {
+    return nullptr;
+  }
+  if (K == 3) return &DepthwiseFlatRows<3>;
+  if (K == 5) return &DepthwiseFlatRows<5>;
+  return nullptr;
+}
+
 // Direct depthwise 2-D convolution of one channel plane.
 void DepthwisePlane(const ConvShape& s, const float* x, const float* w,
                     float bias, float* y) {
@@ -275,9 +350,15 @@ void DepthwisePlane(const ConvShape& s, const float* x, const float* w,
   const int64_t DH = g.dilation[0], DW = g.dilation[1];
   const int64_t PH = g.pad_begin[0], PW = g.pad_begin[1];
   const FullRowFn full_row = FullRowKernel(g);
+  // Rows whose whole window is inside the image vertically: [oh_a, oh_b).
+  const int64_t oh_a = std::min(PH, OH);
+  const int64_t oh_b = std::clamp<int64_t>(H - KH + PH + 1, oh_a, OH);
+  const FlatRowsFn flat = FlatRowsKernel(g);
+  if (flat != nullptr) flat(x, W, w, PH, PW, bias, oh_a, oh_b, y);
   for (int64_t oh = 0; oh < OH; ++oh) {
     float* yr = y + oh * OW;
     const int64_t ih0 = oh * SH - PH;
+    if (flat != nullptr && oh >= oh_a && oh < oh_b) continue;
     if (full_row != nullptr && ih0 >= 0 && ih0 + KH <= H) {
       full_row(x + ih0 * W, W, w, OW, PW, bias, yr);
       continue;

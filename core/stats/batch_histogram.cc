@@ -120,10 +120,11 @@ double SafeMargin(double first, double last, int n_bins, double norm,
   return margin < 0.05 ? margin : 0;
 }
 
-// Four count tables: runs of one value (ReLU zeros) do not wait on one
-// counter.
+// One count table: it stays in L1 beside the streamed values. Four tables
+// (so that runs of one value do not wait on one counter) were 12% slower on
+// this project's machine (AMD EPYC), ReLU-like data included.
 void CountScalar(const float* x, int64_t n, const Binning& b, uint32_t* t) {
-  for (int64_t i = 0; i < n; ++i) ++t[(i & 3) * b.n_bins + b.Bin(x[i])];
+  for (int64_t i = 0; i < n; ++i) ++t[b.Bin(x[i])];
 }
 
 // Edges idx of eight lanes as Linspace computes them (i * step + start in
@@ -161,7 +162,6 @@ __attribute__((target("avx2"))) void CountAvx2(const float* x, int64_t n,
       _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int32_t>(high_bin)));
   const __m256 margin_lo = _mm256_set1_ps(static_cast<float>(b.margin));
   const __m256 margin_hi = _mm256_set1_ps(static_cast<float>(1 - b.margin));
-  const uint32_t n_bins = static_cast<uint32_t>(b.n_bins);
   alignas(32) int32_t ix[8];
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -195,7 +195,7 @@ __attribute__((target("avx2"))) void CountAvx2(const float* x, int64_t n,
             reinterpret_cast<__m256i*>(ix),
             _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(bins),
                                                  high_bin_v, eq_high)));
-        for (uint32_t l = 0; l < 8; ++l) ++t[(l & 3) * n_bins + ix[l]];
+        for (int l = 0; l < 8; ++l) ++t[ix[l]];
         continue;
       }
     }
@@ -212,7 +212,7 @@ __attribute__((target("avx2"))) void CountAvx2(const float* x, int64_t n,
         _mm256_castps_si256(_mm256_cmp_ps(v, hi, _CMP_GE_OQ)));
     idx = _mm256_sub_epi32(idx, up);  // +1
     _mm256_store_si256(reinterpret_cast<__m256i*>(ix), idx);
-    for (uint32_t l = 0; l < 8; ++l) ++t[(l & 3) * n_bins + ix[l]];
+    for (int l = 0; l < 8; ++l) ++t[ix[l]];
   }
   _mm256_zeroupper();  // see MinMaxAvx2
   CountScalar(x + i, n - i, b, t);
@@ -280,16 +280,11 @@ absl::StatusOr<BatchHistogram> HistogramOfBatch(absl::Span<const float> values,
       (last - first) / n_bins,
       SafeMargin(first, last, n_bins, norm, norm > -3.4e38 && norm < 3.4e38)};
   // Counts below 2^32: a tensor holds at most max_tensor_bytes (4 GiB).
-  std::vector<uint32_t> tables(4 * static_cast<size_t>(n_bins), 0);
+  out.counts.assign(n_bins, 0);
   if (kHaveAvx2 && binning.f32) {
-    CountAvx2(x, n, binning, tables.data());
+    CountAvx2(x, n, binning, out.counts.data());
   } else {
-    CountScalar(x, n, binning, tables.data());
-  }
-  out.counts.resize(n_bins);
-  for (int i = 0; i < n_bins; ++i) {
-    out.counts[i] = tables[i] + tables[n_bins + i] + tables[2 * n_bins + i] +
-                    tables[3 * n_bins + i];
+    CountScalar(x, n, binning, out.counts.data());
   }
   return out;
 }

@@ -477,8 +477,23 @@ TEST(ConvKernelTest, DepthwiseAddsTapsInWindowOrderBitForBit) {
     int64_t h, w, k, stride, pad;
   };
   const std::vector<Case> cases = {
-      {9, 13, 3, 1, 1}, {10, 37, 3, 2, 1}, {8, 29, 5, 1, 2},  {12, 40, 5, 2, 2},
-      {7, 7, 3, 1, 0},  {6, 5, 5, 2, 1},   {16, 19, 3, 2, 0}, {5, 70, 3, 1, 1}};
+      {9, 13, 3, 1, 1},
+      {10, 37, 3, 2, 1},
+      {8, 29, 5, 1, 2},
+      {12, 40, 5, 2, 2},
+      {7, 7, 3, 1, 0},
+      {6, 5, 5, 2, 1},
+      {16, 19, 3, 2, 0},
+      {5, 70, 3, 1, 1},
+      // Stride 1, output as wide as the input: the flat-band kernel.
+      {7, 7, 3, 1, 1},
+      {14, 14, 3, 1, 1},
+      {4, 3, 3, 1, 1},
+      {9, 5, 5, 1, 2},
+      {11, 6, 5, 1, 2},
+      {3, 17, 3, 1, 1},
+      {2, 8, 3, 1, 1},
+      {1, 9, 3, 1, 1}};
   int seed = 300;
   for (const Case& c : cases) {
     const std::string label =
