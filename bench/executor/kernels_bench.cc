@@ -109,6 +109,25 @@ BENCHMARK(BM_Conv1x1)
     ->Args({2, 64, 56})
     ->Unit(benchmark::kMillisecond);
 
+// MobileNetV2's pointwise convolutions: Cin -> Cout at HW x HW.
+void BM_Pointwise(benchmark::State& state) {
+  const int64_t cin = state.range(1), cout = state.range(2),
+                hw = state.range(3);
+  const Model m = OneNode("Conv", {cout, cin, 1, 1}, {}, true);
+  RunModel(state, m, Random({1, cin, hw, hw}, 3), cin * cout * hw * hw);
+}
+BENCHMARK(BM_Pointwise)
+    ->ArgNames({"threads", "Cin", "Cout", "HW"})
+    ->Args({0, 32, 16, 112})
+    ->Args({0, 24, 144, 56})
+    ->Args({0, 144, 24, 56})
+    ->Args({0, 96, 576, 14})
+    ->Args({0, 576, 96, 14})
+    ->Args({0, 160, 960, 7})
+    ->Args({0, 960, 160, 7})
+    ->Args({0, 320, 1280, 7})
+    ->Unit(benchmark::kMillisecond);
+
 void BM_Depthwise3x3(benchmark::State& state) {
   const int64_t c = state.range(1), hw = state.range(2), s = state.range(3);
   const Model m = OneNode("Conv", {c, 1, 3, 3},

@@ -249,15 +249,19 @@ QUANTD_UNCHECKED_ACCESSES void DepthwiseFullRow(const float* x, int64_t W,
 
 // Output rows [oh_a, oh_b) of a stride-1 K x K window whose output is as
 // wide as its input (OW == W: "same" padding, PW = (K - 1) / 2 or less),
-// every row's K input rows inside the image. Output (oh, ow) reads input
-// (oh - PH + kh, ow - PW + kw), which in flat indices is p + (kh - PH) * W
-// - PW + kw with p = oh * W + ow: the whole band is one stencil over the
-// flat plane, a long loop instead of one short loop a row (7 and 14 wide
-// rows left mostly to scalar tails). The columns whose window crosses the
-// left or right border read a neighbouring row there; they are recomputed
-// after, tap by tap, as DepthwiseFullRow's edges are. Per element the taps
-// are added in (kh, kw) order from the bias, as everywhere else.
-template <int K>
+// reading window rows [kh_lo, kh_hi), which lie inside the image for every
+// row (all K in the band between the vertical borders, fewer in a border
+// row). Output (oh, ow) reads input (oh - PH + kh, ow - PW + kw), which in
+// flat indices is p + (kh - PH) * W - PW + kw with p = oh * W + ow: the
+// whole band is one stencil over the flat plane, a long loop instead of one
+// short loop a row (7 and 14 wide rows left mostly to scalar tails). The
+// columns whose window crosses the left or right border read a neighbouring
+// row there; they are recomputed after, tap by tap, as DepthwiseFullRow's
+// edges are. Per element the taps are added in (kh, kw) order from the
+// bias, skipping those outside the image, as everywhere else. The window
+// rows are template arguments: with a run-time range GCC vectorised the tap
+// loop as an in-order reduction, unfused, where every other path fuses.
+template <int K, int kh_lo, int kh_hi>
 QUANTD_UNCHECKED_ACCESSES void DepthwiseFlatRows(const float* x, int64_t W,
                                                  const float* w, int64_t PH,
                                                  int64_t PW, float bias,
@@ -271,16 +275,16 @@ QUANTD_UNCHECKED_ACCESSES void DepthwiseFlatRows(const float* x, int64_t W,
   for (int k = 0; k < K * K; ++k) wk[k] = w[k];
   CheckRegion(w, K * K * sizeof(float));
   const int64_t p_a = oh_a * W + lo, p_b = (oh_b - 1) * W + hi;
+  const float* xs = x - PH * W - PW;
   if (p_b > p_a) {
-    // The band reads rows oh_a - PH .. oh_b - 1 - PH + K - 1 (inside the
-    // image, by the caller), from column lo - PW of the first to hi - 1 -
-    // PW + K - 1 of the last.
-    const float* xs = x - PH * W - PW;
-    CheckRegion(xs + p_a, (p_b - p_a + (K - 1) * W + K - 1) * sizeof(float));
+    // From column lo - PW of window row kh_lo of the first output to column
+    // hi - 1 - PW + K - 1 of window row kh_hi - 1 of the last.
+    CheckRegion(xs + p_a + kh_lo * W,
+                (p_b - p_a + (kh_hi - 1 - kh_lo) * W + K - 1) * sizeof(float));
     CheckRegion(y + p_a, (p_b - p_a) * sizeof(float));
     for (int64_t p = p_a; p < p_b; ++p) {
       float acc = bias;
-      for (int kh = 0; kh < K; ++kh) {
+      for (int kh = kh_lo; kh < kh_hi; ++kh) {
         for (int k = 0; k < K; ++k) {
           acc += wk[kh * K + k] * xs[p + kh * W + k];
         }
@@ -289,9 +293,9 @@ QUANTD_UNCHECKED_ACCESSES void DepthwiseFlatRows(const float* x, int64_t W,
     }
   }
   auto edge = [&](int64_t oh, int64_t ow) {
-    const float* xr = x + (oh - PH) * W;
+    const float* xr = xs + oh * W + PW;  // input row oh - PH
     float acc = bias;
-    for (int kh = 0; kh < K; ++kh) {
+    for (int kh = kh_lo; kh < kh_hi; ++kh) {
       for (int k = 0; k < K; ++k) {
         const int64_t iw = ow - PW + k;
         if (iw >= 0 && iw < W) acc += wk[kh * K + k] * xr[kh * W + iw];
@@ -307,6 +311,23 @@ QUANTD_UNCHECKED_ACCESSES void DepthwiseFlatRows(const float* x, int64_t W,
 
 using FlatRowsFn = void (*)(const float*, int64_t, const float*, int64_t,
                             int64_t, float, int64_t, int64_t, float*);
+
+// The flat kernel for window rows [kh_lo, kh_hi) of a K x K window: all of
+// them, or those of a border row under "same" padding; nullptr otherwise.
+FlatRowsFn FlatRowsFor(int64_t K, int64_t kh_lo, int64_t kh_hi) {
+  if (K == 3) {
+    if (kh_lo == 0 && kh_hi == 3) return &DepthwiseFlatRows<3, 0, 3>;
+    if (kh_lo == 1 && kh_hi == 3) return &DepthwiseFlatRows<3, 1, 3>;
+    if (kh_lo == 0 && kh_hi == 2) return &DepthwiseFlatRows<3, 0, 2>;
+  } else if (K == 5) {
+    if (kh_lo == 0 && kh_hi == 5) return &DepthwiseFlatRows<5, 0, 5>;
+    if (kh_lo == 2 && kh_hi == 5) return &DepthwiseFlatRows<5, 2, 5>;
+    if (kh_lo == 1 && kh_hi == 5) return &DepthwiseFlatRows<5, 1, 5>;
+    if (kh_lo == 0 && kh_hi == 4) return &DepthwiseFlatRows<5, 0, 4>;
+    if (kh_lo == 0 && kh_hi == 3) return &DepthwiseFlatRows<5, 0, 3>;
+  }
+  return nullptr;
+}
 
 using FullRowFn = void (*)(const float*, int64_t, const float*, int64_t,
                            int64_t, float, float*);
@@ -326,18 +347,14 @@ FullRowFn FullRowKernel(const WindowGeometry& g) {
   return nullptr;
 }
 
-// The flat-band kernel for a square 3x3 or 5x5 window, stride 1 both ways,
-// no dilation, output as wide as the input and the input at least a window
-// wide (so every row has interior columns); nullptr otherwise.
-FlatRowsFn FlatRowsKernel(const WindowGeometry& g) {
+// Whether the flat band applies: a square 3x3 or 5x5 window, stride 1 both
+// ways, no dilation, the output as wide as the input and the input at least
+// a window wide (so every row has interior columns).
+bool FlatRowsApply(const WindowGeometry& g) {
   const int64_t K = g.kernel[0];
-  if (g.kernel[1] != K || g.in[1] < K || g.stride[0] != 1 || g.stride[1] != 1 ||
-      g.dilation[0] != 1 || g.dilation[1] != 1 || g.out[1] != g.in[1]) {
-    return nullptr;
-  }
-  if (K == 3) return &DepthwiseFlatRows<3>;
-  if (K == 5) return &DepthwiseFlatRows<5>;
-  return nullptr;
+  return g.kernel[1] == K && g.in[1] >= K && g.stride[0] == 1 &&
+         g.stride[1] == 1 && g.dilation[0] == 1 && g.dilation[1] == 1 &&
+         g.out[1] == g.in[1] && FlatRowsFor(K, 0, K) != nullptr;
 }
 
 // Direct depthwise 2-D convolution of one channel plane.
@@ -350,15 +367,26 @@ void DepthwisePlane(const ConvShape& s, const float* x, const float* w,
   const int64_t DH = g.dilation[0], DW = g.dilation[1];
   const int64_t PH = g.pad_begin[0], PW = g.pad_begin[1];
   const FullRowFn full_row = FullRowKernel(g);
-  // Rows whose whole window is inside the image vertically: [oh_a, oh_b).
-  const int64_t oh_a = std::min(PH, OH);
-  const int64_t oh_b = std::clamp<int64_t>(H - KH + PH + 1, oh_a, OH);
-  const FlatRowsFn flat = FlatRowsKernel(g);
-  if (flat != nullptr) flat(x, W, w, PH, PW, bias, oh_a, oh_b, y);
+  // Rows whose whole window is inside the image vertically, [oh_a, oh_b),
+  // as one flat band; border rows flat too where a template exists.
+  int64_t oh_a = 0, oh_b = 0;
+  if (FlatRowsApply(g)) {
+    oh_a = std::min(PH, OH);
+    oh_b = std::clamp<int64_t>(H - KH + PH + 1, oh_a, OH);
+    FlatRowsFor(KH, 0, KH)(x, W, w, PH, PW, bias, oh_a, oh_b, y);
+  }
   for (int64_t oh = 0; oh < OH; ++oh) {
     float* yr = y + oh * OW;
     const int64_t ih0 = oh * SH - PH;
-    if (flat != nullptr && oh >= oh_a && oh < oh_b) continue;
+    if (oh_b > oh_a) {
+      if (oh >= oh_a && oh < oh_b) continue;
+      const FlatRowsFn border = FlatRowsFor(KH, std::max<int64_t>(0, PH - oh),
+                                            std::min<int64_t>(KH, H + PH - oh));
+      if (border != nullptr) {
+        border(x, W, w, PH, PW, bias, oh, oh + 1, y);
+        continue;
+      }
+    }
     if (full_row != nullptr && ih0 >= 0 && ih0 + KH <= H) {
       full_row(x + ih0 * W, W, w, OW, PW, bias, yr);
       continue;
