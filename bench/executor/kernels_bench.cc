@@ -119,6 +119,7 @@ void BM_Pointwise(benchmark::State& state) {
 BENCHMARK(BM_Pointwise)
     ->ArgNames({"threads", "Cin", "Cout", "HW"})
     ->Args({0, 32, 16, 112})
+    ->Args({0, 16, 96, 112})
     ->Args({0, 24, 144, 56})
     ->Args({0, 144, 24, 56})
     ->Args({0, 96, 576, 14})

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "bench/bench_util.h"
 #include "core/graph/onnx_import.h"
 #include "core/io/file_util.h"
 #include "core/io/sample_set.h"
@@ -108,10 +109,13 @@ struct Measured {
   double wall_s = 0, cpu_s = 0, mp_stage_s = 0;
   int64_t peak_rss = 0, estimate = 0;
   int samples = 0;
+  // FNV-1a of the QDQ model and of the report without timings: any bit of
+  // the bit allocation or of the evaluated figures changes them.
+  unsigned long long qdq_digest = 0, report_digest = 0;
 };
 
 // The child: builds the request, runs the job, writes "stage_s estimate
-// samples" to `fd`.
+// samples qdq_digest report_digest" to `fd`.
 [[noreturn]] void Child(const Spec& spec, bool mp, const std::string& cache,
                         const std::string& bench, int fd) {
   tpc::TpcRegistry registry;
@@ -148,8 +152,9 @@ struct Measured {
                       ? timings
                       : report.find("\"mixed_precision\":", timings);
   if (at != std::string::npos) stage = std::atof(report.c_str() + at + 18);
-  const std::string line =
-      absl::StrCat(stage, " ", estimate, " ", r->calibration_samples_size());
+  const std::string line = absl::StrCat(
+      stage, " ", estimate, " ", r->calibration_samples_size(), " ",
+      bench::Fnv1a(result->qdq_onnx()), " ", bench::ReportDigest(report));
   if (write(fd, line.data(), line.size()) < 0) _exit(1);
   _exit(0);
 }
@@ -180,8 +185,8 @@ Measured RunInChild(const Spec& spec, bool mp, const std::string& cache,
   m.peak_rss = static_cast<int64_t>(usage.ru_maxrss) * 1024;
   long long estimate = 0;
   m.ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && n > 0 &&
-         std::sscanf(buf, "%lf %lld %d", &m.mp_stage_s, &estimate,
-                     &m.samples) == 3;
+         std::sscanf(buf, "%lf %lld %d %llu %llu", &m.mp_stage_s, &estimate,
+                     &m.samples, &m.qdq_digest, &m.report_digest) == 5;
   m.estimate = estimate;
   return m;
 }
@@ -225,6 +230,8 @@ int main(int argc, char** argv) {
         mp.wall_s / ptq.wall_s, mp.cpu_s / ptq.cpu_s,
         static_cast<double>(mp.peak_rss) / ptq.peak_rss, mp.estimate * mb,
         static_cast<double>(mp.estimate) / mp.peak_rss);
+    std::printf("%-13s MP job: QDQ model %016llx, report %016llx\n",
+                spec.name.c_str(), mp.qdq_digest, mp.report_digest);
     std::fflush(stdout);
   }
   return 0;

@@ -495,6 +495,18 @@ void Col2Im(const ConvShape& s, const float* col, int64_t channels, float* x) {
   }
 }
 
+// Each output row's sums are its own and Eigen's depth blocking depends on
+// the depth only, so the rows of a block are those of the whole, unless a
+// block leaves Eigen's GEMM: for its coefficient-based product (depth + rows
+// + cols < 20) or its matrix-vector one (one row or one column). Checked bit
+// for bit (kernels_test, RowBlocksGiveTheBitsOfOneProduct).
+bool RowBlocksAreBitNeutral(int64_t rows, int64_t block, int64_t depth,
+                            int64_t min_cols) {
+  const int64_t last = rows - block * ((rows + block - 1) / block - 1);
+  const int64_t smallest = std::min(block, last);
+  return smallest >= 2 && min_cols >= 2 && depth + smallest + min_cols >= 20;
+}
+
 void ConvForward(const ConvShape& s, const float* x, const float* w,
                  const float* bias, float* y, ThreadPool* pool) {
   const int64_t G = s.group;
@@ -536,9 +548,18 @@ void ConvForward(const ConvShape& s, const float* x, const float* w,
   }
   const int64_t tiles = (OS + T - 1) / T;
   const int64_t base_items = images * tiles;
-  const int64_t m_blocks = base_items < kMinItems && split_rows
-                               ? (Mg + kRowBlock - 1) / kRowBlock
-                               : 1;
+  int64_t m_blocks = base_items < kMinItems && split_rows
+                         ? (Mg + kRowBlock - 1) / kRowBlock
+                         : 1;
+  // Without a worker to share them, row blocks only repack each tile's
+  // columns once per block (a 960-channel 7x7 layer: 15 times); one block
+  // gives the same bits where RowBlocksAreBitNeutral says so.
+  const bool has_workers = pool != nullptr && pool->num_threads() > 0;
+  if (m_blocks > 1 && !has_workers &&
+      RowBlocksAreBitNeutral(Mg, kRowBlock, CK,
+                             std::min(T, OS - (tiles - 1) * T))) {
+    m_blocks = 1;
+  }
   const int64_t m_step = m_blocks == 1 ? Mg : kRowBlock;
   ParallelFor(pool, base_items * m_blocks, GrainFor(2 * m_step * CK * T),
               [&](int64_t b, int64_t e) {

@@ -27,9 +27,17 @@ void Im2Col(const ConvShape& s, const float* x, int64_t channels, int64_t p0,
 // the image: the adjoint of Im2Col (used by ConvTranspose).
 void Col2Im(const ConvShape& s, const float* col, int64_t channels, float* x);
 
+// Whether computing a rows x depth by depth x cols product (cols >= the
+// narrowest tile's `min_cols`) in blocks of `block` rows gives the bits of
+// one product: ConvForward splits rows into blocks only to share them with
+// pool workers, and keeps one block without workers where this holds.
+bool RowBlocksAreBitNeutral(int64_t rows, int64_t block, int64_t depth,
+                            int64_t min_cols);
+
 // y[N, M, out...] = conv(x[N, C, in...], w[M, C/group, k...]) + bias[M].
-// bias may be null. Splits work over (batch, group, column tiles) with
-// shape-only chunking, so results do not depend on the pool size.
+// bias may be null. Splits work over (batch, group, column tiles, and row
+// blocks when a small layer needs more items for the pool's workers); the
+// result does not depend on the pool (RowBlocksAreBitNeutral).
 void ConvForward(const ConvShape& s, const float* x, const float* w,
                  const float* bias, float* y, ThreadPool* pool);
 

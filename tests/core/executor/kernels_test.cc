@@ -6,6 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/executor/conv_kernels.h"
+#include "core/executor/gemm.h"
+#include "core/runtime/thread_pool.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/core/executor/test_util.h"
@@ -536,6 +539,78 @@ TEST(ConvKernelTest, DepthwiseAddsTapsInWindowOrderBitForBit) {
     EXPECT_TRUE(fused == total || unfused == total)
         << label << ": " << fused << " fused and " << unfused
         << " unfused matches of " << total;
+  }
+}
+
+// ConvForward splits a small layer's output channels into 64-row blocks only
+// for pool workers. Oracle: Eigen's one product over all rows; wherever
+// RowBlocksAreBitNeutral says so, the blocks give the same bits.
+TEST(ConvKernelTest, RowBlocksGiveTheBitsOfOneProduct) {
+  int seed = 500, neutral = 0;
+  for (int64_t m : {128, 129, 130, 150, 200, 320, 960}) {
+    for (int64_t k : {1, 3, 9, 16, 27, 144, 289, 300, 577, 1000}) {
+      for (int64_t n : {2, 3, 7, 13, 49}) {
+        if (!exec::RowBlocksAreBitNeutral(m, 64, k, n)) continue;
+        ++neutral;
+        const std::vector<float> w = RandomValues(m * k, ++seed);
+        const std::vector<float> x = RandomValues(k * n, ++seed);
+        const std::vector<float> b = RandomValues(m, ++seed);
+        std::vector<float> whole(m * n), blocks(m * n);
+        // Rows [m0, m0 + rows) of bias + w * x, as ConvForward computes a
+        // block (GemmBlock is its Eigen product, compiled once).
+        auto product = [&](int64_t m0, int64_t rows, float* y) {
+          for (int64_t r = 0; r < rows; ++r) {
+            std::fill(y + (m0 + r) * n, y + (m0 + r + 1) * n, b[m0 + r]);
+          }
+          exec::GemmBlock<float>(false, false, rows, n, k, 1.0f,
+                                 w.data() + m0 * k, k, x.data(), n, y + m0 * n,
+                                 n, /*accumulate=*/true);
+        };
+        product(0, m, whole.data());
+        for (int64_t m0 = 0; m0 < m; m0 += 64) {
+          product(m0, std::min<int64_t>(64, m - m0), blocks.data());
+        }
+        EXPECT_EQ(std::memcmp(whole.data(), blocks.data(),
+                              whole.size() * sizeof(float)),
+                  0)
+            << "m " << m << " k " << k << " n " << n;
+      }
+    }
+  }
+  EXPECT_GT(neutral, 250);
+  // The exceptions: a block of one row, one column, or Eigen's
+  // coefficient-based product for tiny operands.
+  EXPECT_FALSE(exec::RowBlocksAreBitNeutral(129, 64, 300, 49));
+  EXPECT_FALSE(exec::RowBlocksAreBitNeutral(200, 64, 300, 1));
+  EXPECT_FALSE(exec::RowBlocksAreBitNeutral(200, 64, 3, 7));
+}
+
+// A layer small enough for row blocks (batch 1, 7x7, 960 and 130 outputs):
+// the same bits on the caller alone and with a pool worker.
+TEST(ConvKernelTest, SameBitsWithAndWithoutPoolWorkers) {
+  struct Case {
+    int64_t c, m, hw, k;
+  };
+  ThreadPool pool(1);
+  int seed = 700;
+  for (const Case& c : std::vector<Case>{{160, 960, 7, 1}, {8, 130, 5, 3}}) {
+    const std::vector<float> x = RandomValues(c.c * c.hw * c.hw, ++seed);
+    const std::vector<float> w = RandomValues(c.m * c.c * c.k * c.k, ++seed);
+    const std::vector<float> b = RandomValues(c.m, ++seed);
+    const int64_t pad = c.k / 2;
+    const std::vector<Tensor> in = {F(x, {1, c.c, c.hw, c.hw}),
+                                    F(w, {c.m, c.c, c.k, c.k}), F(b, {c.m})};
+    const std::map<std::string, Attribute> attrs = {
+        {"pads", Ints({pad, pad, pad, pad})}};
+    absl::StatusOr<Tensor> alone = RunOp("Conv", in, attrs);
+    absl::StatusOr<Tensor> shared = RunOp("Conv", in, attrs, 17, &pool);
+    ASSERT_TRUE(alone.ok()) << alone.status();
+    ASSERT_TRUE(shared.ok()) << shared.status();
+    ASSERT_EQ(alone->num_elements(), shared->num_elements());
+    EXPECT_EQ(std::memcmp(alone->data<float>(), shared->data<float>(),
+                          alone->byte_size()),
+              0)
+        << c.c << " -> " << c.m << " at " << c.hw << "x" << c.hw;
   }
 }
 

@@ -90,7 +90,8 @@ class ModelBuilder {
 inline absl::StatusOr<Tensor> RunOp(const std::string& op,
                                     std::vector<Tensor> inputs,
                                     std::map<std::string, Attribute> attrs,
-                                    int64_t opset = 17) {
+                                    int64_t opset = 17,
+                                    ThreadPool* pool = nullptr) {
   ModelBuilder b(opset);
   std::vector<std::string> names;
   std::map<std::string, Tensor> feeds;
@@ -105,7 +106,10 @@ inline absl::StatusOr<Tensor> RunOp(const std::string& op,
     names.push_back(name);
   }
   b.Add(op, names, {"y"}, std::move(attrs)).Output("y");
-  absl::StatusOr<std::unique_ptr<Executor>> e = Executor::Create(b.Build());
+  ExecutorOptions options;
+  options.pool = pool;
+  absl::StatusOr<std::unique_ptr<Executor>> e =
+      Executor::Create(b.Build(), options);
   if (!e.ok()) return e.status();
   absl::StatusOr<std::map<std::string, Tensor>> out = (*e)->Run(feeds);
   if (!out.ok()) return out.status();
