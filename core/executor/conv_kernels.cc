@@ -347,14 +347,15 @@ FullRowFn FullRowKernel(const WindowGeometry& g) {
   return nullptr;
 }
 
-// Whether the flat band applies: a square 3x3 or 5x5 window, stride 1 both
-// ways, no dilation, the output as wide as the input and the input at least
-// a window wide (so every row has interior columns).
-bool FlatRowsApply(const WindowGeometry& g) {
+// The flat band's kernel for a square 3x3 or 5x5 window, stride 1 both ways,
+// no dilation, the output as wide as the input and the input at least a
+// window wide (so every row has interior columns); nullptr otherwise.
+FlatRowsFn FlatBandKernel(const WindowGeometry& g) {
   const int64_t K = g.kernel[0];
-  return g.kernel[1] == K && g.in[1] >= K && g.stride[0] == 1 &&
-         g.stride[1] == 1 && g.dilation[0] == 1 && g.dilation[1] == 1 &&
-         g.out[1] == g.in[1] && FlatRowsFor(K, 0, K) != nullptr;
+  const bool applies = g.kernel[1] == K && g.in[1] >= K && g.stride[0] == 1 &&
+                       g.stride[1] == 1 && g.dilation[0] == 1 &&
+                       g.dilation[1] == 1 && g.out[1] == g.in[1];
+  return applies ? FlatRowsFor(K, 0, K) : nullptr;
 }
 
 // Direct depthwise 2-D convolution of one channel plane.
@@ -370,10 +371,10 @@ void DepthwisePlane(const ConvShape& s, const float* x, const float* w,
   // Rows whose whole window is inside the image vertically, [oh_a, oh_b),
   // as one flat band; border rows flat too where a template exists.
   int64_t oh_a = 0, oh_b = 0;
-  if (FlatRowsApply(g)) {
+  if (const FlatRowsFn band = FlatBandKernel(g); band != nullptr) {
     oh_a = std::min(PH, OH);
     oh_b = std::clamp<int64_t>(H - KH + PH + 1, oh_a, OH);
-    FlatRowsFor(KH, 0, KH)(x, W, w, PH, PW, bias, oh_a, oh_b, y);
+    band(x, W, w, PH, PW, bias, oh_a, oh_b, y);
   }
   for (int64_t oh = 0; oh < OH; ++oh) {
     float* yr = y + oh * OW;

@@ -5,6 +5,7 @@
 
 #include "core/pipeline/job/preflight.h"
 #include "core/pipeline/job/quantize_job.h"
+#include "core/tpc/registry.h"
 #include "gtest/gtest.h"
 #include "tests/data/onnx/model_builder.h"
 #include "tests/integration/test_jobs.h"
@@ -140,6 +141,28 @@ TEST(EstimateJobMemoryBytes, HmseCountsTheHessianScores) {
             10752 + 8 * model +
                 std::max(hessian, 64 + std::max(hessian, block)) +
                 kEstimateBase);
+}
+
+// The job's own estimate (after the import) counts GPTQ's stage as the
+// request's does: the figures derived above, from the shapes inferred once
+// for the activations.
+TEST(EstimateJobMemoryBytes, PreflightCountsGptqFromTheInferredShapes) {
+  v1::QuantizeRequest r = testing::ConvJob(3, 8, 4, 4, "r");
+  r.mutable_gptq()->set_enabled(true);
+  r.mutable_gptq()->set_rows_per_block(4);
+  r.mutable_gptq()->set_batch_rows(4);
+  tpc::TpcRegistry registry;
+  ASSERT_TRUE(registry.AddBuiltins().ok());
+  auto input = PreflightJob(r, registry, JobLimits());
+  ASSERT_TRUE(input.ok()) << input.status();
+  EXPECT_EQ(input->activation_bytes_per_sample, 1024);
+  EXPECT_EQ(input->gptq_stage.targets, 64);
+  EXPECT_EQ(input->gptq_stage.block, 8192 + 864 + 64 + 2752);
+  EXPECT_EQ(input->gptq_stage.PeakBytes(1382), 64 + 8192 + 864 + 64 + 2752);
+  r.mutable_gptq()->set_enabled(false);
+  auto plain = PreflightJob(r, registry, JobLimits());
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->gptq_stage.PeakBytes(1382), 1382);  // nothing added
 }
 
 // A model that does not parse adds no activations (the job fails at

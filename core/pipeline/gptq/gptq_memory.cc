@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "core/graph/shape_inference.h"
 #include "core/pipeline/gptq/quantized_inputs_cache.h"
 
 namespace quantd {
@@ -48,17 +47,13 @@ KernelSize SizeOf(const Graph& g, const Node& n) {
 
 }  // namespace
 
-int64_t EstimateGptqStageBytes(
-    const Model& imported, const GptqOptions& options,
-    const std::map<std::string, std::vector<int64_t>>& input_shapes,
-    int64_t samples, int64_t passes) {
-  Model model = imported;
-  ShapeInferenceOptions shape_options;
-  shape_options.input_shapes = input_shapes;
-  if (!InferShapes(&model, shape_options).ok()) {
-    shape_options.input_shapes.clear();
-    (void)InferShapes(&model, shape_options);  // unknown shapes: the maxima
-  }
+int64_t GptqStageMemory::PeakBytes(int64_t passes) const {
+  return std::min(kCap, targets + std::max(passes, block));
+}
+
+GptqStageMemory EstimateGptqStageMemory(const Model& model,
+                                        const GptqOptions& options,
+                                        int64_t samples) {
   const Graph& g = model.graph;
   const int64_t n = std::clamp<int64_t>(samples, 1, 1 << 20);
   const int64_t max_rows =
@@ -96,7 +91,7 @@ int64_t EstimateGptqStageBytes(
   // The targets' float pass runs before any block (no cache yet); each
   // block then holds the cache and its own buffers (its collecting pass,
   // cut at the cache, is smaller than the whole pass).
-  return std::min(kCap, targets + std::max(passes, cache + widest));
+  return {targets, std::min(kCap, cache + widest)};
 }
 
 }  // namespace quantd

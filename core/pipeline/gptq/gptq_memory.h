@@ -12,9 +12,6 @@
 #define QUANTD_CORE_PIPELINE_GPTQ_GPTQ_MEMORY_H_
 
 #include <cstdint>
-#include <map>
-#include <string>
-#include <vector>
 
 #include "core/graph/graph.h"
 #include "core/pipeline/gptq/gptq_options.h"
@@ -24,14 +21,24 @@ namespace quantd {
 // Rows of a slice of the trainer's evaluation (gptq_block_trainer.cc).
 inline constexpr int64_t kGptqEvaluationRows = 256;
 
+// GPTQ's stage in its two parts: the float targets of every block, and the
+// inputs cache with the widest block's buffers.
+struct GptqStageMemory {
+  int64_t targets = 0;
+  int64_t block = 0;
+  // The stage's peak: the targets, held from their float pass on, plus the
+  // larger of that pass (`passes` = the calibration pass's activations in
+  // flight) and a block's own bytes.
+  int64_t PeakBytes(int64_t passes) const;
+};
+
 // An upper bound over the kernels (Conv, ConvTranspose, Gemm, MatMul with a
-// constant weight) that could be GPTQ blocks, for `samples` samples of the
-// given input shapes (declared shapes when empty or when inference fails);
-// `passes` = the calibration pass's activations in flight.
-int64_t EstimateGptqStageBytes(
-    const Model& model, const GptqOptions& options,
-    const std::map<std::string, std::vector<int64_t>>& input_shapes,
-    int64_t samples, int64_t passes);
+// constant weight) that could be GPTQ blocks, for `samples` samples; `model`
+// holds the shapes inferred for them (tensors whose shape is unknown count
+// as rows_per_block rows).
+GptqStageMemory EstimateGptqStageMemory(const Model& model,
+                                        const GptqOptions& options,
+                                        int64_t samples);
 
 }  // namespace quantd
 

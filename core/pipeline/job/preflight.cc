@@ -12,9 +12,7 @@
 #include "core/hessian/weights_hessian.h"
 #include "core/pipeline/evaluation/kept_float_values.h"
 #include "core/pipeline/export/export_formats.h"
-#include "core/pipeline/gptq/gptq_memory.h"
 #include "core/pipeline/gptq/gptq_options.h"
-#include "core/pipeline/gptq/quantized_inputs_cache.h"
 #include "core/pipeline/mixed_precision/mixed_precision_stage.h"
 #include "core/pipeline/mixed_precision/sensitivity.h"
 #include "core/pipeline/quality_target/quality_target.h"
@@ -143,24 +141,34 @@ int64_t BaseEstimate(int64_t sample_bytes, int64_t model_bytes,
          bodies * 5 + (int64_t{8} << 20);
 }
 
-// Bytes of every activation of one sample: shapes inferred (on a copy) for
-// the first calibration sample's input shapes, else the declared ones.
-// Tensors whose shape stays unknown count as the largest input.
-int64_t ActivationBytesPerSample(const Model& imported,
-                                 const std::vector<SampleFeeds>& calibration) {
-  Model model = imported;
+// Infers `model`'s shapes for the first calibration sample's input shapes,
+// else (no sample, or inference fails) for the declared ones; false when
+// that fails too (the model then holds what inference annotated).
+bool InferSampleShapes(const std::vector<SampleFeeds>& calibration,
+                       Model* model) {
   ShapeInferenceOptions shape_options;
-  int64_t largest_input = 0;
   if (!calibration.empty()) {
     for (const auto& [name, t] : calibration[0]) {
       shape_options.input_shapes[name] = t.shape();
+    }
+  }
+  if (InferShapes(model, shape_options).ok()) return true;
+  shape_options.input_shapes.clear();  // fall back to the declared shapes
+  return InferShapes(model, shape_options).ok();
+}
+
+// Bytes of every activation of one sample of `calibration`, from `model`
+// with its shapes inferred (InferSampleShapes; 0 when that failed). Tensors
+// whose shape stays unknown count as the sample's largest input.
+int64_t ActivationBytesPerSample(const Model& model, bool shapes_inferred,
+                                 const std::vector<SampleFeeds>& calibration) {
+  if (!shapes_inferred) return 0;
+  int64_t largest_input = 0;
+  if (!calibration.empty()) {
+    for (const auto& [name, t] : calibration[0]) {
       largest_input =
           std::max<int64_t>(largest_input, static_cast<int64_t>(t.byte_size()));
     }
-  }
-  if (!InferShapes(&model, shape_options).ok()) {
-    shape_options.input_shapes.clear();  // fall back to the declared shapes
-    if (!InferShapes(&model, shape_options).ok()) return 0;
   }
   const Graph& g = model.graph;
   // Saturates: a bound above any budget is as good as the exact figure.
@@ -250,25 +258,19 @@ int64_t KeptForReport(const v1::QuantizeRequest& request, int64_t per_sample,
                       : per * n);
 }
 
-// GPTQ's stage when the request asks for it (EstimateGptqStageBytes), for
-// `samples` samples shaped as `first` (declared shapes without it) and
-// `passes` bytes of activations in flight; its options were validated by
-// ValidateQuantizeRequest (unresolvable ones count nothing: the job fails
-// before the stage).
-int64_t GptqStageBytes(const v1::QuantizeRequest& request, const Model& model,
-                       const SampleFeeds* first, int64_t samples,
-                       int64_t passes) {
-  if (!request.gptq().enabled()) return 0;
+// GPTQ's stage when the request asks for it (EstimateGptqStageMemory), for
+// `samples` samples of the shapes `model` holds (InferSampleShapes); its
+// options were validated by ValidateQuantizeRequest (unresolvable ones count
+// nothing: the job fails before the stage).
+GptqStageMemory GptqStage(const v1::QuantizeRequest& request,
+                          const Model& model, int64_t samples) {
+  if (!request.gptq().enabled()) return {};
   auto options = ResolveGptqOptions(request.gptq());
-  if (!options.ok()) return 0;
-  std::map<std::string, std::vector<int64_t>> shapes;
-  if (first != nullptr) {
-    for (const auto& [name, t] : *first) shapes[name] = t.shape();
-  }
+  if (!options.ok()) return {};
   if (options->max_samples > 0) {
     samples = std::min<int64_t>(samples, options->max_samples);
   }
-  return EstimateGptqStageBytes(model, *options, shapes, samples, passes);
+  return EstimateGptqStageMemory(model, *options, samples);
 }
 
 // Exactly one of calibration_samples, samples_ref and generated_calibration.
@@ -490,8 +492,17 @@ absl::StatusOr<JobInput> PreflightJob(
     const std::vector<SampleFeeds> probe =
         GeneratedShapeProbe(request, input.model);
     input.sample_bytes += GeneratedSampleBytes(request, probe);
+    Model shaped = input.model;
+    const bool inferred = InferSampleShapes(probe, &shaped);
     input.activation_bytes_per_sample =
-        ActivationBytesPerSample(input.model, probe);
+        ActivationBytesPerSample(shaped, inferred, probe);
+    if (request.gptq().enabled()) {
+      // The generated images' shapes are not counted: the declared ones.
+      Model declared = input.model;
+      InferSampleShapes({}, &declared);
+      input.gptq_stage =
+          GptqStage(request, declared, request.generated_calibration().count());
+    }
     auto options = datagen::DataGenOptionsFromGeneratedCalibration(
         request.generated_calibration());
     if (!options.ok()) return options.status();
@@ -525,8 +536,12 @@ absl::StatusOr<JobInput> PreflightJob(
       input.evaluation.resize(n);
     }
   }
+  Model shaped = input.model;
+  const bool inferred = InferSampleShapes(input.calibration, &shaped);
   input.activation_bytes_per_sample =
-      ActivationBytesPerSample(input.model, input.calibration);
+      ActivationBytesPerSample(shaped, inferred, input.calibration);
+  input.gptq_stage = GptqStage(request, shaped,
+                               static_cast<int64_t>(input.calibration.size()));
   return input;
 }
 
@@ -600,10 +615,7 @@ int64_t EstimateJobMemoryBytes(const JobInput& input, int samples_in_flight) {
   const int64_t activations = std::max(
       peak + KeptForReport(*input.request, input.activation_bytes_per_sample,
                            evaluated),
-      GptqStageBytes(
-          *input.request, input.model,
-          input.calibration.empty() ? nullptr : &input.calibration[0], count,
-          peak));
+      input.gptq_stage.PeakBytes(peak));
   // The generate stage runs before calibration: the larger of the two.
   // BaseEstimate counts the payload's bytes once more than the job holds
   // once the server has freed them (memory_bench: MobileNetV2's peak fell
@@ -619,7 +631,7 @@ int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
                                const JobLimits& limits, int samples_in_flight) {
   int64_t per_sample = 0;
   int64_t body_constant_bytes = 0;
-  int64_t gptq_bytes = 0;
+  GptqStageMemory gptq;
   const int report = ReportSampleCount(request.report_samples());
   const int calibration = request.calibration_samples_size();
   const int64_t model_size = static_cast<int64_t>(request.onnx_model().size());
@@ -634,14 +646,12 @@ int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
       auto first =
           DecodeSamples(head, model->graph.inputs, "calibration_samples",
                         limits.max_sample_bytes);
-      const bool shaped = first.ok() && !first->empty();
-      per_sample = ActivationBytesPerSample(
-          *model, first.ok() ? *first : std::vector<SampleFeeds>());
+      const std::vector<SampleFeeds> samples =
+          first.ok() ? *std::move(first) : std::vector<SampleFeeds>();
       body_constant_bytes = BodyConstantBytes(model->graph);
-      gptq_bytes = GptqStageBytes(
-          request, *model, shaped ? &(*first)[0] : nullptr, calibration,
-          PeakActivations(request, per_sample, samples_in_flight, calibration,
-                          model_size));
+      const bool inferred = InferSampleShapes(samples, &*model);
+      per_sample = ActivationBytesPerSample(*model, inferred, samples);
+      gptq = GptqStage(request, *model, calibration);
     }
   }
   // As the server runs it: the request's payload freed after the import.
@@ -653,7 +663,7 @@ int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
              peak + KeptForReport(request, per_sample,
                                   report < 0 ? calibration
                                              : std::min(report, calibration)),
-             gptq_bytes);
+             gptq.PeakBytes(peak));
 }
 
 bool KeepsFloatValuesForReport(const v1::QuantizeRequest& request) {

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/graph/graph.h"
+#include "core/pipeline/gptq/gptq_memory.h"
 #include "core/pipeline/job/ptq_options.h"
 #include "core/pipeline/job/samples.h"
 #include "core/tpc/registry.h"
@@ -87,6 +88,9 @@ struct JobInput {
   int64_t request_payload_bytes = 0;
   // Bytes of every activation of one sample (EstimateJobMemoryBytes).
   int64_t activation_bytes_per_sample = 0;
+  // GPTQ's stage when the request asks for it (zeros otherwise), from the
+  // same inferred shapes.
+  GptqStageMemory gptq_stage;
   // With generated_calibration: the generate stage's own estimate
   // (datagen::EstimateGenerateMemoryBytes); calibration and evaluation stay
   // empty until that stage (generate_stage.h) fills them.
