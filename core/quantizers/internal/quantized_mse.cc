@@ -28,65 +28,78 @@ void SquaresScalar(const D* x, int64_t begin, int64_t n, const Grid<D>& g,
   }
 }
 
-// QuantizeOne and the square, four doubles at a time. The clip is
-// max(lo, v) then min(hi, c): vmaxpd/vminpd return their second operand when
-// the compare is false or unordered, i.e. `if (v < lo)` / `if (c > hi)` with
-// NaN passing through. RoundHalfEven (copysign((|y| + 2^52) - 2^52, y) where
+// The squared errors of a row on a grid, four doubles at a time, summed in
+// NumPy's pairwise order (PairwiseSum, numpy_compat.h) as they are made:
+// no buffer of squares is written and read back.
+//
+// A square is QuantizeOne's, operation by operation. The clip is max(lo, v)
+// then min(hi, c): vmaxpd/vminpd return their second operand when the
+// compare is false or unordered, i.e. `if (v < lo)` / `if (c > hi)` with NaN
+// passing through. RoundHalfEven (copysign((|y| + 2^52) - 2^52, y) where
 // |y| < 2^52, else y) is vroundpd to nearest even: the same value for every
-// input, signed zeros and NaN included. Returns how many values it did.
-__attribute__((target("avx2"))) int64_t SquaresAvx2(const double* x, int64_t n,
-                                                    const Grid<double>& g,
-                                                    double* t) {
-  const __m256d lo = _mm256_set1_pd(g.lo), hi = _mm256_set1_pd(g.hi);
-  const __m256d delta = _mm256_set1_pd(g.delta);
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    const __m256d v = _mm256_loadu_pd(x + i);
-    const __m256d c = _mm256_min_pd(hi, _mm256_max_pd(lo, v));
-    const __m256d y = _mm256_div_pd(_mm256_sub_pd(c, lo), delta);
+// input, signed zeros and NaN included.
+class SquaresSumAvx2 {
+ public:
+  __attribute__((target("avx2"))) explicit SquaresSumAvx2(const Grid<double>& g)
+      : g_(g),
+        lo_(_mm256_set1_pd(g.lo)),
+        hi_(_mm256_set1_pd(g.hi)),
+        delta_(_mm256_set1_pd(g.delta)) {}
+
+  // PairwiseSum of the n squares of x.
+  __attribute__((target("avx2"))) double Sum(const double* x,
+                                             int64_t n) const {
+    if (n < 8) {
+      double res = 0.0;
+      for (int64_t i = 0; i < n; ++i) res += Square(x[i]);
+      return res;
+    }
+    if (n <= 128) {
+      __m256d r03 = Squares4(x), r47 = Squares4(x + 4);
+      int64_t i = 8;
+      for (; i < n - (n % 8); i += 8) {
+        r03 = _mm256_add_pd(r03, Squares4(x + i));
+        r47 = _mm256_add_pd(r47, Squares4(x + i + 4));
+      }
+      alignas(32) double r[8];
+      _mm256_store_pd(r, r03);
+      _mm256_store_pd(r + 4, r47);
+      double res =
+          ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+      for (; i < n; ++i) res += Square(x[i]);
+      return res;
+    }
+    int64_t n2 = n / 2;
+    n2 -= n2 % 8;
+    return Sum(x, n2) + Sum(x + n2, n - n2);
+  }
+
+ private:
+  __attribute__((target("avx2"))) __m256d Squares4(const double* x) const {
+    const __m256d v = _mm256_loadu_pd(x);
+    const __m256d c = _mm256_min_pd(hi_, _mm256_max_pd(lo_, v));
+    const __m256d y = _mm256_div_pd(_mm256_sub_pd(c, lo_), delta_);
     const __m256d r =
         _mm256_round_pd(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m256d q = _mm256_add_pd(_mm256_mul_pd(delta, r), lo);
+    const __m256d q = _mm256_add_pd(_mm256_mul_pd(delta_, r), lo_);
     const __m256d d = _mm256_sub_pd(v, q);
-    _mm256_storeu_pd(t + i, _mm256_mul_pd(d, d));
+    return _mm256_mul_pd(d, d);
   }
+  double Square(double v) const {
+    const double d = v - QuantizeOne(v, g_);
+    return d * d;
+  }
+
+  Grid<double> g_;
+  __m256d lo_, hi_, delta_;
+};
+
+__attribute__((target("avx2"))) double QuantizedMseAvx2(const double* x,
+                                                        int64_t n,
+                                                        const Grid<double>& g) {
+  const double sum = SquaresSumAvx2(g).Sum(x, n);
   // Clean AVX state before the scalar code that follows (see
   // core/stats/batch_histogram.cc: a dirty upper state slowed later stages).
-  _mm256_zeroupper();
-  return i;
-}
-
-// PairwiseSum (numpy_compat.h) with its eight accumulators in two AVX
-// registers: the same additions in the same order.
-__attribute__((target("avx2"))) double PairwiseSumAvx2(const double* a,
-                                                       int64_t n) {
-  if (n < 8) {
-    double res = 0.0;
-    for (int64_t i = 0; i < n; ++i) res += a[i];
-    return res;
-  }
-  if (n <= 128) {
-    __m256d r03 = _mm256_loadu_pd(a), r47 = _mm256_loadu_pd(a + 4);
-    int64_t i = 8;
-    for (; i < n - (n % 8); i += 8) {
-      r03 = _mm256_add_pd(r03, _mm256_loadu_pd(a + i));
-      r47 = _mm256_add_pd(r47, _mm256_loadu_pd(a + i + 4));
-    }
-    alignas(32) double r[8];
-    _mm256_store_pd(r, r03);
-    _mm256_store_pd(r + 4, r47);
-    double res =
-        ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-    for (; i < n; ++i) res += a[i];
-    return res;
-  }
-  int64_t n2 = n / 2;
-  n2 -= n2 % 8;
-  return PairwiseSumAvx2(a, n2) + PairwiseSumAvx2(a + n2, n - n2);
-}
-
-__attribute__((target("avx2"))) double MeanAvx2(const double* a, int64_t n) {
-  const double sum = PairwiseSumAvx2(a, n);
   _mm256_zeroupper();
   return sum / static_cast<double>(n);
 }
@@ -102,13 +115,10 @@ double QuantizedMseScalar(const double* x, int64_t n, const Grid<double>& g) {
 }
 
 double QuantizedMse(const double* x, int64_t n, const Grid<double>& g) {
+  if (kHaveAvx2) return QuantizedMseAvx2(x, n, g);
   std::vector<double>& t = Squares<double>(n);
-  if (!kHaveAvx2) {
-    SquaresScalar(x, 0, n, g, t.data());
-    return Mean(t.data(), n);
-  }
-  SquaresScalar(x, SquaresAvx2(x, n, g, t.data()), n, g, t.data());
-  return MeanAvx2(t.data(), n);
+  SquaresScalar(x, 0, n, g, t.data());
+  return Mean(t.data(), n);
 }
 
 std::vector<double> RowExtremes(const double* x, int64_t n, int64_t k) {
