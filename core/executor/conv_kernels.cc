@@ -509,7 +509,8 @@ bool RowBlocksAreBitNeutral(int64_t rows, int64_t block, int64_t depth,
 }
 
 void ConvForward(const ConvShape& s, const float* x, const float* w,
-                 const float* bias, float* y, ThreadPool* pool) {
+                 const float* bias, float* y, ThreadPool* pool,
+                 const PackedWeights* packed) {
   const int64_t G = s.group;
   const int64_t Cg = s.in_channels / G;
   const int64_t Mg = s.out_channels / G;
@@ -528,6 +529,9 @@ void ConvForward(const ConvShape& s, const float* x, const float* w,
     return;
   }
   const int64_t CK = Cg * s.kernel_size;
+  if (packed != nullptr && (packed->data() != w || packed->depth() != CK)) {
+    packed = nullptr;
+  }
   const bool pointwise = IsPointwise(s.geo);
   // Work items are (image, group, column tile, output-channel block). Fewer
   // than kMinItems (small layers at batch 1) leaves a thread idle, so split
@@ -597,6 +601,13 @@ void ConvForward(const ConvShape& s, const float* x, const float* w,
                     for (int64_t m = 0; m < rows; ++m) {
                       ym.row(m).setConstant(bias[g * Mg + m0 + m]);
                     }
+                  }
+                  if (packed != nullptr &&
+                      packed->Multiply(g * Mg + m0, rows, cp, col_stride, width,
+                                       yg, OS, bias != nullptr)) {
+                    continue;
+                  }
+                  if (bias != nullptr) {
                     ym.noalias() += wm * cm;
                   } else {
                     ym.noalias() = wm * cm;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "core/executor/packed_gemm.h"
 #include "core/executor/window.h"
 #include "core/runtime/thread_pool.h"
 
@@ -38,8 +39,11 @@ bool RowBlocksAreBitNeutral(int64_t rows, int64_t block, int64_t depth,
 // bias may be null. Splits work over (batch, group, column tiles, and row
 // blocks when a small layer needs more items for the pool's workers); the
 // result does not depend on the pool (RowBlocksAreBitNeutral).
+// `packed`, when given, holds w packed for its GEMMs (packed->data() == w);
+// the result is the same with and without it.
 void ConvForward(const ConvShape& s, const float* x, const float* w,
-                 const float* bias, float* y, ThreadPool* pool);
+                 const float* bias, float* y, ThreadPool* pool,
+                 const PackedWeights* packed = nullptr);
 
 }  // namespace quantd::exec
 

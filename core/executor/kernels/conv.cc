@@ -1,8 +1,11 @@
 // Conv: y[n, m] = b[m] + sum_{c in group(m), k} w[m, c, k] * x[n, c, o*s - p +
 // k*d], and its integer form ConvInteger.
+#include <memory>
+
 #include "core/executor/conv_kernels.h"
 #include "core/executor/kernel.h"
 #include "core/executor/kernel_util.h"
+#include "core/executor/packed_gemm.h"
 #include "core/util/status_macros.h"
 
 namespace quantd::exec {
@@ -44,8 +47,18 @@ absl::StatusOr<ConvShape> PlanConv(const KernelContext& ctx, const Tensor& x,
   return s;
 }
 
+// A constant float kernel that goes through GEMM (not depthwise), packed
+// once for every sample's products; nullptr otherwise.
+std::shared_ptr<const PackedWeights> PackedConvWeights(const Tensor& w,
+                                                       int64_t group) {
+  if (w.dtype() != DType::kFloat || w.num_elements() == 0) return nullptr;
+  if (w.dim(1) == 1 && w.dim(0) == group) return nullptr;  // depthwise
+  const int64_t depth = w.num_elements() / w.dim(0);
+  return std::make_shared<PackedWeights>(w.data<float>(), w.dim(0), depth);
+}
+
 absl::Status ComputeConv(KernelContext& ctx, const WindowAttrs& attrs,
-                         int64_t group) {
+                         int64_t group, const PackedWeights* packed) {
   const Tensor& x = *ctx.input(0);
   const Tensor& w = *ctx.input(1);
   const Tensor* b = ctx.input(2);
@@ -66,7 +79,7 @@ absl::Status ComputeConv(KernelContext& ctx, const WindowAttrs& attrs,
                    ctx.AllocateUninitialized(0, DType::kFloat, out_shape));
   ConvForward(s, x.data<float>(), w.data<float>(),
               b ? b->data<float>() : nullptr, y->mutable_data<float>(),
-              ctx.pool());
+              ctx.pool(), packed);
   return absl::OkStatus();
 }
 
@@ -177,6 +190,7 @@ void RegisterConv(KernelRegistry& r) {
         ASSIGN_OR_RETURN(WindowAttrs attrs, ReadWindowAttrs(info.node));
         const int64_t group = info.node.GetInt("group", 1);
         if (group <= 0) return info.Error("group must be positive");
+        std::shared_ptr<const PackedWeights> packed;
         if (const Tensor* w = info.ConstantInput(1)) {
           if (w->rank() < 3) {
             return info.Error(absl::StrCat("weight has ", w->rank(),
@@ -188,9 +202,10 @@ void RegisterConv(KernelRegistry& r) {
                                            "group ",
                                            group));
           }
+          packed = PackedConvWeights(*w, group);
         }
-        return MakeKernel([attrs, group](KernelContext& ctx) {
-          return ComputeConv(ctx, attrs, group);
+        return MakeKernel([attrs, group, packed](KernelContext& ctx) {
+          return ComputeConv(ctx, attrs, group, packed.get());
         });
       });
 }

@@ -47,8 +47,7 @@ class SquaresSumAvx2 {
         delta_(_mm256_set1_pd(g.delta)) {}
 
   // PairwiseSum of the n squares of x.
-  __attribute__((target("avx2"))) double Sum(const double* x,
-                                             int64_t n) const {
+  __attribute__((target("avx2"))) double Sum(const double* x, int64_t n) const {
     if (n < 8) {
       double res = 0.0;
       for (int64_t i = 0; i < n; ++i) res += Square(x[i]);

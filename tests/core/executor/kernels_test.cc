@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "core/executor/conv_kernels.h"
 #include "core/executor/gemm.h"
+#include "core/executor/packed_gemm.h"
 #include "core/runtime/thread_pool.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -611,6 +612,116 @@ TEST(ConvKernelTest, SameBitsWithAndWithoutPoolWorkers) {
                           alone->byte_size()),
               0)
         << c.c << " -> " << c.m << " at " << c.hw << "x" << c.hw;
+  }
+}
+
+// PackedWeights runs Eigen's GEMM with the weights packed once. Oracle:
+// Eigen's own product (GemmBlock, compiled once in the executor library),
+// bit for bit, over shapes that block the depth (> 288), the rows and the
+// columns, row ranges of a larger weight, with and without accumulation,
+// and each case twice (the second from the cache).
+TEST(PackedWeightsTest, SameBitsAsEigensProduct) {
+  struct Case {
+    int64_t total_rows, row0, rows, depth, width;
+  };
+  int seed = 900;
+  for (const Case& c : std::vector<Case>{{16, 0, 16, 8, 49},
+                                         {160, 0, 160, 960, 49},
+                                         {960, 0, 960, 160, 49},
+                                         {1280, 0, 1280, 320, 49},
+                                         {24, 0, 24, 144, 3136},
+                                         {32, 0, 32, 27, 12544},
+                                         {130, 64, 64, 300, 13},
+                                         {130, 128, 2, 9, 17},
+                                         {96, 0, 96, 577, 2},
+                                         {40, 8, 3, 1000, 2000}}) {
+    const std::vector<float> w = RandomValues(c.total_rows * c.depth, ++seed);
+    const std::vector<float> x = RandomValues(c.depth * c.width, ++seed);
+    const std::vector<float> start = RandomValues(c.rows * c.width, ++seed);
+    exec::PackedWeights packed(w.data(), c.total_rows, c.depth);
+    for (int pass = 0; pass < 2; ++pass) {
+      for (bool accumulate : {false, true}) {
+        std::vector<float> want = start, got = start;
+        exec::GemmBlock<float>(false, false, c.rows, c.width, c.depth, 1.0f,
+                               w.data() + c.row0 * c.depth, c.depth, x.data(),
+                               c.width, want.data(), c.width, accumulate);
+        ASSERT_TRUE(packed.Multiply(c.row0, c.rows, x.data(), c.width, c.width,
+                                    got.data(), c.width, accumulate));
+        EXPECT_EQ(
+            std::memcmp(want.data(), got.data(), want.size() * sizeof(float)),
+            0)
+            << c.rows << "x" << c.depth << " * " << c.depth << "x" << c.width
+            << " pass " << pass << " accumulate " << accumulate;
+      }
+    }
+  }
+  // Where Eigen does not use its blocked GEMM, Multiply leaves it to Eigen.
+  const std::vector<float> w = RandomValues(64 * 8, 1);
+  exec::PackedWeights packed(w.data(), 64, 8);
+  std::vector<float> x(8 * 64), y(64 * 64, 7.0f);
+  EXPECT_FALSE(packed.Multiply(0, 1, x.data(), 64, 64, y.data(), 64, false));
+  EXPECT_FALSE(packed.Multiply(0, 64, x.data(), 1, 1, y.data(), 1, false));
+  EXPECT_FALSE(packed.Multiply(0, 4, x.data(), 5, 5, y.data(), 5, false));
+  EXPECT_FALSE(packed.Multiply(60, 8, x.data(), 64, 64, y.data(), 64, false));
+  EXPECT_EQ(packed.packed_bytes(), 0);
+  EXPECT_EQ(y[0], 7.0f);
+}
+
+// A Conv whose kernel is an initializer (packed once by the kernel) gives
+// the bits of the same Conv with the kernel fed at run time (Eigen packing
+// it in every product): pointwise, 3x3, grouped, batch 2, with and without
+// bias and a pool worker.
+TEST(ConvKernelTest, ConstantKernelGivesTheBitsOfAFedOne) {
+  struct Case {
+    int64_t n, c, m, hw, k, group;
+    bool bias;
+  };
+  ThreadPool pool(1);
+  int seed = 1000;
+  for (const Case& c : std::vector<Case>{{1, 160, 960, 7, 1, 1, true},
+                                         {2, 32, 16, 56, 1, 1, false},
+                                         {1, 96, 24, 28, 3, 1, true},
+                                         {2, 16, 32, 14, 3, 4, true},
+                                         {1, 8, 130, 5, 3, 1, false}}) {
+    const std::vector<float> x = RandomValues(c.n * c.c * c.hw * c.hw, ++seed);
+    const std::vector<float> w =
+        RandomValues(c.m * c.c / c.group * c.k * c.k, ++seed);
+    const std::vector<float> b = RandomValues(c.m, ++seed);
+    const int64_t pad = c.k / 2;
+    std::map<std::string, Attribute> attrs = {
+        {"pads", Ints({pad, pad, pad, pad})}, {"group", Int(c.group)}};
+    const Tensor xt = F(x, {c.n, c.c, c.hw, c.hw});
+    const Tensor wt = F(w, {c.m, c.c / c.group, c.k, c.k});
+    std::vector<Tensor> fed = {xt, wt};
+    if (c.bias) fed.push_back(F(b, {c.m}));
+    for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+      absl::StatusOr<Tensor> want = RunOp("Conv", fed, attrs, 17, p);
+      ASSERT_TRUE(want.ok()) << want.status();
+      ModelBuilder mb;
+      mb.Input("x").Initializer("w", wt);
+      std::vector<std::string> ins = {"x", "w"};
+      if (c.bias) {
+        mb.Initializer("b", F(b, {c.m}));
+        ins.push_back("b");
+      }
+      mb.Add("Conv", ins, {"y"}, attrs).Output("y");
+      ExecutorOptions options;
+      options.pool = p;
+      absl::StatusOr<std::unique_ptr<Executor>> e =
+          Executor::Create(mb.Build(), options);
+      ASSERT_TRUE(e.ok()) << e.status();
+      for (int run = 0; run < 2; ++run) {
+        absl::StatusOr<std::map<std::string, Tensor>> got =
+            (*e)->Run({{"x", xt}});
+        ASSERT_TRUE(got.ok()) << got.status();
+        const Tensor& y = got->at("y");
+        ASSERT_EQ(y.num_elements(), want->num_elements());
+        EXPECT_EQ(
+            std::memcmp(y.data<float>(), want->data<float>(), y.byte_size()), 0)
+            << c.c << " -> " << c.m << " k " << c.k << " group " << c.group
+            << " run " << run << (p ? " with a worker" : "");
+      }
+    }
   }
 }
 

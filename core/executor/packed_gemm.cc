@@ -1,0 +1,167 @@
+#include "core/executor/packed_gemm.h"
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+// The sequence below is general_matrix_matrix_product's sequential path
+// (Eigen/src/Core/products/GeneralMatrixMatrix.h) of Eigen 3.4.
+static_assert(EIGEN_WORLD_VERSION == 3 && EIGEN_MAJOR_VERSION == 4,
+              "packed_gemm.cc follows Eigen 3.4's GEMM");
+
+namespace quantd::exec {
+namespace {
+
+namespace ei = ::Eigen::internal;
+using Index = Eigen::Index;
+using Traits = ei::gebp_traits<float, float>;
+using LhsMapper = ei::const_blas_data_mapper<float, Index, Eigen::ColMajor>;
+using RhsMapper = ei::const_blas_data_mapper<float, Index, Eigen::ColMajor>;
+using ResMapper =
+    ei::blas_data_mapper<float, Index, Eigen::ColMajor, Eigen::Unaligned, 1>;
+using PackLhs =
+    ei::gemm_pack_lhs<float, Index, LhsMapper, Traits::mr, Traits::LhsProgress,
+                      Traits::LhsPacket4Packing, Eigen::ColMajor>;
+using PackRhs =
+    ei::gemm_pack_rhs<float, Index, RhsMapper, Traits::nr, Eigen::ColMajor>;
+using Gebp = ei::gebp_kernel<float, float, Index, ResMapper, Traits::mr,
+                             Traits::nr, false, false>;
+// The blocking Eigen computes for a row-major destination.
+using Blocking =
+    ei::gemm_blocking_space<Eigen::RowMajor, float, float, Eigen::Dynamic,
+                            Eigen::Dynamic, Eigen::Dynamic>;
+
+// Packed blocks and the lhs buffer start on 64-byte boundaries (the micro
+// kernel loads its packed lhs with aligned loads).
+constexpr int64_t kAlignFloats = 16;
+int64_t RoundUp(int64_t n) {
+  return (n + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
+}
+
+// A float buffer on a 64-byte boundary.
+class AlignedFloats {
+ public:
+  void Resize(int64_t n) {
+    if (n <= size_) return;
+    storage_.assign(static_cast<size_t>(n + kAlignFloats), 0.0f);
+    size_ = n;
+  }
+  float* data() { return Aligned(storage_.data()); }
+  const float* data() const {
+    return Aligned(const_cast<float*>(storage_.data()));
+  }
+
+ private:
+  static float* Aligned(float* p) {
+    auto a = reinterpret_cast<uintptr_t>(p);
+    return reinterpret_cast<float*>((a + 63) & ~uintptr_t{63});
+  }
+  std::vector<float> storage_;
+  int64_t size_ = 0;
+};
+
+constexpr size_t kMaxCachedBlockings = 8;
+
+}  // namespace
+
+// One row range's W^T blocks under one blocking, in the (k2, j2) order of
+// the product's loops.
+struct PackedWeights::Blocks {
+  AlignedFloats buffer;
+  std::vector<int64_t> offsets;  // per (k2 block, j2 block), row-major
+  int64_t j_blocks = 0;
+  int64_t bytes = 0;
+};
+
+PackedWeights::PackedWeights(const float* w, int64_t total_rows, int64_t depth)
+    : w_(w), total_rows_(total_rows), depth_(depth) {}
+
+PackedWeights::~PackedWeights() = default;
+
+const PackedWeights::Blocks* PackedWeights::BlocksFor(int64_t row0,
+                                                      int64_t rows, int64_t kc,
+                                                      int64_t nc) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Key key{row0, rows, kc, nc};
+  auto it = cache_.find(key);
+  if (it != cache_.end()) return it->second.get();
+  if (cache_.size() >= kMaxCachedBlockings) return nullptr;
+  auto b = std::make_unique<Blocks>();
+  // W[row0, row0 + rows) as Eigen's column-major rhs W^T: [depth x rows].
+  const RhsMapper rhs(w_ + row0 * depth_, depth_);
+  b->j_blocks = (rows + nc - 1) / nc;
+  int64_t total = 0;
+  for (int64_t k2 = 0; k2 < depth_; k2 += kc) {
+    const int64_t akc = std::min(k2 + kc, depth_) - k2;
+    for (int64_t j2 = 0; j2 < rows; j2 += nc) {
+      const int64_t anc = std::min(j2 + nc, rows) - j2;
+      b->offsets.push_back(total);
+      total += RoundUp(akc * anc);
+    }
+  }
+  b->buffer.Resize(total);
+  PackRhs pack;
+  size_t block = 0;
+  for (int64_t k2 = 0; k2 < depth_; k2 += kc) {
+    const int64_t akc = std::min(k2 + kc, depth_) - k2;
+    for (int64_t j2 = 0; j2 < rows; j2 += nc) {
+      const int64_t anc = std::min(j2 + nc, rows) - j2;
+      pack(b->buffer.data() + b->offsets[block++], rhs.getSubMapper(k2, j2),
+           akc, anc);
+    }
+  }
+  b->bytes = total * static_cast<int64_t>(sizeof(float));
+  return cache_.emplace(key, std::move(b)).first->second.get();
+}
+
+bool PackedWeights::Multiply(int64_t row0, int64_t rows, const float* x,
+                             int64_t ldx, int64_t width, float* y, int64_t ldy,
+                             bool accumulate) const {
+  // Eigen's dispatch (generic_product_impl<..., GemmProduct>): the
+  // coefficient-based product below the threshold, GEMV for a vector.
+  if (depth_ + rows + width < EIGEN_GEMM_TO_COEFFBASED_THRESHOLD || rows < 2 ||
+      width < 2 || depth_ < 1 || row0 < 0 || row0 + rows > total_rows_) {
+    return false;
+  }
+  // Column-major view: Y^T [width x rows] += X^T [width x depth] * W^T.
+  Blocking blocking(rows, width, depth_, 1, true);
+  const int64_t kc = blocking.kc();
+  const int64_t mc = std::min<int64_t>(width, blocking.mc());
+  const int64_t nc = std::min<int64_t>(rows, blocking.nc());
+  const Blocks* b = BlocksFor(row0, rows, kc, nc);
+  if (b == nullptr) return false;
+  if (!accumulate) {
+    for (int64_t r = 0; r < rows; ++r) std::fill_n(y + r * ldy, width, 0.0f);
+  }
+  const LhsMapper lhs(x, ldx);
+  const ResMapper res(y, ldy, 1);
+  thread_local AlignedFloats block_a;
+  block_a.Resize(kc * mc);
+  float* a = block_a.data();
+  PackLhs pack_lhs;
+  Gebp gebp;
+  for (int64_t i2 = 0; i2 < width; i2 += mc) {
+    const int64_t amc = std::min(i2 + mc, width) - i2;
+    int64_t block = 0;
+    for (int64_t k2 = 0; k2 < depth_; k2 += kc) {
+      const int64_t akc = std::min(k2 + kc, depth_) - k2;
+      pack_lhs(a, lhs.getSubMapper(i2, k2), akc, amc);
+      for (int64_t j2 = 0; j2 < rows; j2 += nc) {
+        const int64_t anc = std::min(j2 + nc, rows) - j2;
+        gebp(res.getSubMapper(i2, j2), a,
+             b->buffer.data() + b->offsets[block++], amc, akc, anc, 1.0f);
+      }
+    }
+  }
+  return true;
+}
+
+int64_t PackedWeights::packed_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t n = 0;
+  for (const auto& [key, b] : cache_) n += b->bytes;
+  return n;
+}
+
+}  // namespace quantd::exec
