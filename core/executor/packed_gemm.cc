@@ -61,7 +61,12 @@ class AlignedFloats {
   int64_t size_ = 0;
 };
 
-constexpr size_t kMaxCachedBlockings = 8;
+// The cache's bounds: the row ranges of one blocking partition the kernel,
+// so twice its bytes hold two blockings (a layer's two tile widths); the
+// count bounds the map (pool workers' 64-row blocks of a 1280-row layer are
+// 20 ranges).
+constexpr size_t kMaxCachedBlocks = 64;
+constexpr int64_t kSlackBytes = int64_t{64} << 10;
 
 }  // namespace
 
@@ -70,8 +75,6 @@ constexpr size_t kMaxCachedBlockings = 8;
 struct PackedWeights::Blocks {
   AlignedFloats buffer;
   std::vector<int64_t> offsets;  // per (k2 block, j2 block), row-major
-  int64_t j_blocks = 0;
-  int64_t bytes = 0;
 };
 
 PackedWeights::PackedWeights(const float* w, int64_t total_rows, int64_t depth)
@@ -86,11 +89,10 @@ const PackedWeights::Blocks* PackedWeights::BlocksFor(int64_t row0,
   const Key key{row0, rows, kc, nc};
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second.get();
-  if (cache_.size() >= kMaxCachedBlockings) return nullptr;
+  if (cache_.size() >= kMaxCachedBlocks) return nullptr;
   auto b = std::make_unique<Blocks>();
   // W[row0, row0 + rows) as Eigen's column-major rhs W^T: [depth x rows].
   const RhsMapper rhs(w_ + row0 * depth_, depth_);
-  b->j_blocks = (rows + nc - 1) / nc;
   int64_t total = 0;
   for (int64_t k2 = 0; k2 < depth_; k2 += kc) {
     const int64_t akc = std::min(k2 + kc, depth_) - k2;
@@ -100,6 +102,12 @@ const PackedWeights::Blocks* PackedWeights::BlocksFor(int64_t row0,
       total += RoundUp(akc * anc);
     }
   }
+  const int64_t bytes = total * static_cast<int64_t>(sizeof(float));
+  const int64_t limit =
+      2 * total_rows_ * depth_ * static_cast<int64_t>(sizeof(float)) +
+      kSlackBytes;
+  if (held_bytes_ + bytes > limit) return nullptr;
+  held_bytes_ += bytes;
   b->buffer.Resize(total);
   PackRhs pack;
   size_t block = 0;
@@ -111,7 +119,6 @@ const PackedWeights::Blocks* PackedWeights::BlocksFor(int64_t row0,
            akc, anc);
     }
   }
-  b->bytes = total * static_cast<int64_t>(sizeof(float));
   return cache_.emplace(key, std::move(b)).first->second.get();
 }
 
@@ -159,9 +166,7 @@ bool PackedWeights::Multiply(int64_t row0, int64_t rows, const float* x,
 
 int64_t PackedWeights::packed_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
-  int64_t n = 0;
-  for (const auto& [key, b] : cache_) n += b->bytes;
-  return n;
+  return held_bytes_;
 }
 
 }  // namespace quantd::exec

@@ -55,6 +55,7 @@ class PackedWeights {
   int64_t total_rows_, depth_;
   mutable std::mutex mu_;
   mutable std::map<Key, std::unique_ptr<Blocks>> cache_;  // guarded by mu_
+  mutable int64_t held_bytes_ = 0;                        // guarded by mu_
 };
 
 }  // namespace quantd::exec

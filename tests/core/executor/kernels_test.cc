@@ -667,6 +667,23 @@ TEST(PackedWeightsTest, SameBitsAsEigensProduct) {
   EXPECT_EQ(y[0], 7.0f);
 }
 
+// The cache holds at most 64 row ranges (and twice the kernel's bytes);
+// past that Multiply declines and the caller multiplies with Eigen.
+TEST(PackedWeightsTest, CacheIsBounded) {
+  const std::vector<float> w = RandomValues(80 * 8, 3);
+  const std::vector<float> x = RandomValues(8 * 32, 4);
+  exec::PackedWeights packed(w.data(), 80, 8);
+  std::vector<float> y(2 * 32);
+  for (int64_t row0 = 0; row0 < 70; ++row0) {
+    EXPECT_EQ(packed.Multiply(row0, 2, x.data(), 32, 32, y.data(), 32, false),
+              row0 < 64)
+        << row0;
+  }
+  // A cached range still multiplies.
+  EXPECT_TRUE(packed.Multiply(3, 2, x.data(), 32, 32, y.data(), 32, false));
+  EXPECT_LE(packed.packed_bytes(), 2 * 80 * 8 * 4 + (64 << 10));
+}
+
 // A Conv whose kernel is an initializer (packed once by the kernel) gives
 // the bits of the same Conv with the kernel fed at run time (Eigen packing
 // it in every product): pointwise, 3x3, grouped, batch 2, with and without
