@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/executor/kernel.h"
+#include "core/executor/packed_gemm.h"
 #include "core/util/checked_region.h"
 
 namespace quantd::exec {

@@ -5,11 +5,12 @@
 
 #include <cstdint>
 
-#include "core/executor/packed_gemm.h"
 #include "core/executor/window.h"
 #include "core/runtime/thread_pool.h"
 
 namespace quantd::exec {
+
+class PackedWeights;  // packed_gemm.h
 
 struct ConvShape {
   WindowGeometry geo;

@@ -90,16 +90,20 @@ const PackedWeights::Blocks* PackedWeights::BlocksFor(int64_t row0,
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second.get();
   if (cache_.size() >= kMaxCachedBlocks) return nullptr;
+  // The blocks of W[row0, row0 + rows) in the product's (k2, j2) order,
+  // each on its own aligned offset.
+  struct Block {
+    int64_t k2, j2, depth, cols;
+  };
+  std::vector<Block> blocks;
   auto b = std::make_unique<Blocks>();
-  // W[row0, row0 + rows) as Eigen's column-major rhs W^T: [depth x rows].
-  const RhsMapper rhs(w_ + row0 * depth_, depth_);
   int64_t total = 0;
   for (int64_t k2 = 0; k2 < depth_; k2 += kc) {
-    const int64_t akc = std::min(k2 + kc, depth_) - k2;
     for (int64_t j2 = 0; j2 < rows; j2 += nc) {
-      const int64_t anc = std::min(j2 + nc, rows) - j2;
+      blocks.push_back({k2, j2, std::min(k2 + kc, depth_) - k2,
+                        std::min(j2 + nc, rows) - j2});
       b->offsets.push_back(total);
-      total += RoundUp(akc * anc);
+      total += RoundUp(blocks.back().depth * blocks.back().cols);
     }
   }
   const int64_t bytes = total * static_cast<int64_t>(sizeof(float));
@@ -109,15 +113,13 @@ const PackedWeights::Blocks* PackedWeights::BlocksFor(int64_t row0,
   if (held_bytes_ + bytes > limit) return nullptr;
   held_bytes_ += bytes;
   b->buffer.Resize(total);
+  // W[row0, row0 + rows) as Eigen's column-major rhs W^T: [depth x rows].
+  const RhsMapper rhs(w_ + row0 * depth_, depth_);
   PackRhs pack;
-  size_t block = 0;
-  for (int64_t k2 = 0; k2 < depth_; k2 += kc) {
-    const int64_t akc = std::min(k2 + kc, depth_) - k2;
-    for (int64_t j2 = 0; j2 < rows; j2 += nc) {
-      const int64_t anc = std::min(j2 + nc, rows) - j2;
-      pack(b->buffer.data() + b->offsets[block++], rhs.getSubMapper(k2, j2),
-           akc, anc);
-    }
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const Block& k = blocks[i];
+    pack(b->buffer.data() + b->offsets[i], rhs.getSubMapper(k.k2, k.j2),
+         k.depth, k.cols);
   }
   return cache_.emplace(key, std::move(b)).first->second.get();
 }

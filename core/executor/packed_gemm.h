@@ -8,7 +8,7 @@
 // (W^T) it packs for every call. Multiply runs the same sequence of Eigen's
 // own packing and micro-kernel calls with the same blocking sizes, taking
 // the packed W^T blocks from a cache: the same bits as Eigen's product
-// (packed_gemm_test checks it bit for bit).
+// (PackedWeightsTest in kernels_test checks it bit for bit).
 #ifndef QUANTD_CORE_EXECUTOR_PACKED_GEMM_H_
 #define QUANTD_CORE_EXECUTOR_PACKED_GEMM_H_
 
@@ -41,7 +41,7 @@ class PackedWeights {
   bool Multiply(int64_t row0, int64_t rows, const float* x, int64_t ldx,
                 int64_t width, float* y, int64_t ldy, bool accumulate) const;
 
-  // Bytes of packed blocks held (for tests and memory accounting).
+  // Bytes of packed blocks held (for tests).
   int64_t packed_bytes() const;
 
  private:

@@ -47,12 +47,11 @@ absl::StatusOr<ConvShape> PlanConv(const KernelContext& ctx, const Tensor& x,
   return s;
 }
 
-// A constant float kernel that goes through GEMM (not depthwise), packed
-// once for every sample's products; nullptr otherwise.
-std::shared_ptr<const PackedWeights> PackedConvWeights(const Tensor& w,
-                                                       int64_t group) {
+// A constant float kernel, packed once for every sample's products when
+// ConvForward multiplies it (packing is lazy: a depthwise kernel, which
+// ConvForward convolves directly, is never packed); nullptr otherwise.
+std::shared_ptr<const PackedWeights> PackedConvWeights(const Tensor& w) {
   if (w.dtype() != DType::kFloat || w.num_elements() == 0) return nullptr;
-  if (w.dim(1) == 1 && w.dim(0) == group) return nullptr;  // depthwise
   const int64_t depth = w.num_elements() / w.dim(0);
   return std::make_shared<PackedWeights>(w.data<float>(), w.dim(0), depth);
 }
@@ -202,7 +201,7 @@ void RegisterConv(KernelRegistry& r) {
                                            "group ",
                                            group));
           }
-          packed = PackedConvWeights(*w, group);
+          packed = PackedConvWeights(*w);
         }
         return MakeKernel([attrs, group, packed](KernelContext& ctx) {
           return ComputeConv(ctx, attrs, group, packed.get());
