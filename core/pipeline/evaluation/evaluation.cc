@@ -1,10 +1,9 @@
 #include "core/pipeline/evaluation/evaluation.h"
 
-#include <array>
 #include <cmath>
-#include <iterator>
 #include <limits>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -27,67 +26,6 @@ struct OutputSums {
 struct SampleResult {
   std::map<std::string, Sums> tensors;
   std::map<std::string, OutputSums> outputs;
-};
-
-// Tensor comparisons of one sample, four at a time (CompareFourTensors):
-// each pair is held until three more of its element count arrive (four
-// equal sizes leave no element to the one-at-a-time tail) or the run ends.
-// Each tensor's sums are its own, so the grouping changes no bit.
-class PendingComparisons {
- public:
-  explicit PendingComparisons(std::map<std::string, Sums>* sums)
-      : sums_(sums) {}
-
-  void Add(const std::string& name, Tensor f, Tensor q) {
-    const int64_t n = f.num_elements();
-    std::vector<Pair>& group = by_size_[n];
-    group.push_back({name, std::move(f), std::move(q)});
-    if (group.size() == 4) {
-      CompareFour(group);
-      group.clear();
-    }
-  }
-
-  // The rest, in order of size, four at a time, then one at a time.
-  void Flush() {
-    std::vector<Pair> rest;
-    for (auto& [n, group] : by_size_) {
-      for (Pair& p : group) rest.push_back(std::move(p));
-    }
-    by_size_.clear();
-    size_t i = 0;
-    for (; i + 4 <= rest.size(); i += 4) {
-      CompareFour(
-          std::vector<Pair>(std::make_move_iterator(rest.begin() + i),
-                            std::make_move_iterator(rest.begin() + i + 4)));
-    }
-    for (; i < rest.size(); ++i) {
-      Accumulate(rest[i].name, CompareTensors(rest[i].f, rest[i].q));
-    }
-  }
-
- private:
-  struct Pair {
-    std::string name;
-    Tensor f, q;
-  };
-  void CompareFour(const std::vector<Pair>& four) {
-    std::array<const Tensor*, 4> f, q;
-    for (int j = 0; j < 4; ++j) {
-      f[j] = &four[j].f;
-      q[j] = &four[j].q;
-    }
-    const std::array<Sums, 4> s = CompareFourTensors(f, q);
-    for (int j = 0; j < 4; ++j) Accumulate(four[j].name, s[j]);
-  }
-  void Accumulate(const std::string& name, const Sums& s) {
-    Sums& acc = (*sums_)[name];
-    acc.signal += s.signal;
-    acc.noise += s.noise;
-  }
-
-  std::map<std::string, Sums>* sums_;
-  std::map<int64_t, std::vector<Pair>> by_size_;
 };
 
 void CompareOutput(const Tensor& f, const Tensor& q, OutputSums* o) {
@@ -187,7 +125,12 @@ absl::StatusOr<EvaluationResult> EvaluateFakeQuant(
           }
           float_outputs = *std::move(f_out);
         }
-        PendingComparisons pending(&r.tensors);
+        // Compared as they come, at most four pairs held.
+        SquaredErrorLanes pending([&r](const std::string& name, const Sums& s) {
+          Sums& acc = r.tensors[name];
+          acc.signal += s.signal;
+          acc.noise += s.noise;
+        });
         TensorObserver compare = [&](const Node& node, int k, const Tensor& v) {
           if (!tensors.count(node.outputs[k])) return;
           auto it = float_values.find(node.outputs[k]);
@@ -208,7 +151,7 @@ absl::StatusOr<EvaluationResult> EvaluateFakeQuant(
               absl::StrCat("evaluation sample ", i,
                            " (fake-quant): ", q_out.status().message()));
         }
-        pending.Flush();
+        pending.Finish();
         for (const auto& [name, f] : float_outputs) {
           auto it = q_out->find(name);
           if (it != q_out->end()) {

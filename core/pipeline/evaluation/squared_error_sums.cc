@@ -3,7 +3,9 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
+#include <utility>
 
 namespace quantd {
 namespace {
@@ -26,14 +28,20 @@ void AddScalar(const float* a, const float* b, int64_t begin, int64_t end,
   s->noise = noise;
 }
 
-// The first `n` elements of four pairs, lane j = pair j: four floats of
-// each tensor, transposed so that one register holds element i of the four,
-// widened to float64 and added in element order. The intrinsics are not
-// contracted into FMAs (no "fma" target), as the scalar loop is not.
+// `n` more elements of four pairs, lane j = pair j from a[j] and b[j],
+// added to the sums in `out`: four floats of each tensor, transposed so that
+// one register holds the next element of the four, widened to float64 and
+// added in element order. The intrinsics are not contracted into FMAs (no
+// "fma" target), as the scalar loop is not.
 __attribute__((target("avx2"))) void AddFourAvx2(
     const std::array<const float*, 4>& a, const std::array<const float*, 4>& b,
     int64_t n, std::array<SquaredErrorSums, 4>* out) {
-  __m256d signal = _mm256_setzero_pd(), noise = _mm256_setzero_pd();
+  alignas(32) double s[4], e[4];
+  for (int j = 0; j < 4; ++j) {
+    s[j] = (*out)[j].signal;
+    e[j] = (*out)[j].noise;
+  }
+  __m256d signal = _mm256_load_pd(s), noise = _mm256_load_pd(e);
   for (int64_t i = 0; i + 4 <= n; i += 4) {
     __m128 a0 = _mm_loadu_ps(a[0] + i), a1 = _mm_loadu_ps(a[1] + i);
     __m128 a2 = _mm_loadu_ps(a[2] + i), a3 = _mm_loadu_ps(a[3] + i);
@@ -50,7 +58,6 @@ __attribute__((target("avx2"))) void AddFourAvx2(
       noise = _mm256_add_pd(noise, _mm256_mul_pd(d, d));
     }
   }
-  alignas(32) double s[4], e[4];
   _mm256_store_pd(s, signal);
   _mm256_store_pd(e, noise);
   _mm256_zeroupper();  // see core/stats/batch_histogram.cc
@@ -68,29 +75,61 @@ SquaredErrorSums CompareTensors(const Tensor& f, const Tensor& q) {
   return s;
 }
 
-std::array<SquaredErrorSums, 4> CompareFourTensors(
-    const std::array<const Tensor*, 4>& f,
-    const std::array<const Tensor*, 4>& q) {
-  std::array<SquaredErrorSums, 4> out;
-  std::array<const float*, 4> a{}, b{};
-  int64_t common = -1;  // elements every comparable pair has
-  for (int j = 0; j < 4; ++j) {
-    if (!Comparable(*f[j], *q[j])) {
-      common = 0;
+SquaredErrorLanes::SquaredErrorLanes(Done done) : done_(std::move(done)) {}
+
+SquaredErrorLanes::~SquaredErrorLanes() = default;
+
+void SquaredErrorLanes::Add(std::string name, Tensor f, Tensor q) {
+  SquaredErrorSums s;
+  if (!Comparable(f, q)) {
+    done_(name, s);
+    return;
+  }
+  const int64_t n = f.num_elements();
+  if (!kHaveAvx2 || n < 4) {
+    AddScalar(f.data<float>(), q.data<float>(), 0, n, &s);
+    done_(name, s);
+    return;
+  }
+  if (lanes_.size() == 4) Advance();
+  lanes_.push_back({std::move(name), std::move(f), std::move(q), 0, n, s});
+}
+
+void SquaredErrorLanes::Finish() {
+  while (!lanes_.empty()) Advance();
+}
+
+// Every lane holds at least four elements still to add (Add and the loop
+// below keep it so): all advance by the fewest any has, in whole groups of
+// four, and those left with fewer than four finish one element at a time.
+// Idle lanes read the first lane's elements and are discarded.
+void SquaredErrorLanes::Advance() {
+  int64_t m = lanes_[0].n - lanes_[0].offset;
+  for (const Lane& l : lanes_) m = std::min(m, l.n - l.offset);
+  m = m / 4 * 4;
+  std::array<const float*, 4> a, b;
+  std::array<SquaredErrorSums, 4> sums;
+  for (size_t j = 0; j < 4; ++j) {
+    const Lane& l = lanes_[j < lanes_.size() ? j : 0];
+    a[j] = l.f.data<float>() + l.offset;
+    b[j] = l.q.data<float>() + l.offset;
+    sums[j] = l.sums;
+  }
+  AddFourAvx2(a, b, m, &sums);
+  for (size_t j = 0; j < lanes_.size(); ++j) {
+    lanes_[j].sums = sums[j];
+    lanes_[j].offset += m;
+  }
+  for (auto it = lanes_.begin(); it != lanes_.end();) {
+    if (it->n - it->offset >= 4) {
+      ++it;
       continue;
     }
-    a[j] = f[j]->data<float>();
-    b[j] = q[j]->data<float>();
-    const int64_t n = f[j]->num_elements();
-    common = common < 0 ? n : std::min(common, n);
+    AddScalar(it->f.data<float>(), it->q.data<float>(), it->offset, it->n,
+              &it->sums);
+    done_(it->name, it->sums);
+    it = lanes_.erase(it);
   }
-  common = kHaveAvx2 ? std::max<int64_t>(common, 0) / 4 * 4 : 0;
-  if (common > 0) AddFourAvx2(a, b, common, &out);
-  for (int j = 0; j < 4; ++j) {
-    if (a[j] == nullptr) continue;
-    AddScalar(a[j], b[j], common, f[j]->num_elements(), &out[j]);
-  }
-  return out;
 }
 
 }  // namespace quantd

@@ -7,7 +7,10 @@
 #ifndef QUANTD_CORE_PIPELINE_EVALUATION_SQUARED_ERROR_SUMS_H_
 #define QUANTD_CORE_PIPELINE_EVALUATION_SQUARED_ERROR_SUMS_H_
 
-#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
 
 #include "core/graph/tensor.h"
 
@@ -20,10 +23,38 @@ struct SquaredErrorSums {
 // Zero sums unless both are float tensors of the same element count.
 SquaredErrorSums CompareTensors(const Tensor& f, const Tensor& q);
 
-// CompareTensors of four pairs at once; the same bits as four calls.
-std::array<SquaredErrorSums, 4> CompareFourTensors(
-    const std::array<const Tensor*, 4>& f,
-    const std::array<const Tensor*, 4>& q);
+// CompareTensors of pairs streamed through the four lanes: a pair takes a
+// free lane as it comes; when all four are taken, the lanes advance
+// together until one pair is done, whose sums go to `done` and whose
+// tensors are released. So at most four pairs are held, whatever their
+// sizes, and a lane is idle only at Finish. Each sum is still one chain in
+// element order: the same bits as CompareTensors, in any arrival order.
+class SquaredErrorLanes {
+ public:
+  using Done =
+      std::function<void(const std::string& name, const SquaredErrorSums&)>;
+  explicit SquaredErrorLanes(Done done);
+  ~SquaredErrorLanes();
+  SquaredErrorLanes(const SquaredErrorLanes&) = delete;
+  SquaredErrorLanes& operator=(const SquaredErrorLanes&) = delete;
+
+  // `done` may run before Add returns, for this pair or an earlier one.
+  void Add(std::string name, Tensor f, Tensor q);
+  // The pairs still held.
+  void Finish();
+
+ private:
+  struct Lane {
+    std::string name;
+    Tensor f, q;
+    int64_t offset, n;
+    SquaredErrorSums sums;
+  };
+  void Advance();
+
+  Done done_;
+  std::vector<Lane> lanes_;
+};
 
 }  // namespace quantd
 

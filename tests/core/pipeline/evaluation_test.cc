@@ -3,14 +3,15 @@
 // calibration keeps no more than its byte budget.
 #include "core/pipeline/evaluation/evaluation.h"
 
-#include <array>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <random>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/executor/executor.h"
 #include "core/pipeline/evaluation/kept_float_values.h"
 #include "core/pipeline/evaluation/squared_error_sums.h"
@@ -133,11 +134,12 @@ TEST_F(KeptFloatValuesTest, ThreadCountDoesNotChangeTheFigures) {
   ExpectSameFigures(Evaluate(&stats.kept, &pool), serial);
 }
 
-// The report's four-lane sums against the one-tensor loop, and both against
-// sums written out here in element order: equal bit for bit, with lengths
-// that are not multiples of four, four different lengths, an empty tensor
-// and a pair that is not comparable (no sums).
-TEST(SquaredErrorSumsTest, FourLanesEqualOneTensorAtATimeBitForBit) {
+// The report's streamed four-lane sums against the one-tensor loop, and
+// both against sums written out here in element order: equal bit for bit,
+// for pairs of many lengths (not multiples of four, shorter than four,
+// empty) in any order, with one pair that is not comparable (zero sums).
+// At most four pairs are held at once.
+TEST(SquaredErrorSumsTest, StreamedLanesEqualOneTensorAtATimeBitForBit) {
   std::mt19937 rng(11);
   std::normal_distribution<float> normal(0.0f, 3.0f);
   auto make = [&](int64_t n) {
@@ -145,19 +147,30 @@ TEST(SquaredErrorSumsTest, FourLanesEqualOneTensorAtATimeBitForBit) {
     for (float& v : t.mutable_span<float>()) v = normal(rng);
     return t;
   };
-  const std::vector<std::array<int64_t, 4>> lengths = {{1000, 1000, 1000, 1000},
-                                                       {1001, 37, 4, 1003},
-                                                       {0, 9, 9, 9},
-                                                       {5, 6, 7, 8}};
-  for (const auto& ns : lengths) {
-    std::array<Tensor, 4> f, q;
-    for (int j = 0; j < 4; ++j) {
-      f[j] = make(ns[j]);
-      q[j] = make(ns[j]);
+  const std::vector<std::vector<int64_t>> orders = {
+      {1000, 1000, 1000, 1000},
+      {1001, 37, 4, 1003, 0, 9, 9, 9, 5, 6, 7, 8, 3, 4096, 12, 2},
+      {7},
+      {64, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 513}};
+  for (const std::vector<int64_t>& lengths : orders) {
+    std::vector<Tensor> f, q;
+    for (int64_t n : lengths) {
+      f.push_back(make(n));
+      q.push_back(make(n));
     }
-    const std::array<SquaredErrorSums, 4> four = CompareFourTensors(
-        {&f[0], &f[1], &f[2], &f[3]}, {&q[0], &q[1], &q[2], &q[3]});
-    for (int j = 0; j < 4; ++j) {
+    std::map<std::string, SquaredErrorSums> streamed;
+    SquaredErrorLanes lanes(
+        [&](const std::string& name, const SquaredErrorSums& s) {
+          EXPECT_TRUE(streamed.emplace(name, s).second) << name;
+        });
+    for (size_t j = 0; j < lengths.size(); ++j) {
+      lanes.Add(absl::StrCat(j), f[j], q[j]);
+      // Held: the pairs added and not yet reported.
+      EXPECT_LE(j + 1 - streamed.size(), 4u);
+    }
+    lanes.Finish();
+    ASSERT_EQ(streamed.size(), lengths.size());
+    for (size_t j = 0; j < lengths.size(); ++j) {
       double signal = 0, noise = 0;
       auto a = f[j].span<float>();
       auto b = q[j].span<float>();
@@ -166,20 +179,25 @@ TEST(SquaredErrorSumsTest, FourLanesEqualOneTensorAtATimeBitForBit) {
         signal += static_cast<double>(a[i]) * a[i];
         noise += d * d;
       }
+      const SquaredErrorSums& lane = streamed.at(absl::StrCat(j));
       const SquaredErrorSums one = CompareTensors(f[j], q[j]);
-      EXPECT_EQ(std::memcmp(&four[j].signal, &signal, sizeof(double)), 0);
-      EXPECT_EQ(std::memcmp(&four[j].noise, &noise, sizeof(double)), 0);
-      EXPECT_EQ(std::memcmp(&one.signal, &signal, sizeof(double)), 0);
-      EXPECT_EQ(std::memcmp(&one.noise, &noise, sizeof(double)), 0);
+      EXPECT_EQ(std::memcmp(&lane.signal, &signal, sizeof(double)), 0) << j;
+      EXPECT_EQ(std::memcmp(&lane.noise, &noise, sizeof(double)), 0) << j;
+      EXPECT_EQ(std::memcmp(&one.signal, &signal, sizeof(double)), 0) << j;
+      EXPECT_EQ(std::memcmp(&one.noise, &noise, sizeof(double)), 0) << j;
     }
   }
-  std::array<Tensor, 4> f = {make(8), make(8), make(8), make(8)};
-  std::array<Tensor, 4> q = {make(8), make(7), make(8), make(8)};
-  const std::array<SquaredErrorSums, 4> four = CompareFourTensors(
-      {&f[0], &f[1], &f[2], &f[3]}, {&q[0], &q[1], &q[2], &q[3]});
-  EXPECT_EQ(four[1].signal, 0.0);
-  EXPECT_EQ(four[1].noise, 0.0);
-  EXPECT_GT(four[0].signal, 0.0);
+  std::map<std::string, SquaredErrorSums> streamed;
+  SquaredErrorLanes lanes(
+      [&](const std::string& name, const SquaredErrorSums& s) {
+        streamed[name] = s;
+      });
+  lanes.Add("a", make(8), make(8));
+  lanes.Add("mismatch", make(8), make(7));
+  lanes.Finish();
+  EXPECT_EQ(streamed.at("mismatch").signal, 0.0);
+  EXPECT_EQ(streamed.at("mismatch").noise, 0.0);
+  EXPECT_GT(streamed.at("a").signal, 0.0);
 }
 
 }  // namespace
