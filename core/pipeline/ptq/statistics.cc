@@ -57,12 +57,19 @@ void Observe(const std::string& name, const Tensor& value,
 }
 
 // One sample's kept values, charged to a budget shared by every sample. A
-// sample that does not fit gives its bytes back and keeps nothing.
+// sample that does not fit gives its bytes back and keeps nothing, and
+// samples that start after it keep nothing either: each would hold up to
+// the rest of the budget in references to its run's buffers (which the run
+// then cannot reuse) only to give them back.
 class SampleKeeper {
  public:
   SampleKeeper(const KeepFloatValuesRequest& request,
-               std::atomic<int64_t>* used, bool active)
-      : request_(request), used_(used), active_(active) {}
+               std::atomic<int64_t>* used, std::atomic<bool>* closed,
+               bool active)
+      : request_(request),
+        used_(used),
+        closed_(closed),
+        active_(active && !closed->load()) {}
   ~SampleKeeper() {
     if (charged_ > 0) used_->fetch_sub(charged_);
   }
@@ -94,6 +101,7 @@ class SampleKeeper {
       used_->fetch_sub(bytes + charged_);
       charged_ = 0;
       active_ = false;
+      closed_->store(true);
       values_ = KeptFloatValues();
       return false;
     }
@@ -103,6 +111,7 @@ class SampleKeeper {
 
   const KeepFloatValuesRequest& request_;
   std::atomic<int64_t>* used_;
+  std::atomic<bool>* closed_;
   bool active_;
   int64_t charged_ = 0;
   KeptFloatValues values_;
@@ -134,6 +143,7 @@ absl::StatusOr<StatisticsResult> CollectStatistics(
   std::vector<std::optional<KeptFloatValues>> kept(
       std::min<int64_t>(n, std::max<int64_t>(0, request.keep.samples)));
   std::atomic<int64_t> kept_bytes{0};
+  std::atomic<bool> keeping_closed{false};
   SampleProgress report{progress, "calibrate", [](int64_t d, int64_t total) {
                           return absl::StrCat(d, "/", total, " samples");
                         }};
@@ -144,7 +154,7 @@ absl::StatusOr<StatisticsResult> CollectStatistics(
         for (const auto& [name, t] : samples[i]) {
           Observe(name, t, request, record_shapes, &s);
         }
-        SampleKeeper keeper(request.keep, &kept_bytes,
+        SampleKeeper keeper(request.keep, &kept_bytes, &keeping_closed,
                             i < static_cast<int64_t>(kept.size()));
         TensorObserver observer = [&](const Node& node, int k,
                                       const Tensor& value) {
