@@ -104,6 +104,7 @@ class Executor::Impl {
       RunStats* stats) const;
 
   const Model& model() const { return *model_; }
+  const ExecutorOptions& options() const { return options_; }
 
   static std::unique_ptr<Executor> Wrap(std::unique_ptr<Impl> impl) {
     return std::unique_ptr<Executor>(new Executor(std::move(impl)));
@@ -474,6 +475,8 @@ absl::StatusOr<std::map<std::string, Tensor>> Executor::Run(
 }
 
 const Model& Executor::model() const { return impl_->model(); }
+
+const ExecutorOptions& Executor::options() const { return impl_->options(); }
 
 namespace exec {
 

@@ -96,6 +96,7 @@ class Executor {
       const RunOptions& options = {}, RunStats* stats = nullptr) const;
 
   const Model& model() const;
+  const ExecutorOptions& options() const;
 
   class Impl;
 

@@ -3,10 +3,14 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/string_view.h"
+#include "core/pipeline/evaluation/paired_models.h"
 #include "core/pipeline/evaluation/squared_error_sums.h"
 #include "core/pipeline/job/parallel_samples.h"
 #include "core/util/status_macros.h"
@@ -91,6 +95,20 @@ absl::StatusOr<EvaluationResult> EvaluateFakeQuant(
       }
     }
   }
+  auto kept_for = [&](int64_t i) {
+    return use_kept && i < static_cast<int64_t>(kept->samples.size()) &&
+           kept->samples[i].has_value();
+  };
+  // Samples without kept values run both models as one graph where they can
+  // (paired_models.h), else the float model first, holding its values.
+  std::unique_ptr<PairedModels> paired;
+  for (int64_t i = 0; i < n && paired == nullptr; ++i) {
+    if (kept_for(i)) continue;
+    ASSIGN_OR_RETURN(paired, PairedModels::Create(float_model.model(),
+                                                  fake_quant_model.model(),
+                                                  fake_quant_model.options()));
+    break;
+  }
   std::vector<SampleResult> results(n);
   SampleProgress report{progress, "report", [](int64_t d, int64_t total) {
                           return absl::StrCat("evaluated ", d, "/", total,
@@ -99,15 +117,17 @@ absl::StatusOr<EvaluationResult> EvaluateFakeQuant(
   RETURN_IF_ERROR(ParallelForSamples(
       n, pool, cancel, report, [&](int64_t i) -> absl::Status {
         SampleResult& r = results[i];
+        // Float values waiting for their fake-quant twin, by tensor name.
         std::map<std::string, Tensor> float_values;
         std::map<std::string, Tensor> float_outputs;
-        if (use_kept && i < static_cast<int64_t>(kept->samples.size()) &&
-            kept->samples[i].has_value()) {
+        const bool is_kept = kept_for(i);
+        const bool as_pair = !is_kept && paired != nullptr;
+        if (is_kept) {
           KeptFloatValues& k = *kept->samples[i];
           float_values = std::move(k.tensors);
           float_outputs = std::move(k.outputs);
           kept->samples[i].reset();
-        } else {
+        } else if (!as_pair) {
           TensorObserver keep = [&](const Node& node, int k, const Tensor& v) {
             // A reference to the run's buffer (copy on write), as
             // calibration keeps them: no copy.
@@ -132,10 +152,18 @@ absl::StatusOr<EvaluationResult> EvaluateFakeQuant(
           acc.noise += s.noise;
         });
         TensorObserver compare = [&](const Node& node, int k, const Tensor& v) {
-          if (!tensors.count(node.outputs[k])) return;
-          auto it = float_values.find(node.outputs[k]);
+          const std::string& name = node.outputs[k];
+          absl::string_view original;
+          if (as_pair && PairedModels::FloatSide(name, &original)) {
+            // A reference to the run's buffer (copy on write), not a copy.
+            if (tensors.count(std::string(original))) {
+              float_values[std::string(original)] = v;
+            }
+            return;
+          }
+          if (!tensors.count(name)) return;
+          auto it = float_values.find(name);
           if (it == float_values.end()) return;
-          // A reference to the run's buffer (copy on write), not a copy.
           pending.Add(it->first, std::move(it->second), v);
           float_values.erase(it);
         };
@@ -143,13 +171,35 @@ absl::StatusOr<EvaluationResult> EvaluateFakeQuant(
         qo.observer = &compare;
         qo.rewriter = &quantizer.rewriter();
         qo.cancel = cancel;
-        auto q_out =
-            fake_quant_model.Run(quantizer.FakeQuantizeFeeds(samples[i]), qo);
+        absl::StatusOr<std::map<std::string, Tensor>> q_out;
+        if (as_pair) {
+          q_out = paired->executor().Run(
+              paired->Feeds(samples[i],
+                            quantizer.FakeQuantizeFeeds(samples[i])),
+              qo);
+          if (q_out.ok()) {
+            for (auto it = q_out->begin(); it != q_out->end();) {
+              absl::string_view original;
+              if (!PairedModels::FloatSide(it->first, &original)) {
+                ++it;
+                continue;
+              }
+              float_outputs[std::string(original)] = std::move(it->second);
+              it = q_out->erase(it);
+            }
+          }
+        } else {
+          q_out =
+              fake_quant_model.Run(quantizer.FakeQuantizeFeeds(samples[i]), qo);
+        }
         if (!q_out.ok()) {
+          // A float-side node's label reads as the float model's.
           return absl::Status(
               q_out.status().code(),
               absl::StrCat("evaluation sample ", i,
-                           " (fake-quant): ", q_out.status().message()));
+                           as_pair ? ": " : " (fake-quant): ",
+                           absl::StrReplaceAll(q_out.status().message(),
+                                               {{kFloatPrefix, "float "}})));
         }
         pending.Finish();
         for (const auto& [name, f] : float_outputs) {

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/executor/executor.h"
 #include "core/pipeline/evaluation/kept_float_values.h"
+#include "core/pipeline/evaluation/paired_models.h"
 #include "core/pipeline/evaluation/squared_error_sums.h"
 #include "core/pipeline/export/fake_quant.h"
 #include "core/pipeline/ptq/statistics.h"
@@ -132,6 +133,88 @@ TEST_F(KeptFloatValuesTest, ThreadCountDoesNotChangeTheFigures) {
   StatisticsResult stats = Calibrate(6, SampleBytes() * 3, &pool);
   EXPECT_LE(stats.kept.num_kept(), 3);
   ExpectSameFigures(Evaluate(&stats.kept, &pool), serial);
+}
+
+// The float and fake-quant models as one graph (the report's path for
+// samples without kept values): each side's outputs are those of its model
+// run alone, bit for bit, and every tensor's float value comes just before
+// its fake-quant twin. Oracle: the two executors run apart.
+TEST(PairedModelsTest, EachSideComputesWhatItComputesAlone) {
+  const Model float_model = MakeExampleCnn();
+  Model fq_model = float_model;
+  for (auto& [name, t] : fq_model.graph.initializers) {
+    Tensor scaled(t.dtype(), t.shape());
+    if (t.dtype() != DType::kFloat) continue;
+    auto in = t.span<float>();
+    auto out = scaled.mutable_span<float>();
+    for (size_t i = 0; i < in.size(); ++i) out[i] = in[i] * 0.75f;
+    t = scaled;
+  }
+  auto f_exec = Executor::Create(float_model, {});
+  auto q_exec = Executor::Create(fq_model, {});
+  auto paired = PairedModels::Create(float_model, fq_model, {});
+  ASSERT_TRUE(f_exec.ok() && q_exec.ok() && paired.ok());
+  ASSERT_NE(*paired, nullptr);
+  const SampleFeeds sample = MakeExampleImages(1, 9)[0];
+  SampleFeeds fq_feeds = sample;
+  for (auto& [name, t] : fq_feeds) {
+    Tensor shifted(t.dtype(), t.shape());
+    auto in = t.span<float>();
+    auto out = shifted.mutable_span<float>();
+    for (size_t i = 0; i < in.size(); ++i) out[i] = in[i] + 0.5f;
+    t = shifted;
+  }
+  std::vector<std::string> seen;
+  TensorObserver record = [&](const Node& n, int k, const Tensor&) {
+    seen.push_back(n.outputs[k]);
+  };
+  RunOptions o;
+  o.observer = &record;
+  auto both = (*paired)->executor().Run((*paired)->Feeds(sample, fq_feeds), o);
+  auto f_alone = (*f_exec)->Run(sample);
+  auto q_alone = (*q_exec)->Run(fq_feeds);
+  ASSERT_TRUE(both.ok() && f_alone.ok() && q_alone.ok()) << both.status();
+  auto same = [](const Tensor& a, const Tensor& b) {
+    return a.shape() == b.shape() &&
+           std::memcmp(a.raw(), b.raw(), a.byte_size()) == 0;
+  };
+  for (const auto& [name, t] : *f_alone) {
+    ASSERT_TRUE(both->count(std::string(kFloatPrefix) + name)) << name;
+    EXPECT_TRUE(same(both->at(std::string(kFloatPrefix) + name), t)) << name;
+    EXPECT_TRUE(same(both->at(name), q_alone->at(name))) << name;
+    EXPECT_FALSE(same(t, q_alone->at(name))) << name;  // the sides differ
+  }
+  // Node by node: "[float] x" just before "x" (the example's nodes have
+  // one output each).
+  ASSERT_EQ(seen.size(), 2 * float_model.graph.nodes.size());
+  for (size_t i = 0; i + 1 < seen.size(); i += 2) {
+    absl::string_view original;
+    EXPECT_TRUE(PairedModels::FloatSide(seen[i], &original)) << seen[i];
+    EXPECT_EQ(original, seen[i + 1]);
+  }
+}
+
+// Nodes with subgraphs (If bodies read outer names the float side would
+// have to rename) and names already carrying the prefix are not paired:
+// the report then runs the two models apart.
+TEST(PairedModelsTest, SubgraphsAndPrefixedNamesAreNotPaired) {
+  const Model plain = MakeExampleCnn();
+  Model with_if = plain;
+  Attribute body;
+  body.type = Attribute::Type::kGraph;
+  body.g = std::make_shared<Graph>();
+  with_if.graph.nodes[0].attributes["then_branch"] = body;
+  auto a = PairedModels::Create(with_if, plain, {});
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(*a, nullptr);
+  Model prefixed = plain;
+  prefixed.graph.nodes[0].name = std::string(kFloatPrefix) + "conv";
+  auto b = PairedModels::Create(plain, prefixed, {});
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(*b, nullptr);
+  auto c = PairedModels::Create(plain, plain, {});
+  ASSERT_TRUE(c.ok());
+  EXPECT_NE(*c, nullptr);
 }
 
 // The report's streamed four-lane sums against the one-tensor loop, and
