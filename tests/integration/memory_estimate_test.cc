@@ -20,15 +20,17 @@ constexpr int64_t kEstimateBase = int64_t{8} << 20;
 // 4 float samples. Samples: 4 x 3*8*8*4 = 3072 bytes, counted 4.5 times
 // less the request's own copy, which the server frees after the import:
 // 3.5 times = 10752. The model 9 times less that copy: 8. Activations of one
-// sample: y only (x is a graph input) = 4*8*8*4 = 1024 bytes; the first sample
-// in flight counts 1.35x: 1382 (1382.4 rounded down). The report's 4 samples
+// sample: y only (x is a graph input) = 4*8*8*4 = 1024 bytes, all alive at
+// once after the Conv (the live set); the first sample in flight counts its
+// live set twice (the report's float and fake-quant sides): 2048. The
+// report's 4 samples
 // (all of them: fewer than 16) keep their activations from calibration: 4 x
 // 1024 = 4096.
 TEST(EstimateJobMemoryBytes, CountsSamplesModelAndActivations) {
   const v1::QuantizeRequest r = testing::ConvJob(3, 8, 4, 4, "r");
   const int64_t model = static_cast<int64_t>(r.onnx_model().size());
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1),
-            10752 + 8 * model + 1382 + 4096 + kEstimateBase);
+            10752 + 8 * model + 2048 + 4096 + kEstimateBase);
 }
 
 // With evaluation samples sent nothing is kept from calibration.
@@ -81,17 +83,17 @@ TEST(EstimateJobMemoryBytes, SamplesInFlightCappedBySampleCount) {
             EstimateJobMemoryBytes(r, JobLimits{}, 4));
 }
 
-// 64 filters on 96x96: one activation is 64*96*96*4 = 2359296 bytes; two
-// samples in flight: 2359296 * 27/20 = 3185049 (.6 rounded down) plus
-// 2359296 * 2/5 = 943718 (.4). Samples: 2 x 4*96*96*4 = 294912 bytes,
-// x3.5 = 1032192. Both samples keep their activations for the report:
-// 2 x 2359296.
+// 64 filters on 96x96: one activation is 64*96*96*4 = 2359296 bytes, the
+// live set; two samples in flight: 2 x 2359296 = 4718592 for the first plus
+// 2359296 * 2/5 = 943718 (.4 rounded down). Samples: 2 x 4*96*96*4 = 294912
+// bytes, x3.5 = 1032192. Both samples keep their activations for the report: 2
+// x 2359296.
 TEST(EstimateJobMemoryBytes, LargeActivationsDominate) {
   const v1::QuantizeRequest r = testing::ConvJob(4, 96, 64, 2, "r");
   const int64_t model = static_cast<int64_t>(r.onnx_model().size());
   EXPECT_EQ(
       EstimateJobMemoryBytes(r, JobLimits{}, 2),
-      1032192 + 8 * model + 3185049 + 943718 + 2 * 2359296 + kEstimateBase);
+      1032192 + 8 * model + 4718592 + 943718 + 2 * 2359296 + kEstimateBase);
 }
 
 // Mixed precision's sensitivity runs after calibration: its float cache and
@@ -163,6 +165,28 @@ TEST(EstimateJobMemoryBytes, PreflightCountsGptqFromTheInferredShapes) {
   auto plain = PreflightJob(r, registry, JobLimits());
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_EQ(plain->gptq_stage.PeakBytes(1382), 1382);  // nothing added
+}
+
+// The live set: x[1,4,8,8] -> a = Relu(x), b = Relu(a), c = Add(a, b),
+// y = Relu(c); every tensor 1024 bytes. Total: a, b, c, y = 4096. Alive at
+// once, node by node: a; a b; a b c (then a and b are read for the last
+// time); c y. Most: 3072.
+TEST(EstimateJobMemoryBytes, LiveSetFollowsTheLastReads) {
+  OnnxModelBuilder b;
+  b.Input("x", DType::kFloat, {1, 4, 8, 8});
+  b.Output("y", DType::kFloat, {1, 4, 8, 8}, true);
+  b.AddNode("Relu", {"x"}, {"a"});
+  b.AddNode("Relu", {"a"}, {"b"});
+  b.AddNode("Add", {"a", "b"}, {"c"});
+  b.AddNode("Relu", {"c"}, {"y"});
+  v1::QuantizeRequest r = testing::ConvJob(4, 8, 4, 1, "r");
+  r.set_onnx_model(b.Serialize());
+  tpc::TpcRegistry registry;
+  ASSERT_TRUE(registry.AddBuiltins().ok());
+  auto input = PreflightJob(r, registry, JobLimits());
+  ASSERT_TRUE(input.ok()) << input.status();
+  EXPECT_EQ(input->activation_bytes_per_sample, 4096);
+  EXPECT_EQ(input->activation_live_bytes_per_sample, 3072);
 }
 
 // A model that does not parse adds no activations (the job fails at
@@ -239,6 +263,41 @@ TEST(EstimateJobMemoryBytes, ConstantsInsideIfBodiesCountFiveCopies) {
   EXPECT_EQ(EstimateJobMemoryBytes(large, JobLimits{}, 1) -
                 EstimateJobMemoryBytes(small, JobLimits{}, 1),
             8 * grown - 4 * 8000);
+}
+
+// A model with a subgraph runs its report's two models apart (the float
+// run's values all held until the fake-quant run reaches them): its live
+// set counts as every activation. x[1,4] -> a = Relu(x), b = Relu(a),
+// d = Relu(b), y = If(c){Identity(d)}: four tensors of 16 bytes, at most two
+// alive at once in node order, counted as all four.
+TEST(EstimateJobMemoryBytes, SubgraphsCountTheWholeSampleAsLive) {
+  onnx::GraphProto then_body, else_body;
+  for (onnx::GraphProto* body : {&then_body, &else_body}) {
+    body->set_name(body == &then_body ? "then" : "else");
+    onnx::NodeProto* n = body->add_node();
+    n->set_op_type("Identity");
+    n->add_input("d");
+    n->add_output("t");
+    body->add_output()->set_name("t");
+  }
+  OnnxModelBuilder b(13);
+  b.Input("c", DType::kBool, {});
+  b.Input("x", DType::kFloat, {1, 4});
+  b.AddNode("Relu", {"x"}, {"a"});
+  b.AddNode("Relu", {"a"}, {"b"});
+  b.AddNode("Relu", {"b"}, {"d"});
+  b.AddNode("If", {"c"}, {"y"}, "branch")
+      .GraphAttr("then_branch", then_body)
+      .GraphAttr("else_branch", else_body);
+  b.Output("y", DType::kFloat);
+  v1::QuantizeRequest r = IfJob(1);
+  r.set_onnx_model(b.Serialize());
+  tpc::TpcRegistry registry;
+  ASSERT_TRUE(registry.AddBuiltins().ok());
+  auto input = PreflightJob(r, registry, JobLimits());
+  ASSERT_TRUE(input.ok()) << input.status();
+  EXPECT_EQ(input->activation_bytes_per_sample, 64);
+  EXPECT_EQ(input->activation_live_bytes_per_sample, 64);
 }
 
 }  // namespace

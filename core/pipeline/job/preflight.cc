@@ -11,6 +11,7 @@
 #include "core/graph/shape_inference.h"
 #include "core/hessian/weights_hessian.h"
 #include "core/pipeline/evaluation/kept_float_values.h"
+#include "core/pipeline/evaluation/paired_models.h"
 #include "core/pipeline/export/export_formats.h"
 #include "core/pipeline/gptq/gptq_options.h"
 #include "core/pipeline/mixed_precision/mixed_precision_stage.h"
@@ -157,12 +158,22 @@ bool InferSampleShapes(const std::vector<SampleFeeds>& calibration,
   return InferShapes(model, shape_options).ok();
 }
 
-// Bytes of every activation of one sample of `calibration`, from `model`
-// with its shapes inferred (InferSampleShapes; 0 when that failed). Tensors
-// whose shape stays unknown count as the sample's largest input.
-int64_t ActivationBytesPerSample(const Model& model, bool shapes_inferred,
-                                 const std::vector<SampleFeeds>& calibration) {
-  if (!shapes_inferred) return 0;
+// One sample's activations, from `model` with its shapes inferred
+// (InferSampleShapes; zeros when that failed): `total`, every activation's
+// bytes; `live`, the most bytes alive at once when the nodes run in order
+// (each tensor from its producer to its last reader, graph inputs from the
+// start, graph outputs to the end), or `total` where the report cannot run
+// the float and fake-quant models as one. Tensors whose shape stays unknown
+// count as the sample's largest input. Saturates at 2^50 (a bound above any
+// budget is as good as the exact figure).
+struct ActivationSizes {
+  int64_t total = 0, live = 0;
+};
+
+ActivationSizes ActivationBytesPerSample(
+    const Model& model, bool shapes_inferred,
+    const std::vector<SampleFeeds>& calibration) {
+  if (!shapes_inferred) return {};
   int64_t largest_input = 0;
   if (!calibration.empty()) {
     for (const auto& [name, t] : calibration[0]) {
@@ -171,43 +182,77 @@ int64_t ActivationBytesPerSample(const Model& model, bool shapes_inferred,
     }
   }
   const Graph& g = model.graph;
-  // Saturates: a bound above any budget is as good as the exact figure.
   constexpr int64_t kCap = int64_t{1} << 50;
-  int64_t total = 0;
-  for (const auto& [name, info] : g.value_info) {
-    if (g.IsConstant(name)) continue;
-    int64_t bytes = largest_input;
-    bool known = info.has_shape;
+  auto bytes_of = [&](const ValueInfo& info) {
     int64_t n = 1;
     for (int64_t d : info.shape) {
-      if (d < 0) {
-        known = false;
-        break;
-      }
+      if (d < 0) return largest_input;
       n = (d > 0 && n > kCap / d) ? kCap : n * d;
     }
-    if (known) {
-      const int64_t size = static_cast<int64_t>(DTypeSize(info.dtype));
-      bytes = std::min(kCap, n) * (size > 0 ? size : 4);
-    }
-    total = std::min(kCap, total + bytes);
+    if (!info.has_shape) return largest_input;
+    const int64_t size = static_cast<int64_t>(DTypeSize(info.dtype));
+    return std::min(kCap, n) * (size > 0 ? size : 4);
+  };
+  ActivationSizes sizes;
+  std::map<std::string, int64_t> bytes;
+  for (const auto& [name, info] : g.value_info) {
+    if (g.IsConstant(name)) continue;
+    bytes[name] = bytes_of(info);
+    sizes.total = std::min(kCap, sizes.total + bytes[name]);
   }
-  return total;
+  // The live set, node by node.
+  const int64_t end = static_cast<int64_t>(g.nodes.size());
+  std::map<std::string, int64_t> last_read;
+  for (int64_t i = 0; i < end; ++i) {
+    for (const std::string& in : g.nodes[i].inputs) {
+      if (bytes.count(in)) last_read[in] = i;
+    }
+  }
+  for (const ValueInfo& v : g.outputs) last_read[v.name] = end;
+  int64_t live = 0;
+  for (const ValueInfo& v : g.inputs) {
+    auto it = bytes.find(v.name);
+    if (it != bytes.end()) live = std::min(kCap, live + it->second);
+  }
+  sizes.live = live;
+  for (int64_t i = 0; i < end; ++i) {
+    for (const std::string& out : g.nodes[i].outputs) {
+      auto it = bytes.find(out);
+      if (it != bytes.end()) live = std::min(kCap, live + it->second);
+    }
+    sizes.live = std::max(sizes.live, live);
+    for (const std::string& name : g.nodes[i].inputs) {
+      auto it = last_read.find(name);
+      if (it == last_read.end() || it->second != i) continue;
+      live -= bytes[name];
+      last_read.erase(it);  // a node reading a tensor twice releases it once
+    }
+    for (const std::string& out : g.nodes[i].outputs) {
+      if (bytes.count(out) && !last_read.count(out)) live -= bytes[out];
+    }
+  }
+  // The report runs the two models apart: the float run's values are all
+  // held until the fake-quant run reaches them.
+  if (!PairedModels::CanPair(g)) sizes.live = sizes.total;
+  return sizes;
 }
 
-int64_t ActivationsInFlight(int64_t per_sample, int samples_in_flight,
+// Activations of the samples in flight. The first sample's run holds its
+// live set (the most bytes alive at once): calibration's run once, the
+// report's twice (its float and fake-quant sides run as one graph,
+// paired_models.h, comparing at most four pairs at a time). Further samples
+// in flight are at other points of their runs: 0.4x the sum of all
+// activations each (measured).
+int64_t ActivationsInFlight(const ActivationSizes& per, int samples_in_flight,
                             int num_samples) {
-  // The report's float run keeps every activation of its sample while the
-  // fake-quant run of the same sample makes its own (measured: 1.35x the sum
-  // of all activations); further samples in flight are at other points of
-  // their runs, 0.4x the sum each on average.
   const int64_t in_flight = std::max<int64_t>(
       1,
       std::min<int64_t>({samples_in_flight, 1024, std::max(1, num_samples)}));
   constexpr int64_t kCap = int64_t{1} << 50;
-  const int64_t per = std::min(kCap, per_sample);
-  // At most 2^50 * (27/20 + 1023 * 2/5) < 2^60: no overflow.
-  return std::min(kCap, per * 27 / 20 + (in_flight - 1) * (per * 2 / 5));
+  const int64_t total = std::min(kCap, per.total);
+  const int64_t live = std::min(kCap, per.live);
+  // At most 2^50 * (2 + 1023 * 2/5) < 2^60: no overflow.
+  return std::min(kCap, live * 2 + (in_flight - 1) * (total * 2 / 5));
 }
 
 // Whether the `hessian` stage (HMSE weights) may run: asked for, or tried by
@@ -225,11 +270,12 @@ bool MayComputeHessianScores(const v1::QuantizeRequest& request) {
 // the mixed-precision sensitivity's float cache and running tasks
 // (SensitivityMemoryBytes) when it searches, whichever is larger (the
 // stages run after calibration, which has released its own).
-int64_t PeakActivations(const v1::QuantizeRequest& request, int64_t per_sample,
-                        int samples_in_flight, int num_samples,
-                        int64_t model_bytes) {
+int64_t PeakActivations(const v1::QuantizeRequest& request,
+                        const ActivationSizes& sizes, int samples_in_flight,
+                        int num_samples, int64_t model_bytes) {
+  const int64_t per_sample = sizes.total;
   int64_t calibration =
-      ActivationsInFlight(per_sample, samples_in_flight, num_samples);
+      ActivationsInFlight(sizes, samples_in_flight, num_samples);
   if (MayComputeHessianScores(request)) {
     calibration = std::max(calibration,
                            hessian::EstimateHmseMemoryBytes(
@@ -494,8 +540,10 @@ absl::StatusOr<JobInput> PreflightJob(
     input.sample_bytes += GeneratedSampleBytes(request, probe);
     Model shaped = input.model;
     const bool inferred = InferSampleShapes(probe, &shaped);
-    input.activation_bytes_per_sample =
+    const ActivationSizes sizes =
         ActivationBytesPerSample(shaped, inferred, probe);
+    input.activation_bytes_per_sample = sizes.total;
+    input.activation_live_bytes_per_sample = sizes.live;
     if (request.gptq().enabled()) {
       // The generated images' shapes are not counted: the declared ones.
       Model declared = input.model;
@@ -538,8 +586,10 @@ absl::StatusOr<JobInput> PreflightJob(
   }
   Model shaped = input.model;
   const bool inferred = InferSampleShapes(input.calibration, &shaped);
-  input.activation_bytes_per_sample =
+  const ActivationSizes sizes =
       ActivationBytesPerSample(shaped, inferred, input.calibration);
+  input.activation_bytes_per_sample = sizes.total;
+  input.activation_live_bytes_per_sample = sizes.live;
   input.gptq_stage = GptqStage(request, shaped,
                                static_cast<int64_t>(input.calibration.size()));
   return input;
@@ -609,8 +659,11 @@ int64_t EstimateJobMemoryBytes(const JobInput& input, int samples_in_flight) {
     evaluated = n < 0 ? count : std::min<int64_t>(n, count);
   }
   const int64_t peak = PeakActivations(
-      *input.request, input.activation_bytes_per_sample, samples_in_flight,
-      static_cast<int>(std::min<int64_t>(count, 1 << 20)), input.model_bytes);
+      *input.request,
+      {input.activation_bytes_per_sample,
+       input.activation_live_bytes_per_sample},
+      samples_in_flight, static_cast<int>(std::min<int64_t>(count, 1 << 20)),
+      input.model_bytes);
   // GPTQ runs after calibration, whose activations it no longer holds.
   const int64_t activations = std::max(
       peak + KeptForReport(*input.request, input.activation_bytes_per_sample,
@@ -629,7 +682,7 @@ int64_t EstimateJobMemoryBytes(const JobInput& input, int samples_in_flight) {
 
 int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
                                const JobLimits& limits, int samples_in_flight) {
-  int64_t per_sample = 0;
+  ActivationSizes per_sample;
   int64_t body_constant_bytes = 0;
   GptqStageMemory gptq;
   const int report = ReportSampleCount(request.report_samples());
@@ -660,7 +713,7 @@ int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
                                        calibration, model_size);
   return BeforeImport(request, body_constant_bytes) - payload +
          std::max(
-             peak + KeptForReport(request, per_sample,
+             peak + KeptForReport(request, per_sample.total,
                                   report < 0 ? calibration
                                              : std::min(report, calibration)),
              gptq.PeakBytes(peak));

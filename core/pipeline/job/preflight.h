@@ -86,8 +86,10 @@ struct JobInput {
   // model_ref / samples_ref points to): the server frees them once the job
   // has this input (JobContext.on_preflight).
   int64_t request_payload_bytes = 0;
-  // Bytes of every activation of one sample (EstimateJobMemoryBytes).
+  // Bytes of every activation of one sample (EstimateJobMemoryBytes), and
+  // the most of them alive at once when the nodes run in order.
   int64_t activation_bytes_per_sample = 0;
+  int64_t activation_live_bytes_per_sample = 0;
   // GPTQ's stage when the request asks for it (zeros otherwise), from the
   // same inferred shapes.
   GptqStageMemory gptq_stage;
