@@ -29,6 +29,7 @@
 #include "core/io/sample_set.h"
 #include "core/pipeline/job/preflight.h"
 #include "core/pipeline/job/samples.h"
+#include "core/tpc/registry.h"
 #include "tests/integration/server_process.h"
 
 namespace quantd {
@@ -94,8 +95,9 @@ struct Row {
   std::string name;
   int samples = 0;
   double predicted_mib = 0, measured_mib = 0;
-  // The estimate's terms: model and sample bytes, activations of a sample.
-  double model_mib = 0, samples_mib = 0, activations_mib = 0;
+  // The estimate's terms: model and sample bytes; a sample's activations,
+  // all of them and the most alive at once.
+  double model_mib = 0, samples_mib = 0, activations_mib = 0, live_mib = 0;
 };
 
 // One job in a fresh server; false when it could not run.
@@ -133,12 +135,13 @@ bool Measure(const std::string& name, const v1::QuantizeRequest& request,
     for (const auto& t : s.inputs()) sample_bytes += t.raw_data().size();
   }
   row->samples_mib = sample_bytes / 1048576.0;
-  if (row->samples > 1) {
-    // Two samples in flight instead of one add one sample's activations
-    // (times the estimate's own factor).
-    row->activations_mib = (EstimateJobMemoryBytes(request, JobLimits{}, 2) -
-                            EstimateJobMemoryBytes(request, JobLimits{}, 1)) /
-                           1048576.0;
+  tpc::TpcRegistry registry;
+  if (registry.AddBuiltins().ok()) {
+    auto input = PreflightJob(request, registry, JobLimits{});
+    if (input.ok()) {
+      row->activations_mib = input->activation_bytes_per_sample / 1048576.0;
+      row->live_mib = input->activation_live_bytes_per_sample / 1048576.0;
+    }
   }
   return true;
 }
@@ -171,7 +174,7 @@ int Run(int argc, char** argv) {
   }
   std::printf(
       "model               samples  predicted  measured   error   (model, "
-      "samples, activations/sample in the estimate, MiB)\n");
+      "samples, a sample's activations: all, live, MiB)\n");
   bool all_within = true;
   for (const Source& source : sources) {
     auto request = ModelJob(source.model, source.samples, max_samples);
@@ -185,10 +188,11 @@ int Run(int argc, char** argv) {
     if (!Measure(source.name, *request, compute_threads, &row)) return 1;
     const double error = row.predicted_mib / row.measured_mib - 1;
     all_within = all_within && std::fabs(error) <= 0.25;
-    std::printf("%-18s %7d %7.1f MiB %7.1f MiB %+6.1f%%   (%.1f, %.1f, %.1f)\n",
-                row.name.c_str(), row.samples, row.predicted_mib,
-                row.measured_mib, error * 100, row.model_mib, row.samples_mib,
-                row.activations_mib);
+    std::printf(
+        "%-18s %7d %7.1f MiB %7.1f MiB %+6.1f%%   (%.1f, %.1f, %.1f, %.1f)\n",
+        row.name.c_str(), row.samples, row.predicted_mib, row.measured_mib,
+        error * 100, row.model_mib, row.samples_mib, row.activations_mib,
+        row.live_mib);
     std::fflush(stdout);
   }
   std::printf("every model within 25%%: %s\n", all_within ? "yes" : "no");
