@@ -33,6 +33,33 @@ Tensor ScalarOrVector(const std::vector<float>& v, bool scalar) {
 
 // Integers (any width, in an int32/int64 tensor or already typed) -> a tensor
 // of the storage dtype; 4-bit storage is held one value per int8/uint8.
+// Calls f(T{}) with T the C++ type of an integer dtype; false for others.
+template <typename F>
+bool ForIntType(DType d, F&& f) {
+  switch (d) {
+    case DType::kInt32:
+      f(int32_t{});
+      return true;
+    case DType::kInt64:
+      f(int64_t{});
+      return true;
+    case DType::kInt8:
+      f(int8_t{});
+      return true;
+    case DType::kUint8:
+      f(uint8_t{});
+      return true;
+    case DType::kInt16:
+      f(int16_t{});
+      return true;
+    case DType::kUint16:
+      f(uint16_t{});
+      return true;
+    default:
+      return false;
+  }
+}
+
 absl::StatusOr<Tensor> ToStorage(const Tensor& ints, DType storage,
                                  const std::string& what) {
   DType holder = storage;
@@ -40,65 +67,38 @@ absl::StatusOr<Tensor> ToStorage(const Tensor& ints, DType storage,
   if (storage == DType::kUint4) holder = DType::kUint8;
   Tensor out(holder, ints.shape());
   const int64_t lo = DTypeMin(storage), hi = DTypeMax(storage);
-  auto get = [&](int64_t i) -> int64_t {
-    switch (ints.dtype()) {
-      case DType::kInt32:
-        return ints.data<int32_t>()[i];
-      case DType::kInt64:
-        return ints.data<int64_t>()[i];
-      case DType::kInt8:
-        return ints.data<int8_t>()[i];
-      case DType::kUint8:
-        return ints.data<uint8_t>()[i];
-      case DType::kInt16:
-        return ints.data<int16_t>()[i];
-      case DType::kUint16:
-        return ints.data<uint16_t>()[i];
-      default:
-        return 0;
+  const int64_t n = ints.num_elements();
+  absl::Status status;
+  const bool known_input = ForIntType(ints.dtype(), [&](auto in_type) {
+    using In = decltype(in_type);
+    if (n == 0) return;
+    const In* in = ints.data<In>();
+    const bool known_holder =
+        holder != DType::kInt64 && ForIntType(holder, [&](auto out_type) {
+          using Out = decltype(out_type);
+          Out* o = out.mutable_data<Out>();
+          for (int64_t i = 0; i < n; ++i) {
+            const int64_t v = static_cast<int64_t>(in[i]);
+            if (v < lo || v > hi) {
+              status = absl::InvalidArgumentError(absl::StrCat(
+                  what, ": value ", v, " at element ", i, " does not fit ",
+                  DTypeName(storage), " [", lo, ", ", hi, "]"));
+              return;
+            }
+            o[i] = static_cast<Out>(v);
+          }
+        });
+    if (!known_holder) {
+      status = absl::InvalidArgumentError(
+          absl::StrCat(what, ": unsupported storage ", DTypeName(storage)));
     }
-  };
-  switch (ints.dtype()) {
-    case DType::kInt32:
-    case DType::kInt64:
-    case DType::kInt8:
-    case DType::kUint8:
-    case DType::kInt16:
-    case DType::kUint16:
-      break;
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, ": integer values have dtype ",
-                       DTypeName(ints.dtype()), ", expected an integer type"));
+  });
+  if (!known_input) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": integer values have dtype ",
+                     DTypeName(ints.dtype()), ", expected an integer type"));
   }
-  for (int64_t i = 0; i < ints.num_elements(); ++i) {
-    int64_t v = get(i);
-    if (v < lo || v > hi) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, ": value ", v, " at element ", i, " does not fit ",
-                       DTypeName(storage), " [", lo, ", ", hi, "]"));
-    }
-    switch (holder) {
-      case DType::kInt8:
-        out.mutable_data<int8_t>()[i] = static_cast<int8_t>(v);
-        break;
-      case DType::kUint8:
-        out.mutable_data<uint8_t>()[i] = static_cast<uint8_t>(v);
-        break;
-      case DType::kInt16:
-        out.mutable_data<int16_t>()[i] = static_cast<int16_t>(v);
-        break;
-      case DType::kUint16:
-        out.mutable_data<uint16_t>()[i] = static_cast<uint16_t>(v);
-        break;
-      case DType::kInt32:
-        out.mutable_data<int32_t>()[i] = static_cast<int32_t>(v);
-        break;
-      default:
-        return absl::InvalidArgumentError(
-            absl::StrCat(what, ": unsupported storage ", DTypeName(storage)));
-    }
-  }
+  RETURN_IF_ERROR(status);
   return out;
 }
 

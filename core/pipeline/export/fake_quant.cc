@@ -1,5 +1,7 @@
 #include "core/pipeline/export/fake_quant.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -11,34 +13,30 @@
 namespace quantd {
 namespace {
 
+template <typename T>
+std::vector<int64_t> Widened(const Tensor& t) {
+  const T* p = t.data<T>();
+  return std::vector<int64_t>(p, p + t.num_elements());
+}
+
 absl::StatusOr<std::vector<int64_t>> IntValues(const Tensor& t) {
-  std::vector<int64_t> v(t.num_elements());
-  for (int64_t i = 0; i < t.num_elements(); ++i) {
-    switch (t.dtype()) {
-      case DType::kInt32:
-        v[i] = t.data<int32_t>()[i];
-        break;
-      case DType::kInt64:
-        v[i] = t.data<int64_t>()[i];
-        break;
-      case DType::kInt8:
-        v[i] = t.data<int8_t>()[i];
-        break;
-      case DType::kUint8:
-        v[i] = t.data<uint8_t>()[i];
-        break;
-      case DType::kInt16:
-        v[i] = t.data<int16_t>()[i];
-        break;
-      case DType::kUint16:
-        v[i] = t.data<uint16_t>()[i];
-        break;
-      default:
-        return absl::InvalidArgumentError(absl::StrCat(
-            "integer weight values have dtype ", DTypeName(t.dtype())));
-    }
+  switch (t.dtype()) {
+    case DType::kInt32:
+      return Widened<int32_t>(t);
+    case DType::kInt64:
+      return Widened<int64_t>(t);
+    case DType::kInt8:
+      return Widened<int8_t>(t);
+    case DType::kUint8:
+      return Widened<uint8_t>(t);
+    case DType::kInt16:
+      return Widened<int16_t>(t);
+    case DType::kUint16:
+      return Widened<uint16_t>(t);
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "integer weight values have dtype ", DTypeName(t.dtype())));
   }
-  return v;
 }
 
 }  // namespace
@@ -46,7 +44,6 @@ absl::StatusOr<std::vector<int64_t>> IntValues(const Tensor& t) {
 absl::StatusOr<Tensor> DequantizeWeight(const QdqWeight& w) {
   ASSIGN_OR_RETURN(std::vector<int64_t> q, IntValues(w.int_values));
   const auto& shape = w.int_values.shape();
-  // Index of the channel of element i: (i / inner) % channels.
   int64_t inner = 1, channels = 1;
   if (w.axis >= 0) {
     if (w.axis >= static_cast<int>(shape.size())) {
@@ -62,18 +59,26 @@ absl::StatusOr<Tensor> DequantizeWeight(const QdqWeight& w) {
   }
   Tensor out(DType::kFloat, shape);
   float* o = out.mutable_data<float>();
-  for (size_t i = 0; i < q.size(); ++i) {
-    const int64_t c =
-        w.axis >= 0 ? (static_cast<int64_t>(i) / inner) % channels : 0;
-    if (!w.codebook.empty()) {
-      if (q[i] < 0 || q[i] >= static_cast<int64_t>(w.codebook.size())) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("LUT index ", q[i], " out of the codebook"));
+  const int64_t n = static_cast<int64_t>(q.size());
+  // Runs of `inner` elements share a channel (all of them, per tensor).
+  const int64_t run = std::max<int64_t>(1, w.axis >= 0 ? inner : n);
+  const int64_t codes = static_cast<int64_t>(w.codebook.size());
+  for (int64_t start = 0, k = 0; start < n; start += run, ++k) {
+    const int64_t c = w.axis >= 0 ? k % channels : 0;
+    const int64_t end = std::min(n, start + run);
+    if (codes > 0) {
+      for (int64_t i = start; i < end; ++i) {
+        if (q[i] < 0 || q[i] >= codes) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("LUT index ", q[i], " out of the codebook"));
+        }
+        o[i] = w.codebook[q[i]] * w.scales[c];
       }
-      o[i] = w.codebook[q[i]] * w.scales[c];
     } else {
       const int64_t zp = w.zero_points.empty() ? 0 : w.zero_points[c];
-      o[i] = DequantizeValue(q[i], w.scales[c], zp);
+      for (int64_t i = start; i < end; ++i) {
+        o[i] = DequantizeValue(q[i], w.scales[c], zp);
+      }
     }
   }
   return out;

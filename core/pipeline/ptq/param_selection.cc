@@ -303,21 +303,29 @@ absl::StatusOr<Tensor> DequantizedWeight(const WeightParams& w) {
   const size_t num_zps = w.zero_points.size();
   Tensor out(DType::kFloat, shape);
   float* o = out.mutable_data<float>();
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t c = num_scales == 1 ? 0 : (i / inner) % channels;
+  // Runs of `inner` elements share a channel (all of them one scale).
+  const int64_t run = num_scales == 1 ? std::max<int64_t>(n, 1) : inner;
+  for (int64_t start = 0, k = 0; start < n; start += run, ++k) {
+    const int64_t c = num_scales == 1 ? 0 : k % channels;
+    const int64_t end = std::min(n, start + run);
     const float scale = static_cast<float>(w.scales[c]);
-    const int64_t q = ints[i];
     if (lut_size > 0) {
-      if (q < 0 || q >= lut_size) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("weight '", w.tensor, "': LUT index out of range"));
+      const float threshold = static_cast<float>(w.thresholds[c]);
+      for (int64_t i = start; i < end; ++i) {
+        const int64_t q = ints[i];
+        if (q < 0 || q >= lut_size) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("weight '", w.tensor, "': LUT index out of range"));
+        }
+        // The LUT value on the int8 grid: lut / 2^7 * T; stored as
+        // codebook (lut / 2^7, exact) times the per-channel T.
+        o[i] = (w.lut_values[q] / 128.0f) * threshold;
       }
-      // The LUT value on the int8 grid: lut / 2^7 * T; stored as
-      // codebook (lut / 2^7, exact) times the per-channel T.
-      o[i] = (w.lut_values[q] / 128.0f) * static_cast<float>(w.thresholds[c]);
     } else {
       const int64_t zp = num_zps == 0 ? 0 : w.zero_points[num_zps == 1 ? 0 : c];
-      o[i] = static_cast<float>(q - zp) * scale;
+      for (int64_t i = start; i < end; ++i) {
+        o[i] = static_cast<float>(ints[i] - zp) * scale;
+      }
     }
   }
   return out;
