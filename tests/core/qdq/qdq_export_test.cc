@@ -172,6 +172,34 @@ TEST(QdqExport, EachDequantizeFeedsExactlyOneNode) {
   EXPECT_EQ(dqs, 2);  // one per consumer (Sigmoid, Tanh)
 }
 
+// The weight integers, whatever their dtype, are stored in the storage type
+// unchanged; one that does not fit is an error naming its value and
+// element.
+TEST(QdqExport, WeightIntegersAreNarrowedOrRejectedNamingTheElement) {
+  const std::vector<int64_t> shape = {2, 1, 1, 1};
+  for (const Tensor& given : {Tensor::FromVector<int32_t>({127, -128}, shape),
+                              Tensor::FromVector<int64_t>({127, -128}, shape),
+                              Tensor::FromVector<int16_t>({127, -128}, shape),
+                              Tensor::FromVector<int8_t>({127, -128}, shape)}) {
+    QdqPlan plan = ConvReluPlan();
+    plan.weights[0].int_values = given;
+    auto qdq = BuildQdqModel(ConvReluModel(), plan);
+    ASSERT_TRUE(qdq.ok()) << DTypeName(given.dtype()) << ": " << qdq.status();
+    const Node* wdq = Producer(*qdq, Producer(*qdq, "c")->inputs[1]);
+    const Tensor* stored = qdq->graph.FindInitializer(wdq->inputs[0]);
+    ASSERT_NE(stored, nullptr);
+    ASSERT_EQ(stored->dtype(), DType::kInt8);
+    EXPECT_THAT(stored->span<int8_t>(), ElementsAre(127, -128));
+  }
+  QdqPlan plan = ConvReluPlan();
+  plan.weights[0].int_values =
+      Tensor::FromVector<int32_t>({127, -129}, {2, 1, 1, 1});
+  auto qdq = BuildQdqModel(ConvReluModel(), plan);
+  ASSERT_EQ(qdq.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(qdq.status().message()),
+              ::testing::HasSubstr("value -129 at element 1 does not fit"));
+}
+
 TEST(QdqExport, FourBitWeightsNeedOpset21) {
   QdqPlan plan = ConvReluPlan();
   plan.weights[0].storage = *StorageForBits(4, true);
