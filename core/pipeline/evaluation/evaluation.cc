@@ -101,13 +101,13 @@ absl::StatusOr<EvaluationResult> EvaluateFakeQuant(
   };
   // Samples without kept values run both models as one graph where they can
   // (paired_models.h), else the float model first, holding its values.
+  bool all_kept = true;
+  for (int64_t i = 0; i < n; ++i) all_kept = all_kept && kept_for(i);
   std::unique_ptr<PairedModels> paired;
-  for (int64_t i = 0; i < n && paired == nullptr; ++i) {
-    if (kept_for(i)) continue;
+  if (!all_kept) {
     ASSIGN_OR_RETURN(paired, PairedModels::Create(float_model.model(),
                                                   fake_quant_model.model(),
                                                   fake_quant_model.options()));
-    break;
   }
   std::vector<SampleResult> results(n);
   SampleProgress report{progress, "report", [](int64_t d, int64_t total) {
