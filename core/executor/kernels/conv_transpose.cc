@@ -2,6 +2,7 @@
 // un-padded output s(in-1) + (k-1)d + 1; y = crop(full, pads) + bias.
 #include <Eigen/Core>
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "core/executor/conv_kernels.h"
@@ -126,7 +127,10 @@ absl::Status ComputeConvTranspose(KernelContext& ctx,
   RETURN_IF_ERROR(ConvTransposeGeometry(ctx, a, x, w, &s, &out, &begin));
   std::vector<int64_t> out_shape = {N, M};
   out_shape.insert(out_shape.end(), out.begin(), out.end());
-  ASSIGN_OR_RETURN(Tensor * y, ctx.Allocate(0, DType::kFloat, out_shape));
+  // Every element is written below (the crop, or the bias where the crop
+  // falls outside): no zero fill.
+  ASSIGN_OR_RETURN(Tensor * y,
+                   ctx.AllocateUninitialized(0, DType::kFloat, out_shape));
   int64_t out_size = 1;
   for (int64_t v : out) out_size *= v;
   const float* xp = x.data<float>();
@@ -144,13 +148,14 @@ absl::Status ComputeConvTranspose(KernelContext& ctx,
   // same arithmetic: the split depends on N * G only, never on the pool.
   ThreadPool* inner_pool = N * G == 1 ? ctx.pool() : nullptr;
   ParallelFor(ctx.pool(), N * G, 1, [&](int64_t ib, int64_t ie) {
-    std::vector<float> col, full;
+    // Not zero-filled: the GEMM writes all of `col`, and each channel's
+    // part of `full` is zeroed just before its col2im.
+    const std::unique_ptr<float[]> col(new float[MK * s.out_size]);
+    const std::unique_ptr<float[]> full(new float[Mg * s.in_size]);
     for (int64_t item = ib; item < ie; ++item) {
       const int64_t n = item / G, g = item % G;
       const float* wg = wp + g * Cg * MK;
       const float* xg = xp + (n * C + g * Cg) * s.out_size;
-      col.resize(MK * s.out_size);
-      full.resize(Mg * s.in_size);
       constexpr int64_t kColBlock = 512;
       ParallelFor(
           inner_pool, (s.out_size + kColBlock - 1) / kColBlock, 1,
@@ -162,16 +167,16 @@ absl::Status ComputeConvTranspose(KernelContext& ctx,
               Eigen::Map<const RowMat, 0, Eigen::OuterStride<>> xm(
                   xg + p0, Cg, width, Eigen::OuterStride<>(s.out_size));
               Eigen::Map<RowMat, 0, Eigen::OuterStride<>> cm(
-                  col.data() + p0, MK, width, Eigen::OuterStride<>(s.out_size));
+                  col.get() + p0, MK, width, Eigen::OuterStride<>(s.out_size));
               cm.noalias() = wm.transpose() * xm;
             }
           });
       ParallelFor(inner_pool, Mg, 1, [&](int64_t mb, int64_t me) {
         std::vector<int64_t> idx(r, 0);
         for (int64_t m = mb; m < me; ++m) {
-          float* fc = full.data() + m * s.in_size;
+          float* fc = full.get() + m * s.in_size;
           std::fill_n(fc, s.in_size, 0.0f);
-          Col2Im(s, col.data() + m * s.kernel_size * s.out_size, 1, fc);
+          Col2Im(s, col.get() + m * s.kernel_size * s.out_size, 1, fc);
           // Crop/pad into y with the begin offset.
           const int64_t oc = g * Mg + m;
           float* yc = yp + (n * M + oc) * out_size;
