@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -90,9 +91,31 @@ absl::StatusOr<std::vector<int64_t>> ToInt64Vector(const Tensor& t) {
       return absl::InvalidArgumentError(absl::StrCat(
           "expected an integer tensor, got ", DTypeName(t.dtype())));
   }
-  std::vector<int64_t> v(t.num_elements());
-  for (int64_t i = 0; i < t.num_elements(); ++i) v[i] = Get<int64_t>(t, i);
-  return v;
+  // One dtype switch per tensor, not per element (weights: millions).
+  auto widen = [&t](auto* typed) {
+    using T = std::remove_const_t<std::remove_pointer_t<decltype(typed)>>;
+    const T* p = static_cast<const T*>(t.raw());
+    return std::vector<int64_t>(p, p + t.num_elements());
+  };
+  switch (t.dtype()) {
+    case DType::kInt8:
+      return widen(static_cast<const int8_t*>(nullptr));
+    case DType::kUint8:
+    case DType::kBool:
+      return widen(static_cast<const uint8_t*>(nullptr));
+    case DType::kInt16:
+      return widen(static_cast<const int16_t*>(nullptr));
+    case DType::kUint16:
+      return widen(static_cast<const uint16_t*>(nullptr));
+    case DType::kInt32:
+      return widen(static_cast<const int32_t*>(nullptr));
+    case DType::kUint32:
+      return widen(static_cast<const uint32_t*>(nullptr));
+    case DType::kInt64:
+      return widen(static_cast<const int64_t*>(nullptr));
+    default:  // kUint64, as Get<int64_t> reads it
+      return widen(static_cast<const uint64_t*>(nullptr));
+  }
 }
 
 absl::StatusOr<std::vector<int64_t>> BroadcastShapes(

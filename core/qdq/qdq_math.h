@@ -5,15 +5,37 @@
 #ifndef QUANTD_CORE_QDQ_QDQ_MATH_H_
 #define QUANTD_CORE_QDQ_QDQ_MATH_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/graph/tensor.h"
 #include "core/qdq/qdq_plan.h"
 
 namespace quantd {
+
+// Elements [0, n) of a weight quantized per channel, in the runs that share
+// a channel: f(channel, begin, end) -> absl::Status for each run of `inner`
+// elements, cycling through `channels` (the layout [outer, channels,
+// inner]), or once for all of them with channel 0 when there is one
+// channel. Stops at the first error. Dequantizing run by run leaves no
+// division per element.
+template <typename F>
+absl::Status ForEachChannelRun(int64_t n, int64_t channels, int64_t inner,
+                               F&& f) {
+  if (channels <= 1) {
+    return n > 0 ? f(int64_t{0}, int64_t{0}, n) : absl::OkStatus();
+  }
+  if (inner <= 0) return absl::OkStatus();  // then n == 0
+  for (int64_t begin = 0, k = 0; begin < n; begin += inner, ++k) {
+    absl::Status s = f(k % channels, begin, std::min(n, begin + inner));
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
 
 // The storage for an n-bit integer grid: 2..4 bits -> int4/uint4, 5..8 ->
 // int8/uint8, 9..16 -> int16/uint16, with qmin/qmax of the n-bit grid.

@@ -16,6 +16,14 @@ namespace {
 // The fixed part of every job's estimate.
 constexpr int64_t kEstimateBase = int64_t{8} << 20;
 
+// The job's own input (shapes inferred, activations counted) for `r`, with
+// the builtin TPCs.
+absl::StatusOr<JobInput> Preflight(const v1::QuantizeRequest& r) {
+  tpc::TpcRegistry registry;
+  if (absl::Status s = registry.AddBuiltins(); !s.ok()) return s;
+  return PreflightJob(r, registry, JobLimits());
+}
+
 // ConvJob(3, 8, 4, 4): x[1,3,8,8] -> Conv(4 filters, pad 1) -> y[1,4,8,8],
 // 4 float samples. Samples: 4 x 3*8*8*4 = 3072 bytes, counted 4.5 times
 // less the request's own copy, which the server frees after the import:
@@ -153,16 +161,14 @@ TEST(EstimateJobMemoryBytes, PreflightCountsGptqFromTheInferredShapes) {
   r.mutable_gptq()->set_enabled(true);
   r.mutable_gptq()->set_rows_per_block(4);
   r.mutable_gptq()->set_batch_rows(4);
-  tpc::TpcRegistry registry;
-  ASSERT_TRUE(registry.AddBuiltins().ok());
-  auto input = PreflightJob(r, registry, JobLimits());
+  auto input = Preflight(r);
   ASSERT_TRUE(input.ok()) << input.status();
   EXPECT_EQ(input->activation_bytes_per_sample, 1024);
   EXPECT_EQ(input->gptq_stage.targets, 64);
   EXPECT_EQ(input->gptq_stage.block, 8192 + 864 + 64 + 2752);
   EXPECT_EQ(input->gptq_stage.PeakBytes(1382), 64 + 8192 + 864 + 64 + 2752);
   r.mutable_gptq()->set_enabled(false);
-  auto plain = PreflightJob(r, registry, JobLimits());
+  auto plain = Preflight(r);
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_EQ(plain->gptq_stage.PeakBytes(1382), 1382);  // nothing added
 }
@@ -181,9 +187,7 @@ TEST(EstimateJobMemoryBytes, LiveSetFollowsTheLastReads) {
   b.AddNode("Relu", {"c"}, {"y"});
   v1::QuantizeRequest r = testing::ConvJob(4, 8, 4, 1, "r");
   r.set_onnx_model(b.Serialize());
-  tpc::TpcRegistry registry;
-  ASSERT_TRUE(registry.AddBuiltins().ok());
-  auto input = PreflightJob(r, registry, JobLimits());
+  auto input = Preflight(r);
   ASSERT_TRUE(input.ok()) << input.status();
   EXPECT_EQ(input->activation_bytes_per_sample, 4096);
   EXPECT_EQ(input->activation_live_bytes_per_sample, 3072);
@@ -292,9 +296,7 @@ TEST(EstimateJobMemoryBytes, SubgraphsCountTheWholeSampleAsLive) {
   b.Output("y", DType::kFloat);
   v1::QuantizeRequest r = IfJob(1);
   r.set_onnx_model(b.Serialize());
-  tpc::TpcRegistry registry;
-  ASSERT_TRUE(registry.AddBuiltins().ok());
-  auto input = PreflightJob(r, registry, JobLimits());
+  auto input = Preflight(r);
   ASSERT_TRUE(input.ok()) << input.status();
   EXPECT_EQ(input->activation_bytes_per_sample, 64);
   EXPECT_EQ(input->activation_live_bytes_per_sample, 64);

@@ -4,12 +4,12 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
-#include "absl/strings/string_view.h"
 #include "core/pipeline/evaluation/paired_models.h"
 #include "core/pipeline/evaluation/squared_error_sums.h"
 #include "core/pipeline/job/parallel_samples.h"
@@ -69,6 +69,153 @@ void CompareOutput(const Tensor& f, const Tensor& q, OutputSums* o) {
   }
 }
 
+// Tensor and output sums of one sample: the fake-quant model's run,
+// against float values kept from calibration, or from the float model run
+// beside it (as one graph where PairedModels can, else first).
+class SampleEvaluator {
+ public:
+  SampleEvaluator(const Executor& float_model, const Executor& fake_quant_model,
+                  const ActivationFakeQuantizer& quantizer,
+                  const std::set<std::string>& tensors,
+                  const PairedModels* paired, const CancellationToken* cancel)
+      : float_model_(float_model),
+        fake_quant_model_(fake_quant_model),
+        quantizer_(quantizer),
+        tensors_(tensors),
+        paired_(paired),
+        cancel_(cancel) {}
+
+  absl::Status Evaluate(int64_t i, const SampleFeeds& sample,
+                        std::optional<KeptFloatValues> kept,
+                        SampleResult* r) const {
+    // Float values waiting for their fake-quant twin, by tensor name.
+    std::map<std::string, Tensor> float_values;
+    std::map<std::string, Tensor> float_outputs;
+    const bool as_pair = !kept.has_value() && paired_ != nullptr;
+    // A reference to the run's buffer (copy on write), as calibration keeps
+    // them: no copy.
+    auto keep = [&](const std::string& name, const Tensor& v) {
+      if (tensors_.count(name)) float_values[name] = v;
+    };
+    if (kept.has_value()) {
+      float_values = std::move(kept->tensors);
+      float_outputs = std::move(kept->outputs);
+    } else if (!as_pair) {
+      TensorObserver observer = [&](const Node& node, int k, const Tensor& v) {
+        keep(node.outputs[k], v);
+      };
+      RunOptions fo;
+      fo.observer = &observer;
+      fo.cancel = cancel_;
+      auto f_out = float_model_.Run(sample, fo);
+      if (!f_out.ok()) {
+        return absl::Status(f_out.status().code(),
+                            absl::StrCat("evaluation sample ", i, ": ",
+                                         f_out.status().message()));
+      }
+      float_outputs = *std::move(f_out);
+    }
+    // Compared as they come, at most four pairs held.
+    SquaredErrorLanes pending([r](const std::string& name, const Sums& s) {
+      Sums& acc = r->tensors[name];
+      acc.signal += s.signal;
+      acc.noise += s.noise;
+    });
+    TensorObserver compare = [&](const Node& node, int k, const Tensor& v) {
+      // Kept values hold every node output, more than `tensors_`.
+      if (!tensors_.count(node.outputs[k])) return;
+      auto it = float_values.find(node.outputs[k]);
+      if (it == float_values.end()) return;
+      pending.Add(it->first, std::move(it->second), v);
+      float_values.erase(it);
+    };
+    RunOptions qo;
+    qo.observer = &compare;
+    qo.rewriter = &quantizer_.rewriter();
+    qo.cancel = cancel_;
+    SampleFeeds q_feeds = quantizer_.FakeQuantizeFeeds(sample);
+    absl::StatusOr<std::map<std::string, Tensor>> q_out;
+    if (as_pair) {
+      auto both = paired_->Run(sample, std::move(q_feeds), keep, qo);
+      if (both.ok()) {
+        float_outputs = std::move(both->float_side);
+        q_out = std::move(both->fake_quant);
+      } else {
+        q_out = both.status();
+      }
+    } else {
+      q_out = fake_quant_model_.Run(q_feeds, qo);
+    }
+    if (!q_out.ok()) {
+      return absl::Status(q_out.status().code(),
+                          absl::StrCat("evaluation sample ", i,
+                                       as_pair ? ": " : " (fake-quant): ",
+                                       q_out.status().message()));
+    }
+    pending.Finish();
+    for (const auto& [name, f] : float_outputs) {
+      auto it = q_out->find(name);
+      if (it != q_out->end()) {
+        CompareOutput(f, it->second, &r->outputs[name]);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  const Executor& float_model_;
+  const Executor& fake_quant_model_;
+  const ActivationFakeQuantizer& quantizer_;
+  const std::set<std::string>& tensors_;
+  const PairedModels* paired_;
+  const CancellationToken* cancel_;
+};
+
+// The samples' sums added in sample order, as figures; outputs in the
+// graph's order.
+EvaluationResult Summarize(const std::vector<SampleResult>& results,
+                           const std::vector<ValueInfo>& graph_outputs) {
+  std::map<std::string, Sums> tensor_sums;
+  std::map<std::string, OutputSums> output_sums;
+  for (const SampleResult& r : results) {
+    for (const auto& [name, s] : r.tensors) {
+      tensor_sums[name].signal += s.signal;
+      tensor_sums[name].noise += s.noise;
+    }
+    for (const auto& [name, o] : r.outputs) {
+      OutputSums& acc = output_sums[name];
+      acc.sums.signal += o.sums.signal;
+      acc.sums.noise += o.sums.noise;
+      acc.cosine_sum += o.cosine_sum;
+      acc.cosine_count += o.cosine_count;
+      acc.top1_match += o.top1_match;
+      acc.top1_total += o.top1_total;
+    }
+  }
+  EvaluationResult out;
+  for (const auto& [name, s] : tensor_sums) {
+    out.tensor_sqnr_db[name] = SqnrDb(s.signal, s.noise);
+  }
+  Sums all;
+  for (const auto& vi : graph_outputs) {
+    auto it = output_sums.find(vi.name);
+    if (it == output_sums.end()) continue;
+    const OutputSums& o = it->second;
+    OutputReport rep;
+    rep.name = vi.name;
+    rep.sqnr_db = SqnrDb(o.sums.signal, o.sums.noise);
+    if (o.cosine_count > 0) rep.cosine = o.cosine_sum / o.cosine_count;
+    if (o.top1_total > 0) {
+      rep.top1_agreement = static_cast<double>(o.top1_match) / o.top1_total;
+    }
+    all.signal += o.sums.signal;
+    all.noise += o.sums.noise;
+    out.outputs.push_back(rep);
+  }
+  if (!out.outputs.empty()) out.output_sqnr_db = SqnrDb(all.signal, all.noise);
+  return out;
+}
+
 }  // namespace
 
 double SqnrDb(double signal, double noise) {
@@ -99,8 +246,6 @@ absl::StatusOr<EvaluationResult> EvaluateFakeQuant(
     return use_kept && i < static_cast<int64_t>(kept->samples.size()) &&
            kept->samples[i].has_value();
   };
-  // Samples without kept values run both models as one graph where they can
-  // (paired_models.h), else the float model first, holding its values.
   bool all_kept = true;
   for (int64_t i = 0; i < n; ++i) all_kept = all_kept && kept_for(i);
   std::unique_ptr<PairedModels> paired;
@@ -109,6 +254,8 @@ absl::StatusOr<EvaluationResult> EvaluateFakeQuant(
                                                   fake_quant_model.model(),
                                                   fake_quant_model.options()));
   }
+  const SampleEvaluator evaluator(float_model, fake_quant_model, quantizer,
+                                  tensors, paired.get(), cancel);
   std::vector<SampleResult> results(n);
   SampleProgress report{progress, "report", [](int64_t d, int64_t total) {
                           return absl::StrCat("evaluated ", d, "/", total,
@@ -116,140 +263,12 @@ absl::StatusOr<EvaluationResult> EvaluateFakeQuant(
                         }};
   RETURN_IF_ERROR(ParallelForSamples(
       n, pool, cancel, report, [&](int64_t i) -> absl::Status {
-        SampleResult& r = results[i];
-        // Float values waiting for their fake-quant twin, by tensor name.
-        std::map<std::string, Tensor> float_values;
-        std::map<std::string, Tensor> float_outputs;
-        const bool is_kept = kept_for(i);
-        const bool as_pair = !is_kept && paired != nullptr;
-        if (is_kept) {
-          KeptFloatValues& k = *kept->samples[i];
-          float_values = std::move(k.tensors);
-          float_outputs = std::move(k.outputs);
-          kept->samples[i].reset();
-        } else if (!as_pair) {
-          TensorObserver keep = [&](const Node& node, int k, const Tensor& v) {
-            // A reference to the run's buffer (copy on write), as
-            // calibration keeps them: no copy.
-            if (tensors.count(node.outputs[k]))
-              float_values[node.outputs[k]] = v;
-          };
-          RunOptions fo;
-          fo.observer = &keep;
-          fo.cancel = cancel;
-          auto f_out = float_model.Run(samples[i], fo);
-          if (!f_out.ok()) {
-            return absl::Status(f_out.status().code(),
-                                absl::StrCat("evaluation sample ", i, ": ",
-                                             f_out.status().message()));
-          }
-          float_outputs = *std::move(f_out);
-        }
-        // Compared as they come, at most four pairs held.
-        SquaredErrorLanes pending([&r](const std::string& name, const Sums& s) {
-          Sums& acc = r.tensors[name];
-          acc.signal += s.signal;
-          acc.noise += s.noise;
-        });
-        TensorObserver compare = [&](const Node& node, int k, const Tensor& v) {
-          const std::string& name = node.outputs[k];
-          absl::string_view original;
-          if (as_pair && PairedModels::FloatSide(name, &original)) {
-            // A reference to the run's buffer (copy on write), not a copy.
-            if (tensors.count(std::string(original))) {
-              float_values[std::string(original)] = v;
-            }
-            return;
-          }
-          if (!tensors.count(name)) return;
-          auto it = float_values.find(name);
-          if (it == float_values.end()) return;
-          pending.Add(it->first, std::move(it->second), v);
-          float_values.erase(it);
-        };
-        RunOptions qo;
-        qo.observer = &compare;
-        qo.rewriter = &quantizer.rewriter();
-        qo.cancel = cancel;
-        absl::StatusOr<std::map<std::string, Tensor>> q_out;
-        if (as_pair) {
-          q_out = paired->executor().Run(
-              paired->Feeds(samples[i],
-                            quantizer.FakeQuantizeFeeds(samples[i])),
-              qo);
-          if (q_out.ok()) {
-            for (auto it = q_out->begin(); it != q_out->end();) {
-              absl::string_view original;
-              if (!PairedModels::FloatSide(it->first, &original)) {
-                ++it;
-                continue;
-              }
-              float_outputs[std::string(original)] = std::move(it->second);
-              it = q_out->erase(it);
-            }
-          }
-        } else {
-          q_out =
-              fake_quant_model.Run(quantizer.FakeQuantizeFeeds(samples[i]), qo);
-        }
-        if (!q_out.ok()) {
-          // A float-side node's label reads as the float model's.
-          return absl::Status(
-              q_out.status().code(),
-              absl::StrCat("evaluation sample ", i,
-                           as_pair ? ": " : " (fake-quant): ",
-                           absl::StrReplaceAll(q_out.status().message(),
-                                               {{kFloatPrefix, "float "}})));
-        }
-        pending.Finish();
-        for (const auto& [name, f] : float_outputs) {
-          auto it = q_out->find(name);
-          if (it != q_out->end()) {
-            CompareOutput(f, it->second, &r.outputs[name]);
-          }
-        }
-        return absl::OkStatus();
+        std::optional<KeptFloatValues> values;
+        if (kept_for(i)) values.swap(kept->samples[i]);  // released as used
+        return evaluator.Evaluate(i, samples[i], std::move(values),
+                                  &results[i]);
       }));
-  std::map<std::string, Sums> tensor_sums;
-  std::map<std::string, OutputSums> output_sums;
-  for (const SampleResult& r : results) {
-    for (const auto& [name, s] : r.tensors) {
-      tensor_sums[name].signal += s.signal;
-      tensor_sums[name].noise += s.noise;
-    }
-    for (const auto& [name, o] : r.outputs) {
-      OutputSums& acc = output_sums[name];
-      acc.sums.signal += o.sums.signal;
-      acc.sums.noise += o.sums.noise;
-      acc.cosine_sum += o.cosine_sum;
-      acc.cosine_count += o.cosine_count;
-      acc.top1_match += o.top1_match;
-      acc.top1_total += o.top1_total;
-    }
-  }
-  EvaluationResult out;
-  for (const auto& [name, s] : tensor_sums) {
-    out.tensor_sqnr_db[name] = SqnrDb(s.signal, s.noise);
-  }
-  Sums all;
-  // Graph output order, not map order.
-  for (const auto& vi : float_model.model().graph.outputs) {
-    auto it = output_sums.find(vi.name);
-    if (it == output_sums.end()) continue;
-    const OutputSums& o = it->second;
-    OutputReport rep;
-    rep.name = vi.name;
-    rep.sqnr_db = SqnrDb(o.sums.signal, o.sums.noise);
-    if (o.cosine_count > 0) rep.cosine = o.cosine_sum / o.cosine_count;
-    if (o.top1_total > 0) {
-      rep.top1_agreement = static_cast<double>(o.top1_match) / o.top1_total;
-    }
-    all.signal += o.sums.signal;
-    all.noise += o.sums.noise;
-    out.outputs.push_back(rep);
-  }
-  if (!out.outputs.empty()) out.output_sqnr_db = SqnrDb(all.signal, all.noise);
-  return out;
+  return Summarize(results, float_model.model().graph.outputs);
 }
 
 }  // namespace quantd

@@ -7,6 +7,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 
 namespace quantd {
 namespace {
@@ -139,6 +140,39 @@ absl::StatusOr<std::unique_ptr<PairedModels>> PairedModels::Create(
       Executor::Create(std::move(paired), options);
   if (!exec.ok()) return exec.status();
   return std::unique_ptr<PairedModels>(new PairedModels(*std::move(exec)));
+}
+
+absl::StatusOr<PairedModels::Outputs> PairedModels::Run(
+    const std::map<std::string, Tensor>& float_feeds,
+    std::map<std::string, Tensor> fake_quant_feeds,
+    const FloatObserver& float_observer, RunOptions options) const {
+  const TensorObserver* fake_quant_observer = options.observer;
+  const TensorObserver both = [&](const Node& node, int k, const Tensor& v) {
+    absl::string_view original;
+    if (FloatSide(node.outputs[k], &original)) {
+      if (float_observer) float_observer(std::string(original), v);
+    } else if (fake_quant_observer != nullptr) {
+      (*fake_quant_observer)(node, k, v);
+    }
+  };
+  options.observer = &both;
+  auto out =
+      executor_->Run(Feeds(float_feeds, std::move(fake_quant_feeds)), options);
+  if (!out.ok()) {
+    return absl::Status(out.status().code(),
+                        absl::StrReplaceAll(out.status().message(),
+                                            {{kFloatPrefix, "float "}}));
+  }
+  Outputs split;
+  for (auto& [name, t] : *out) {
+    absl::string_view original;
+    if (FloatSide(name, &original)) {
+      split.float_side[std::string(original)] = std::move(t);
+    } else {
+      split.fake_quant[name] = std::move(t);
+    }
+  }
+  return split;
 }
 
 std::map<std::string, Tensor> PairedModels::Feeds(

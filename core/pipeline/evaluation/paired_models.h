@@ -13,6 +13,7 @@
 #ifndef QUANTD_CORE_PIPELINE_EVALUATION_PAIRED_MODELS_H_
 #define QUANTD_CORE_PIPELINE_EVALUATION_PAIRED_MODELS_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -41,6 +42,22 @@ class PairedModels {
   static bool CanPair(const Graph& g);
 
   const Executor& executor() const { return *executor_; }
+
+  // One run's graph outputs, each side under its own model's names.
+  struct Outputs {
+    std::map<std::string, Tensor> float_side, fake_quant;
+  };
+  using FloatObserver =
+      std::function<void(const std::string& name, const Tensor& value)>;
+
+  // Both sides on their feeds, as one run: `float_observer` sees each
+  // float-side value under its float model's name; `options` (observer,
+  // rewriter, cancel) apply to the fake-quant side. A float-side node in an
+  // error reads "float <node>".
+  absl::StatusOr<Outputs> Run(const std::map<std::string, Tensor>& float_feeds,
+                              std::map<std::string, Tensor> fake_quant_feeds,
+                              const FloatObserver& float_observer,
+                              RunOptions options) const;
 
   // The float side's feeds under their prefixed names, with the fake-quant
   // side's feeds as given.

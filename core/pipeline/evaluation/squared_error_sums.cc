@@ -92,7 +92,7 @@ void SquaredErrorLanes::Add(std::string name, Tensor f, Tensor q) {
     return;
   }
   if (lanes_.size() == 4) Advance();
-  lanes_.push_back({std::move(name), std::move(f), std::move(q), 0, n, s});
+  lanes_.push_back({std::move(name), std::move(f), std::move(q), 0, s});
 }
 
 void SquaredErrorLanes::Finish() {
@@ -104,8 +104,8 @@ void SquaredErrorLanes::Finish() {
 // four, and those left with fewer than four finish one element at a time.
 // Idle lanes read the first lane's elements and are discarded.
 void SquaredErrorLanes::Advance() {
-  int64_t m = lanes_[0].n - lanes_[0].offset;
-  for (const Lane& l : lanes_) m = std::min(m, l.n - l.offset);
+  int64_t m = lanes_[0].left();
+  for (const Lane& l : lanes_) m = std::min(m, l.left());
   m = m / 4 * 4;
   std::array<const float*, 4> a, b;
   std::array<SquaredErrorSums, 4> sums;
@@ -121,12 +121,12 @@ void SquaredErrorLanes::Advance() {
     lanes_[j].offset += m;
   }
   for (auto it = lanes_.begin(); it != lanes_.end();) {
-    if (it->n - it->offset >= 4) {
+    if (it->left() >= 4) {
       ++it;
       continue;
     }
-    AddScalar(it->f.data<float>(), it->q.data<float>(), it->offset, it->n,
-              &it->sums);
+    AddScalar(it->f.data<float>(), it->q.data<float>(), it->offset,
+              it->f.num_elements(), &it->sums);
     done_(it->name, it->sums);
     it = lanes_.erase(it);
   }

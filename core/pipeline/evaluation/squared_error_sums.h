@@ -47,8 +47,9 @@ class SquaredErrorLanes {
   struct Lane {
     std::string name;
     Tensor f, q;
-    int64_t offset, n;
+    int64_t offset;  // elements already added
     SquaredErrorSums sums;
+    int64_t left() const { return f.num_elements() - offset; }
   };
   void Advance();
 

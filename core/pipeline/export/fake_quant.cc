@@ -7,42 +7,20 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/graph/constant_eval.h"
 #include "core/qdq/qdq_math.h"
 #include "core/util/status_macros.h"
 
 namespace quantd {
-namespace {
-
-template <typename T>
-std::vector<int64_t> Widened(const Tensor& t) {
-  const T* p = t.data<T>();
-  return std::vector<int64_t>(p, p + t.num_elements());
-}
-
-absl::StatusOr<std::vector<int64_t>> IntValues(const Tensor& t) {
-  switch (t.dtype()) {
-    case DType::kInt32:
-      return Widened<int32_t>(t);
-    case DType::kInt64:
-      return Widened<int64_t>(t);
-    case DType::kInt8:
-      return Widened<int8_t>(t);
-    case DType::kUint8:
-      return Widened<uint8_t>(t);
-    case DType::kInt16:
-      return Widened<int16_t>(t);
-    case DType::kUint16:
-      return Widened<uint16_t>(t);
-    default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "integer weight values have dtype ", DTypeName(t.dtype())));
-  }
-}
-
-}  // namespace
+namespace {}  // namespace
 
 absl::StatusOr<Tensor> DequantizeWeight(const QdqWeight& w) {
-  ASSIGN_OR_RETURN(std::vector<int64_t> q, IntValues(w.int_values));
+  absl::StatusOr<std::vector<int64_t>> ints = ToInt64Vector(w.int_values);
+  if (!ints.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "integer weight values have dtype ", DTypeName(w.int_values.dtype())));
+  }
+  const std::vector<int64_t>& q = *ints;
   const auto& shape = w.int_values.shape();
   int64_t inner = 1, channels = 1;
   if (w.axis >= 0) {
@@ -59,28 +37,26 @@ absl::StatusOr<Tensor> DequantizeWeight(const QdqWeight& w) {
   }
   Tensor out(DType::kFloat, shape);
   float* o = out.mutable_data<float>();
-  const int64_t n = static_cast<int64_t>(q.size());
-  // Runs of `inner` elements share a channel (all of them, per tensor).
-  const int64_t run = std::max<int64_t>(1, w.axis >= 0 ? inner : n);
   const int64_t codes = static_cast<int64_t>(w.codebook.size());
-  for (int64_t start = 0, k = 0; start < n; start += run, ++k) {
-    const int64_t c = w.axis >= 0 ? k % channels : 0;
-    const int64_t end = std::min(n, start + run);
-    if (codes > 0) {
-      for (int64_t i = start; i < end; ++i) {
-        if (q[i] < 0 || q[i] >= codes) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("LUT index ", q[i], " out of the codebook"));
+  RETURN_IF_ERROR(ForEachChannelRun(
+      static_cast<int64_t>(q.size()), channels, inner,
+      [&](int64_t c, int64_t begin, int64_t end) -> absl::Status {
+        if (codes > 0) {
+          for (int64_t i = begin; i < end; ++i) {
+            if (q[i] < 0 || q[i] >= codes) {
+              return absl::InvalidArgumentError(
+                  absl::StrCat("LUT index ", q[i], " out of the codebook"));
+            }
+            o[i] = w.codebook[q[i]] * w.scales[c];
+          }
+          return absl::OkStatus();
         }
-        o[i] = w.codebook[q[i]] * w.scales[c];
-      }
-    } else {
-      const int64_t zp = w.zero_points.empty() ? 0 : w.zero_points[c];
-      for (int64_t i = start; i < end; ++i) {
-        o[i] = DequantizeValue(q[i], w.scales[c], zp);
-      }
-    }
-  }
+        const int64_t zp = w.zero_points.empty() ? 0 : w.zero_points[c];
+        for (int64_t i = begin; i < end; ++i) {
+          o[i] = DequantizeValue(q[i], w.scales[c], zp);
+        }
+        return absl::OkStatus();
+      }));
   return out;
 }
 

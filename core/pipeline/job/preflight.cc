@@ -8,12 +8,11 @@
 #include "core/datagen/generate_job.h"
 #include "core/datagen/generated_calibration.h"
 #include "core/graph/onnx_import.h"
-#include "core/graph/shape_inference.h"
 #include "core/hessian/weights_hessian.h"
 #include "core/pipeline/evaluation/kept_float_values.h"
-#include "core/pipeline/evaluation/paired_models.h"
 #include "core/pipeline/export/export_formats.h"
 #include "core/pipeline/gptq/gptq_options.h"
+#include "core/pipeline/job/activation_sizes.h"
 #include "core/pipeline/mixed_precision/mixed_precision_stage.h"
 #include "core/pipeline/mixed_precision/sensitivity.h"
 #include "core/pipeline/quality_target/quality_target.h"
@@ -140,101 +139,6 @@ int64_t BaseEstimate(int64_t sample_bytes, int64_t model_bytes,
       std::clamp<int64_t>(body_constant_bytes, 0, model_bytes);
   return sample_bytes * 9 / 2 + (model_bytes - bodies) * model_copies +
          bodies * 5 + (int64_t{8} << 20);
-}
-
-// Infers `model`'s shapes for the first calibration sample's input shapes,
-// else (no sample, or inference fails) for the declared ones; false when
-// that fails too (the model then holds what inference annotated).
-bool InferSampleShapes(const std::vector<SampleFeeds>& calibration,
-                       Model* model) {
-  ShapeInferenceOptions shape_options;
-  if (!calibration.empty()) {
-    for (const auto& [name, t] : calibration[0]) {
-      shape_options.input_shapes[name] = t.shape();
-    }
-  }
-  if (InferShapes(model, shape_options).ok()) return true;
-  shape_options.input_shapes.clear();  // fall back to the declared shapes
-  return InferShapes(model, shape_options).ok();
-}
-
-// One sample's activations, from `model` with its shapes inferred
-// (InferSampleShapes; zeros when that failed): `total`, every activation's
-// bytes; `live`, the most bytes alive at once when the nodes run in order
-// (each tensor from its producer to its last reader, graph inputs from the
-// start, graph outputs to the end), or `total` where the report cannot run
-// the float and fake-quant models as one. Tensors whose shape stays unknown
-// count as the sample's largest input. Saturates at 2^50 (a bound above any
-// budget is as good as the exact figure).
-struct ActivationSizes {
-  int64_t total = 0, live = 0;
-};
-
-ActivationSizes ActivationBytesPerSample(
-    const Model& model, bool shapes_inferred,
-    const std::vector<SampleFeeds>& calibration) {
-  if (!shapes_inferred) return {};
-  int64_t largest_input = 0;
-  if (!calibration.empty()) {
-    for (const auto& [name, t] : calibration[0]) {
-      largest_input =
-          std::max<int64_t>(largest_input, static_cast<int64_t>(t.byte_size()));
-    }
-  }
-  const Graph& g = model.graph;
-  constexpr int64_t kCap = int64_t{1} << 50;
-  auto bytes_of = [&](const ValueInfo& info) {
-    int64_t n = 1;
-    for (int64_t d : info.shape) {
-      if (d < 0) return largest_input;
-      n = (d > 0 && n > kCap / d) ? kCap : n * d;
-    }
-    if (!info.has_shape) return largest_input;
-    const int64_t size = static_cast<int64_t>(DTypeSize(info.dtype));
-    return std::min(kCap, n) * (size > 0 ? size : 4);
-  };
-  ActivationSizes sizes;
-  std::map<std::string, int64_t> bytes;
-  for (const auto& [name, info] : g.value_info) {
-    if (g.IsConstant(name)) continue;
-    bytes[name] = bytes_of(info);
-    sizes.total = std::min(kCap, sizes.total + bytes[name]);
-  }
-  // The live set, node by node.
-  const int64_t end = static_cast<int64_t>(g.nodes.size());
-  std::map<std::string, int64_t> last_read;
-  for (int64_t i = 0; i < end; ++i) {
-    for (const std::string& in : g.nodes[i].inputs) {
-      if (bytes.count(in)) last_read[in] = i;
-    }
-  }
-  for (const ValueInfo& v : g.outputs) last_read[v.name] = end;
-  int64_t live = 0;
-  for (const ValueInfo& v : g.inputs) {
-    auto it = bytes.find(v.name);
-    if (it != bytes.end()) live = std::min(kCap, live + it->second);
-  }
-  sizes.live = live;
-  for (int64_t i = 0; i < end; ++i) {
-    for (const std::string& out : g.nodes[i].outputs) {
-      auto it = bytes.find(out);
-      if (it != bytes.end()) live = std::min(kCap, live + it->second);
-    }
-    sizes.live = std::max(sizes.live, live);
-    for (const std::string& name : g.nodes[i].inputs) {
-      auto it = last_read.find(name);
-      if (it == last_read.end() || it->second != i) continue;
-      live -= bytes[name];
-      last_read.erase(it);  // a node reading a tensor twice releases it once
-    }
-    for (const std::string& out : g.nodes[i].outputs) {
-      if (bytes.count(out) && !last_read.count(out)) live -= bytes[out];
-    }
-  }
-  // The report runs the two models apart: the float run's values are all
-  // held until the fake-quant run reaches them.
-  if (!PairedModels::CanPair(g)) sizes.live = sizes.total;
-  return sizes;
 }
 
 // Activations of the samples in flight. The first sample's run holds its

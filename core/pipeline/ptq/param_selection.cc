@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/pipeline/job/parallel_samples.h"
 #include "core/pipeline/ptq/hessian_scores.h"
+#include "core/qdq/qdq_math.h"
 #include "core/quantizers/lut_kmeans.h"
 #include "core/quantizers/outlier_filter.h"
 #include "core/quantizers/primitives.h"
@@ -303,31 +304,31 @@ absl::StatusOr<Tensor> DequantizedWeight(const WeightParams& w) {
   const size_t num_zps = w.zero_points.size();
   Tensor out(DType::kFloat, shape);
   float* o = out.mutable_data<float>();
-  // Runs of `inner` elements share a channel (all of them one scale).
-  const int64_t run = num_scales == 1 ? std::max<int64_t>(n, 1) : inner;
-  for (int64_t start = 0, k = 0; start < n; start += run, ++k) {
-    const int64_t c = num_scales == 1 ? 0 : k % channels;
-    const int64_t end = std::min(n, start + run);
-    const float scale = static_cast<float>(w.scales[c]);
-    if (lut_size > 0) {
-      const float threshold = static_cast<float>(w.thresholds[c]);
-      for (int64_t i = start; i < end; ++i) {
-        const int64_t q = ints[i];
-        if (q < 0 || q >= lut_size) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("weight '", w.tensor, "': LUT index out of range"));
+  RETURN_IF_ERROR(ForEachChannelRun(
+      n, num_scales == 1 ? 1 : channels, inner,
+      [&](int64_t c, int64_t begin, int64_t end) -> absl::Status {
+        const float scale = static_cast<float>(w.scales[c]);
+        if (lut_size > 0) {
+          const float threshold = static_cast<float>(w.thresholds[c]);
+          for (int64_t i = begin; i < end; ++i) {
+            const int64_t q = ints[i];
+            if (q < 0 || q >= lut_size) {
+              return absl::InvalidArgumentError(absl::StrCat(
+                  "weight '", w.tensor, "': LUT index out of range"));
+            }
+            // The LUT value on the int8 grid: lut / 2^7 * T; stored as
+            // codebook (lut / 2^7, exact) times the per-channel T.
+            o[i] = (w.lut_values[q] / 128.0f) * threshold;
+          }
+          return absl::OkStatus();
         }
-        // The LUT value on the int8 grid: lut / 2^7 * T; stored as
-        // codebook (lut / 2^7, exact) times the per-channel T.
-        o[i] = (w.lut_values[q] / 128.0f) * threshold;
-      }
-    } else {
-      const int64_t zp = num_zps == 0 ? 0 : w.zero_points[num_zps == 1 ? 0 : c];
-      for (int64_t i = start; i < end; ++i) {
-        o[i] = static_cast<float>(ints[i] - zp) * scale;
-      }
-    }
-  }
+        const int64_t zp =
+            num_zps == 0 ? 0 : w.zero_points[num_zps == 1 ? 0 : c];
+        for (int64_t i = begin; i < end; ++i) {
+          o[i] = static_cast<float>(ints[i] - zp) * scale;
+        }
+        return absl::OkStatus();
+      }));
   return out;
 }
 

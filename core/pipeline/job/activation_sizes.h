@@ -1,0 +1,39 @@
+// One sample's activations as the admission estimate counts them
+// (preflight.h): the model's shapes inferred for the sample, then the bytes
+// of every activation and the most of them alive at once.
+#ifndef QUANTD_CORE_PIPELINE_JOB_ACTIVATION_SIZES_H_
+#define QUANTD_CORE_PIPELINE_JOB_ACTIVATION_SIZES_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "core/graph/graph.h"
+#include "core/pipeline/job/samples.h"
+
+namespace quantd {
+
+// Infers `model`'s shapes for the first calibration sample's input shapes,
+// else (no sample, or inference fails) for the declared ones; false when
+// that fails too (the model then holds what inference annotated).
+bool InferSampleShapes(const std::vector<SampleFeeds>& calibration,
+                       Model* model);
+
+// One sample's activations, from `model` with its shapes inferred
+// (InferSampleShapes; zeros when that failed): `total`, every activation's
+// bytes; `live`, the most bytes alive at once when the nodes run in order
+// (each tensor from its producer to its last reader, graph inputs from the
+// start, graph outputs to the end), or `total` where the report cannot run
+// the float and fake-quant models as one. Tensors whose shape stays unknown
+// count as the sample's largest input. Saturates at 2^50 (a bound above any
+// budget is as good as the exact figure).
+struct ActivationSizes {
+  int64_t total = 0, live = 0;
+};
+
+ActivationSizes ActivationBytesPerSample(
+    const Model& model, bool shapes_inferred,
+    const std::vector<SampleFeeds>& calibration);
+
+}  // namespace quantd
+
+#endif  // QUANTD_CORE_PIPELINE_JOB_ACTIVATION_SIZES_H_
