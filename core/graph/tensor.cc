@@ -134,6 +134,12 @@ class BufferCache {
     bytes_ += rounded;
     return true;
   }
+  void Clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [size, p] : free_) std::free(p);
+    free_.clear();
+    bytes_ = 0;
+  }
 
  private:
   std::mutex mu_;
@@ -151,6 +157,8 @@ size_t RoundedBytes(size_t bytes) {
 }
 
 }  // namespace
+
+void ReleaseCachedTensorBuffers() { Cache().Clear(); }
 
 Tensor::Buffer::Buffer(size_t bytes, bool zero) : size(bytes) {
   const size_t rounded = RoundedBytes(bytes);

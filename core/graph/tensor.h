@@ -98,6 +98,13 @@ struct DTypeOf<bool> {
 // Product of dims; -1 if any dim is negative or the product overflows int64.
 int64_t NumElements(absl::Span<const int64_t> shape);
 
+// Frees the buffers that freed tensors left for reuse (tensor.cc keeps up to
+// 32 MiB of them, process-wide, for executor runs that allocate the same
+// sizes sample after sample). For a stage that stops running the executor
+// and allocates other sizes for a while (GPTQ's training): the cache would
+// otherwise hold sizes nobody asks for on top of the stage's own memory.
+void ReleaseCachedTensorBuffers();
+
 class Tensor {
  public:
   Tensor() = default;  // undefined dtype, rank 0, no data

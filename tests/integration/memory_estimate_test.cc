@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "absl/strings/str_cat.h"
 #include "core/pipeline/job/preflight.h"
 #include "core/pipeline/job/quantize_job.h"
 #include "core/tpc/registry.h"
@@ -84,6 +85,28 @@ TEST(EstimateJobMemoryBytes, ActivationsScaleWithSamplesInFlight) {
             2 * 409);
 }
 
+// A further sample in flight adds no more than 8x the live set: a chain of
+// 64 Relus on x[1,4,8,8], every tensor 1024 bytes, sums to 65536 bytes
+// (0.4x: 26214) with two alive at once (2048; 8x: 16384).
+TEST(EstimateJobMemoryBytes, FurtherSamplesCountAtMostEightLiveSets) {
+  OnnxModelBuilder b;
+  b.Input("x", DType::kFloat, {1, 4, 8, 8});
+  b.Output("r64", DType::kFloat, {1, 4, 8, 8}, true);
+  for (int i = 1; i <= 64; ++i) {
+    b.AddNode("Relu", {i == 1 ? "x" : absl::StrCat("r", i - 1)},
+              {absl::StrCat("r", i)});
+  }
+  v1::QuantizeRequest r = testing::ConvJob(4, 8, 4, 4, "r");
+  r.set_onnx_model(b.Serialize());
+  auto input = Preflight(r);
+  ASSERT_TRUE(input.ok()) << input.status();
+  EXPECT_EQ(input->activation_bytes_per_sample, 65536);
+  EXPECT_EQ(input->activation_live_bytes_per_sample, 2048);
+  EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 3) -
+                EstimateJobMemoryBytes(r, JobLimits{}, 1),
+            2 * 16384);
+}
+
 // No more samples are in flight than there are samples (4).
 TEST(EstimateJobMemoryBytes, SamplesInFlightCappedBySampleCount) {
   const v1::QuantizeRequest r = testing::ConvJob(3, 8, 4, 4, "r");
@@ -136,10 +159,11 @@ TEST(EstimateJobMemoryBytes, HmseCountsTheHessianScores) {
   // inputs cache (two of the largest activation, 4 x 8 x 8 floats, a
   // sample: 8192) with the block's buffers: patches 2 x 4 x 27 floats
   // (864), its targets 4 x 4 floats (64), batch and evaluation slices
-  // (4 + 4) x (27 + 16) doubles (2752).
+  // (4 + 4) x (27 + 16) doubles (2752), and the trainer's 12 doubles for
+  // each of the kernel's 4 x 3 x 3 x 3 weights (10368).
   r.mutable_gptq()->set_rows_per_block(4);
   r.mutable_gptq()->set_batch_rows(4);
-  const int64_t block = 8192 + 864 + 64 + 2752;
+  const int64_t block = 8192 + 864 + 64 + 2752 + 10368;
   const int64_t model = static_cast<int64_t>(r.onnx_model().size());
   EXPECT_EQ(
       EstimateJobMemoryBytes(r, JobLimits{}, 1),
@@ -165,8 +189,9 @@ TEST(EstimateJobMemoryBytes, PreflightCountsGptqFromTheInferredShapes) {
   ASSERT_TRUE(input.ok()) << input.status();
   EXPECT_EQ(input->activation_bytes_per_sample, 1024);
   EXPECT_EQ(input->gptq_stage.targets, 64);
-  EXPECT_EQ(input->gptq_stage.block, 8192 + 864 + 64 + 2752);
-  EXPECT_EQ(input->gptq_stage.PeakBytes(1382), 64 + 8192 + 864 + 64 + 2752);
+  EXPECT_EQ(input->gptq_stage.block, 8192 + 864 + 64 + 2752 + 10368);
+  EXPECT_EQ(input->gptq_stage.PeakBytes(1382),
+            64 + 8192 + 864 + 64 + 2752 + 10368);
   r.mutable_gptq()->set_enabled(false);
   auto plain = Preflight(r);
   ASSERT_TRUE(plain.ok()) << plain.status();

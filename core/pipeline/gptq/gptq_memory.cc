@@ -10,6 +10,13 @@ namespace {
 // Saturates: a bound above any budget is as good as the exact figure.
 constexpr int64_t kCap = int64_t{1} << 50;
 
+// The trainer's state for each weight, in double (gptq_block_trainer.cc):
+// the float weights, soft rounding's V with its gradient, sigmoid and two
+// Adam moments, a step's four weight buffers (quantized, in both layouts,
+// and its gradient in both) and the best weights kept: 12 (heaptrack on
+// oww_hey_jarvis: 11 buffers of its widest kernel's size).
+constexpr int64_t kTrainerBytesPerWeight = 12 * 8;
+
 int64_t Mul(int64_t a, int64_t b) {
   if (a <= 0 || b <= 0) return 0;
   return a > kCap / b ? kCap : a * b;
@@ -22,6 +29,7 @@ int64_t Elements(const ValueInfo& info) {
 
 struct KernelSize {
   int64_t out = 0, width = 0;  // outputs, patch width
+  int64_t weights = 0;         // the kernel's elements
 };
 
 // A kernel node's outputs and patch width from its constant weight; zeros
@@ -33,14 +41,17 @@ KernelSize SizeOf(const Graph& g, const Node& n) {
   int64_t area = 1;
   for (int d = 2; d < w->rank(); ++d) area = Mul(area, w->dim(d));
   const int64_t group = std::max<int64_t>(1, n.GetInt("group", 1));
-  if (n.op_type == "Conv") return {w->dim(0), Mul(Mul(w->dim(1), group), area)};
+  const int64_t weights = w->num_elements();
+  if (n.op_type == "Conv") {
+    return {w->dim(0), Mul(Mul(w->dim(1), group), area), weights};
+  }
   if (n.op_type == "ConvTranspose") {
-    return {Mul(w->dim(1), group), Mul(w->dim(0), area)};
+    return {Mul(w->dim(1), group), Mul(w->dim(0), area), weights};
   }
   if (n.op_type == "Gemm" || n.op_type == "MatMul") {
     // Either layout: the larger dimension bounds both.
     const int64_t m = std::max(w->dim(0), w->dim(1));
-    return {m, m};
+    return {m, m, weights};
   }
   return {};
 }
@@ -79,9 +90,10 @@ GptqStageMemory EstimateGptqStageMemory(const Model& model,
     const int64_t eval = std::min(rows, kGptqEvaluationRows);
     const int64_t slices = Mul(std::min(rows, batch) + eval,
                                std::min(kCap / 64, k.width + 4 * k.out));
-    widest = std::max(
-        widest, std::min(kCap, Mul(Mul(2 * rows, k.width), 4) +
-                                   Mul(Mul(rows, k.out), 4) + Mul(slices, 8)));
+    const int64_t trainer = Mul(k.weights, kTrainerBytesPerWeight);
+    widest = std::max(widest, std::min(kCap, Mul(Mul(2 * rows, k.width), 4) +
+                                                 Mul(Mul(rows, k.out), 4) +
+                                                 Mul(slices, 8) + trainer));
   }
   // The cache holds the tensors live at a block's kernel: two of the
   // largest activation a sample, within its budget.

@@ -5,9 +5,9 @@
 // cache (quantized_inputs_cache.h) with the widest block's buffers: its
 // patches (rows x width floats, held twice while the
 // samples' parts are joined) with its batch and evaluation slices
-// (doubles); width = the kernel's input channels x kernel area (channels
-// x 9 for a 3x3 depthwise layer); rows = the block's sampled positions,
-// rows_per_block at most.
+// (doubles) and the trainer's state (12 doubles a weight); width = the kernel's
+// input channels x kernel area (channels x 9 for a 3x3 depthwise layer); rows =
+// the block's sampled positions, rows_per_block at most.
 #ifndef QUANTD_CORE_PIPELINE_GPTQ_GPTQ_MEMORY_H_
 #define QUANTD_CORE_PIPELINE_GPTQ_GPTQ_MEMORY_H_
 
