@@ -139,8 +139,8 @@ bool Measure(const std::string& name, const v1::QuantizeRequest& request,
   if (registry.AddBuiltins().ok()) {
     auto input = PreflightJob(request, registry, JobLimits{});
     if (input.ok()) {
-      row->activations_mib = input->activation_bytes_per_sample / 1048576.0;
-      row->live_mib = input->activation_live_bytes_per_sample / 1048576.0;
+      row->activations_mib = input->activations.total / 1048576.0;
+      row->live_mib = input->activations.live / 1048576.0;
     }
   }
   return true;

@@ -100,8 +100,8 @@ TEST(EstimateJobMemoryBytes, FurtherSamplesCountAtMostEightLiveSets) {
   r.set_onnx_model(b.Serialize());
   auto input = Preflight(r);
   ASSERT_TRUE(input.ok()) << input.status();
-  EXPECT_EQ(input->activation_bytes_per_sample, 65536);
-  EXPECT_EQ(input->activation_live_bytes_per_sample, 2048);
+  EXPECT_EQ(input->activations.total, 65536);
+  EXPECT_EQ(input->activations.live, 2048);
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 3) -
                 EstimateJobMemoryBytes(r, JobLimits{}, 1),
             2 * 16384);
@@ -128,11 +128,12 @@ TEST(EstimateJobMemoryBytes, LargeActivationsDominate) {
 }
 
 // Mixed precision's sensitivity runs after calibration: its float cache and
-// running tasks replace calibration's activations when larger. Activations
-// of one sample: 1024 bytes; the cache keeps 3/5 of them (1024/5*3 = 612)
-// for each of the 4 samples (one lane group): 2448; one running task
-// 1024/2*5 = 2560; 5008 > calibration's 1382. Nothing is kept for the
-// report.
+// running tasks replace calibration's activations when larger. The Conv's
+// cone is the Conv: the cache keeps its input (x, a graph input: the
+// sample's own buffer, 0 bytes) and its output (the graph's, compared):
+// 1024 bytes a sample, for each of the 4 samples (one chunk): 4096; a
+// running task 2 x 1024 = 2048; 6144 > calibration's 2048. Nothing is kept
+// for the report.
 TEST(EstimateJobMemoryBytes, MixedPrecisionCountsTheSensitivity) {
   v1::QuantizeRequest r = testing::ConvJob(3, 8, 4, 4, "r");
   const int64_t model = static_cast<int64_t>(r.onnx_model().size());
@@ -140,10 +141,55 @@ TEST(EstimateJobMemoryBytes, MixedPrecisionCountsTheSensitivity) {
       ->mutable_target_fraction()
       ->set_weights_memory_bytes(0.75);
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1),
-            10752 + 8 * model + 5008 + kEstimateBase);
-  // Three tasks running: 2448 + 3 * 2560.
+            10752 + 8 * model + 6144 + kEstimateBase);
+  // Three tasks running: 4096 + 3 * 2048.
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 3),
-            10752 + 8 * model + 2448 + 3 * 2560 + kEstimateBase);
+            10752 + 8 * model + 4096 + 3 * 2048 + kEstimateBase);
+}
+
+// What the sensitivity's cache keeps, on x[1,4,8,8] -> Conv c1 ->
+// BatchNormalization -> Relu -> a -> Conv c2 -> b -> b * Sigmoid(b) -> s ->
+// Conv c3 -> y, every tensor 1024 bytes (7 of them: 7168). The kernels'
+// outputs are no interest points (c1's through the BatchNormalization,
+// which preparation folds, to its Relu; c2's swish); the Sigmoid's output
+// is one, and y is the graph's output. c1's cone keeps x (0 bytes: the
+// sample's), the Sigmoid's output and y; c2's a; c3's s: 4096.
+TEST(EstimateJobMemoryBytes, SensitivityCacheKeepsConeInputsAndPoints) {
+  OnnxModelBuilder b;
+  b.Input("x", DType::kFloat, {1, 4, 8, 8});
+  b.Output("y", DType::kFloat, {1, 4, 8, 8}, true);
+  const Tensor w =
+      Tensor::FromVector<float>(std::vector<float>(16, 0.5f), {4, 4, 1, 1});
+  const Tensor v = Tensor::FromVector<float>(std::vector<float>(4, 1.f), {4});
+  for (const char* name : {"w1", "w2", "w3"}) b.Initializer(name, w);
+  for (const char* name : {"scale", "bias", "mean", "var"}) {
+    b.Initializer(name, v);
+  }
+  b.AddNode("Conv", {"x", "w1"}, {"c1"});
+  b.AddNode("BatchNormalization", {"c1", "scale", "bias", "mean", "var"},
+            {"n1"});
+  b.AddNode("Relu", {"n1"}, {"a"});
+  b.AddNode("Conv", {"a", "w2"}, {"b"});
+  b.AddNode("Sigmoid", {"b"}, {"g"});
+  b.AddNode("Mul", {"b", "g"}, {"s"});
+  b.AddNode("Conv", {"s", "w3"}, {"y"});
+  v1::QuantizeRequest r = testing::ConvJob(4, 8, 4, 1, "r");
+  r.set_onnx_model(b.Serialize());
+  auto input = Preflight(r);
+  ASSERT_TRUE(input.ok()) << input.status();
+  EXPECT_EQ(input->activations.total, 7168);
+  EXPECT_EQ(input->activations.sensitivity_kept, 4096);
+  // A weights target's estimate counts what the cache keeps of the one
+  // sample; an activation target searches (nearly) every node, whose
+  // cones' cache keeps every activation: 3072 more.
+  r.mutable_mixed_precision()
+      ->mutable_target_fraction()
+      ->set_weights_memory_bytes(0.75);
+  const int64_t kernels = EstimateJobMemoryBytes(r, JobLimits{}, 1);
+  r.mutable_mixed_precision()
+      ->mutable_target_fraction()
+      ->set_activation_memory_bytes(0.75);
+  EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1) - kernels, 7168 - 4096);
 }
 
 // GPTQ with HMSE weights: the hessian stage's peak replaces calibration's.
@@ -187,7 +233,7 @@ TEST(EstimateJobMemoryBytes, PreflightCountsGptqFromTheInferredShapes) {
   r.mutable_gptq()->set_batch_rows(4);
   auto input = Preflight(r);
   ASSERT_TRUE(input.ok()) << input.status();
-  EXPECT_EQ(input->activation_bytes_per_sample, 1024);
+  EXPECT_EQ(input->activations.total, 1024);
   EXPECT_EQ(input->gptq_stage.targets, 64);
   EXPECT_EQ(input->gptq_stage.block, 8192 + 864 + 64 + 2752 + 10368);
   EXPECT_EQ(input->gptq_stage.PeakBytes(1382),
@@ -214,8 +260,8 @@ TEST(EstimateJobMemoryBytes, LiveSetFollowsTheLastReads) {
   r.set_onnx_model(b.Serialize());
   auto input = Preflight(r);
   ASSERT_TRUE(input.ok()) << input.status();
-  EXPECT_EQ(input->activation_bytes_per_sample, 4096);
-  EXPECT_EQ(input->activation_live_bytes_per_sample, 3072);
+  EXPECT_EQ(input->activations.total, 4096);
+  EXPECT_EQ(input->activations.live, 3072);
 }
 
 // A model that does not parse adds no activations (the job fails at
@@ -323,8 +369,8 @@ TEST(EstimateJobMemoryBytes, SubgraphsCountTheWholeSampleAsLive) {
   r.set_onnx_model(b.Serialize());
   auto input = Preflight(r);
   ASSERT_TRUE(input.ok()) << input.status();
-  EXPECT_EQ(input->activation_bytes_per_sample, 64);
-  EXPECT_EQ(input->activation_live_bytes_per_sample, 64);
+  EXPECT_EQ(input->activations.total, 64);
+  EXPECT_EQ(input->activations.live, 64);
 }
 
 }  // namespace

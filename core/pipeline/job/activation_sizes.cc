@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "core/graph/shape_inference.h"
 #include "core/pipeline/evaluation/paired_models.h"
 
@@ -21,6 +24,134 @@ bool InferSampleShapes(const std::vector<SampleFeeds>& calibration,
   shape_options.input_shapes.clear();  // fall back to the declared shapes
   return InferShapes(model, shape_options).ok();
 }
+
+namespace {
+
+bool IsKernel(const Graph& g, const Node& n) {
+  static const absl::flat_hash_set<std::string> kOps = {"Conv", "ConvTranspose",
+                                                        "Gemm", "MatMul"};
+  return kOps.contains(n.op_type) && n.inputs.size() >= 2 &&
+         g.FindInitializer(n.inputs[1]) != nullptr;
+}
+
+// Activations preparation fuses into the kernel before them (then the
+// kernel's output is no interest point).
+bool IsFusedActivation(const std::string& op) {
+  static const absl::flat_hash_set<std::string> kOps = {
+      "Relu",    "Clip",        "LeakyRelu", "PRelu",   "HardSwish",
+      "Sigmoid", "HardSigmoid", "Elu",       "Selu",    "Softplus",
+      "Tanh",    "Gelu",        "Swish",     "Softsign"};
+  return kOps.contains(op);
+}
+
+// The bytes the sensitivity's float cache keeps (ActivationSizes).
+int64_t SensitivityKeptBytes(const Graph& g,
+                             const std::map<std::string, int64_t>& bytes) {
+  const int n = static_cast<int>(g.nodes.size());
+  absl::flat_hash_map<std::string, int> producer;
+  absl::flat_hash_map<std::string, std::vector<int>> consumers;
+  for (int i = 0; i < n; ++i) {
+    for (const std::string& out : g.nodes[i].outputs) producer[out] = i;
+    for (const std::string& in : g.nodes[i].inputs) consumers[in].push_back(i);
+  }
+  auto sole_consumer = [&](const std::string& t) -> const Node* {
+    auto it = consumers.find(t);
+    if (it == consumers.end() || it->second.size() != 1) return nullptr;
+    return &g.nodes[it->second[0]];
+  };
+  // x * f(x) where f is a short chain (Sigmoid; HardSigmoid; x + 3, Clip,
+  // / 6): a swish or hard swish, which preparation fuses like an activation.
+  auto is_swish = [&](const std::string& x) {
+    auto it = consumers.find(x);
+    if (it == consumers.end() || it->second.size() != 2) return false;
+    for (int k = 0; k < 2; ++k) {
+      const Node& mul = g.nodes[it->second[k]];
+      const Node* step = &g.nodes[it->second[1 - k]];
+      if (mul.op_type != "Mul") continue;
+      for (int depth = 0;
+           depth < 3 && step != nullptr && !step->outputs.empty(); ++depth) {
+        step = sole_consumer(step->outputs[0]);
+        if (step == &mul) return true;
+      }
+    }
+    return false;
+  };
+  // The compared tensors: interest points and graph outputs.
+  absl::flat_hash_set<std::string> compared;
+  for (const ValueInfo& v : g.outputs) compared.insert(v.name);
+  for (const Node& node : g.nodes) {
+    if (node.outputs.empty()) continue;
+    const std::string& op = node.op_type;
+    if (op == "Add" || op == "Concat" || op == "Sigmoid" || op == "Softmax") {
+      compared.insert(node.outputs[0]);
+    } else if (IsKernel(g, node)) {
+      std::string out = node.outputs[0];
+      const Node* next = sole_consumer(out);
+      if (next != nullptr && next->op_type == "BatchNormalization") {
+        out = next->outputs[0];
+        next = sole_consumer(out);
+      }
+      if (next == nullptr ? !is_swish(out)
+                          : !IsFusedActivation(next->op_type)) {
+        compared.insert(out);
+      }
+    }
+  }
+  // Every kernel's cone: the nodes after it that depend on it. Integers
+  // only inside the loops: tensors by id, each input with its producer.
+  absl::flat_hash_map<std::string, int> id;
+  std::vector<std::string> names;
+  struct Input {
+    int tensor, producer;  // producer -1: a graph input or a constant
+  };
+  std::vector<std::vector<Input>> inputs(n);
+  std::vector<std::vector<int>> outputs(n);
+  auto id_of = [&](const std::string& t) {
+    auto [it, added] = id.try_emplace(t, static_cast<int>(names.size()));
+    if (added) names.push_back(t);
+    return it->second;
+  };
+  for (int i = 0; i < n; ++i) {
+    for (const std::string& in : g.nodes[i].inputs) {
+      auto it = producer.find(in);
+      inputs[i].push_back({id_of(in), it == producer.end() ? -1 : it->second});
+    }
+    for (const std::string& out : g.nodes[i].outputs) {
+      if (compared.contains(out)) outputs[i].push_back(id_of(out));
+    }
+  }
+  std::vector<char> kept(names.size()), in_cone(n);
+  for (int start = 0; start < n; ++start) {
+    if (!IsKernel(g, g.nodes[start])) continue;
+    std::fill(in_cone.begin(), in_cone.end(), 0);
+    in_cone[start] = 1;
+    for (int i = start + 1; i < n; ++i) {
+      for (const Input& in : inputs[i]) {
+        if (in.producer >= 0 && in_cone[in.producer]) {
+          in_cone[i] = 1;
+          break;
+        }
+      }
+    }
+    for (int i = start; i < n; ++i) {
+      if (!in_cone[i]) continue;
+      for (const Input& in : inputs[i]) {
+        if (in.producer < 0 || !in_cone[in.producer]) kept[in.tensor] = 1;
+      }
+      for (int out : outputs[i]) kept[out] = 1;
+    }
+  }
+  constexpr int64_t kCap = int64_t{1} << 50;
+  int64_t total = 0;
+  for (size_t t = 0; t < names.size(); ++t) {
+    if (!kept[t]) continue;
+    auto it = bytes.find(names[t]);  // constants and unknown names count 0
+    if (it != bytes.end()) total = std::min(kCap, total + it->second);
+  }
+  return total;
+}
+
+}  // namespace
 
 ActivationSizes ActivationBytesPerSample(
     const Model& model, bool shapes_inferred,
@@ -83,6 +214,7 @@ ActivationSizes ActivationBytesPerSample(
       if (bytes.count(out) && !last_read.count(out)) live -= bytes[out];
     }
   }
+  sizes.sensitivity_kept = SensitivityKeptBytes(g, bytes);
   // The report runs the two models apart: the float run's values are all
   // held until the fake-quant run reaches them.
   if (!PairedModels::CanPair(g)) sizes.live = sizes.total;

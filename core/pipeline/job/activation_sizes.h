@@ -26,8 +26,17 @@ bool InferSampleShapes(const std::vector<SampleFeeds>& calibration,
 // the float and fake-quant models as one. Tensors whose shape stays unknown
 // count as the sample's largest input. Saturates at 2^50 (a bound above any
 // budget is as good as the exact figure).
+//
+// `sensitivity_kept`: what mixed precision's float cache keeps of a sample
+// when it searches the kernels' bits (sensitivity.h: every cone's inputs
+// and the compared tensors inside some cone), with every Conv,
+// ConvTranspose, Gemm and MatMul of a constant weight searched and MCT's
+// interest points found on this (imported) graph: the outputs of Add,
+// Concat, Sigmoid, Softmax and of kernels not fused with an activation
+// (through a BatchNormalization, which preparation folds), and the graph's
+// outputs.
 struct ActivationSizes {
-  int64_t total = 0, live = 0;
+  int64_t total = 0, live = 0, sensitivity_kept = 0;
 };
 
 ActivationSizes ActivationBytesPerSample(

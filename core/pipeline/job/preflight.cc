@@ -191,9 +191,19 @@ int64_t PeakActivations(const v1::QuantizeRequest& request,
   }
   const v1::MixedPrecisionConfig& mp = request.mixed_precision();
   if (!MixedPrecisionSearches(mp)) return calibration;
+  // A weights target searches the kernels' bits alone (MCT's rule); any
+  // other makes nearly every node a cone's start, whose cache keeps nearly
+  // every activation.
+  auto others = [](const v1::ResourceUtilization& r) {
+    return r.has_activation_memory_bytes() || r.has_total_memory_bytes() ||
+           r.has_bops();
+  };
+  const bool kernels_only =
+      !others(mp.target()) && !others(mp.target_fraction());
   return std::max(
       calibration,
-      SensitivityMemoryBytes(per_sample,
+      SensitivityMemoryBytes(kernels_only ? sizes.sensitivity_kept : per_sample,
+                             per_sample,
                              MixedPrecisionSensitivitySamples(mp, num_samples),
                              std::max(1, samples_in_flight)));
 }
@@ -448,10 +458,7 @@ absl::StatusOr<JobInput> PreflightJob(
     input.sample_bytes += GeneratedSampleBytes(request, probe);
     Model shaped = input.model;
     const bool inferred = InferSampleShapes(probe, &shaped);
-    const ActivationSizes sizes =
-        ActivationBytesPerSample(shaped, inferred, probe);
-    input.activation_bytes_per_sample = sizes.total;
-    input.activation_live_bytes_per_sample = sizes.live;
+    input.activations = ActivationBytesPerSample(shaped, inferred, probe);
     if (request.gptq().enabled()) {
       // The generated images' shapes are not counted: the declared ones.
       Model declared = input.model;
@@ -494,10 +501,8 @@ absl::StatusOr<JobInput> PreflightJob(
   }
   Model shaped = input.model;
   const bool inferred = InferSampleShapes(input.calibration, &shaped);
-  const ActivationSizes sizes =
+  input.activations =
       ActivationBytesPerSample(shaped, inferred, input.calibration);
-  input.activation_bytes_per_sample = sizes.total;
-  input.activation_live_bytes_per_sample = sizes.live;
   input.gptq_stage = GptqStage(request, shaped,
                                static_cast<int64_t>(input.calibration.size()));
   return input;
@@ -567,15 +572,11 @@ int64_t EstimateJobMemoryBytes(const JobInput& input, int samples_in_flight) {
     evaluated = n < 0 ? count : std::min<int64_t>(n, count);
   }
   const int64_t peak = PeakActivations(
-      *input.request,
-      {input.activation_bytes_per_sample,
-       input.activation_live_bytes_per_sample},
-      samples_in_flight, static_cast<int>(std::min<int64_t>(count, 1 << 20)),
-      input.model_bytes);
+      *input.request, input.activations, samples_in_flight,
+      static_cast<int>(std::min<int64_t>(count, 1 << 20)), input.model_bytes);
   // GPTQ runs after calibration, whose activations it no longer holds.
   const int64_t activations = std::max(
-      peak + KeptForReport(*input.request, input.activation_bytes_per_sample,
-                           evaluated),
+      peak + KeptForReport(*input.request, input.activations.total, evaluated),
       input.gptq_stage.PeakBytes(peak));
   // The generate stage runs before calibration: the larger of the two.
   // BaseEstimate counts the payload's bytes once more than the job holds

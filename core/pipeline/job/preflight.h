@@ -18,6 +18,7 @@
 #include "absl/strings/string_view.h"
 #include "core/graph/graph.h"
 #include "core/pipeline/gptq/gptq_memory.h"
+#include "core/pipeline/job/activation_sizes.h"
 #include "core/pipeline/job/ptq_options.h"
 #include "core/pipeline/job/samples.h"
 #include "core/tpc/registry.h"
@@ -86,10 +87,10 @@ struct JobInput {
   // model_ref / samples_ref points to): the server frees them once the job
   // has this input (JobContext.on_preflight).
   int64_t request_payload_bytes = 0;
-  // Bytes of every activation of one sample (EstimateJobMemoryBytes), and
-  // the most of them alive at once when the nodes run in order.
-  int64_t activation_bytes_per_sample = 0;
-  int64_t activation_live_bytes_per_sample = 0;
+  // One sample's activations (EstimateJobMemoryBytes): all of them, the
+  // most alive at once when the nodes run in order, and what mixed
+  // precision's float cache keeps.
+  ActivationSizes activations;
   // GPTQ's stage when the request asks for it (zeros otherwise), from the
   // same inferred shapes.
   GptqStageMemory gptq_stage;

@@ -211,16 +211,8 @@ void SensitivityRun::SetConeInputTypes(const FloatSample& sample) {
 // At most chunk_samples, within the byte budget but one lane group (four
 // samples) at least, a multiple of the lane group above that.
 size_t SensitivityRun::ChunkFor(const FloatSample& sample) const {
-  int64_t chunk = std::max(1, options_.chunk_samples);
-  const int64_t bytes = sample.bytes();
-  if (options_.cache_budget_bytes > 0 && bytes > 0) {
-    chunk = std::min(
-        chunk,
-        std::max<int64_t>(kLaneSamples, options_.cache_budget_bytes / bytes));
-  }
-  if (chunk > kLaneSamples) chunk -= chunk % kLaneSamples;
-  return static_cast<size_t>(
-      std::min<int64_t>(chunk, static_cast<int64_t>(num_samples_)));
+  return static_cast<size_t>(SensitivityChunkSamples(
+      sample.bytes(), static_cast<int>(num_samples_), options_));
 }
 
 absl::Status SensitivityRun::RunTasks(size_t begin,
@@ -391,28 +383,29 @@ absl::StatusOr<std::vector<std::vector<double>>> SensitivityRun::Aggregate()
 
 }  // namespace
 
-int64_t SensitivityMemoryBytes(int64_t activation_bytes_per_sample, int samples,
+int SensitivityChunkSamples(int64_t kept_bytes_per_sample, int samples,
+                            const SensitivityOptions& options) {
+  int64_t chunk = std::max(1, options.chunk_samples);
+  if (options.cache_budget_bytes > 0 && kept_bytes_per_sample > 0) {
+    chunk = std::min(
+        chunk, std::max<int64_t>(kLaneSamples, options.cache_budget_bytes /
+                                                   kept_bytes_per_sample));
+  }
+  if (chunk > kLaneSamples) chunk -= chunk % kLaneSamples;
+  return static_cast<int>(std::min<int64_t>(chunk, std::max(1, samples)));
+}
+
+int64_t SensitivityMemoryBytes(int64_t kept_bytes_per_sample,
+                               int64_t activation_bytes_per_sample, int samples,
                                int threads, const SensitivityOptions& options) {
   constexpr int64_t kCap = int64_t{1} << 50;
+  const int64_t kept = std::clamp<int64_t>(kept_bytes_per_sample, 0, kCap);
   const int64_t per = std::clamp<int64_t>(activation_bytes_per_sample, 0, kCap);
-  const int64_t n = std::clamp<int64_t>(
-      std::min(samples, std::max(1, options.chunk_samples)), 1, 1 << 20);
-  // The float cache keeps the cones' inputs and the compared tensors: 25%,
-  // 46% and 56% of every activation of a sample on ppocr_cls, ppocr_det and
-  // MobileNetV2 (3.3, 77 and 28 MB); 3/5 bounds them. A chunk holds the
-  // budget's worth, one lane group at least.
-  const int64_t kept = per / 5 * 3;
-  const int64_t lanes = std::min<int64_t>(n, kLaneSamples);
-  int64_t cache = n > kCap / std::max<int64_t>(1, kept) ? kCap : n * kept;
-  if (options.cache_budget_bytes > 0) {
-    cache = std::min(cache, std::max(lanes * kept, options.cache_budget_bytes));
-  }
-  // A running task: its cone's compared tensors for four samples and one
-  // run's working set, 1.9x every activation of a sample on ppocr_det (its
-  // MP job's peak RSS against its PTQ job's, net of the cache); 5/2 bounds
-  // it.
+  const int64_t chunk =
+      SensitivityChunkSamples(kept, std::clamp(samples, 1, 1 << 20), options);
+  const int64_t cache = kept > kCap / chunk ? kCap : chunk * kept;
   const int64_t tasks = std::clamp<int64_t>(threads, 1, 1024);
-  const int64_t running = std::min(kCap, per / 2 * 5 * tasks);
+  const int64_t running = std::min(kCap, per * 2 * tasks);
   return std::min(kCap, cache + running);
 }
 

@@ -85,11 +85,20 @@ struct SensitivityOptions {
   int64_t cache_budget_bytes = kSensitivityCacheBudgetBytes;
 };
 
-// An upper bound of ComputeSensitivities' memory (the float cache and the
-// running tasks' cone outputs), from the bytes of every activation of one
-// sample, the sensitivity samples and the threads running tasks; what
-// admission reserves for the mixed-precision stage.
-int64_t SensitivityMemoryBytes(int64_t activation_bytes_per_sample, int samples,
+// Samples in each chunk of `samples` when the float cache keeps
+// `kept_bytes_per_sample` of each (0: unknown, no byte limit).
+int SensitivityChunkSamples(int64_t kept_bytes_per_sample, int samples,
+                            const SensitivityOptions& options = {});
+
+// ComputeSensitivities' memory, what admission reserves for the
+// mixed-precision stage: the float cache (a chunk of samples keeping
+// `kept_bytes_per_sample` each) and the running tasks (`threads`), each
+// holding its cone's compared tensors for four samples and one run's
+// working set, counted as 2x every activation of a sample
+// (`activation_bytes_per_sample`; ppocr_det's and ppocr_cls's MP jobs: 1.6x
+// and 1.8x, their peaks net of the rest of the job).
+int64_t SensitivityMemoryBytes(int64_t kept_bytes_per_sample,
+                               int64_t activation_bytes_per_sample, int samples,
                                int threads,
                                const SensitivityOptions& options = {});
 
