@@ -1,5 +1,6 @@
 #include "core/graph/tensor.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -152,6 +153,21 @@ BufferCache& Cache() {
   return *cache;
 }
 
+// A block of `rounded` bytes from 64 bytes past a 64-byte boundary at
+// most. Not aligned_alloc: glibc's memalign splits off the alignment gap
+// and the tail as small free chunks, which keep the freed blocks around
+// them from merging, so the heap grows sample after sample while the live
+// bytes stay flat (MobileNetV2's report: +108 MiB of RSS over 16 samples,
+// peak 404-437 MB -> 322-334 MB). Under ASan, aligned_alloc: its redzone
+// then starts right at the end.
+void* AllocateBlock(size_t rounded) {
+#if defined(__SANITIZE_ADDRESS__)
+  return std::aligned_alloc(64, rounded);
+#else
+  return std::malloc(rounded + 64);
+#endif
+}
+
 size_t RoundedBytes(size_t bytes) {
   return bytes == 0 ? 64 : ((bytes + 63) / 64) * 64;
 }
@@ -162,9 +178,11 @@ void ReleaseCachedTensorBuffers() { Cache().Clear(); }
 
 Tensor::Buffer::Buffer(size_t bytes, bool zero) : size(bytes) {
   const size_t rounded = RoundedBytes(bytes);
-  data = Cache().Take(rounded);
-  if (data == nullptr) data = std::aligned_alloc(64, rounded);
-  if (data == nullptr) std::abort();  // OOM is fatal, as in Envoy
+  raw = Cache().Take(rounded);
+  if (raw == nullptr) raw = AllocateBlock(rounded);
+  if (raw == nullptr) std::abort();  // OOM is fatal, as in Envoy
+  data = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(raw) + 63) &
+                                 ~uintptr_t{63});
   // The padding is always zeroed, so no uninitialised byte is ever read by
   // code that works on whole 64-byte blocks.
   if (zero) {
@@ -175,7 +193,7 @@ Tensor::Buffer::Buffer(size_t bytes, bool zero) : size(bytes) {
 }
 
 Tensor::Buffer::~Buffer() {
-  if (!Cache().Put(data, RoundedBytes(size))) std::free(data);
+  if (!Cache().Put(raw, RoundedBytes(size))) std::free(raw);
 }
 
 Tensor::Tensor(DType dtype, std::vector<int64_t> shape)

@@ -183,7 +183,8 @@ class Tensor {
     ~Buffer();
     Buffer(const Buffer&) = delete;
     Buffer& operator=(const Buffer&) = delete;
-    void* data = nullptr;
+    void* data = nullptr;  // 64-byte aligned, inside raw
+    void* raw = nullptr;   // what malloc returned
     size_t size = 0;
   };
   void CheckType(DType want) const;
