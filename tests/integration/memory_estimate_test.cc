@@ -53,7 +53,7 @@ TEST(EstimateJobMemoryBytes, EvaluationSamplesKeepNothingFromCalibration) {
 }
 
 // The kept values stop at the 64 MiB budget: 42 samples of 2359296 bytes of
-// activations would keep 94.5 MiB.
+// activations would keep 94.5 MiB; the 28 that fit whole keep 63 MiB.
 TEST(EstimateJobMemoryBytes, KeptValuesStopAtTheBudget) {
   v1::QuantizeRequest r = testing::ConvJob(4, 96, 64, 2, "r");
   r.set_report_samples(-1);
@@ -64,7 +64,7 @@ TEST(EstimateJobMemoryBytes, KeptValuesStopAtTheBudget) {
   // 40 more samples of 4*96*96*4 bytes, counted 3.5 times.
   const int64_t samples = int64_t{40} * 4 * 96 * 96 * 4 * 7 / 2;
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1) - two,
-            samples + (int64_t{64} << 20) - 2 * 2359296);
+            samples + 28 * 2359296 - 2 * 2359296);
 }
 
 // The MCTQ export holds two more copies of the (float) weights.
@@ -151,9 +151,10 @@ TEST(EstimateJobMemoryBytes, MixedPrecisionCountsTheSensitivity) {
 // BatchNormalization -> Relu -> a -> Conv c2 -> b -> b * Sigmoid(b) -> s ->
 // Conv c3 -> y, every tensor 1024 bytes (7 of them: 7168). The kernels'
 // outputs are no interest points (c1's through the BatchNormalization,
-// which preparation folds, to its Relu; c2's swish); the Sigmoid's output
-// is one, and y is the graph's output. c1's cone keeps x (0 bytes: the
-// sample's), the Sigmoid's output and y; c2's a; c3's s: 4096.
+// which preparation folds, to its Relu; c2's swish, one fused activation
+// once prepared: its Sigmoid's output is gone too); y is the graph's
+// output. c1's cone keeps x (0 bytes: the sample's) and y; c2's a; c3's s:
+// 3072. The prepared model's activations: all but c1 and g, 5120.
 TEST(EstimateJobMemoryBytes, SensitivityCacheKeepsConeInputsAndPoints) {
   OnnxModelBuilder b;
   b.Input("x", DType::kFloat, {1, 4, 8, 8});
@@ -178,10 +179,11 @@ TEST(EstimateJobMemoryBytes, SensitivityCacheKeepsConeInputsAndPoints) {
   auto input = Preflight(r);
   ASSERT_TRUE(input.ok()) << input.status();
   EXPECT_EQ(input->activations.total, 7168);
-  EXPECT_EQ(input->activations.sensitivity_kept, 4096);
+  EXPECT_EQ(input->activations.sensitivity_kept, 3072);
+  EXPECT_EQ(input->activations.prepared, 5120);
   // A weights target's estimate counts what the cache keeps of the one
   // sample; an activation target searches (nearly) every node, whose
-  // cones' cache keeps every activation: 3072 more.
+  // cones' cache keeps every activation: 4096 more.
   r.mutable_mixed_precision()
       ->mutable_target_fraction()
       ->set_weights_memory_bytes(0.75);
@@ -189,7 +191,7 @@ TEST(EstimateJobMemoryBytes, SensitivityCacheKeepsConeInputsAndPoints) {
   r.mutable_mixed_precision()
       ->mutable_target_fraction()
       ->set_activation_memory_bytes(0.75);
-  EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1) - kernels, 7168 - 4096);
+  EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1) - kernels, 7168 - 3072);
 }
 
 // GPTQ with HMSE weights: the hessian stage's peak replaces calibration's.

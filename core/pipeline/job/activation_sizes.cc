@@ -44,38 +44,73 @@ bool IsFusedActivation(const std::string& op) {
   return kOps.contains(op);
 }
 
-// The bytes the sensitivity's float cache keeps (ActivationSizes).
-int64_t SensitivityKeptBytes(const Graph& g,
-                             const std::map<std::string, int64_t>& bytes) {
-  const int n = static_cast<int>(g.nodes.size());
-  absl::flat_hash_map<std::string, int> producer;
-  absl::flat_hash_map<std::string, std::vector<int>> consumers;
-  for (int i = 0; i < n; ++i) {
-    for (const std::string& out : g.nodes[i].outputs) producer[out] = i;
-    for (const std::string& in : g.nodes[i].inputs) consumers[in].push_back(i);
-  }
-  auto sole_consumer = [&](const std::string& t) -> const Node* {
-    auto it = consumers.find(t);
-    if (it == consumers.end() || it->second.size() != 1) return nullptr;
-    return &g.nodes[it->second[0]];
-  };
-  // x * f(x) where f is a short chain (Sigmoid; HardSigmoid; x + 3, Clip,
-  // / 6): a swish or hard swish, which preparation fuses like an activation.
-  auto is_swish = [&](const std::string& x) {
-    auto it = consumers.find(x);
-    if (it == consumers.end() || it->second.size() != 2) return false;
-    for (int k = 0; k < 2; ++k) {
-      const Node& mul = g.nodes[it->second[k]];
-      const Node* step = &g.nodes[it->second[1 - k]];
-      if (mul.op_type != "Mul") continue;
-      for (int depth = 0;
-           depth < 3 && step != nullptr && !step->outputs.empty(); ++depth) {
-        step = sole_consumer(step->outputs[0]);
-        if (step == &mul) return true;
+// Who produces and who reads each tensor, and the tensors preparation folds
+// away: a kernel's output read only by a BatchNormalization (folded into
+// the kernel), and the inner tensors of x * f(x) where f is a short chain
+// (Sigmoid; HardSigmoid; x + 3, Clip): a swish or hard swish, one fused
+// activation once prepared.
+class GraphLinks {
+ public:
+  explicit GraphLinks(const Graph& g) : g_(g) {
+    const int n = static_cast<int>(g.nodes.size());
+    for (int i = 0; i < n; ++i) {
+      for (const std::string& out : g.nodes[i].outputs) producer_[out] = i;
+      for (const std::string& in : g.nodes[i].inputs) {
+        consumers_[in].push_back(i);
       }
     }
-    return false;
-  };
+    for (const Node& node : g.nodes) {
+      if (node.outputs.empty()) continue;
+      const Node* next = SoleConsumer(node.outputs[0]);
+      if (IsKernel(g, node) && next != nullptr &&
+          next->op_type == "BatchNormalization") {
+        folded_.insert(node.outputs[0]);
+      }
+      for (const Node* inner : SwishChain(node.outputs[0])) {
+        folded_.insert(inner->outputs.begin(), inner->outputs.end());
+      }
+    }
+  }
+
+  const absl::flat_hash_map<std::string, int>& producer() const {
+    return producer_;
+  }
+  bool Folded(const std::string& t) const { return folded_.contains(t); }
+  const Node* SoleConsumer(const std::string& t) const {
+    auto it = consumers_.find(t);
+    if (it == consumers_.end() || it->second.size() != 1) return nullptr;
+    return &g_.nodes[it->second[0]];
+  }
+  // f's nodes when `x` is read only by x * f(x); empty otherwise.
+  std::vector<const Node*> SwishChain(const std::string& x) const {
+    auto it = consumers_.find(x);
+    if (it == consumers_.end() || it->second.size() != 2) return {};
+    for (int k = 0; k < 2; ++k) {
+      const Node& mul = g_.nodes[it->second[k]];
+      if (mul.op_type != "Mul") continue;
+      std::vector<const Node*> chain = {&g_.nodes[it->second[1 - k]]};
+      while (chain.size() <= 3 && !chain.back()->outputs.empty()) {
+        const Node* next = SoleConsumer(chain.back()->outputs[0]);
+        if (next == &mul) return chain;
+        if (next == nullptr) break;
+        chain.push_back(next);
+      }
+    }
+    return {};
+  }
+
+ private:
+  const Graph& g_;
+  absl::flat_hash_map<std::string, int> producer_;
+  absl::flat_hash_map<std::string, std::vector<int>> consumers_;
+  absl::flat_hash_set<std::string> folded_;
+};
+
+// The bytes the sensitivity's float cache keeps (ActivationSizes).
+int64_t SensitivityKeptBytes(const Graph& g, const GraphLinks& links,
+                             const std::map<std::string, int64_t>& bytes) {
+  const int n = static_cast<int>(g.nodes.size());
+  const auto& producer = links.producer();
   // The compared tensors: interest points and graph outputs.
   absl::flat_hash_set<std::string> compared;
   for (const ValueInfo& v : g.outputs) compared.insert(v.name);
@@ -83,15 +118,15 @@ int64_t SensitivityKeptBytes(const Graph& g,
     if (node.outputs.empty()) continue;
     const std::string& op = node.op_type;
     if (op == "Add" || op == "Concat" || op == "Sigmoid" || op == "Softmax") {
-      compared.insert(node.outputs[0]);
+      if (!links.Folded(node.outputs[0])) compared.insert(node.outputs[0]);
     } else if (IsKernel(g, node)) {
       std::string out = node.outputs[0];
-      const Node* next = sole_consumer(out);
+      const Node* next = links.SoleConsumer(out);
       if (next != nullptr && next->op_type == "BatchNormalization") {
         out = next->outputs[0];
-        next = sole_consumer(out);
+        next = links.SoleConsumer(out);
       }
-      if (next == nullptr ? !is_swish(out)
+      if (next == nullptr ? links.SwishChain(out).empty()
                           : !IsFusedActivation(next->op_type)) {
         compared.insert(out);
       }
@@ -214,7 +249,12 @@ ActivationSizes ActivationBytesPerSample(
       if (bytes.count(out) && !last_read.count(out)) live -= bytes[out];
     }
   }
-  sizes.sensitivity_kept = SensitivityKeptBytes(g, bytes);
+  const GraphLinks links(g);
+  sizes.sensitivity_kept = SensitivityKeptBytes(g, links, bytes);
+  for (const auto& [name, b] : bytes) {
+    if (!links.Folded(name))
+      sizes.prepared = std::min(kCap, sizes.prepared + b);
+  }
   // The report runs the two models apart: the float run's values are all
   // held until the fake-quant run reaches them.
   if (!PairedModels::CanPair(g)) sizes.live = sizes.total;

@@ -35,8 +35,13 @@ bool InferSampleShapes(const std::vector<SampleFeeds>& calibration,
 // Concat, Sigmoid, Softmax and of kernels not fused with an activation
 // (through a BatchNormalization, which preparation folds), and the graph's
 // outputs.
+//
+// `prepared`: `total` less the tensors preparation folds away (a kernel's
+// output into its BatchNormalization, a swish's inner tensors): what the
+// prepared float model's outputs add up to, which calibration keeps for
+// the report.
 struct ActivationSizes {
-  int64_t total = 0, live = 0, sensitivity_kept = 0;
+  int64_t total = 0, live = 0, sensitivity_kept = 0, prepared = 0;
 };
 
 ActivationSizes ActivationBytesPerSample(

@@ -209,17 +209,14 @@ int64_t PeakActivations(const v1::QuantizeRequest& request,
 }
 
 // What calibration keeps for the report (KeepsFloatValuesForReport): every
-// activation of the report's samples, within the budget.
+// activation of the report's samples that fit the budget whole (the job
+// starts keeping no more: KeepForReport in quantize_job.cc).
 int64_t KeptForReport(const v1::QuantizeRequest& request, int64_t per_sample,
                       int64_t report_samples) {
   if (!KeepsFloatValuesForReport(request)) return 0;
-  constexpr int64_t kCap = int64_t{1} << 50;
-  const int64_t per = std::min(kCap, std::max<int64_t>(0, per_sample));
   const int64_t n = std::clamp<int64_t>(report_samples, 0, 1 << 20);
-  return std::min(kKeptFloatValuesBudgetBytes,
-                  n > 0 && per > kKeptFloatValuesBudgetBytes / n
-                      ? kKeptFloatValuesBudgetBytes
-                      : per * n);
+  if (per_sample <= 0) return 0;
+  return std::min(n, kKeptFloatValuesBudgetBytes / per_sample) * per_sample;
 }
 
 // GPTQ's stage when the request asks for it (EstimateGptqStageMemory), for
@@ -575,9 +572,10 @@ int64_t EstimateJobMemoryBytes(const JobInput& input, int samples_in_flight) {
       *input.request, input.activations, samples_in_flight,
       static_cast<int>(std::min<int64_t>(count, 1 << 20)), input.model_bytes);
   // GPTQ runs after calibration, whose activations it no longer holds.
-  const int64_t activations = std::max(
-      peak + KeptForReport(*input.request, input.activations.total, evaluated),
-      input.gptq_stage.PeakBytes(peak));
+  const int64_t activations =
+      std::max(peak + KeptForReport(*input.request, input.activations.prepared,
+                                    evaluated),
+               input.gptq_stage.PeakBytes(peak));
   // The generate stage runs before calibration: the larger of the two.
   // BaseEstimate counts the payload's bytes once more than the job holds
   // once the server has freed them (memory_bench: MobileNetV2's peak fell
@@ -622,7 +620,7 @@ int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
                                        calibration, model_size);
   return BeforeImport(request, body_constant_bytes) - payload +
          std::max(
-             peak + KeptForReport(request, per_sample.total,
+             peak + KeptForReport(request, per_sample.prepared,
                                   report < 0 ? calibration
                                              : std::min(report, calibration)),
              gptq.PeakBytes(peak));
