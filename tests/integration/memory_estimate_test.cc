@@ -25,6 +25,13 @@ absl::StatusOr<JobInput> Preflight(const v1::QuantizeRequest& r) {
   return PreflightJob(r, registry, JobLimits());
 }
 
+// `samples` calibration samples x[1,4,8,8] for the model `b` builds.
+v1::QuantizeRequest JobFor(const OnnxModelBuilder& b, int samples) {
+  v1::QuantizeRequest r = testing::ConvJob(4, 8, 4, samples, "r");
+  r.set_onnx_model(b.Serialize());
+  return r;
+}
+
 // ConvJob(3, 8, 4, 4): x[1,3,8,8] -> Conv(4 filters, pad 1) -> y[1,4,8,8],
 // 4 float samples. Samples: 4 x 3*8*8*4 = 3072 bytes, counted 4.5 times
 // less the request's own copy, which the server frees after the import:
@@ -96,8 +103,7 @@ TEST(EstimateJobMemoryBytes, FurtherSamplesCountAtMostEightLiveSets) {
     b.AddNode("Relu", {i == 1 ? "x" : absl::StrCat("r", i - 1)},
               {absl::StrCat("r", i)});
   }
-  v1::QuantizeRequest r = testing::ConvJob(4, 8, 4, 4, "r");
-  r.set_onnx_model(b.Serialize());
+  v1::QuantizeRequest r = JobFor(b, 4);
   auto input = Preflight(r);
   ASSERT_TRUE(input.ok()) << input.status();
   EXPECT_EQ(input->activations.total, 65536);
@@ -174,8 +180,7 @@ TEST(EstimateJobMemoryBytes, SensitivityCacheKeepsConeInputsAndPoints) {
   b.AddNode("Sigmoid", {"b"}, {"g"});
   b.AddNode("Mul", {"b", "g"}, {"s"});
   b.AddNode("Conv", {"s", "w3"}, {"y"});
-  v1::QuantizeRequest r = testing::ConvJob(4, 8, 4, 1, "r");
-  r.set_onnx_model(b.Serialize());
+  v1::QuantizeRequest r = JobFor(b, 1);
   auto input = Preflight(r);
   ASSERT_TRUE(input.ok()) << input.status();
   EXPECT_EQ(input->activations.total, 7168);
@@ -258,8 +263,7 @@ TEST(EstimateJobMemoryBytes, LiveSetFollowsTheLastReads) {
   b.AddNode("Relu", {"a"}, {"b"});
   b.AddNode("Add", {"a", "b"}, {"c"});
   b.AddNode("Relu", {"c"}, {"y"});
-  v1::QuantizeRequest r = testing::ConvJob(4, 8, 4, 1, "r");
-  r.set_onnx_model(b.Serialize());
+  v1::QuantizeRequest r = JobFor(b, 1);
   auto input = Preflight(r);
   ASSERT_TRUE(input.ok()) << input.status();
   EXPECT_EQ(input->activations.total, 4096);
