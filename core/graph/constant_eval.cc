@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -75,46 +74,39 @@ const absl::flat_hash_map<std::string, Evaluator>& Evaluators() {
 
 }  // namespace
 
+namespace {
+
+template <typename T>
+std::vector<int64_t> Widened(const Tensor& t) {
+  const T* p = static_cast<const T*>(t.raw());
+  return std::vector<int64_t>(p, p + t.num_elements());
+}
+
+}  // namespace
+
+// One dtype switch per tensor, not per element (weights: millions).
 absl::StatusOr<std::vector<int64_t>> ToInt64Vector(const Tensor& t) {
   switch (t.dtype()) {
     case DType::kInt8:
+      return Widened<int8_t>(t);
     case DType::kUint8:
-    case DType::kInt16:
-    case DType::kUint16:
-    case DType::kInt32:
-    case DType::kUint32:
-    case DType::kInt64:
-    case DType::kUint64:
     case DType::kBool:
-      break;
+      return Widened<uint8_t>(t);
+    case DType::kInt16:
+      return Widened<int16_t>(t);
+    case DType::kUint16:
+      return Widened<uint16_t>(t);
+    case DType::kInt32:
+      return Widened<int32_t>(t);
+    case DType::kUint32:
+      return Widened<uint32_t>(t);
+    case DType::kInt64:
+      return Widened<int64_t>(t);
+    case DType::kUint64:
+      return Widened<uint64_t>(t);
     default:
       return absl::InvalidArgumentError(absl::StrCat(
           "expected an integer tensor, got ", DTypeName(t.dtype())));
-  }
-  // One dtype switch per tensor, not per element (weights: millions).
-  auto widen = [&t](auto* typed) {
-    using T = std::remove_const_t<std::remove_pointer_t<decltype(typed)>>;
-    const T* p = static_cast<const T*>(t.raw());
-    return std::vector<int64_t>(p, p + t.num_elements());
-  };
-  switch (t.dtype()) {
-    case DType::kInt8:
-      return widen(static_cast<const int8_t*>(nullptr));
-    case DType::kUint8:
-    case DType::kBool:
-      return widen(static_cast<const uint8_t*>(nullptr));
-    case DType::kInt16:
-      return widen(static_cast<const int16_t*>(nullptr));
-    case DType::kUint16:
-      return widen(static_cast<const uint16_t*>(nullptr));
-    case DType::kInt32:
-      return widen(static_cast<const int32_t*>(nullptr));
-    case DType::kUint32:
-      return widen(static_cast<const uint32_t*>(nullptr));
-    case DType::kInt64:
-      return widen(static_cast<const int64_t*>(nullptr));
-    default:  // kUint64, as Get<int64_t> reads it
-      return widen(static_cast<const uint64_t*>(nullptr));
   }
 }
 

@@ -184,7 +184,7 @@ class Tensor {
     Buffer(const Buffer&) = delete;
     Buffer& operator=(const Buffer&) = delete;
     void* data = nullptr;  // 64-byte aligned, inside raw
-    void* raw = nullptr;   // what malloc returned
+    void* raw = nullptr;   // the block AllocateBlock returned
     size_t size = 0;
   };
   void CheckType(DType want) const;

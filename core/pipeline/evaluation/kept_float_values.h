@@ -6,6 +6,7 @@
 #ifndef QUANTD_CORE_PIPELINE_EVALUATION_KEPT_FLOAT_VALUES_H_
 #define QUANTD_CORE_PIPELINE_EVALUATION_KEPT_FLOAT_VALUES_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -45,6 +46,16 @@ struct KeptFloatRuns {
 // (preflight.h). More saves little time (MobileNetV2's report: 0.18 s for
 // five samples) and would put the job past its memory target.
 inline constexpr int64_t kKeptFloatValuesBudgetBytes = int64_t{64} << 20;
+
+// Of `samples`, how many keep their values: those that fit the budget
+// whole at `bytes_per_sample` each (unknown, 0: all may try, and the
+// budget stops them). Only these start keeping: one that overflows holds up
+// to the whole budget in its run's buffers until it gives up (ppocr_det
+// and ppocr_rec, over 100 MiB a sample, used to hold 64 MiB trying).
+inline int64_t SamplesKeptWhole(int64_t bytes_per_sample, int64_t samples) {
+  if (bytes_per_sample <= 0) return samples;
+  return std::min(samples, kKeptFloatValuesBudgetBytes / bytes_per_sample);
+}
 
 }  // namespace quantd
 

@@ -12,8 +12,6 @@
 #include "core/util/status_macros.h"
 
 namespace quantd {
-namespace {}  // namespace
-
 absl::StatusOr<Tensor> DequantizeWeight(const QdqWeight& w) {
   absl::StatusOr<std::vector<int64_t>> ints = ToInt64Vector(w.int_values);
   if (!ints.ok()) {

@@ -9,6 +9,8 @@
 #include "absl/container/flat_hash_set.h"
 #include "core/graph/shape_inference.h"
 #include "core/pipeline/evaluation/paired_models.h"
+#include "core/pipeline/mixed_precision/sensitivity.h"
+#include "core/tpc/framework_info.h"
 
 namespace quantd {
 
@@ -27,11 +29,11 @@ bool InferSampleShapes(const std::vector<SampleFeeds>& calibration,
 
 namespace {
 
+// A kernel op (FrameworkInfo's) with a constant weight: searched when the
+// bits of the kernels are.
 bool IsKernel(const Graph& g, const Node& n) {
-  static const absl::flat_hash_set<std::string> kOps = {"Conv", "ConvTranspose",
-                                                        "Gemm", "MatMul"};
-  return kOps.contains(n.op_type) && n.inputs.size() >= 2 &&
-         g.FindInitializer(n.inputs[1]) != nullptr;
+  return tpc::OnnxFrameworkInfo::Default().IsKernelOp(n.op_type) &&
+         n.inputs.size() >= 2 && g.FindInitializer(n.inputs[1]) != nullptr;
 }
 
 // Activations preparation fuses into the kernel before them (then the
@@ -116,10 +118,10 @@ int64_t SensitivityKeptBytes(const Graph& g, const GraphLinks& links,
   for (const ValueInfo& v : g.outputs) compared.insert(v.name);
   for (const Node& node : g.nodes) {
     if (node.outputs.empty()) continue;
-    const std::string& op = node.op_type;
-    if (op == "Add" || op == "Concat" || op == "Sigmoid" || op == "Softmax") {
+    if (!IsMpInterestOp(node.op_type)) continue;
+    if (!IsKernel(g, node)) {
       if (!links.Folded(node.outputs[0])) compared.insert(node.outputs[0]);
-    } else if (IsKernel(g, node)) {
+    } else {
       std::string out = node.outputs[0];
       const Node* next = links.SoleConsumer(out);
       if (next != nullptr && next->op_type == "BatchNormalization") {

@@ -191,15 +191,10 @@ int64_t PeakActivations(const v1::QuantizeRequest& request,
   }
   const v1::MixedPrecisionConfig& mp = request.mixed_precision();
   if (!MixedPrecisionSearches(mp)) return calibration;
-  // A weights target searches the kernels' bits alone (MCT's rule); any
-  // other makes nearly every node a cone's start, whose cache keeps nearly
-  // every activation.
-  auto others = [](const v1::ResourceUtilization& r) {
-    return r.has_activation_memory_bytes() || r.has_total_memory_bytes() ||
-           r.has_bops();
-  };
-  const bool kernels_only =
-      !others(mp.target()) && !others(mp.target_fraction());
+  // A weights target searches the kernels' bits alone; any other makes
+  // nearly every node a cone's start, whose cache keeps nearly every
+  // activation.
+  const bool kernels_only = MixedPrecisionSearchesWeightsOnly(mp);
   return std::max(
       calibration,
       SensitivityMemoryBytes(kernels_only ? sizes.sensitivity_kept : per_sample,
@@ -214,9 +209,9 @@ int64_t PeakActivations(const v1::QuantizeRequest& request,
 int64_t KeptForReport(const v1::QuantizeRequest& request, int64_t per_sample,
                       int64_t report_samples) {
   if (!KeepsFloatValuesForReport(request)) return 0;
+  if (per_sample <= 0) return 0;  // no shapes: no activations counted
   const int64_t n = std::clamp<int64_t>(report_samples, 0, 1 << 20);
-  if (per_sample <= 0) return 0;
-  return std::min(n, kKeptFloatValuesBudgetBytes / per_sample) * per_sample;
+  return SamplesKeptWhole(per_sample, n) * per_sample;
 }
 
 // GPTQ's stage when the request asks for it (EstimateGptqStageMemory), for

@@ -87,9 +87,8 @@ struct JobInput {
   // model_ref / samples_ref points to): the server frees them once the job
   // has this input (JobContext.on_preflight).
   int64_t request_payload_bytes = 0;
-  // One sample's activations (EstimateJobMemoryBytes): all of them, the
-  // most alive at once when the nodes run in order, and what mixed
-  // precision's float cache keeps.
+  // One sample's activations as EstimateJobMemoryBytes counts them
+  // (activation_sizes.h).
   ActivationSizes activations;
   // GPTQ's stage when the request asks for it (zeros otherwise), from the
   // same inferred shapes.

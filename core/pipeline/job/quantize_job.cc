@@ -224,16 +224,11 @@ KeepFloatValuesRequest KeepForReport(const v1::QuantizeRequest& request,
                                      const JobInput& input) {
   KeepFloatValuesRequest keep;
   if (!KeepsFloatValuesForReport(request)) return keep;
-  keep.samples = static_cast<int64_t>(input.evaluation.size());
+  // Preflight's count of the prepared model's activations decides.
+  keep.samples =
+      SamplesKeptWhole(input.activations.prepared,
+                       static_cast<int64_t>(input.evaluation.size()));
   keep.budget_bytes = kKeptFloatValuesBudgetBytes;
-  // Only the samples that fit whole by preflight's count of the prepared
-  // model's activations start keeping: one that overflows holds up to the
-  // whole budget in its run's buffers until it gives up (ppocr_det and
-  // ppocr_rec, over 100 MiB a sample, kept none but held 64 MiB trying).
-  const int64_t per_sample = input.activations.prepared;
-  if (per_sample > 0) {
-    keep.samples = std::min(keep.samples, keep.budget_bytes / per_sample);
-  }
   for (const Node& n : float_model.graph.nodes) {
     keep.tensors.insert(n.outputs.begin(), n.outputs.end());
   }

@@ -10,14 +10,14 @@
 #include "core/pipeline/mixed_precision/sensitivity.h"
 
 namespace quantd {
-namespace {
-
-bool IsInterestOp(const std::string& op) {
+bool IsMpInterestOp(const std::string& op_type) {
   static const std::set<std::string> kOps = {
       "Conv",    "ConvTranspose", "Gemm", "MatMul",
       "Sigmoid", "Softmax",       "Add",  "Concat"};
-  return kOps.count(op) > 0;
+  return kOps.count(op_type) > 0;
 }
+
+namespace {
 
 DistanceKind KindFor(const std::string& op) {
   if (op == "Softmax") return DistanceKind::kKl;
@@ -36,7 +36,7 @@ std::vector<InterestPoint> MpInterestPoints(const Model& model,
   std::vector<InterestPoint> all;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
-    if (n.outputs.empty() || !IsInterestOp(n.op_type)) continue;
+    if (n.outputs.empty() || !IsMpInterestOp(n.op_type)) continue;
     if (i < plans.size() && plans[i].fused_inner) continue;
     all.push_back({n.outputs[0], KindFor(n.op_type)});
   }

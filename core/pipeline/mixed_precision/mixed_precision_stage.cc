@@ -95,6 +95,15 @@ bool MixedPrecisionSearches(const v1::MixedPrecisionConfig& config) {
   return AnySet(config.target()) || AnySet(config.target_fraction());
 }
 
+bool MixedPrecisionSearchesWeightsOnly(const v1::MixedPrecisionConfig& config) {
+  auto others = [](const v1::ResourceUtilization& r) {
+    return r.has_activation_memory_bytes() || r.has_total_memory_bytes() ||
+           r.has_bops();
+  };
+  return MixedPrecisionSearches(config) && !others(config.target()) &&
+         !others(config.target_fraction());
+}
+
 int MixedPrecisionSensitivitySamples(const v1::MixedPrecisionConfig& config,
                                      int calibration) {
   const int images = config.num_of_images() > 0 ? config.num_of_images()

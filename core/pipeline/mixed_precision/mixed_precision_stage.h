@@ -44,6 +44,10 @@ bool MixedPrecisionRequested(const v1::MixedPrecisionConfig& config);
 // measures sensitivities and solves an allocation.
 bool MixedPrecisionSearches(const v1::MixedPrecisionConfig& config);
 
+// True when it searches for a weights target alone: then only the kernels'
+// bits vary (MCT's rule, the stage's SearchScope.weights_only).
+bool MixedPrecisionSearchesWeightsOnly(const v1::MixedPrecisionConfig& config);
+
 // The samples the sensitivity runs on: the first num_of_images (MCT's
 // default 32) of the `calibration` ones.
 int MixedPrecisionSensitivitySamples(const v1::MixedPrecisionConfig& config,

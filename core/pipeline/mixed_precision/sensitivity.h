@@ -58,6 +58,9 @@ std::vector<InterestPoint> MpInterestPoints(const Model& model,
 // Graph outputs with the distance of their producer's type.
 std::vector<InterestPoint> MpOutputPoints(const Model& model);
 
+// Whether an op's output is one of MCT's interest points (unless fused).
+bool IsMpInterestOp(const std::string& op_type);
+
 // One candidate of a configurable node: what to quantize at that node (the
 // selected parameters of the candidate's config). Unset activation / empty
 // weights = that part stays float.
