@@ -16,6 +16,9 @@ namespace {
 
 // The fixed part of every job's estimate.
 constexpr int64_t kEstimateBase = int64_t{8} << 20;
+// One histogram calibration keeps per histogrammed tensor and sample: 2048
+// counts of 4 bytes and 192 bytes of map node and name.
+constexpr int64_t kHistogram = 2048 * 4 + 192;
 
 // The job's own input (shapes inferred, activations counted) for `r`, with
 // the builtin TPCs.
@@ -25,28 +28,31 @@ absl::StatusOr<JobInput> Preflight(const v1::QuantizeRequest& r) {
   return PreflightJob(r, registry, JobLimits());
 }
 
-// `samples` calibration samples x[1,4,8,8] for the model `b` builds.
-v1::QuantizeRequest JobFor(const OnnxModelBuilder& b, int samples) {
-  v1::QuantizeRequest r = testing::ConvJob(4, 8, 4, samples, "r");
+// `samples` calibration samples x[1,4,hw,hw] for the model `b` builds.
+v1::QuantizeRequest JobFor(const OnnxModelBuilder& b, int samples, int hw = 8) {
+  v1::QuantizeRequest r = testing::ConvJob(4, hw, 4, samples, "r");
   r.set_onnx_model(b.Serialize());
   return r;
 }
 
 // ConvJob(3, 8, 4, 4): x[1,3,8,8] -> Conv(4 filters, pad 1) -> y[1,4,8,8],
-// 4 float samples. Samples: 4 x 3*8*8*4 = 3072 bytes, counted 4.5 times
-// less the request's own copy, which the server frees after the import:
-// 3.5 times = 10752. The model 9 times less that copy: 8. Activations of one
-// sample: y only (x is a graph input) = 4*8*8*4 = 1024 bytes, all alive at
-// once after the Conv (the live set); the first sample in flight counts its
-// live set twice (the report's float and fake-quant sides): 2048. The
-// report's 4 samples
-// (all of them: fewer than 16) keep their activations from calibration: 4 x
-// 1024 = 4096.
+// 4 float samples. Samples: 4 x 3*8*8*4 = 3072 bytes, counted twice (the
+// request's parsed copy and the decoded feeds) less the request's own
+// copy, which the server frees after the import: once. The model 9 times
+// less that copy: 8. Activations of one sample: y only (x is a graph input)
+// = 4*8*8*4 = 1024 bytes, all alive at once after the Conv (the live set);
+// the first sample in flight counts its live set twice (the report's float
+// and fake-quant sides): 2048. Calibration histograms x and y for each of
+// the 4 samples: 8 x kHistogram. The report's 4 samples (all of them:
+// fewer than 16) keep their activations from calibration: 4 x 1024 = 4096.
 TEST(EstimateJobMemoryBytes, CountsSamplesModelAndActivations) {
   const v1::QuantizeRequest r = testing::ConvJob(3, 8, 4, 4, "r");
   const int64_t model = static_cast<int64_t>(r.onnx_model().size());
+  auto input = Preflight(r);
+  ASSERT_TRUE(input.ok()) << input.status();
+  EXPECT_EQ(input->activations.histogrammed, 2);
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1),
-            10752 + 8 * model + 2048 + 4096 + kEstimateBase);
+            3072 + 8 * model + 2048 + 8 * kHistogram + 4096 + kEstimateBase);
 }
 
 // With evaluation samples sent nothing is kept from calibration.
@@ -54,9 +60,9 @@ TEST(EstimateJobMemoryBytes, EvaluationSamplesKeepNothingFromCalibration) {
   v1::QuantizeRequest r = testing::ConvJob(3, 8, 4, 4, "r");
   const int64_t kept = EstimateJobMemoryBytes(r, JobLimits{}, 1);
   *r.add_evaluation_samples() = r.calibration_samples(0);
-  // One more sample sent (768 bytes x4.5 = 3456: the server keeps the
-  // request's evaluation samples), 4096 fewer kept.
-  EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1), kept + 3456 - 4096);
+  // One more sample sent (768 bytes twice: the server keeps the request's
+  // evaluation samples), 4096 fewer kept.
+  EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1), kept + 1536 - 4096);
 }
 
 // The kept values stop at the 64 MiB budget: 42 samples of 2359296 bytes of
@@ -68,8 +74,9 @@ TEST(EstimateJobMemoryBytes, KeptValuesStopAtTheBudget) {
   for (int i = 0; i < 40; ++i) {
     *r.add_calibration_samples() = r.calibration_samples(0);
   }
-  // 40 more samples of 4*96*96*4 bytes, counted 3.5 times.
-  const int64_t samples = int64_t{40} * 4 * 96 * 96 * 4 * 7 / 2;
+  // 40 more samples of 4*96*96*4 bytes, counted once, with their
+  // histograms of x and y.
+  const int64_t samples = int64_t{40} * (4 * 96 * 96 * 4 + 2 * kHistogram);
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1) - two,
             samples + 28 * 2359296 - 2 * 2359296);
 }
@@ -123,48 +130,52 @@ TEST(EstimateJobMemoryBytes, SamplesInFlightCappedBySampleCount) {
 // 64 filters on 96x96: one activation is 64*96*96*4 = 2359296 bytes, the
 // live set; two samples in flight: 2 x 2359296 = 4718592 for the first plus
 // 2359296 * 2/5 = 943718 (.4 rounded down). Samples: 2 x 4*96*96*4 = 294912
-// bytes, x3.5 = 1032192. Both samples keep their activations for the report: 2
-// x 2359296.
+// bytes, once, with 2 x 2 histograms. Both samples keep their activations
+// for the report: 2 x 2359296.
 TEST(EstimateJobMemoryBytes, LargeActivationsDominate) {
   const v1::QuantizeRequest r = testing::ConvJob(4, 96, 64, 2, "r");
   const int64_t model = static_cast<int64_t>(r.onnx_model().size());
-  EXPECT_EQ(
-      EstimateJobMemoryBytes(r, JobLimits{}, 2),
-      1032192 + 8 * model + 4718592 + 943718 + 2 * 2359296 + kEstimateBase);
+  EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 2),
+            294912 + 8 * model + 4718592 + 943718 + 4 * kHistogram +
+                2 * 2359296 + kEstimateBase);
 }
 
 // Mixed precision's sensitivity runs after calibration: its float cache and
 // running tasks replace calibration's activations when larger. The Conv's
 // cone is the Conv: the cache keeps its input (x, a graph input: the
 // sample's own buffer, 0 bytes) and its output (the graph's, compared):
-// 1024 bytes a sample, for each of the 4 samples (one chunk): 4096; a
-// running task 2 x 1024 = 2048; 6144 > calibration's 2048. Nothing is kept
-// for the report.
+// y[1,4,64,64], 65536 bytes a sample, for each of the 4 samples (one
+// chunk): 262144; a running task 2 x 65536 = 131072; 393216 > calibration's
+// 131072 + 8 histograms (67072). Samples: 4 x 3*64*64*4 = 196608, once.
+// Nothing is kept for the report.
 TEST(EstimateJobMemoryBytes, MixedPrecisionCountsTheSensitivity) {
-  v1::QuantizeRequest r = testing::ConvJob(3, 8, 4, 4, "r");
+  v1::QuantizeRequest r = testing::ConvJob(3, 64, 4, 4, "r");
   const int64_t model = static_cast<int64_t>(r.onnx_model().size());
   r.mutable_mixed_precision()
       ->mutable_target_fraction()
       ->set_weights_memory_bytes(0.75);
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1),
-            10752 + 8 * model + 6144 + kEstimateBase);
-  // Three tasks running: 4096 + 3 * 2048.
+            196608 + 8 * model + 393216 + kEstimateBase);
+  // Three tasks running: 262144 + 3 * 131072 (calibration: 131072 + 2 x
+  // 26214 + 67072).
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 3),
-            10752 + 8 * model + 4096 + 3 * 2048 + kEstimateBase);
+            196608 + 8 * model + 262144 + 3 * 131072 + kEstimateBase);
 }
 
 // What the sensitivity's cache keeps, on x[1,4,8,8] -> Conv c1 ->
 // BatchNormalization -> Relu -> a -> Conv c2 -> b -> b * Sigmoid(b) -> s ->
-// Conv c3 -> y, every tensor 1024 bytes (7 of them: 7168). The kernels'
-// outputs are no interest points (c1's through the BatchNormalization,
-// which preparation folds, to its Relu; c2's swish, one fused activation
-// once prepared: its Sigmoid's output is gone too); y is the graph's
-// output. c1's cone keeps x (0 bytes: the sample's) and y; c2's a; c3's s:
-// 3072. The prepared model's activations: all but c1 and g, 5120.
+// Conv c3 -> y, every tensor 4*32*32*4 = 16384 bytes (7 of them: 114688).
+// The kernels' outputs are no interest points (c1's through the
+// BatchNormalization, which preparation folds, to its Relu; c2's swish,
+// one fused activation once prepared: its Sigmoid's output is gone too); y
+// is the graph's output. c1's cone keeps x (0 bytes: the sample's) and y;
+// c2's a; c3's s: 49152. The prepared model's activations: all but c1 and
+// g, 81920. Calibration histograms x, a, s and y (n1 and b are fused with
+// their activations).
 TEST(EstimateJobMemoryBytes, SensitivityCacheKeepsConeInputsAndPoints) {
   OnnxModelBuilder b;
-  b.Input("x", DType::kFloat, {1, 4, 8, 8});
-  b.Output("y", DType::kFloat, {1, 4, 8, 8}, true);
+  b.Input("x", DType::kFloat, {1, 4, 32, 32});
+  b.Output("y", DType::kFloat, {1, 4, 32, 32}, true);
   const Tensor w =
       Tensor::FromVector<float>(std::vector<float>(16, 0.5f), {4, 4, 1, 1});
   const Tensor v = Tensor::FromVector<float>(std::vector<float>(4, 1.f), {4});
@@ -180,15 +191,16 @@ TEST(EstimateJobMemoryBytes, SensitivityCacheKeepsConeInputsAndPoints) {
   b.AddNode("Sigmoid", {"b"}, {"g"});
   b.AddNode("Mul", {"b", "g"}, {"s"});
   b.AddNode("Conv", {"s", "w3"}, {"y"});
-  v1::QuantizeRequest r = JobFor(b, 1);
+  v1::QuantizeRequest r = JobFor(b, 1, 32);
   auto input = Preflight(r);
   ASSERT_TRUE(input.ok()) << input.status();
-  EXPECT_EQ(input->activations.total, 7168);
-  EXPECT_EQ(input->activations.sensitivity_kept, 3072);
-  EXPECT_EQ(input->activations.prepared, 5120);
+  EXPECT_EQ(input->activations.total, 114688);
+  EXPECT_EQ(input->activations.sensitivity_kept, 49152);
+  EXPECT_EQ(input->activations.prepared, 81920);
+  EXPECT_EQ(input->activations.histogrammed, 4);
   // A weights target's estimate counts what the cache keeps of the one
   // sample; an activation target searches (nearly) every node, whose
-  // cones' cache keeps every activation: 4096 more.
+  // cones' cache keeps every activation: 65536 more.
   r.mutable_mixed_precision()
       ->mutable_target_fraction()
       ->set_weights_memory_bytes(0.75);
@@ -196,13 +208,56 @@ TEST(EstimateJobMemoryBytes, SensitivityCacheKeepsConeInputsAndPoints) {
   r.mutable_mixed_precision()
       ->mutable_target_fraction()
       ->set_activation_memory_bytes(0.75);
-  EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1) - kernels, 7168 - 3072);
+  EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1) - kernels,
+            114688 - 49152);
 }
 
-// GPTQ with HMSE weights: the hessian stage's peak replaces calibration's.
-// Weights counted as model/4 floats w; one running sample holds its tape and
-// gradients (2 x 1024) and the kernel gradients (4w), the round of 4 samples
-// its estimates (4 x 8w), then the double sum and float scores (12w).
+// Paddle's hard swish, x[1,4,32,32] -> Conv c1 -> h -> s = h * Clip(h + 3,
+// 0, 6) / 6 -> Conv c2 (pads 1) -> y, every activation 16384 bytes.
+// Preparation makes h + 3, the Clip and the product inner tensors of one
+// HardSwish fused with c1: the prepared model's activations are h, s and y
+// (49152); calibration histograms x, s and y. Shift-negative correction may
+// shift s (an Add) and pad it for c2 (a Pad): two copies of s in the
+// sensitivity's cache for the one sample, counted unless the request turns
+// the correction off.
+TEST(EstimateJobMemoryBytes, ShiftNegativeCopiesOfAHardSwish) {
+  OnnxModelBuilder b;
+  b.Input("x", DType::kFloat, {1, 4, 32, 32});
+  b.Output("y", DType::kFloat, {1, 4, 32, 32}, true);
+  b.Initializer("w1", Tensor::FromVector<float>(std::vector<float>(16, 0.5f),
+                                                {4, 4, 1, 1}));
+  b.Initializer("w2", Tensor::FromVector<float>(std::vector<float>(144, 0.1f),
+                                                {4, 4, 3, 3}));
+  for (auto [name, value] : {std::pair{"three", 3.f}, std::pair{"zero", 0.f},
+                             std::pair{"six", 6.f}}) {
+    b.Initializer(name, Tensor::FromVector<float>({value}, {}));
+  }
+  b.AddNode("Conv", {"x", "w1"}, {"h"});
+  b.AddNode("Add", {"h", "three"}, {"p"});
+  b.AddNode("Clip", {"p", "zero", "six"}, {"r"});
+  b.AddNode("Mul", {"h", "r"}, {"m"});
+  b.AddNode("Div", {"m", "six"}, {"s"});
+  b.AddNode("Conv", {"s", "w2"}, {"y"}).Ints("pads", {1, 1, 1, 1});
+  v1::QuantizeRequest r = JobFor(b, 1, 32);
+  auto input = Preflight(r);
+  ASSERT_TRUE(input.ok()) << input.status();
+  EXPECT_EQ(input->activations.total, 6 * 16384);
+  EXPECT_EQ(input->activations.prepared, 3 * 16384);
+  EXPECT_EQ(input->activations.histogrammed, 3);
+  EXPECT_EQ(input->activations.shift_negative, 2 * 16384);
+  r.mutable_mixed_precision()
+      ->mutable_target_fraction()
+      ->set_weights_memory_bytes(0.75);
+  const int64_t corrected = EstimateJobMemoryBytes(r, JobLimits{}, 1);
+  r.mutable_quantization()->set_shift_negative_activation_correction(false);
+  EXPECT_EQ(corrected - EstimateJobMemoryBytes(r, JobLimits{}, 1), 2 * 16384);
+}
+
+// GPTQ with HMSE weights: the hessian stage's peak replaces calibration's
+// (the live set twice and 8 histograms) when larger. Weights counted as
+// model/4 floats w; one running sample holds its tape and gradients (2 x
+// 1024) and the kernel gradients (4w), the round of 4 samples its estimates
+// (4 x 8w), then the double sum and float scores (12w).
 TEST(EstimateJobMemoryBytes, HmseCountsTheHessianScores) {
   v1::QuantizeRequest r = testing::ConvJob(3, 8, 4, 4, "r");
   r.mutable_gptq()->set_enabled(true);  // nothing kept for the report
@@ -218,15 +273,15 @@ TEST(EstimateJobMemoryBytes, HmseCountsTheHessianScores) {
   r.mutable_gptq()->set_batch_rows(4);
   const int64_t block = 8192 + 864 + 64 + 2752 + 10368;
   const int64_t model = static_cast<int64_t>(r.onnx_model().size());
+  const int64_t calibration = 2048 + 8 * kHistogram;
   EXPECT_EQ(
       EstimateJobMemoryBytes(r, JobLimits{}, 1),
-      10752 + 8 * model + std::max<int64_t>(1382, 64 + block) + kEstimateBase);
+      3072 + 8 * model + 64 + std::max(calibration, block) + kEstimateBase);
   r.mutable_quantization()->set_weights_error_method(v1::ERROR_METHOD_HMSE);
   const int64_t w = model / 4;
   const int64_t hessian = 2048 + 48 * w;
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1),
-            10752 + 8 * model +
-                std::max(hessian, 64 + std::max(hessian, block)) +
+            3072 + 8 * model + 64 + std::max({calibration, hessian, block}) +
                 kEstimateBase);
 }
 
@@ -275,9 +330,9 @@ TEST(EstimateJobMemoryBytes, LiveSetFollowsTheLastReads) {
 TEST(EstimateJobMemoryBytes, UnparsableModelCountsOnlyItsBytes) {
   v1::QuantizeRequest r = testing::ConvJob(3, 8, 4, 1, "r");
   r.set_onnx_model("not a model");
-  // 768 sample bytes x3.5, 11 model bytes x8.
+  // 768 sample bytes once, 11 model bytes x8.
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1),
-            2688 + 8 * 11 + kEstimateBase);
+            768 + 8 * 11 + kEstimateBase);
 }
 
 // x[1,4] -> If(c): then adds ReduceSum(w) of a body initializer w of

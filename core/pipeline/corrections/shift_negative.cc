@@ -27,6 +27,19 @@
 #include "core/util/status_macros.h"
 
 namespace quantd {
+
+bool IsShiftNegativeOp(const std::string& op_type) {
+  static const std::set<std::string> kOps = {"PRelu", "Elu",  "HardSwish",
+                                             "Gelu",  "Selu", "LeakyRelu"};
+  return kOps.count(op_type) > 0;
+}
+
+bool IsShiftNegativeBypass(const std::string& op) {
+  return op == "Reshape" || op == "Flatten" || op == "AveragePool" ||
+         op == "GlobalAveragePool" || op == "MaxPool" || op == "Dropout" ||
+         op == "Squeeze" || op == "Unsqueeze";
+}
+
 namespace {
 
 constexpr int kNonLinearBits = 16;  // SHIFT_NEGATIVE_NON_LINEAR_NUM_BITS
@@ -34,16 +47,8 @@ constexpr int kNonLinearBits = 16;  // SHIFT_NEGATIVE_NON_LINEAR_NUM_BITS
 using TensorShapes = std::map<std::string, std::vector<int64_t>>;
 
 bool IsSncActivation(const Node& n, const NodePlan& p) {
-  static const std::set<std::string> kOps = {"PRelu", "Elu",  "HardSwish",
-                                             "Gelu",  "Selu", "LeakyRelu"};
-  return kOps.count(n.op_type) > 0 ||
+  return IsShiftNegativeOp(n.op_type) ||
          (n.op_type == "Mul" && p.op_set == "Swish");
-}
-
-bool IsBypass(const std::string& op) {
-  return op == "Reshape" || op == "Flatten" || op == "AveragePool" ||
-         op == "GlobalAveragePool" || op == "MaxPool" || op == "Dropout" ||
-         op == "Squeeze" || op == "Unsqueeze";
 }
 
 bool ZeroPadding(const Node& n) {
@@ -153,7 +158,7 @@ absl::StatusOr<std::vector<Candidate>> FindCandidates(
         break;
       }
       const Node& m = g.nodes[next];
-      if (IsBypass(m.op_type)) {
+      if (IsShiftNegativeBypass(m.op_type)) {
         const NodePlan& mp = state->plans[next];
         if (mp.quantize_activation && !mp.preserving) {
           why = absl::StrCat("bypass ", m.Label(), " has its own quantization");

@@ -13,6 +13,12 @@
 
 namespace quantd {
 
+// The activations the correction considers besides a swish (x * sigmoid(x)
+// or its hard form, the "Swish" op set's Mul).
+bool IsShiftNegativeOp(const std::string& op_type);
+// The ops it looks through from an activation to the linear node after it.
+bool IsShiftNegativeBypass(const std::string& op_type);
+
 // shift_negative.cc: MCT's shift-negative correction after parameter
 // selection and before mixed precision, where MCT 2.3 runs it
 // (quantization_preparation_runner): inserts an Add after each corrected

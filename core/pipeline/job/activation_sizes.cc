@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "core/graph/shape_inference.h"
+#include "core/pipeline/corrections/shift_negative.h"
 #include "core/pipeline/evaluation/paired_models.h"
 #include "core/pipeline/mixed_precision/sensitivity.h"
 #include "core/tpc/framework_info.h"
@@ -68,16 +69,60 @@ class GraphLinks {
           next->op_type == "BatchNormalization") {
         folded_.insert(node.outputs[0]);
       }
-      for (const Node* inner : SwishChain(node.outputs[0])) {
+      const std::vector<const Node*> chain = SwishChain(node.outputs[0]);
+      for (const Node* inner : chain) {
         folded_.insert(inner->outputs.begin(), inner->outputs.end());
+      }
+      if (!chain.empty()) {
+        const Node* mul = SoleConsumer(chain.back()->outputs[0]);
+        if (mul == nullptr || mul->outputs.empty()) continue;
+        std::string swish = mul->outputs[0];
+        // Paddle's hard swish scales the product after it: x * relu6(x + 3)
+        // / 6, the product an inner tensor too.
+        const Node* scale = SoleConsumer(swish);
+        if (scale != nullptr &&
+            (scale->op_type == "Div" || scale->op_type == "Mul") &&
+            scale->inputs.size() == 2 && scale->inputs[0] == swish &&
+            IsConstantInput(scale->inputs[1]) && !scale->outputs.empty()) {
+          folded_.insert(swish);
+          swish = scale->outputs[0];
+        }
+        swishes_.insert(swish);
+      }
+    }
+    for (const Node& node : g.nodes) {
+      if (node.outputs.empty() || !IsKernel(g, node)) continue;
+      std::string out = node.outputs[0];
+      const Node* next = SoleConsumer(out);
+      if (next != nullptr && next->op_type == "BatchNormalization") {
+        out = next->outputs[0];
+        next = SoleConsumer(out);
+      }
+      if (next == nullptr ? !SwishChain(out).empty()
+                          : IsFusedActivation(next->op_type)) {
+        fused_.insert(out);
       }
     }
   }
 
+  // An initializer or a Constant node's output.
+  bool IsConstantInput(const std::string& t) const {
+    if (g_.IsConstant(t)) return true;
+    auto it = producer_.find(t);
+    return it != producer_.end() && g_.nodes[it->second].op_type == "Constant";
+  }
   const absl::flat_hash_map<std::string, int>& producer() const {
     return producer_;
   }
   bool Folded(const std::string& t) const { return folded_.contains(t); }
+  // A kernel's output (or its folded BatchNormalization's) that an
+  // activation or a swish after it fuses with: not quantized, no interest
+  // point.
+  bool FusedWithActivation(const std::string& t) const {
+    return fused_.contains(t);
+  }
+  // The output of x * f(x) (SwishChain).
+  bool IsSwish(const std::string& t) const { return swishes_.contains(t); }
   const Node* SoleConsumer(const std::string& t) const {
     auto it = consumers_.find(t);
     if (it == consumers_.end() || it->second.size() != 1) return nullptr;
@@ -105,7 +150,7 @@ class GraphLinks {
   const Graph& g_;
   absl::flat_hash_map<std::string, int> producer_;
   absl::flat_hash_map<std::string, std::vector<int>> consumers_;
-  absl::flat_hash_set<std::string> folded_;
+  absl::flat_hash_set<std::string> folded_, fused_, swishes_;
 };
 
 // The bytes the sensitivity's float cache keeps (ActivationSizes).
@@ -126,12 +171,8 @@ int64_t SensitivityKeptBytes(const Graph& g, const GraphLinks& links,
       const Node* next = links.SoleConsumer(out);
       if (next != nullptr && next->op_type == "BatchNormalization") {
         out = next->outputs[0];
-        next = links.SoleConsumer(out);
       }
-      if (next == nullptr ? links.SwishChain(out).empty()
-                          : !IsFusedActivation(next->op_type)) {
-        compared.insert(out);
-      }
+      if (!links.FusedWithActivation(out)) compared.insert(out);
     }
   }
   // Every kernel's cone: the nodes after it that depend on it. Integers
@@ -186,6 +227,65 @@ int64_t SensitivityKeptBytes(const Graph& g, const GraphLinks& links,
     if (it != bytes.end()) total = std::min(kCap, total + it->second);
   }
   return total;
+}
+
+// What shift-negative correction adds to the sensitivity's cache where it
+// may apply (shift_negative.h: the statistics decide): an activation it
+// considers, read only (through its bypass ops) by a Conv or Gemm of a
+// constant weight, gets an Add (its shifted copy) and, before a padded
+// Conv, a Pad (its padded copy, counted at the activation's size).
+int64_t ShiftNegativeBytes(const Graph& g, const GraphLinks& links,
+                           const std::map<std::string, int64_t>& bytes) {
+  constexpr int64_t kCap = int64_t{1} << 50;
+  int64_t total = 0;
+  for (const Node& node : g.nodes) {
+    if (node.outputs.empty()) continue;
+    const std::string& out = node.outputs[0];
+    if (!IsShiftNegativeOp(node.op_type) && !links.IsSwish(out)) continue;
+    auto size = bytes.find(out);
+    if (size == bytes.end()) continue;
+    const Node* next = links.SoleConsumer(out);
+    while (next != nullptr && IsShiftNegativeBypass(next->op_type) &&
+           !next->outputs.empty()) {
+      next = links.SoleConsumer(next->outputs[0]);
+    }
+    if (next == nullptr || !IsKernel(g, *next) ||
+        (next->op_type != "Conv" && next->op_type != "Gemm")) {
+      continue;
+    }
+    bool padded = false;
+    for (int64_t p : next->GetInts("pads")) padded |= p != 0;
+    const std::string pad = next->GetString("auto_pad", "NOTSET");
+    padded |= pad == "SAME_UPPER" || pad == "SAME_LOWER";
+    const int64_t copies = next->op_type == "Conv" && padded ? 2 : 1;
+    total = std::min(kCap, total + copies * size->second);
+  }
+  return total;
+}
+
+// The tensors calibration histograms (StatisticsRequestFor): the float
+// graph inputs and the float outputs of the prepared graph's nodes, less a
+// kernel's output an activation fuses with. The outputs of
+// quantization-preserving ops (the TPC's) count too: an upper bound.
+int64_t HistogrammedTensors(const Graph& g, const GraphLinks& links) {
+  auto is_float = [&](const std::string& t) {
+    auto it = g.value_info.find(t);
+    return it != g.value_info.end() && it->second.dtype == DType::kFloat;
+  };
+  int64_t count = 0;
+  for (const ValueInfo& v : g.inputs) {
+    if (v.dtype == DType::kFloat && !g.IsConstant(v.name)) ++count;
+  }
+  for (const Node& node : g.nodes) {
+    for (const std::string& out : node.outputs) {
+      if (out.empty() || links.Folded(out) || links.FusedWithActivation(out) ||
+          !is_float(out)) {
+        continue;
+      }
+      ++count;
+    }
+  }
+  return count;
 }
 
 }  // namespace
@@ -253,10 +353,15 @@ ActivationSizes ActivationBytesPerSample(
   }
   const GraphLinks links(g);
   sizes.sensitivity_kept = SensitivityKeptBytes(g, links, bytes);
-  for (const auto& [name, b] : bytes) {
-    if (!links.Folded(name))
-      sizes.prepared = std::min(kCap, sizes.prepared + b);
+  for (const Node& node : g.nodes) {
+    for (const std::string& out : node.outputs) {
+      auto it = bytes.find(out);
+      if (it == bytes.end() || links.Folded(out)) continue;
+      sizes.prepared = std::min(kCap, sizes.prepared + it->second);
+    }
   }
+  sizes.histogrammed = HistogrammedTensors(g, links);
+  sizes.shift_negative = ShiftNegativeBytes(g, links, bytes);
   // The report runs the two models apart: the float run's values are all
   // held until the fake-quant run reaches them.
   if (!PairedModels::CanPair(g)) sizes.live = sizes.total;

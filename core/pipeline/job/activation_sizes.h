@@ -40,8 +40,18 @@ bool InferSampleShapes(const std::vector<SampleFeeds>& calibration,
 // output into its BatchNormalization, a swish's inner tensors): what the
 // prepared float model's outputs add up to, which calibration keeps for
 // the report.
+//
+// `histogrammed`: how many tensors calibration keeps a histogram of for
+// every sample until it merges them (statistics.h): the float graph inputs
+// and the prepared graph's float activations but the kernels' outputs an
+// activation fuses with.
+//
+// `shift_negative`: what shift-negative correction would add to that cache
+// (its shifted and padded copies) wherever it may apply: its statistics
+// decide where it does.
 struct ActivationSizes {
   int64_t total = 0, live = 0, sensitivity_kept = 0, prepared = 0;
+  int64_t histogrammed = 0, shift_negative = 0;
 };
 
 ActivationSizes ActivationBytesPerSample(

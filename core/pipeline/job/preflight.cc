@@ -16,6 +16,7 @@
 #include "core/pipeline/mixed_precision/mixed_precision_stage.h"
 #include "core/pipeline/mixed_precision/sensitivity.h"
 #include "core/pipeline/quality_target/quality_target.h"
+#include "core/quantizers/types.h"
 #include "core/tpc/framework_info.h"
 #include "core/tpc/json_io.h"
 #include "core/tpc/tpc_ref.h"
@@ -128,8 +129,10 @@ int64_t BodyConstantBytes(const Graph& graph) {
 // - constants inside If/Loop bodies 5 times instead: they stay float, so
 //   nothing packs, quantizes or lowers them (parsed, prepared, two
 //   executors' graphs, the export);
-// - the samples 4.5 times: the request as received and parsed, the decoded
-//   feeds, the evaluation feeds and the per-sample statistics.
+// - the samples twice: the request's parsed copy and the decoded feeds
+//   (the report's feeds share the calibration feeds' buffers); the
+//   per-sample histograms are counted with the activations
+//   (HistogramBytes).
 int64_t BaseEstimate(int64_t sample_bytes, int64_t model_bytes,
                      int64_t body_constant_bytes,
                      const v1::ExportOptions& export_options) {
@@ -137,8 +140,8 @@ int64_t BaseEstimate(int64_t sample_bytes, int64_t model_bytes,
       9 + (WantsExportFormat(export_options, v1::EXPORT_FORMAT_MCTQ) ? 2 : 0);
   const int64_t bodies =
       std::clamp<int64_t>(body_constant_bytes, 0, model_bytes);
-  return sample_bytes * 9 / 2 + (model_bytes - bodies) * model_copies +
-         bodies * 5 + (int64_t{8} << 20);
+  return sample_bytes * 2 + (model_bytes - bodies) * model_copies + bodies * 5 +
+         (int64_t{8} << 20);
 }
 
 // Activations of the samples in flight. The first sample's run holds its
@@ -163,6 +166,16 @@ int64_t ActivationsInFlight(const ActivationSizes& per, int samples_in_flight,
   return std::min(kCap, live * 2 + (in_flight - 1) * further);
 }
 
+// Calibration keeps one histogram (kHistogramBins counts, and a map node
+// with the tensor's name) per histogrammed tensor and sample until it
+// merges them after the last sample: 55 MiB for ppocr_rec's 16 samples,
+// 2.8 MiB of samples.
+int64_t HistogramBytes(const ActivationSizes& per, int num_samples) {
+  constexpr int64_t kPerHistogram = quantizers::kHistogramBins * 4 + 192;
+  const int64_t tensors = std::clamp<int64_t>(per.histogrammed, 0, 1 << 24);
+  return tensors * std::clamp(num_samples, 1, 1 << 20) * kPerHistogram;
+}
+
 // Whether the `hessian` stage (HMSE weights) may run: asked for, or tried by
 // the quality target's search when GPTQ runs.
 bool MayComputeHessianScores(const v1::QuantizeRequest& request) {
@@ -172,10 +185,18 @@ bool MayComputeHessianScores(const v1::QuantizeRequest& request) {
           QualityTargetRequested(request));
 }
 
+// Whether shift-negative correction runs: PtqOptions' default unless the
+// request sets it.
+bool CorrectsShiftNegative(const v1::QuantizationConfig& q) {
+  return q.has_shift_negative_activation_correction()
+             ? q.shift_negative_activation_correction()
+             : PtqOptions().shift_negative_activation_correction;
+}
+
 // The activations the job holds at its peak: calibration's samples in
-// flight, the Hessian scores' tapes and estimates (the float weights
-// counted as model_bytes / 4, EstimateHmseMemoryBytes) when HMSE may run, or
-// the mixed-precision sensitivity's float cache and running tasks
+// flight and histograms, the Hessian scores' tapes and estimates (the float
+// weights counted as model_bytes / 4, EstimateHmseMemoryBytes) when HMSE may
+// run, or the mixed-precision sensitivity's float cache and running tasks
 // (SensitivityMemoryBytes) when it searches, whichever is larger (the
 // stages run after calibration, which has released its own).
 int64_t PeakActivations(const v1::QuantizeRequest& request,
@@ -183,7 +204,8 @@ int64_t PeakActivations(const v1::QuantizeRequest& request,
                         int num_samples, int64_t model_bytes) {
   const int64_t per_sample = sizes.total;
   int64_t calibration =
-      ActivationsInFlight(sizes, samples_in_flight, num_samples);
+      ActivationsInFlight(sizes, samples_in_flight, num_samples) +
+      HistogramBytes(sizes, num_samples);
   if (MayComputeHessianScores(request)) {
     calibration = std::max(calibration,
                            hessian::EstimateHmseMemoryBytes(
@@ -193,12 +215,16 @@ int64_t PeakActivations(const v1::QuantizeRequest& request,
   if (!MixedPrecisionSearches(mp)) return calibration;
   // A weights target searches the kernels' bits alone; any other makes
   // nearly every node a cone's start, whose cache keeps nearly every
-  // activation.
+  // activation. Shift-negative correction (before the search) adds its
+  // copies.
   const bool kernels_only = MixedPrecisionSearchesWeightsOnly(mp);
+  const int64_t kept =
+      (kernels_only ? sizes.sensitivity_kept : per_sample) +
+      (CorrectsShiftNegative(request.quantization()) ? sizes.shift_negative
+                                                     : 0);
   return std::max(
       calibration,
-      SensitivityMemoryBytes(kernels_only ? sizes.sensitivity_kept : per_sample,
-                             per_sample,
+      SensitivityMemoryBytes(kept, per_sample,
                              MixedPrecisionSensitivitySamples(mp, num_samples),
                              std::max(1, samples_in_flight)));
 }
