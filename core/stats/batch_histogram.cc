@@ -141,8 +141,35 @@ __attribute__((target("avx2"))) inline __m256 EdgesAt(__m256i idx, __m256d step,
   return _mm256_set_m128(_mm256_cvtpd_ps(c), _mm256_cvtpd_ps(a));
 }
 
-// Binning::Bin on eight lanes (the float32 product only). Eight values each
-// equal to the batch's min or max (ReLU zeros, ReLU6 sixes) count at once.
+// ++t[idx[l]] for the eight lanes, the indices taken from registers two at
+// a time (a store of the vector and eight loads of it were slower).
+__attribute__((target("avx2"))) inline void Increment(__m256i idx,
+                                                      uint32_t* t) {
+  const __m128i lo = _mm256_castsi256_si128(idx);
+  const __m128i hi = _mm256_extracti128_si256(idx, 1);
+  const uint64_t a = static_cast<uint64_t>(_mm_cvtsi128_si64(lo));
+  const uint64_t b = static_cast<uint64_t>(_mm_extract_epi64(lo, 1));
+  const uint64_t c = static_cast<uint64_t>(_mm_cvtsi128_si64(hi));
+  const uint64_t d = static_cast<uint64_t>(_mm_extract_epi64(hi, 1));
+  ++t[static_cast<uint32_t>(a)];
+  ++t[a >> 32];
+  ++t[static_cast<uint32_t>(b)];
+  ++t[b >> 32];
+  ++t[static_cast<uint32_t>(c)];
+  ++t[c >> 32];
+  ++t[static_cast<uint32_t>(d)];
+  ++t[d >> 32];
+}
+
+// Spare slots after the n_bins counts of CountAvx2's table.
+constexpr int kSpareSlots = 8;
+
+// Binning::Bin on eight lanes (the float32 product only). Values equal to
+// the batch's min or max (ReLU zeros, ReLU6 sixes) are counted in registers
+// (popcounts) and their lanes increment a spare slot of their own: one
+// counter incremented by several lanes of a vector is a chain of dependent
+// stores, the binning's cost on ReLU outputs. `t` has n_bins + kSpareSlots
+// entries.
 __attribute__((target("avx2"))) void CountAvx2(const float* x, int64_t n,
                                                const Binning& b, uint32_t* t) {
   const __m256 first = _mm256_set1_ps(b.first);
@@ -156,13 +183,11 @@ __attribute__((target("avx2"))) void CountAvx2(const float* x, int64_t n,
   const int64_t low_bin = b.Bin(b.low), high_bin = b.Bin(b.high);
   const bool two = b.low != b.high;  // else a value would count twice
   const bool fast = b.margin > 0;
-  const __m256 low_bin_v =
-      _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int32_t>(low_bin)));
-  const __m256 high_bin_v =
-      _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int32_t>(high_bin)));
+  const __m256 spare = _mm256_castsi256_ps(_mm256_add_epi32(
+      _mm256_set1_epi32(b.n_bins), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+  uint64_t at_low_count = 0, at_high_count = 0;
   const __m256 margin_lo = _mm256_set1_ps(static_cast<float>(b.margin));
   const __m256 margin_hi = _mm256_set1_ps(static_cast<float>(1 - b.margin));
-  alignas(32) int32_t ix[8];
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m256 v = _mm256_loadu_ps(x + i);
@@ -171,11 +196,10 @@ __attribute__((target("avx2"))) void CountAvx2(const float* x, int64_t n,
         two ? _mm256_cmp_ps(v, high, _CMP_EQ_OQ) : _mm256_setzero_ps();
     const int at_low = _mm256_movemask_ps(eq_low);
     const int at_high = _mm256_movemask_ps(eq_high);
-    if ((at_low | at_high) == 0xFF) {
-      t[low_bin] += __builtin_popcount(at_low);
-      t[high_bin] += __builtin_popcount(at_high);
-      continue;
-    }
+    at_low_count += __builtin_popcount(at_low);
+    at_high_count += __builtin_popcount(at_high);
+    if ((at_low | at_high) == 0xFF) continue;
+    const __m256 known = _mm256_or_ps(eq_low, eq_high);
     const __m256 f = _mm256_mul_ps(_mm256_sub_ps(v, first), norm);
     __m256i idx = _mm256_cvttps_epi32(f);
     if (fast) {
@@ -187,15 +211,10 @@ __attribute__((target("avx2"))) void CountAvx2(const float* x, int64_t n,
           _mm256_and_ps(_mm256_cmp_ps(frac, margin_lo, _CMP_GE_OQ),
                         _mm256_cmp_ps(frac, margin_hi, _CMP_LE_OQ)),
           _mm256_castsi256_ps(_mm256_cmpgt_epi32(top, idx)));
-      const __m256 known = _mm256_or_ps(eq_low, eq_high);
       if (_mm256_movemask_ps(_mm256_or_ps(inside, known)) == 0xFF) {
-        const __m256i bins = _mm256_castps_si256(
-            _mm256_blendv_ps(_mm256_castsi256_ps(idx), low_bin_v, eq_low));
-        _mm256_store_si256(
-            reinterpret_cast<__m256i*>(ix),
-            _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(bins),
-                                                 high_bin_v, eq_high)));
-        for (int l = 0; l < 8; ++l) ++t[ix[l]];
+        Increment(_mm256_castps_si256(
+                      _mm256_blendv_ps(_mm256_castsi256_ps(idx), spare, known)),
+                  t);
         continue;
       }
     }
@@ -211,10 +230,13 @@ __attribute__((target("avx2"))) void CountAvx2(const float* x, int64_t n,
         _mm256_cmpeq_epi32(idx, last),
         _mm256_castps_si256(_mm256_cmp_ps(v, hi, _CMP_GE_OQ)));
     idx = _mm256_sub_epi32(idx, up);  // +1
-    _mm256_store_si256(reinterpret_cast<__m256i*>(ix), idx);
-    for (int l = 0; l < 8; ++l) ++t[ix[l]];
+    Increment(_mm256_castps_si256(
+                  _mm256_blendv_ps(_mm256_castsi256_ps(idx), spare, known)),
+              t);
   }
   _mm256_zeroupper();  // see MinMaxAvx2
+  t[low_bin] += static_cast<uint32_t>(at_low_count);
+  t[high_bin] += static_cast<uint32_t>(at_high_count);
   CountScalar(x + i, n - i, b, t);
 }
 
@@ -280,10 +302,12 @@ absl::StatusOr<BatchHistogram> HistogramOfBatch(absl::Span<const float> values,
       (last - first) / n_bins,
       SafeMargin(first, last, n_bins, norm, norm > -3.4e38 && norm < 3.4e38)};
   // Counts below 2^32: a tensor holds at most max_tensor_bytes (4 GiB).
-  out.counts.assign(n_bins, 0);
   if (kHaveAvx2 && binning.f32) {
+    out.counts.assign(n_bins + kSpareSlots, 0);
     CountAvx2(x, n, binning, out.counts.data());
+    out.counts.resize(n_bins);
   } else {
+    out.counts.assign(n_bins, 0);
     CountScalar(x, n, binning, out.counts.data());
   }
   return out;
