@@ -64,6 +64,12 @@ bool ExplicitPadding(const Node& n) {
   return n.GetString("auto_pad", "NOTSET") == "NOTSET";
 }
 
+// A Gemm whose bias cannot absorb the shift.
+bool ScalesBias(const Node& gemm) {
+  return gemm.GetInt("transA", 0) != 0 || gemm.GetFloat("alpha", 1) != 1 ||
+         gemm.GetFloat("beta", 1) != 1;
+}
+
 struct Candidate {
   int node = -1;
   std::vector<int> bypass;
@@ -175,9 +181,7 @@ absl::StatusOr<std::vector<Candidate>> FindCandidates(
                              m.GetString("auto_pad", ""));
           break;
         }
-        if (m.op_type == "Gemm" &&
-            (m.GetInt("transA", 0) != 0 || m.GetFloat("alpha", 1) != 1 ||
-             m.GetFloat("beta", 1) != 1)) {
+        if (m.op_type == "Gemm" && ScalesBias(m)) {
           why = absl::StrCat(m.Label(), " scales its bias");
           break;
         }
@@ -446,6 +450,13 @@ absl::Status ApplyShiftNegativeCorrection(JobState* state, TensorShapes* shapes,
   }
   RemoveUnusedInitializers(&g);
   return absl::OkStatus();
+}
+
+int ShiftNegativeInsertedTensors(const Node& linear) {
+  if (linear.op_type == "Gemm") return ScalesBias(linear) ? 0 : 1;
+  if (linear.op_type != "Conv") return 0;
+  if (ZeroPadding(linear)) return 1;
+  return ExplicitPadding(linear) ? 2 : 0;
 }
 
 }  // namespace quantd

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "core/graph/graph.h"
 #include "core/pipeline/job/job_state.h"
 #include "core/runtime/cancellation.h"
 
@@ -18,6 +19,11 @@ namespace quantd {
 bool IsShiftNegativeOp(const std::string& op_type);
 // The ops it looks through from an activation to the linear node after it.
 bool IsShiftNegativeBypass(const std::string& op_type);
+// The tensors it inserts before `linear`, the Conv or Gemm (of a constant
+// weight) that reads a corrected activation: the Add, and a Pad before a
+// Conv that pads; 0 where it cannot correct (a Conv padding by auto_pad, a
+// Gemm whose bias cannot absorb the shift, any other op).
+int ShiftNegativeInsertedTensors(const Node& linear);
 
 // shift_negative.cc: MCT's shift-negative correction after parameter
 // selection and before mixed precision, where MCT 2.3 runs it

@@ -233,7 +233,8 @@ int64_t SensitivityKeptBytes(const Graph& g, const GraphLinks& links,
 // may apply (shift_negative.h: the statistics decide): an activation it
 // considers, read only (through its bypass ops) by a Conv or Gemm of a
 // constant weight, gets an Add (its shifted copy) and, before a padded
-// Conv, a Pad (its padded copy, counted at the activation's size).
+// Conv, a Pad (its padded copy, counted at the activation's size):
+// ShiftNegativeInsertedTensors.
 int64_t ShiftNegativeBytes(const Graph& g, const GraphLinks& links,
                            const std::map<std::string, int64_t>& bytes) {
   constexpr int64_t kCap = int64_t{1} << 50;
@@ -249,15 +250,8 @@ int64_t ShiftNegativeBytes(const Graph& g, const GraphLinks& links,
            !next->outputs.empty()) {
       next = links.SoleConsumer(next->outputs[0]);
     }
-    if (next == nullptr || !IsKernel(g, *next) ||
-        (next->op_type != "Conv" && next->op_type != "Gemm")) {
-      continue;
-    }
-    bool padded = false;
-    for (int64_t p : next->GetInts("pads")) padded |= p != 0;
-    const std::string pad = next->GetString("auto_pad", "NOTSET");
-    padded |= pad == "SAME_UPPER" || pad == "SAME_LOWER";
-    const int64_t copies = next->op_type == "Conv" && padded ? 2 : 1;
+    if (next == nullptr || !IsKernel(g, *next)) continue;
+    const int64_t copies = ShiftNegativeInsertedTensors(*next);
     total = std::min(kCap, total + copies * size->second);
   }
   return total;
