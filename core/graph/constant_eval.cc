@@ -72,10 +72,6 @@ const absl::flat_hash_map<std::string, Evaluator>& Evaluators() {
   return *kEvaluators;
 }
 
-}  // namespace
-
-namespace {
-
 template <typename T>
 std::vector<int64_t> Widened(const Tensor& t) {
   const T* p = static_cast<const T*>(t.raw());

@@ -141,10 +141,16 @@ __attribute__((target("avx2"))) inline __m256 EdgesAt(__m256i idx, __m256d step,
   return _mm256_set_m128(_mm256_cvtpd_ps(c), _mm256_cvtpd_ps(a));
 }
 
-// ++t[idx[l]] for the eight lanes, the indices taken from registers two at
-// a time (a store of the vector and eight loads of it were slower).
-__attribute__((target("avx2"))) inline void Increment(__m256i idx,
+// ++t[idx[l]] for the eight lanes, a lane of `known` on its spare slot
+// instead (its value is counted apart), the indices taken from registers
+// two at a time (a store of the vector and eight loads of it were slower:
+// most of the binning's time).
+__attribute__((target("avx2"))) inline void Increment(__m256i bins,
+                                                      __m256 known,
+                                                      __m256 spare,
                                                       uint32_t* t) {
+  const __m256i idx = _mm256_castps_si256(
+      _mm256_blendv_ps(_mm256_castsi256_ps(bins), spare, known));
   const __m128i lo = _mm256_castsi256_si128(idx);
   const __m128i hi = _mm256_extracti128_si256(idx, 1);
   const uint64_t a = static_cast<uint64_t>(_mm_cvtsi128_si64(lo));
@@ -166,9 +172,9 @@ constexpr int kSpareSlots = 8;
 
 // Binning::Bin on eight lanes (the float32 product only). Values equal to
 // the batch's min or max (ReLU zeros, ReLU6 sixes) are counted in registers
-// (popcounts) and their lanes increment a spare slot of their own: one
-// counter incremented by several lanes of a vector is a chain of dependent
-// stores, the binning's cost on ReLU outputs. `t` has n_bins + kSpareSlots
+// (popcounts), eight at once when a vector holds nothing else; in a mixed
+// vector their lanes increment spare slots of their own, so that no counter
+// takes several increments from one vector. `t` has n_bins + kSpareSlots
 // entries.
 __attribute__((target("avx2"))) void CountAvx2(const float* x, int64_t n,
                                                const Binning& b, uint32_t* t) {
@@ -205,16 +211,14 @@ __attribute__((target("avx2"))) void CountAvx2(const float* x, int64_t n,
     if (fast) {
       // int(f) is the bin where f's fraction is inside [margin, 1 - margin]
       // (SafeMargin) and int(f) < n_bins: no edge to compute. The batch's
-      // min and max (ReLU zeros, ReLU6 sixes) have their bins already.
+      // min and max (ReLU zeros, ReLU6 sixes) are counted already.
       const __m256 frac = _mm256_sub_ps(f, _mm256_cvtepi32_ps(idx));
       const __m256 inside = _mm256_and_ps(
           _mm256_and_ps(_mm256_cmp_ps(frac, margin_lo, _CMP_GE_OQ),
                         _mm256_cmp_ps(frac, margin_hi, _CMP_LE_OQ)),
           _mm256_castsi256_ps(_mm256_cmpgt_epi32(top, idx)));
       if (_mm256_movemask_ps(_mm256_or_ps(inside, known)) == 0xFF) {
-        Increment(_mm256_castps_si256(
-                      _mm256_blendv_ps(_mm256_castsi256_ps(idx), spare, known)),
-                  t);
+        Increment(idx, known, spare, t);
         continue;
       }
     }
@@ -230,9 +234,7 @@ __attribute__((target("avx2"))) void CountAvx2(const float* x, int64_t n,
         _mm256_cmpeq_epi32(idx, last),
         _mm256_castps_si256(_mm256_cmp_ps(v, hi, _CMP_GE_OQ)));
     idx = _mm256_sub_epi32(idx, up);  // +1
-    Increment(_mm256_castps_si256(
-                  _mm256_blendv_ps(_mm256_castsi256_ps(idx), spare, known)),
-              t);
+    Increment(idx, known, spare, t);
   }
   _mm256_zeroupper();  // see MinMaxAvx2
   t[low_bin] += static_cast<uint32_t>(at_low_count);

@@ -64,45 +64,30 @@ class GraphLinks {
     }
     for (const Node& node : g.nodes) {
       if (node.outputs.empty()) continue;
-      const Node* next = SoleConsumer(node.outputs[0]);
-      if (IsKernel(g, node) && next != nullptr &&
-          next->op_type == "BatchNormalization") {
+      if (IsKernel(g, node) && QuantizedOutput(node) != node.outputs[0]) {
         folded_.insert(node.outputs[0]);
       }
-      const std::vector<const Node*> chain = SwishChain(node.outputs[0]);
-      for (const Node* inner : chain) {
-        folded_.insert(inner->outputs.begin(), inner->outputs.end());
-      }
-      if (!chain.empty()) {
-        const Node* mul = SoleConsumer(chain.back()->outputs[0]);
-        if (mul == nullptr || mul->outputs.empty()) continue;
-        std::string swish = mul->outputs[0];
-        // Paddle's hard swish scales the product after it: x * relu6(x + 3)
-        // / 6, the product an inner tensor too.
-        const Node* scale = SoleConsumer(swish);
-        if (scale != nullptr &&
-            (scale->op_type == "Div" || scale->op_type == "Mul") &&
-            scale->inputs.size() == 2 && scale->inputs[0] == swish &&
-            IsConstantInput(scale->inputs[1]) && !scale->outputs.empty()) {
-          folded_.insert(swish);
-          swish = scale->outputs[0];
-        }
-        swishes_.insert(swish);
-      }
+      AddSwish(node.outputs[0]);
     }
     for (const Node& node : g.nodes) {
       if (node.outputs.empty() || !IsKernel(g, node)) continue;
-      std::string out = node.outputs[0];
+      const std::string& out = QuantizedOutput(node);
       const Node* next = SoleConsumer(out);
-      if (next != nullptr && next->op_type == "BatchNormalization") {
-        out = next->outputs[0];
-        next = SoleConsumer(out);
-      }
-      if (next == nullptr ? !SwishChain(out).empty()
+      if (next == nullptr ? swish_inputs_.contains(out)
                           : IsFusedActivation(next->op_type)) {
         fused_.insert(out);
       }
     }
+  }
+
+  // What a kernel's activation quantizer sees once prepared: its output, or
+  // that of the BatchNormalization (folded into it) that alone reads it.
+  const std::string& QuantizedOutput(const Node& kernel) const {
+    const Node* next = SoleConsumer(kernel.outputs[0]);
+    return next != nullptr && next->op_type == "BatchNormalization" &&
+                   !next->outputs.empty()
+               ? next->outputs[0]
+               : kernel.outputs[0];
   }
 
   // An initializer or a Constant node's output.
@@ -128,6 +113,8 @@ class GraphLinks {
     if (it == consumers_.end() || it->second.size() != 1) return nullptr;
     return &g_.nodes[it->second[0]];
   }
+
+ private:
   // f's nodes when `x` is read only by x * f(x); empty otherwise.
   std::vector<const Node*> SwishChain(const std::string& x) const {
     auto it = consumers_.find(x);
@@ -146,11 +133,36 @@ class GraphLinks {
     return {};
   }
 
- private:
+  // When `x` is read only by x * f(x): f's tensors and the product are
+  // inner tensors of one fused activation, whose output is the product, or
+  // Paddle's hard swish's scaled product (x * relu6(x + 3) / 6).
+  void AddSwish(const std::string& x) {
+    const std::vector<const Node*> chain = SwishChain(x);
+    if (chain.empty()) return;
+    swish_inputs_.insert(x);
+    for (const Node* inner : chain) {
+      folded_.insert(inner->outputs.begin(), inner->outputs.end());
+    }
+    // SwishChain ends where the product reads the chain's last tensor.
+    const Node& mul = *SoleConsumer(chain.back()->outputs[0]);
+    if (mul.outputs.empty()) return;
+    const std::string& product = mul.outputs[0];
+    const Node* scale = SoleConsumer(product);
+    if (scale != nullptr &&
+        (scale->op_type == "Div" || scale->op_type == "Mul") &&
+        scale->inputs.size() == 2 && scale->inputs[0] == product &&
+        IsConstantInput(scale->inputs[1]) && !scale->outputs.empty()) {
+      folded_.insert(product);
+      swishes_.insert(scale->outputs[0]);
+    } else {
+      swishes_.insert(product);
+    }
+  }
+
   const Graph& g_;
   absl::flat_hash_map<std::string, int> producer_;
   absl::flat_hash_map<std::string, std::vector<int>> consumers_;
-  absl::flat_hash_set<std::string> folded_, fused_, swishes_;
+  absl::flat_hash_set<std::string> folded_, fused_, swishes_, swish_inputs_;
 };
 
 // The bytes the sensitivity's float cache keeps (ActivationSizes).
@@ -166,13 +178,8 @@ int64_t SensitivityKeptBytes(const Graph& g, const GraphLinks& links,
     if (!IsMpInterestOp(node.op_type)) continue;
     if (!IsKernel(g, node)) {
       if (!links.Folded(node.outputs[0])) compared.insert(node.outputs[0]);
-    } else {
-      std::string out = node.outputs[0];
-      const Node* next = links.SoleConsumer(out);
-      if (next != nullptr && next->op_type == "BatchNormalization") {
-        out = next->outputs[0];
-      }
-      if (!links.FusedWithActivation(out)) compared.insert(out);
+    } else if (!links.FusedWithActivation(links.QuantizedOutput(node))) {
+      compared.insert(links.QuantizedOutput(node));
     }
   }
   // Every kernel's cone: the nodes after it that depend on it. Integers
