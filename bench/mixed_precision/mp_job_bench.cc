@@ -9,7 +9,10 @@
 //   mobilenet_v2 (untrained, bench fixture) 64 random N(0,1) images, MP on
 //               the first 32 (MCT's default), 1 thread.
 // Args: [cache dir (.cache)] [bench models dir
-// (../shared/fixtures/bench-models)] [model names to run...].
+// (../shared/fixtures/bench-models)] [model names to run...], and
+// --sensitivity_depth=N anywhere: the MP jobs with
+// MixedPrecisionConfig.sensitivity_depth N (0, MCT's sensitivity, by
+// default).
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,6 +23,7 @@
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -116,6 +120,9 @@ struct Measured {
 
 // The child: builds the request, runs the job, writes "stage_s estimate
 // samples qdq_digest report_digest" to `fd`.
+// --sensitivity_depth.
+int sensitivity_depth = 0;
+
 [[noreturn]] void Child(const Spec& spec, bool mp, const std::string& cache,
                         const std::string& bench, int fd) {
   tpc::TpcRegistry registry;
@@ -130,6 +137,7 @@ struct Measured {
     r->mutable_mixed_precision()
         ->mutable_target_fraction()
         ->set_weights_memory_bytes(0.75);
+    r->mutable_mixed_precision()->set_sensitivity_depth(sensitivity_depth);
   }
   // `threads` computing threads: the caller and threads - 1 helpers, as
   // ptq_bench and gptq_bench count them.
@@ -196,19 +204,32 @@ Measured RunInChild(const Spec& spec, bool mp, const std::string& cache,
 
 int main(int argc, char** argv) {
   using namespace quantd;
-  const std::string cache = argc > 1 ? argv[1] : ".cache";
+  std::vector<std::string> args;
+  constexpr std::string_view kDepth = "--sensitivity_depth=";
+  for (int a = 1; a < argc; ++a) {
+    const std::string_view arg = argv[a];
+    if (arg.substr(0, kDepth.size()) == kDepth) {
+      sensitivity_depth = std::atoi(argv[a] + kDepth.size());
+    } else {
+      args.emplace_back(arg);
+    }
+  }
+  const std::string cache = args.size() > 0 ? args[0] : ".cache";
   const std::string bench =
-      argc > 2 ? argv[2] : "../shared/fixtures/bench-models";
+      args.size() > 1 ? args[1] : "../shared/fixtures/bench-models";
   std::vector<Spec> specs = {
       {"ppocr_det", 2}, {"ppocr_cls", 2}, {"mobilenet_v2", 1}};
-  if (argc > 3) {
+  if (args.size() > 2) {
     std::vector<Spec> only;
-    for (int a = 3; a < argc; ++a) {
+    for (size_t a = 2; a < args.size(); ++a) {
       for (const Spec& s : specs) {
-        if (s.name == argv[a]) only.push_back(s);
+        if (s.name == args[a]) only.push_back(s);
       }
     }
     specs = only;
+  }
+  if (sensitivity_depth != 0) {
+    std::printf("MP jobs with sensitivity_depth %d\n", sensitivity_depth);
   }
   std::printf(
       "%-13s %3s %4s | %8s %8s %7s | %8s %8s %8s %7s | %6s %6s %6s | %7s %6s\n",

@@ -43,6 +43,7 @@ void RunSymmetricPerChannel(benchmark::State& state, ThreadPool* pool) {
   WeightsSearchOptions o;
   o.error_method = ErrorMethod::kMse;
   o.channel_axis = 0;
+  o.n_bits = static_cast<int>(state.range(0));
   o.pool = pool;
   for (auto _ : state) {
     auto r = SymmetricSelectionTensor(t, o);
@@ -53,13 +54,19 @@ void RunSymmetricPerChannel(benchmark::State& state, ThreadPool* pool) {
 void BM_SymmetricPerChannelMse(benchmark::State& state) {
   RunSymmetricPerChannel(state, nullptr);
 }
-BENCHMARK(BM_SymmetricPerChannelMse)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SymmetricPerChannelMse)
+    ->Arg(8)
+    ->Arg(4)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond);
 
 void BM_SymmetricPerChannelMsePool2(benchmark::State& state) {
   ThreadPool pool(2);
   RunSymmetricPerChannel(state, &pool);
 }
-BENCHMARK(BM_SymmetricPerChannelMsePool2)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SymmetricPerChannelMsePool2)
+    ->Arg(8)
+    ->Unit(benchmark::kMillisecond);
 
 // The same search with a job's live token: what polling it costs (the peer
 // is BM_SymmetricPerChannelMse, which has none).

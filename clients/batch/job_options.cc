@@ -188,7 +188,9 @@ const std::vector<JobOption>& JobOptions() {
       {"mp-config", "TEXT",
        "MixedPrecisionConfig fields in protobuf text format, e.g. "
        "'num_of_images: 8' (sensitivity on 8 images instead of MCT's 32: "
-       "about 4x faster; docs/mixed_precision.md)",
+       "about 4x faster) or 'sensitivity_depth: 1' (each layer's distance "
+       "at its next interest point only: 10-20x faster, not MCT's "
+       "decisions; docs/mixed_precision.md)",
        MpConfigText},
       {"bits-override", "FILTER[@TARGET]=BITS,...",
        "manual bit widths; FILTER = type:OP | name:NODE | scope:SUBSTRING, "

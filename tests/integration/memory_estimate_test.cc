@@ -212,6 +212,44 @@ TEST(EstimateJobMemoryBytes, SensitivityCacheKeepsConeInputsAndPoints) {
             114688 - 49152);
 }
 
+// Cones cut at the first interest point (sensitivity_depth 1), on
+// x[1,4,32,32] -> Conv c1 -> p1 -> Conv c2 -> p2 -> Conv c3 -> y, every
+// tensor 16384 bytes. No kernel is fused, so p1, p2 and y are interest
+// points (y is also the output). Whole cones: c1's makes p1, p2 and y
+// (49152); cut, each cone is its kernel alone (16384). Either way the cache
+// keeps p1, p2 and y: each cone's input and the points it makes.
+TEST(EstimateJobMemoryBytes, CutConesCountOneKernelsOutputs) {
+  OnnxModelBuilder b;
+  b.Input("x", DType::kFloat, {1, 4, 32, 32});
+  b.Output("y", DType::kFloat, {1, 4, 32, 32}, true);
+  const Tensor w =
+      Tensor::FromVector<float>(std::vector<float>(16, 0.5f), {4, 4, 1, 1});
+  for (const char* name : {"w1", "w2", "w3"}) b.Initializer(name, w);
+  b.AddNode("Conv", {"x", "w1"}, {"p1"});
+  b.AddNode("Conv", {"p1", "w2"}, {"p2"});
+  b.AddNode("Conv", {"p2", "w3"}, {"y"});
+  v1::QuantizeRequest r = JobFor(b, 1, 32);
+  r.mutable_mixed_precision()
+      ->mutable_target_fraction()
+      ->set_weights_memory_bytes(0.75);
+  auto whole = Preflight(r);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  EXPECT_EQ(whole->activations.sensitivity_kept, 49152);
+  EXPECT_EQ(whole->activations.sensitivity_cone, 49152);
+  const int64_t whole_estimate = EstimateJobMemoryBytes(r, JobLimits{}, 1);
+  r.mutable_mixed_precision()->set_sensitivity_depth(1);
+  auto cut = Preflight(r);
+  ASSERT_TRUE(cut.ok()) << cut.status();
+  EXPECT_EQ(cut->activations.sensitivity_kept, 49152);
+  EXPECT_EQ(cut->activations.sensitivity_cone, 16384);
+  // A running task of a whole cone counts 2x the sample's activations
+  // (98304), one of a cut cone 2x its cone (32768) or calibration's sample
+  // in flight, whichever is larger, never more.
+  const int64_t cut_estimate = EstimateJobMemoryBytes(r, JobLimits{}, 1);
+  EXPECT_LT(cut_estimate, whole_estimate);
+  EXPECT_GE(cut_estimate, whole_estimate - (98304 - 32768));
+}
+
 // Paddle's hard swish, x[1,4,32,32] -> Conv c1 -> h -> s = h * Clip(h + 3,
 // 0, 6) / 6 -> Conv c2 (pads 1) -> y, every activation 16384 bytes.
 // Preparation makes h + 3, the Clip and the product inner tensors of one

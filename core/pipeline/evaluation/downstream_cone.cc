@@ -1,5 +1,8 @@
 #include "core/pipeline/evaluation/downstream_cone.h"
 
+#include <algorithm>
+#include <limits>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/graph/free_names.h"
@@ -8,18 +11,34 @@ namespace quantd {
 
 DownstreamCone BuildDownstreamCone(const Model& model, int start,
                                    const std::map<std::string, DType>& dtypes) {
+  return BuildDownstreamCone(model, start, dtypes, {}, 0);
+}
+
+DownstreamCone BuildDownstreamCone(const Model& model, int start,
+                                   const std::map<std::string, DType>& dtypes,
+                                   const std::set<std::string>& points,
+                                   int depth) {
   const Graph& g = model.graph;
   DownstreamCone cone;
   std::vector<int> nodes;
+  // Per produced tensor: the fewest points met on a path to it, itself
+  // included. A tensor at `depth` feeds nothing further into the cone.
+  std::map<std::string, int> met;
   for (int i = start; i < static_cast<int>(g.nodes.size()); ++i) {
     bool in_cone = i == start;
+    int before = i == start ? 0 : std::numeric_limits<int>::max();
     for (const auto& in : NodeReads(g.nodes[i])) {
-      if (cone.produced.count(in)) in_cone = true;
+      auto it = met.find(in);
+      if (it == met.end() || (depth > 0 && it->second >= depth)) continue;
+      in_cone = true;
+      before = std::min(before, it->second);
     }
     if (!in_cone) continue;
     nodes.push_back(i);
     for (const auto& out : g.nodes[i].outputs) {
-      if (!out.empty()) cone.produced.insert(out);
+      if (out.empty()) continue;
+      cone.produced.insert(out);
+      met[out] = before + (points.count(out) ? 1 : 0);
     }
   }
   cone.model = std::make_shared<Model>();

@@ -30,6 +30,14 @@ struct DownstreamCone {
 DownstreamCone BuildDownstreamCone(const Model& model, int start,
                                    const std::map<std::string, DType>& dtypes);
 
+// The same cone cut short: a path through it ends at the `depth`-th tensor
+// of `points` it meets (the node making that tensor is the last of the path
+// in the cone; `depth` 0 = no cut).
+DownstreamCone BuildDownstreamCone(const Model& model, int start,
+                                   const std::map<std::string, DType>& dtypes,
+                                   const std::set<std::string>& points,
+                                   int depth);
+
 // The cone's inputs taken from `cache` (a run's tensors by name, feeds
 // included); INTERNAL naming the tensor when one is missing.
 absl::StatusOr<std::map<std::string, Tensor>> DownstreamConeFeeds(

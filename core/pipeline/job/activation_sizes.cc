@@ -1,6 +1,7 @@
 #include "core/pipeline/job/activation_sizes.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -165,23 +166,36 @@ class GraphLinks {
   absl::flat_hash_set<std::string> folded_, fused_, swishes_, swish_inputs_;
 };
 
-// The bytes the sensitivity's float cache keeps (ActivationSizes).
-int64_t SensitivityKeptBytes(const Graph& g, const GraphLinks& links,
-                             const std::map<std::string, int64_t>& bytes) {
+// The bytes the sensitivity's float cache keeps, and the most bytes one
+// cone's nodes make, with cones cut at `depth` interest points
+// (ActivationSizes, SensitivityOptions::depth).
+struct SensitivityBytes {
+  int64_t kept = 0, largest_cone = 0;
+};
+
+SensitivityBytes SensitivityCacheBytes(
+    const Graph& g, const GraphLinks& links,
+    const std::map<std::string, int64_t>& bytes, int depth) {
   const int n = static_cast<int>(g.nodes.size());
   const auto& producer = links.producer();
+  constexpr int64_t kCap = int64_t{1} << 50;
+  auto bytes_of = [&](const std::string& t) -> int64_t {
+    auto it = bytes.find(t);  // constants and unknown names count 0
+    return it == bytes.end() ? 0 : it->second;
+  };
   // The compared tensors: interest points and graph outputs.
-  absl::flat_hash_set<std::string> compared;
-  for (const ValueInfo& v : g.outputs) compared.insert(v.name);
+  absl::flat_hash_set<std::string> points, compared;
   for (const Node& node : g.nodes) {
     if (node.outputs.empty()) continue;
     if (!IsMpInterestOp(node.op_type)) continue;
     if (!IsKernel(g, node)) {
-      if (!links.Folded(node.outputs[0])) compared.insert(node.outputs[0]);
+      if (!links.Folded(node.outputs[0])) points.insert(node.outputs[0]);
     } else if (!links.FusedWithActivation(links.QuantizedOutput(node))) {
-      compared.insert(links.QuantizedOutput(node));
+      points.insert(links.QuantizedOutput(node));
     }
   }
+  compared = points;
+  for (const ValueInfo& v : g.outputs) compared.insert(v.name);
   // Every kernel's cone: the nodes after it that depend on it. Integers
   // only inside the loops: tensors by id, each input with its producer.
   absl::flat_hash_map<std::string, int> id;
@@ -205,35 +219,48 @@ int64_t SensitivityKeptBytes(const Graph& g, const GraphLinks& links,
       if (compared.contains(out)) outputs[i].push_back(id_of(out));
     }
   }
-  std::vector<char> kept(names.size()), in_cone(n);
+  // Per node: the fewest interest points met on a path from the start to
+  // its output, itself included (BuildDownstreamCone's cut); kOut: not in
+  // the cone. A node's output at `depth` feeds nothing further.
+  constexpr int kOut = std::numeric_limits<int>::max();
+  std::vector<int> met(n);
+  std::vector<char> kept(names.size()), is_point(n);
+  for (int i = 0; i < n; ++i) {
+    for (const std::string& out : g.nodes[i].outputs) {
+      if (points.contains(out)) is_point[i] = 1;
+    }
+  }
+  SensitivityBytes out;
   for (int start = 0; start < n; ++start) {
     if (!IsKernel(g, g.nodes[start])) continue;
-    std::fill(in_cone.begin(), in_cone.end(), 0);
-    in_cone[start] = 1;
-    for (int i = start + 1; i < n; ++i) {
-      for (const Input& in : inputs[i]) {
-        if (in.producer >= 0 && in_cone[in.producer]) {
-          in_cone[i] = 1;
-          break;
-        }
-      }
-    }
+    std::fill(met.begin(), met.end(), kOut);
+    met[start] = is_point[start];
+    int64_t cone_bytes = 0;
     for (int i = start; i < n; ++i) {
-      if (!in_cone[i]) continue;
-      for (const Input& in : inputs[i]) {
-        if (in.producer < 0 || !in_cone[in.producer]) kept[in.tensor] = 1;
+      if (i > start) {
+        int before = kOut;
+        for (const Input& in : inputs[i]) {
+          if (in.producer < 0 || met[in.producer] == kOut) continue;
+          if (depth > 0 && met[in.producer] >= depth) continue;
+          before = std::min(before, met[in.producer]);
+        }
+        if (before == kOut) continue;
+        met[i] = before + is_point[i];
       }
-      for (int out : outputs[i]) kept[out] = 1;
+      for (const Input& in : inputs[i]) {
+        if (in.producer < 0 || met[in.producer] == kOut) kept[in.tensor] = 1;
+      }
+      for (int o : outputs[i]) kept[o] = 1;
+      for (const std::string& o : g.nodes[i].outputs) {
+        cone_bytes = std::min(kCap, cone_bytes + bytes_of(o));
+      }
     }
+    out.largest_cone = std::max(out.largest_cone, cone_bytes);
   }
-  constexpr int64_t kCap = int64_t{1} << 50;
-  int64_t total = 0;
   for (size_t t = 0; t < names.size(); ++t) {
-    if (!kept[t]) continue;
-    auto it = bytes.find(names[t]);  // constants and unknown names count 0
-    if (it != bytes.end()) total = std::min(kCap, total + it->second);
+    if (kept[t]) out.kept = std::min(kCap, out.kept + bytes_of(names[t]));
   }
-  return total;
+  return out;
 }
 
 // What shift-negative correction adds to the sensitivity's cache where it
@@ -293,7 +320,7 @@ int64_t HistogrammedTensors(const Graph& g, const GraphLinks& links) {
 
 ActivationSizes ActivationBytesPerSample(
     const Model& model, bool shapes_inferred,
-    const std::vector<SampleFeeds>& calibration) {
+    const std::vector<SampleFeeds>& calibration, int sensitivity_depth) {
   if (!shapes_inferred) return {};
   int64_t largest_input = 0;
   if (!calibration.empty()) {
@@ -353,7 +380,10 @@ ActivationSizes ActivationBytesPerSample(
     }
   }
   const GraphLinks links(g);
-  sizes.sensitivity_kept = SensitivityKeptBytes(g, links, bytes);
+  const SensitivityBytes cache =
+      SensitivityCacheBytes(g, links, bytes, sensitivity_depth);
+  sizes.sensitivity_kept = cache.kept;
+  sizes.sensitivity_cone = cache.largest_cone;
   for (const Node& node : g.nodes) {
     for (const std::string& out : node.outputs) {
       auto it = bytes.find(out);

@@ -34,7 +34,9 @@ bool InferSampleShapes(const std::vector<SampleFeeds>& calibration,
 // interest points found on this (imported) graph: the outputs of Add,
 // Concat, Sigmoid, Softmax and of kernels not fused with an activation
 // (through a BatchNormalization, which preparation folds), and the graph's
-// outputs.
+// outputs. Cones cut at `sensitivity_depth` interest points as the search
+// cuts them (SensitivityOptions::depth; 0: whole cones).
+// `sensitivity_cone`: the most bytes the nodes of one such cone make.
 //
 // `prepared`: `total` less the tensors preparation folds away (a kernel's
 // output into its BatchNormalization, a swish's inner tensors): what the
@@ -51,12 +53,12 @@ bool InferSampleShapes(const std::vector<SampleFeeds>& calibration,
 // decide where it does.
 struct ActivationSizes {
   int64_t total = 0, live = 0, sensitivity_kept = 0, prepared = 0;
-  int64_t histogrammed = 0, shift_negative = 0;
+  int64_t histogrammed = 0, shift_negative = 0, sensitivity_cone = 0;
 };
 
 ActivationSizes ActivationBytesPerSample(
     const Model& model, bool shapes_inferred,
-    const std::vector<SampleFeeds>& calibration);
+    const std::vector<SampleFeeds>& calibration, int sensitivity_depth = 0);
 
 }  // namespace quantd
 

@@ -222,11 +222,23 @@ int64_t PeakActivations(const v1::QuantizeRequest& request,
       (kernels_only ? sizes.sensitivity_kept : per_sample) +
       (CorrectsShiftNegative(request.quantization()) ? sizes.shift_negative
                                                      : 0);
-  return std::max(
-      calibration,
-      SensitivityMemoryBytes(kept, per_sample,
-                             MixedPrecisionSensitivitySamples(mp, num_samples),
-                             std::max(1, samples_in_flight)));
+  const int sensitivity_samples =
+      MixedPrecisionSensitivitySamples(mp, num_samples);
+  const int tasks = std::max(1, samples_in_flight);
+  if (!kernels_only || mp.sensitivity_depth() <= 0) {
+    return std::max(
+        calibration,
+        SensitivityMemoryBytes(kept, per_sample, sensitivity_samples, tasks));
+  }
+  // Cones cut short: each running task makes its cone's bytes, the float
+  // runs that fill the cache hold what calibration's samples in flight do.
+  constexpr int64_t kCap = int64_t{1} << 50;
+  const int64_t cache =
+      SensitivityMemoryBytes(kept, 0, sensitivity_samples, tasks);
+  const int64_t running = std::max(
+      ActivationsInFlight(sizes, samples_in_flight, sensitivity_samples),
+      std::min(kCap, std::min(per_sample, sizes.sensitivity_cone) * 2 * tasks));
+  return std::max(calibration, std::min(kCap, cache + running));
 }
 
 // What calibration keeps for the report (KeepsFloatValuesForReport): every
@@ -476,7 +488,8 @@ absl::StatusOr<JobInput> PreflightJob(
     input.sample_bytes += GeneratedSampleBytes(request, probe);
     Model shaped = input.model;
     const bool inferred = InferSampleShapes(probe, &shaped);
-    input.activations = ActivationBytesPerSample(shaped, inferred, probe);
+    input.activations = ActivationBytesPerSample(
+        shaped, inferred, probe, request.mixed_precision().sensitivity_depth());
     if (request.gptq().enabled()) {
       // The generated images' shapes are not counted: the declared ones.
       Model declared = input.model;
@@ -520,7 +533,8 @@ absl::StatusOr<JobInput> PreflightJob(
   Model shaped = input.model;
   const bool inferred = InferSampleShapes(input.calibration, &shaped);
   input.activations =
-      ActivationBytesPerSample(shaped, inferred, input.calibration);
+      ActivationBytesPerSample(shaped, inferred, input.calibration,
+                               request.mixed_precision().sensitivity_depth());
   input.gptq_stage = GptqStage(request, shaped,
                                static_cast<int64_t>(input.calibration.size()));
   return input;
@@ -631,7 +645,9 @@ int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
           first.ok() ? *std::move(first) : std::vector<SampleFeeds>();
       body_constant_bytes = BodyConstantBytes(model->graph);
       const bool inferred = InferSampleShapes(samples, &*model);
-      per_sample = ActivationBytesPerSample(*model, inferred, samples);
+      per_sample = ActivationBytesPerSample(
+          *model, inferred, samples,
+          request.mixed_precision().sensitivity_depth());
       gptq = GptqStage(request, *model, calibration);
     }
   }

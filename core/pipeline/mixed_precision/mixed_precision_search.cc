@@ -55,6 +55,7 @@ absl::Status ComputeSpaceSensitivities(const v1::MixedPrecisionConfig& config,
       samples.begin() + MixedPrecisionSensitivitySamples(
                             config, static_cast<int>(samples.size())));
   SensitivityOptions so;
+  so.depth = config.sensitivity_depth();
   switch (config.distance_weighting_method()) {
     case v1::DISTANCE_WEIGHTING_LAST_LAYER:
       so.weighting.method = mp::DistanceWeighting::kLastLayer;

@@ -135,6 +135,11 @@ absl::Status ValidateMixedPrecisionConfig(
                        "' (only kernel_attr has per-candidate bits)"));
     }
   }
+  if (config.sensitivity_depth() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mixed_precision.sensitivity_depth: ", config.sensitivity_depth(),
+        " < 0"));
+  }
   if (config.num_of_images() < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "mixed_precision.num_of_images: ", config.num_of_images(), " < 0"));

@@ -164,10 +164,11 @@ absl::Status SensitivityRun::Validate() const {
 // The cones (their input types are set from the first float run), the
 // tensors the float runs keep and the tasks.
 absl::Status SensitivityRun::Prepare() {
-  std::set<std::string> keep, summed;
+  std::set<std::string> keep, summed, points;
+  for (size_t r = 0; r < num_points_; ++r) points.insert(rows_[r].tensor);
   for (const SensitivityNode& n : nodes_) {
     Cone& cone = cones_.emplace_back();
-    cone.cone = BuildDownstreamCone(model_, n.node, {});
+    cone.cone = BuildDownstreamCone(model_, n.node, {}, points, options_.depth);
     const std::set<std::string>& produced = cone.cone.produced;
     std::set<std::string> cone_outputs;
     for (const auto& o : cone.cone.model->graph.outputs) {

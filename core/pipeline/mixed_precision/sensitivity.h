@@ -86,6 +86,10 @@ struct SensitivityOptions {
   // ... and at most this many bytes (the first sample's cache decides), but
   // four samples (one lane group) at least. 0 = no byte limit.
   int64_t cache_budget_bytes = kSensitivityCacheBudgetBytes;
+  // 0: MCT's sensitivity, each node's whole downstream cone to the graph
+  // outputs. N > 0: each path of a cone ends at its N-th interest point (a
+  // local sensitivity: far fewer nodes run, not MCT's figures).
+  int depth = 0;
 };
 
 // Samples in each chunk of `samples` when the float cache keeps

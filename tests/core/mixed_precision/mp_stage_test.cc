@@ -173,6 +173,36 @@ TEST_F(MixedPrecisionJobTest, MalformedOverrideIsRejectedUpFront) {
   EXPECT_THAT(st.message(), HasSubstr("bit_width_overrides[0].filter"));
 }
 
+TEST_F(MixedPrecisionJobTest, NegativeSensitivityDepthIsRejectedUpFront) {
+  v1::QuantizeRequest r = ExampleRequest();
+  r.mutable_mixed_precision()
+      ->mutable_target_fraction()
+      ->set_weights_memory_bytes(0.75);
+  r.mutable_mixed_precision()->set_sensitivity_depth(-1);
+  absl::Status st = ValidateQuantizeRequest(r, JobLimits());
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("mixed_precision.sensitivity_depth"));
+}
+
+// A local sensitivity is still a search under the same budget: met, with
+// every candidate's sensitivity reported.
+TEST_F(MixedPrecisionJobTest, CutConesMeetTheBudget) {
+  v1::QuantizeRequest r = ExampleRequest();
+  r.mutable_mixed_precision()
+      ->mutable_target_fraction()
+      ->set_weights_memory_bytes(0.5);
+  r.mutable_mixed_precision()->set_sensitivity_depth(1);
+  auto result = Run(r);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_LE(result->resource_utilization().weights_memory_bytes(),
+            result->targets().weights_memory_bytes());
+  int searched = 0;
+  for (const auto& n : result->quantized_graph().nodes()) {
+    if (n.candidate_sensitivity_size() > 0) ++searched;
+  }
+  EXPECT_EQ(searched, 4);  // three Convs and the Gemm
+}
+
 TEST_F(MixedPrecisionJobTest, SameAllocationAndSensitivitiesForAnyThreadCount) {
   v1::QuantizeRequest r = ExampleRequest();
   r.mutable_mixed_precision()
@@ -219,29 +249,14 @@ int NodeIndex(const Model& model, const std::string& name) {
   return -1;
 }
 
-// The cone evaluation (float cache + downstream nodes only) equals running
-// the whole model with only that node fake-quantized.
-TEST(SensitivityTest, ConeEvaluationEqualsFullModelRun) {
-  Model model = MakeExampleCnn();
-  std::vector<SampleFeeds> samples = MakeExampleImages(3, 7);
-  const int node = NodeIndex(model, "pwconv");
-  ASSERT_GE(node, 0);
-  const WeightParams wq = PwconvTwoBitKernel(model);
-  SensitivityNode sn;
-  sn.node = node;
-  SensitivityCandidate cand;
-  cand.weights.push_back(wq);
-  sn.candidates.push_back(cand);
-  std::vector<InterestPoint> points = MpInterestPoints(model, {});
-  std::vector<InterestPoint> outputs = MpOutputPoints(model);
-  ASSERT_FALSE(points.empty());
-  SensitivityOptions options;
-  options.chunk_samples = 2;  // two chunks
-  auto got = ComputeSensitivities(model, {sn}, points, outputs, samples,
-                                  options, nullptr, nullptr, nullptr);
-  ASSERT_TRUE(got.ok()) << got.status();
-
-  // Naive: whole model, float and with pwconv's dequantized kernel.
+// The distances at `points` and `outputs` ([point][sample]) between the
+// whole float model and the whole model with pwconv's kernel `wq`: the
+// naive evaluation the cones must equal.
+void NaiveDistances(const Model& model, const std::vector<SampleFeeds>& samples,
+                    const WeightParams& wq,
+                    const std::vector<InterestPoint>& points,
+                    const std::vector<InterestPoint>& outputs,
+                    std::vector<double>* pd, std::vector<double>* od) {
   const std::vector<WeightParams> weights = {wq};
   ModelQuantization quantization;
   quantization.nodes.push_back({"pwconv", {}, &weights});
@@ -259,7 +274,8 @@ TEST(SensitivityTest, ConeEvaluationEqualsFullModelRun) {
     if (!is_output) run.extra_outputs.push_back(p.tensor);
   }
   const size_t S = samples.size();
-  std::vector<double> pd(points.size() * S), od(outputs.size() * S);
+  pd->assign(points.size() * S, 0.0);
+  od->assign(outputs.size() * S, 0.0);
   for (size_t s = 0; s < S; ++s) {
     auto f = (*fexec)->Run(samples[s], run);
     auto q = (*qexec)->Run(samples[s], run);
@@ -276,17 +292,95 @@ TEST(SensitivityTest, ConeEvaluationEqualsFullModelRun) {
           return *mixed_precision::NormalizedMse(fs, qs);
       }
     };
-    for (size_t p = 0; p < points.size(); ++p) pd[p * S + s] = dist(points[p]);
+    for (size_t p = 0; p < points.size(); ++p) {
+      (*pd)[p * S + s] = dist(points[p]);
+    }
     for (size_t o = 0; o < outputs.size(); ++o) {
-      od[o * S + s] = dist(outputs[o]);
+      (*od)[o * S + s] = dist(outputs[o]);
     }
   }
+}
+
+// pwconv at 2 bits, its sensitivity on three samples in two chunks.
+absl::StatusOr<std::vector<std::vector<double>>> PwconvSensitivity(
+    const Model& model, const std::vector<SampleFeeds>& samples,
+    const WeightParams& wq, const std::vector<InterestPoint>& points,
+    const std::vector<InterestPoint>& outputs, int depth) {
+  SensitivityNode sn;
+  sn.node = NodeIndex(model, "pwconv");
+  SensitivityCandidate cand;
+  cand.weights.push_back(wq);
+  sn.candidates.push_back(cand);
+  SensitivityOptions options;
+  options.chunk_samples = 2;  // two chunks
+  options.depth = depth;
+  return ComputeSensitivities(model, {sn}, points, outputs, samples, options,
+                              nullptr, nullptr, nullptr);
+}
+
+// The cone evaluation (float cache + downstream nodes only) equals running
+// the whole model with only that node fake-quantized.
+TEST(SensitivityTest, ConeEvaluationEqualsFullModelRun) {
+  Model model = MakeExampleCnn();
+  std::vector<SampleFeeds> samples = MakeExampleImages(3, 7);
+  ASSERT_GE(NodeIndex(model, "pwconv"), 0);
+  const WeightParams wq = PwconvTwoBitKernel(model);
+  std::vector<InterestPoint> points = MpInterestPoints(model, {});
+  std::vector<InterestPoint> outputs = MpOutputPoints(model);
+  ASSERT_FALSE(points.empty());
+  auto got = PwconvSensitivity(model, samples, wq, points, outputs, 0);
+  ASSERT_TRUE(got.ok()) << got.status();
+  std::vector<double> pd, od;
+  NaiveDistances(model, samples, wq, points, outputs, &pd, &od);
   auto want = mixed_precision::SensitivityMetric(
-      pd, points.size(), od, outputs.size(), S,
+      pd, points.size(), od, outputs.size(), samples.size(),
       mixed_precision::WeightingOptions());
   ASSERT_TRUE(want.ok());
   EXPECT_GT(*want, 0);
   EXPECT_DOUBLE_EQ((*got)[0][0], *want);
+}
+
+// Cut cones (sensitivity_depth) measure only the points their paths reach,
+// the rest count 0. With no plan nothing is fused, so the points are every
+// Conv's output, the Gemm's (logits) and probs, also the output. pwconv's
+// path meets its own output first (depth 1: nothing else), then logits
+// (depth 2), then probs (depth 3: all of the whole cone).
+TEST(SensitivityTest, CutConesMeasureThePointsWithinTheirDepth) {
+  Model model = MakeExampleCnn();
+  std::vector<SampleFeeds> samples = MakeExampleImages(3, 7);
+  ASSERT_GE(NodeIndex(model, "pwconv"), 0);
+  const WeightParams wq = PwconvTwoBitKernel(model);
+  const std::vector<InterestPoint> points = MpInterestPoints(model, {});
+  const std::vector<InterestPoint> outputs = MpOutputPoints(model);
+  std::vector<double> pd, od;
+  NaiveDistances(model, samples, wq, points, outputs, &pd, &od);
+  const size_t S = samples.size();
+  auto within = [&](const std::set<std::string>& reached, bool output) {
+    std::vector<double> p = pd, o = od;
+    for (size_t i = 0; i < points.size(); ++i) {
+      if (reached.count(points[i].tensor)) continue;
+      std::fill(p.begin() + i * S, p.begin() + (i + 1) * S, 0.0);
+    }
+    if (!output) std::fill(o.begin(), o.end(), 0.0);
+    auto m = mixed_precision::SensitivityMetric(
+        p, points.size(), o, outputs.size(), S,
+        mixed_precision::WeightingOptions());
+    EXPECT_TRUE(m.ok());
+    return m.ok() ? *m : -1.0;
+  };
+  const double whole = within({"pw_out", "logits", "probs"}, true);
+  const std::vector<std::pair<int, double>> want = {
+      {1, within({"pw_out"}, false)},
+      {2, within({"pw_out", "logits"}, false)},
+      {3, whole},
+      {0, whole}};
+  for (const auto& [depth, value] : want) {
+    auto got = PwconvSensitivity(model, samples, wq, points, outputs, depth);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_GT((*got)[0][0], 0);
+    EXPECT_DOUBLE_EQ((*got)[0][0], value) << "depth " << depth;
+  }
+  EXPECT_LT(want[0].second, want[1].second);
 }
 
 }  // namespace

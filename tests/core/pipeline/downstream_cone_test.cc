@@ -1,10 +1,12 @@
-// The downstream cone of a node whose output an If branch reads only from
+// The downstream cone of a node, whole or cut at a depth of interest
+// points. First one whose output an If branch reads only from
 // the outer scope (hey_jarvis's If nodes read outer tensors and
 // initializers): x -> Relu -> r; If(c) then r * k (k an outer initializer)
 // else r; -> y. The oracle is the hand-computed y.
 #include "core/pipeline/evaluation/downstream_cone.h"
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -77,6 +79,52 @@ TEST(DownstreamCone, BranchesOuterInitializerComesAlong) {
   auto y = out->at("y").span<float>();
   EXPECT_THAT(std::vector<float>(y.begin(), y.end()),
               ElementsAre(0.0f, 6.0f, 0.0f, 12.0f));
+}
+
+// x -> A -> a -> B -> b -> C -> c -> y, with a side path a -> S -> s and
+// a join J(c, s) -> y; the points are b and s. A path ends at its depth-th
+// point: from A at depth 1, B (b) and S (s) end theirs, so C and J stay
+// out; at depth 2 everything after A is in; at 0 there is no cut.
+Model CutModel() {
+  OnnxModelBuilder b(13);
+  b.Input("x", DType::kFloat, {4});
+  b.AddNode("Relu", {"x"}, {"a"}, "A");
+  b.AddNode("Relu", {"a"}, {"b"}, "B");
+  b.AddNode("Relu", {"b"}, {"c"}, "C");
+  b.AddNode("Relu", {"a"}, {"s"}, "S");
+  b.AddNode("Add", {"c", "s"}, {"y"}, "J");
+  b.Output("y", DType::kFloat);
+  auto m = ImportOnnxModel(b.Build());
+  EXPECT_TRUE(m.ok()) << m.status();
+  return *m;
+}
+
+std::vector<std::string> NodeNames(const DownstreamCone& cone) {
+  std::vector<std::string> names;
+  for (const Node& n : cone.model->graph.nodes) names.push_back(n.name);
+  return names;
+}
+
+TEST(DownstreamCone, APathEndsAtItsDepthsPoint) {
+  const Model m = CutModel();
+  const std::set<std::string> points = {"b", "s"};
+  const DownstreamCone one = BuildDownstreamCone(m, 0, {}, points, 1);
+  EXPECT_THAT(NodeNames(one), ElementsAre("A", "B", "S"));
+  EXPECT_TRUE(one.model->graph.outputs.empty());
+  const DownstreamCone two = BuildDownstreamCone(m, 0, {}, points, 2);
+  EXPECT_THAT(NodeNames(two), ElementsAre("A", "B", "C", "S", "J"));
+  ASSERT_EQ(two.model->graph.outputs.size(), 1u);
+  EXPECT_EQ(two.model->graph.outputs[0].name, "y");
+  EXPECT_EQ(NodeNames(BuildDownstreamCone(m, 0, {}, points, 0)),
+            NodeNames(two));
+}
+
+// A start whose own output is a point: at depth 1 its cone is itself.
+TEST(DownstreamCone, AStartMakingAPointEndsThereAtDepthOne) {
+  const Model m = CutModel();
+  const DownstreamCone cone = BuildDownstreamCone(m, 1, {}, {"b", "s"}, 1);
+  EXPECT_THAT(NodeNames(cone), ElementsAre("B"));
+  EXPECT_THAT(cone.inputs, ElementsAre("a"));
 }
 
 }  // namespace
