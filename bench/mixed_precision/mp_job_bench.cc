@@ -118,11 +118,11 @@ struct Measured {
   unsigned long long qdq_digest = 0, report_digest = 0;
 };
 
-// The child: builds the request, runs the job, writes "stage_s estimate
-// samples qdq_digest report_digest" to `fd`.
-// --sensitivity_depth.
+// --sensitivity_depth: the MP jobs' MixedPrecisionConfig.sensitivity_depth.
 int sensitivity_depth = 0;
 
+// The child: builds the request, runs the job, writes "stage_s estimate
+// samples qdq_digest report_digest" to `fd`.
 [[noreturn]] void Child(const Spec& spec, bool mp, const std::string& cache,
                         const std::string& bench, int fd) {
   tpc::TpcRegistry registry;

@@ -21,8 +21,8 @@ DownstreamCone BuildDownstreamCone(const Model& model, int start,
   const Graph& g = model.graph;
   DownstreamCone cone;
   std::vector<int> nodes;
-  // Per produced tensor: the fewest points met on a path to it, itself
-  // included. A tensor at `depth` feeds nothing further into the cone.
+  // Per tensor the cone makes: the fewest points met on a path to it,
+  // itself included. A tensor at `depth` feeds nothing further.
   std::map<std::string, int> met;
   for (int i = start; i < static_cast<int>(g.nodes.size()); ++i) {
     bool in_cone = i == start;
@@ -36,11 +36,10 @@ DownstreamCone BuildDownstreamCone(const Model& model, int start,
     if (!in_cone) continue;
     nodes.push_back(i);
     for (const auto& out : g.nodes[i].outputs) {
-      if (out.empty()) continue;
-      cone.produced.insert(out);
-      met[out] = before + (points.count(out) ? 1 : 0);
+      if (!out.empty()) met[out] = before + (points.count(out) ? 1 : 0);
     }
   }
+  for (const auto& [tensor, count] : met) cone.produced.insert(tensor);
   cone.model = std::make_shared<Model>();
   Model& m = *cone.model;
   m.ir_version = model.ir_version;

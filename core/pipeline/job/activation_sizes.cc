@@ -225,9 +225,11 @@ SensitivityBytes SensitivityCacheBytes(
   constexpr int kOut = std::numeric_limits<int>::max();
   std::vector<int> met(n);
   std::vector<char> kept(names.size()), is_point(n);
+  std::vector<int64_t> made(n);  // the bytes of a node's outputs
   for (int i = 0; i < n; ++i) {
     for (const std::string& out : g.nodes[i].outputs) {
       if (points.contains(out)) is_point[i] = 1;
+      made[i] = std::min(kCap, made[i] + bytes_of(out));
     }
   }
   SensitivityBytes out;
@@ -251,9 +253,7 @@ SensitivityBytes SensitivityCacheBytes(
         if (in.producer < 0 || met[in.producer] == kOut) kept[in.tensor] = 1;
       }
       for (int o : outputs[i]) kept[o] = 1;
-      for (const std::string& o : g.nodes[i].outputs) {
-        cone_bytes = std::min(kCap, cone_bytes + bytes_of(o));
-      }
+      cone_bytes = std::min(kCap, cone_bytes + made[i]);
     }
     out.largest_cone = std::max(out.largest_cone, cone_bytes);
   }

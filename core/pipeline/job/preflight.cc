@@ -196,8 +196,10 @@ bool CorrectsShiftNegative(const v1::QuantizationConfig& q) {
 // The activations the job holds at its peak: calibration's samples in
 // flight and histograms, the Hessian scores' tapes and estimates (the float
 // weights counted as model_bytes / 4, EstimateHmseMemoryBytes) when HMSE may
-// run, or the mixed-precision sensitivity's float cache and running tasks
-// (SensitivityMemoryBytes) when it searches, whichever is larger (the
+// run, or the mixed-precision sensitivity's float cache, running tasks and
+// the float runs that fill the cache (SensitivityMemoryBytes; for whole
+// cones the tasks' 2x the sample always exceeds those runs) when it
+// searches, whichever is larger (the
 // stages run after calibration, which has released its own).
 int64_t PeakActivations(const v1::QuantizeRequest& request,
                         const ActivationSizes& sizes, int samples_in_flight,
@@ -224,21 +226,16 @@ int64_t PeakActivations(const v1::QuantizeRequest& request,
                                                      : 0);
   const int sensitivity_samples =
       MixedPrecisionSensitivitySamples(mp, num_samples);
-  const int tasks = std::max(1, samples_in_flight);
-  if (!kernels_only || mp.sensitivity_depth() <= 0) {
-    return std::max(
-        calibration,
-        SensitivityMemoryBytes(kept, per_sample, sensitivity_samples, tasks));
-  }
-  // Cones cut short: each running task makes its cone's bytes, the float
-  // runs that fill the cache hold what calibration's samples in flight do.
-  constexpr int64_t kCap = int64_t{1} << 50;
-  const int64_t cache =
-      SensitivityMemoryBytes(kept, 0, sensitivity_samples, tasks);
-  const int64_t running = std::max(
-      ActivationsInFlight(sizes, samples_in_flight, sensitivity_samples),
-      std::min(kCap, std::min(per_sample, sizes.sensitivity_cone) * 2 * tasks));
-  return std::max(calibration, std::min(kCap, cache + running));
+  // A cut cone's task makes that cone's bytes, not the whole sample's.
+  const int64_t cone_bytes = kernels_only && mp.sensitivity_depth() > 0
+                                 ? std::min(per_sample, sizes.sensitivity_cone)
+                                 : per_sample;
+  return std::max(
+      calibration,
+      SensitivityMemoryBytes(
+          kept, cone_bytes,
+          ActivationsInFlight(sizes, samples_in_flight, sensitivity_samples),
+          sensitivity_samples, std::max(1, samples_in_flight)));
 }
 
 // What calibration keeps for the report (KeepsFloatValuesForReport): every

@@ -397,16 +397,18 @@ int SensitivityChunkSamples(int64_t kept_bytes_per_sample, int samples,
 }
 
 int64_t SensitivityMemoryBytes(int64_t kept_bytes_per_sample,
-                               int64_t activation_bytes_per_sample, int samples,
-                               int threads, const SensitivityOptions& options) {
+                               int64_t cone_bytes, int64_t fill_bytes,
+                               int samples, int threads,
+                               const SensitivityOptions& options) {
   constexpr int64_t kCap = int64_t{1} << 50;
   const int64_t kept = std::clamp<int64_t>(kept_bytes_per_sample, 0, kCap);
-  const int64_t per = std::clamp<int64_t>(activation_bytes_per_sample, 0, kCap);
+  const int64_t per = std::clamp<int64_t>(cone_bytes, 0, kCap);
   const int64_t chunk =
       SensitivityChunkSamples(kept, std::clamp(samples, 1, 1 << 20), options);
   const int64_t cache = kept > kCap / chunk ? kCap : chunk * kept;
   const int64_t tasks = std::clamp<int64_t>(threads, 1, 1024);
-  const int64_t running = std::min(kCap, per * 2 * tasks);
+  const int64_t running = std::max(std::min(kCap, per * 2 * tasks),
+                                   std::clamp<int64_t>(fill_bytes, 0, kCap));
   return std::min(kCap, cache + running);
 }
 

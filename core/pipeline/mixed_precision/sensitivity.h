@@ -99,14 +99,16 @@ int SensitivityChunkSamples(int64_t kept_bytes_per_sample, int samples,
 
 // ComputeSensitivities' memory, what admission reserves for the
 // mixed-precision stage: the float cache (a chunk of samples keeping
-// `kept_bytes_per_sample` each) and the running tasks (`threads`), each
-// holding its cone's compared tensors for four samples and one run's
-// working set, counted as 2x every activation of a sample
-// (`activation_bytes_per_sample`; ppocr_det's and ppocr_cls's MP jobs: 1.6x
-// and 1.8x, their peaks net of the rest of the job).
+// `kept_bytes_per_sample` each) and, at once, the larger of the running
+// tasks (`threads`) and the float runs that fill the cache
+// (`fill_bytes`). A task holds its cone's compared tensors for four samples
+// and one run's working set, counted as 2x `cone_bytes` (the activations
+// of a sample its cone makes: every activation for whole cones, where
+// ppocr_det's and ppocr_cls's MP jobs measure 1.6x and 1.8x, their peaks
+// net of the rest of the job).
 int64_t SensitivityMemoryBytes(int64_t kept_bytes_per_sample,
-                               int64_t activation_bytes_per_sample, int samples,
-                               int threads,
+                               int64_t cone_bytes, int64_t fill_bytes,
+                               int samples, int threads,
                                const SensitivityOptions& options = {});
 
 // result[k][j] = sensitivity of nodes[k] at candidate j (before MCT's

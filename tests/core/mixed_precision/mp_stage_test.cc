@@ -185,15 +185,32 @@ TEST_F(MixedPrecisionJobTest, NegativeSensitivityDepthIsRejectedUpFront) {
 }
 
 // A local sensitivity is still a search under the same budget: met, with
-// every candidate's sensitivity reported.
+// every candidate's sensitivity reported. conv1's cone (fused with its
+// BatchNormalization and Relu, then dwconv and pwconv, each fused with its
+// activation) first meets an interest point at the Gemm's logits: cut
+// there, it leaves out the Softmax's probs, which the whole cone measures,
+// so its sensitivities differ from the whole cone's.
 TEST_F(MixedPrecisionJobTest, CutConesMeetTheBudget) {
   v1::QuantizeRequest r = ExampleRequest();
   r.mutable_mixed_precision()
       ->mutable_target_fraction()
       ->set_weights_memory_bytes(0.5);
+  auto whole = Run(r);
+  ASSERT_TRUE(whole.ok()) << whole.status();
   r.mutable_mixed_precision()->set_sensitivity_depth(1);
   auto result = Run(r);
   ASSERT_TRUE(result.ok()) << result.status();
+  auto conv1 = [](const v1::QuantizeResult& q) {
+    for (const auto& n : q.quantized_graph().nodes()) {
+      if (n.name() == "conv1") {
+        return std::vector<double>(n.candidate_sensitivity().begin(),
+                                   n.candidate_sensitivity().end());
+      }
+    }
+    return std::vector<double>();
+  };
+  ASSERT_FALSE(conv1(*whole).empty());
+  EXPECT_NE(conv1(*result), conv1(*whole));
   EXPECT_LE(result->resource_utilization().weights_memory_bytes(),
             result->targets().weights_memory_bytes());
   int searched = 0;
