@@ -295,7 +295,9 @@ TEST(EstimateJobMemoryBytes, ShiftNegativeCopiesOfAHardSwish) {
 // (the live set twice and 8 histograms) when larger. Weights counted as
 // model/4 floats w; one running sample holds its tape and gradients (2 x
 // 1024) and the kernel gradients (4w), the round of 4 samples its estimates
-// (4 x 8w), then the double sum and float scores (12w).
+// (4 x 8w), then the double sum and float scores (12w). Here the scores
+// stay below the block (one kernel: its trainer's 96 bytes a weight beat
+// the scores' 48); HessianScoresOfManyKernelsAreThePeak has them above.
 TEST(EstimateJobMemoryBytes, HmseCountsTheHessianScores) {
   v1::QuantizeRequest r = testing::ConvJob(3, 8, 4, 4, "r");
   r.mutable_gptq()->set_enabled(true);  // nothing kept for the report
@@ -321,6 +323,49 @@ TEST(EstimateJobMemoryBytes, HmseCountsTheHessianScores) {
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1),
             3072 + 8 * model + 64 + std::max({calibration, hessian, block}) +
                 kEstimateBase);
+}
+
+// The Hessian term where it is the peak: four 1x1 Convs, x[1,4,1,1] ->
+// a -> b -> c -> y, each [1,32,1,1] (128 bytes; the sample's 512, at most
+// two alive at once: 256), one sample, one thread. The scores count every
+// kernel (w = model/4 floats): 2 x 512 + 4w for the running sample, 4 x 8w
+// for the round, 12w for the sums: 1024 + 48w. GPTQ's largest block is
+// one 32x32 kernel's: the cache (two of the largest activation, 256), its
+// patches 2 x 32 floats (256), targets 32 floats (128), the batch and
+// evaluation slices 2 x (32 + 4 x 32) doubles (2560) and the trainer's 12
+// doubles a weight (98304). Calibration holds 2 x 256 in flight and the
+// histograms of x, a, b, c and y.
+TEST(EstimateJobMemoryBytes, HessianScoresOfManyKernelsAreThePeak) {
+  OnnxModelBuilder b;
+  b.Input("x", DType::kFloat, {1, 4, 1, 1});
+  b.Output("y", DType::kFloat, {1, 32, 1, 1}, true);
+  const char* names[] = {"a", "b", "c", "y"};
+  std::string in = "x";
+  for (int k = 0; k < 4; ++k) {
+    const int64_t c = k == 0 ? 4 : 32;
+    const std::string w = absl::StrCat("w", k);
+    b.Initializer(
+        w, Tensor::FromVector<float>(
+               std::vector<float>(32 * c, 0.01f * (k + 1)), {32, c, 1, 1}));
+    b.AddNode("Conv", {in, w}, {names[k]});
+    in = names[k];
+  }
+  v1::QuantizeRequest r = JobFor(b, 1, 1);
+  r.mutable_gptq()->set_enabled(true);
+  auto input = Preflight(r);
+  ASSERT_TRUE(input.ok()) << input.status();
+  EXPECT_EQ(input->activations.total, 512);
+  EXPECT_EQ(input->activations.live, 256);
+  EXPECT_EQ(input->activations.histogrammed, 5);
+  const int64_t calibration = 2 * 256 + 5 * kHistogram;
+  const int64_t block = 256 + 256 + 128 + 2560 + 98304;
+  ASSERT_LT(calibration, block);
+  const int64_t plain = EstimateJobMemoryBytes(r, JobLimits{}, 1);
+  r.mutable_quantization()->set_weights_error_method(v1::ERROR_METHOD_HMSE);
+  const int64_t w = static_cast<int64_t>(r.onnx_model().size()) / 4;
+  const int64_t hessian = 1024 + 48 * w;
+  ASSERT_GT(hessian, block);
+  EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1) - plain, hessian - block);
 }
 
 // The job's own estimate (after the import) counts GPTQ's stage as the
