@@ -303,12 +303,12 @@ TEST(EstimateJobMemoryBytes, HmseCountsTheHessianScores) {
   r.mutable_gptq()->set_enabled(true);  // nothing kept for the report
   // GPTQ's stage (gptq_memory.h), kept small by 4 rows a block so that the
   // Hessian term shows: the conv's 4 x 4 targets floats (64), then the
-  // larger of the targets' float pass (the calibration peak below) and the
-  // inputs cache (two of the largest activation, 4 x 8 x 8 floats, a
-  // sample: 8192) with the block's buffers: patches 2 x 4 x 27 floats
-  // (864), its targets 4 x 4 floats (64), batch and evaluation slices
-  // (4 + 4) x (27 + 16) doubles (2752), and the trainer's 12 doubles for
-  // each of the kernel's 4 x 3 x 3 x 3 weights (10368).
+  // larger of the targets' float pass (the sample in flight, 2048: the
+  // histograms have merged) and the inputs cache (two of the largest
+  // activation, 4 x 8 x 8 floats, a sample: 8192) with the block's buffers:
+  // patches 2 x 4 x 27 floats (864), its targets 4 x 4 floats (64), batch and
+  // evaluation slices (4 + 4) x (27 + 16) doubles (2752), and the trainer's 12
+  // doubles for each of the kernel's 4 x 3 x 3 x 3 weights (10368).
   r.mutable_gptq()->set_rows_per_block(4);
   r.mutable_gptq()->set_batch_rows(4);
   const int64_t block = 8192 + 864 + 64 + 2752 + 10368;
@@ -316,13 +316,29 @@ TEST(EstimateJobMemoryBytes, HmseCountsTheHessianScores) {
   const int64_t calibration = 2048 + 8 * kHistogram;
   EXPECT_EQ(
       EstimateJobMemoryBytes(r, JobLimits{}, 1),
-      3072 + 8 * model + 64 + std::max(calibration, block) + kEstimateBase);
+      3072 + 8 * model + std::max(calibration, 64 + block) + kEstimateBase);
   r.mutable_quantization()->set_weights_error_method(v1::ERROR_METHOD_HMSE);
   const int64_t w = model / 4;
   const int64_t hessian = 2048 + 48 * w;
+  // GPTQ keeps the scores, a float a weight: the model's bytes.
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1),
-            3072 + 8 * model + 64 + std::max({calibration, hessian, block}) +
+            3072 + 8 * model +
+                std::max({calibration, hessian, 64 + block + model}) +
                 kEstimateBase);
+}
+
+// GPTQ's stage as the peak: one 3x3 Conv of 64 x 64 channels on x[1,64,1,1],
+// one sample. The trainer's 96 bytes for each of its 36864 weights (3.5 MB)
+// beat the Hessian stage's 48 and calibration's two histograms, with HMSE
+// or without; HMSE adds the scores GPTQ keeps, a float a weight: the
+// model's bytes.
+TEST(EstimateJobMemoryBytes, GptqKeepsTheHmseScores) {
+  v1::QuantizeRequest r = testing::ConvJob(64, 1, 64, 1, "r");
+  r.mutable_gptq()->set_enabled(true);
+  const int64_t plain = EstimateJobMemoryBytes(r, JobLimits{}, 1);
+  r.mutable_quantization()->set_weights_error_method(v1::ERROR_METHOD_HMSE);
+  EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1) - plain,
+            static_cast<int64_t>(r.onnx_model().size()));
 }
 
 // The Hessian term where it is the peak: four 1x1 Convs, x[1,4,1,1] ->
@@ -330,7 +346,8 @@ TEST(EstimateJobMemoryBytes, HmseCountsTheHessianScores) {
 // two alive at once: 256), one sample, one thread. The scores count every
 // kernel (w = model/4 floats): 2 x 512 + 4w for the running sample, 4 x 8w
 // for the round, 12w for the sums: 1024 + 48w. GPTQ's largest block is
-// one 32x32 kernel's: the cache (two of the largest activation, 256), its
+// one 32x32 kernel's, after the targets (a row of 32 floats for each
+// kernel, 512): the cache (two of the largest activation, 256), its
 // patches 2 x 32 floats (256), targets 32 floats (128), the batch and
 // evaluation slices 2 x (32 + 4 x 32) doubles (2560) and the trainer's 12
 // doubles a weight (98304). Calibration holds 2 x 256 in flight and the
@@ -358,14 +375,15 @@ TEST(EstimateJobMemoryBytes, HessianScoresOfManyKernelsAreThePeak) {
   EXPECT_EQ(input->activations.live, 256);
   EXPECT_EQ(input->activations.histogrammed, 5);
   const int64_t calibration = 2 * 256 + 5 * kHistogram;
-  const int64_t block = 256 + 256 + 128 + 2560 + 98304;
-  ASSERT_LT(calibration, block);
+  const int64_t gptq = 4 * 128 + 256 + 256 + 128 + 2560 + 98304;
+  ASSERT_LT(calibration, gptq);
   const int64_t plain = EstimateJobMemoryBytes(r, JobLimits{}, 1);
   r.mutable_quantization()->set_weights_error_method(v1::ERROR_METHOD_HMSE);
-  const int64_t w = static_cast<int64_t>(r.onnx_model().size()) / 4;
-  const int64_t hessian = 1024 + 48 * w;
-  ASSERT_GT(hessian, block);
-  EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1) - plain, hessian - block);
+  const int64_t model = static_cast<int64_t>(r.onnx_model().size());
+  const int64_t hessian = 1024 + 48 * (model / 4);
+  // GPTQ keeps the scores (the model's bytes): still below.
+  ASSERT_GT(hessian, gptq + model);
+  EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1) - plain, hessian - gptq);
 }
 
 // The job's own estimate (after the import) counts GPTQ's stage as the

@@ -249,6 +249,26 @@ int64_t KeptForReport(const v1::QuantizeRequest& request, int64_t per_sample,
   return SamplesKeptWhole(per_sample, n) * per_sample;
 }
 
+// The activations at the job's peak: calibration and the decisions
+// (PeakActivations) with the float values kept for the report, or GPTQ,
+// which runs after them. Its passes hold the samples in flight (the
+// histograms have merged, the Hessian stage's tapes are gone); the HMSE
+// scores, a float a weight (model_bytes), stay with the job.
+int64_t JobActivations(const v1::QuantizeRequest& request,
+                       const ActivationSizes& sizes,
+                       const GptqStageMemory& gptq, int samples_in_flight,
+                       int num_samples, int64_t model_bytes,
+                       int64_t kept_for_report) {
+  const int64_t peak = PeakActivations(request, sizes, samples_in_flight,
+                                       num_samples, model_bytes);
+  if (!request.gptq().enabled()) return peak + kept_for_report;
+  const int64_t passes =
+      ActivationsInFlight(sizes, samples_in_flight, num_samples);
+  const int64_t scores =
+      MayComputeHessianScores(request) ? std::max<int64_t>(0, model_bytes) : 0;
+  return std::max(peak + kept_for_report, gptq.PeakBytes(passes) + scores);
+}
+
 // GPTQ's stage when the request asks for it (EstimateGptqStageMemory), for
 // `samples` samples of the shapes `model` holds (InferSampleShapes); its
 // options were validated by ValidateQuantizeRequest (unresolvable ones count
@@ -600,14 +620,10 @@ int64_t EstimateJobMemoryBytes(const JobInput& input, int samples_in_flight) {
     const int n = ReportSampleCount(input.request->report_samples());
     evaluated = n < 0 ? count : std::min<int64_t>(n, count);
   }
-  const int64_t peak = PeakActivations(
-      *input.request, input.activations, samples_in_flight,
-      static_cast<int>(std::min<int64_t>(count, 1 << 20)), input.model_bytes);
-  // GPTQ runs after calibration, whose activations it no longer holds.
-  const int64_t activations =
-      std::max(peak + KeptForReport(*input.request, input.activations.prepared,
-                                    evaluated),
-               input.gptq_stage.PeakBytes(peak));
+  const int64_t activations = JobActivations(
+      *input.request, input.activations, input.gptq_stage, samples_in_flight,
+      static_cast<int>(std::min<int64_t>(count, 1 << 20)), input.model_bytes,
+      KeptForReport(*input.request, input.activations.prepared, evaluated));
   // The generate stage runs before calibration: the larger of the two.
   // BaseEstimate counts the payload's bytes once more than the job holds
   // once the server has freed them (memory_bench: MobileNetV2's peak fell
@@ -650,14 +666,13 @@ int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
   }
   // As the server runs it: the request's payload freed after the import.
   const int64_t payload = model_size + RawBytes(request.calibration_samples());
-  const int64_t peak = PeakActivations(request, per_sample, samples_in_flight,
-                                       calibration, model_size);
   return BeforeImport(request, body_constant_bytes) - payload +
-         std::max(
-             peak + KeptForReport(request, per_sample.prepared,
-                                  report < 0 ? calibration
-                                             : std::min(report, calibration)),
-             gptq.PeakBytes(peak));
+         JobActivations(
+             request, per_sample, gptq, samples_in_flight, calibration,
+             model_size,
+             KeptForReport(
+                 request, per_sample.prepared,
+                 report < 0 ? calibration : std::min(report, calibration)));
 }
 
 bool KeepsFloatValuesForReport(const v1::QuantizeRequest& request) {
