@@ -12,7 +12,7 @@
 // (../shared/fixtures/bench-models)] [model names to run...], and
 // --sensitivity_depth=N anywhere: the MP jobs with
 // MixedPrecisionConfig.sensitivity_depth N (0, MCT's sensitivity, by
-// default).
+// default); --num_of_images=N: with num_of_images N (MCT's 32 by default).
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -118,8 +118,10 @@ struct Measured {
   unsigned long long qdq_digest = 0, report_digest = 0;
 };
 
-// --sensitivity_depth: the MP jobs' MixedPrecisionConfig.sensitivity_depth.
+// --sensitivity_depth and --num_of_images: the MP jobs'
+// MixedPrecisionConfig fields (0: unset).
 int sensitivity_depth = 0;
+int num_of_images = 0;
 
 // The child: builds the request, runs the job, writes "stage_s estimate
 // samples qdq_digest report_digest" to `fd`.
@@ -138,6 +140,7 @@ int sensitivity_depth = 0;
         ->mutable_target_fraction()
         ->set_weights_memory_bytes(0.75);
     r->mutable_mixed_precision()->set_sensitivity_depth(sensitivity_depth);
+    r->mutable_mixed_precision()->set_num_of_images(num_of_images);
   }
   // `threads` computing threads: the caller and threads - 1 helpers, as
   // ptq_bench and gptq_bench count them.
@@ -206,10 +209,13 @@ int main(int argc, char** argv) {
   using namespace quantd;
   std::vector<std::string> args;
   constexpr std::string_view kDepth = "--sensitivity_depth=";
+  constexpr std::string_view kImages = "--num_of_images=";
   for (int a = 1; a < argc; ++a) {
     const std::string_view arg = argv[a];
     if (arg.substr(0, kDepth.size()) == kDepth) {
       sensitivity_depth = std::atoi(argv[a] + kDepth.size());
+    } else if (arg.substr(0, kImages.size()) == kImages) {
+      num_of_images = std::atoi(argv[a] + kImages.size());
     } else {
       args.emplace_back(arg);
     }
@@ -228,8 +234,9 @@ int main(int argc, char** argv) {
     }
     specs = only;
   }
-  if (sensitivity_depth != 0) {
-    std::printf("MP jobs with sensitivity_depth %d\n", sensitivity_depth);
+  if (sensitivity_depth != 0 || num_of_images != 0) {
+    std::printf("MP jobs with sensitivity_depth %d, num_of_images %d\n",
+                sensitivity_depth, num_of_images);
   }
   std::printf(
       "%-13s %3s %4s | %8s %8s %7s | %8s %8s %8s %7s | %6s %6s %6s | %7s %6s\n",
