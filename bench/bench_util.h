@@ -1,6 +1,7 @@
-// Small helpers every benchmark needs: process CPU time and FNV-1a digests
-// (a digest that changes with any bit of an output, printed beside the
-// timings so that a faster build shows it computed the same thing).
+// Small helpers every benchmark needs: process CPU time, FNV-1a digests (a
+// digest that changes with any bit of an output, printed beside the timings
+// so that a faster build shows it computed the same thing) and --name=VALUE
+// flags.
 #ifndef QUANTD_BENCH_BENCH_UTIL_H_
 #define QUANTD_BENCH_BENCH_UTIL_H_
 
@@ -9,6 +10,8 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
 
@@ -35,6 +38,24 @@ inline uint64_t ReportDigest(const std::string& report_json) {
   if (j.is_discarded()) return 0;
   j.erase("timings_seconds");
   return Fnv1a(j.dump());
+}
+
+// The value of `--name=VALUE` among the arguments, or `fallback`.
+inline std::string StringFlag(int argc, char** argv, const std::string& name,
+                              const std::string& fallback) {
+  const std::string prefix = "--" + name + "=";
+  for (int i = 1; i < argc; ++i) {
+    if (absl::StartsWith(argv[i], prefix)) return argv[i] + prefix.size();
+  }
+  return fallback;
+}
+
+// StringFlag as an integer; `fallback` when absent or not a number.
+inline int IntFlag(int argc, char** argv, const std::string& name,
+                   int fallback) {
+  int value = fallback;
+  const std::string text = StringFlag(argc, argv, name, "");
+  return !text.empty() && absl::SimpleAtoi(text, &value) ? value : fallback;
 }
 
 }  // namespace quantd::bench

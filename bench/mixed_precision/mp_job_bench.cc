@@ -23,9 +23,9 @@
 #include <cstdlib>
 #include <random>
 #include <string>
-#include <string_view>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "bench/bench_util.h"
 #include "core/graph/onnx_import.h"
@@ -207,18 +207,11 @@ Measured RunInChild(const Spec& spec, bool mp, const std::string& cache,
 
 int main(int argc, char** argv) {
   using namespace quantd;
-  std::vector<std::string> args;
-  constexpr std::string_view kDepth = "--sensitivity_depth=";
-  constexpr std::string_view kImages = "--num_of_images=";
+  sensitivity_depth = bench::IntFlag(argc, argv, "sensitivity_depth", 0);
+  num_of_images = bench::IntFlag(argc, argv, "num_of_images", 0);
+  std::vector<std::string> args;  // the positional ones
   for (int a = 1; a < argc; ++a) {
-    const std::string_view arg = argv[a];
-    if (arg.substr(0, kDepth.size()) == kDepth) {
-      sensitivity_depth = std::atoi(argv[a] + kDepth.size());
-    } else if (arg.substr(0, kImages.size()) == kImages) {
-      num_of_images = std::atoi(argv[a] + kImages.size());
-    } else {
-      args.emplace_back(arg);
-    }
+    if (!absl::StartsWith(argv[a], "--")) args.emplace_back(argv[a]);
   }
   const std::string cache = args.size() > 0 ? args[0] : ".cache";
   const std::string bench =

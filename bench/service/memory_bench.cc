@@ -20,9 +20,9 @@
 
 #include "absl/algorithm/container.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "bench/bench_util.h"
 #include "clients/cpp/client.h"
 #include "core/graph/onnx_import.h"
 #include "core/io/file_util.h"
@@ -35,20 +35,8 @@
 namespace quantd {
 namespace {
 
-std::string StringFlag(int argc, char** argv, const std::string& name,
-                       const std::string& fallback) {
-  const std::string prefix = "--" + name + "=";
-  for (int i = 1; i < argc; ++i) {
-    if (absl::StartsWith(argv[i], prefix)) return argv[i] + prefix.size();
-  }
-  return fallback;
-}
-
-int IntFlag(int argc, char** argv, const std::string& name, int fallback) {
-  int value = fallback;
-  const std::string text = StringFlag(argc, argv, name, "");
-  return !text.empty() && absl::SimpleAtoi(text, &value) ? value : fallback;
-}
+using bench::IntFlag;
+using bench::StringFlag;
 
 // A field of /proc/PID/status in kB, or -1.
 int64_t StatusKb(pid_t pid, const std::string& field) {
