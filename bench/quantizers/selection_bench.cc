@@ -150,5 +150,43 @@ void BM_HistogramOfBatch(benchmark::State& state) {
 }
 BENCHMARK(BM_HistogramOfBatch)->Arg(150528)->Arg(1204224);
 
+// One tensor's per-sample histograms as calibration keeps them: 32 samples
+// of unclipped activations whose range moves from sample to sample.
+std::vector<stats::BatchHistogram> SampleHistograms() {
+  std::mt19937 rng(5);
+  std::vector<stats::BatchHistogram> batches;
+  for (int b = 0; b < 32; ++b) {
+    std::normal_distribution<float> d(0.1f * (b % 5), 1.0f + 0.05f * b);
+    std::vector<float> x(4096);
+    for (float& v : x) v = d(rng);
+    batches.push_back(*stats::HistogramOfBatch(x, kHistogramBins, "bench"));
+  }
+  return batches;
+}
+
+// The merge of those histograms at the end of calibration (MergeBatches),
+// against the reference merge of the same histograms with explicit edges
+// (MergeHistograms), which it must equal byte for byte.
+void BM_MergeBatches(benchmark::State& state) {
+  const std::vector<stats::BatchHistogram> batches = SampleHistograms();
+  for (auto _ : state) {
+    auto merged = stats::MergeBatches(batches, kHistogramBins);
+    benchmark::DoNotOptimize(merged);
+  }
+  state.SetItemsProcessed(state.iterations() * batches.size());
+}
+BENCHMARK(BM_MergeBatches);
+
+void BM_MergeHistogramsReference(benchmark::State& state) {
+  std::vector<Histogram> batches;
+  for (const auto& b : SampleHistograms()) batches.push_back(b.ToHistogram());
+  for (auto _ : state) {
+    auto merged = stats::MergeHistograms(batches, kHistogramBins);
+    benchmark::DoNotOptimize(merged);
+  }
+  state.SetItemsProcessed(state.iterations() * batches.size());
+}
+BENCHMARK(BM_MergeHistogramsReference);
+
 }  // namespace
 }  // namespace quantd::quantizers

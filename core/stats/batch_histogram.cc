@@ -10,7 +10,6 @@
 #include "absl/strings/str_cat.h"
 #include "core/quantizers/internal/numpy_compat.h"
 #include "core/stats/histogram_collector.h"
-#include "core/util/status_macros.h"
 
 namespace quantd::stats {
 namespace {
@@ -327,26 +326,6 @@ quantizers::Histogram BatchHistogram::ToHistogram() const {
   h.edges = Edges();
   h.counts.assign(counts.begin(), counts.end());
   return h;
-}
-
-absl::StatusOr<quantizers::Histogram> MergeBatches(
-    const std::vector<BatchHistogram>& batches, int n_bins) {
-  if (batches.empty())
-    return absl::FailedPreconditionError("no batch to merge");
-  // The grid's ends: the float32 end edges of every batch.
-  float mn = static_cast<float>(batches[0].first);
-  float mx = static_cast<float>(batches[0].last);
-  for (const BatchHistogram& b : batches) {
-    mn = std::min(mn, static_cast<float>(b.first));
-    mx = std::max(mx, static_cast<float>(b.last));
-  }
-  ASSIGN_OR_RETURN(quantizers::Histogram out, MergeGrid(mn, mx, n_bins));
-  std::vector<double> counts;
-  for (const BatchHistogram& b : batches) {
-    counts.assign(b.counts.begin(), b.counts.end());
-    AddInterpolated(b.Edges(), counts, &out);
-  }
-  return out;
 }
 
 }  // namespace quantd::stats

@@ -7,9 +7,8 @@
 
 namespace quantd::quantizers::internal {
 
-std::vector<double> Linspace(double start, double stop, int num) {
-  std::vector<double> y(num);
-  if (num <= 0) return y;
+void LinspaceInto(double start, double stop, int num, double* y) {
+  if (num <= 0) return;
   const int div = num - 1;
   const double delta = stop - start;
   if (div > 0) {
@@ -25,6 +24,11 @@ std::vector<double> Linspace(double start, double stop, int num) {
   } else {
     y[0] = start;
   }
+}
+
+std::vector<double> Linspace(double start, double stop, int num) {
+  std::vector<double> y(std::max(num, 0));
+  LinspaceInto(start, stop, num, y.data());
   return y;
 }
 

@@ -70,6 +70,8 @@ T Mean(const T* a, int64_t n) {
 
 // np.linspace(start, stop, num) in float64 (endpoint included).
 std::vector<double> Linspace(double start, double stop, int num);
+// The same into y[0, num), for callers that reuse a buffer.
+void LinspaceInto(double start, double stop, int num, double* y);
 
 // np.histogram(x, bins=n_bins) of float32 data: float32 edges (returned as
 // their exact double values) and integer counts. `x` must be non-empty; a

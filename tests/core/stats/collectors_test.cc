@@ -250,6 +250,57 @@ TEST(HistogramOfBatchTest, EqualsReferenceBitForBit) {
   }
 }
 
+// The calibration's merge (MergeBatches: interpolation restricted to the
+// grid points a batch covers, estimated edge indices, slopes divided up
+// front) against the plain merge of the same histograms (MergeHistograms,
+// InterpSorted), bit for bit: groups of 1 to 8 batches of one kind, and
+// groups mixing scales 1e-4 to 1e4, where a narrow batch falls between two
+// grid points, and single batches whose float32 edges repeat.
+TEST(HistogramOfBatchTest, MergeBatchesEqualsThePlainMergeBitForBit) {
+  std::vector<BatchHistogram> compact;
+  for (const std::vector<float>& x : RandomBatches()) {
+    auto b = HistogramOfBatch(x, quantizers::kHistogramBins, "x");
+    ASSERT_TRUE(b.ok()) << b.status();
+    compact.push_back(*std::move(b));
+  }
+  std::vector<std::vector<size_t>> groups;
+  for (size_t k = 0, size = 1; k < compact.size();
+       k += size, size = size % 8 + 1) {
+    std::vector<size_t> g;
+    for (size_t i = k; i < std::min(k + size, compact.size()); ++i)
+      g.push_back(i);
+    groups.push_back(g);
+  }
+  for (size_t k = 0; k < 60; ++k) {
+    groups.push_back({k, k + 37, k + 101, k + 203, k + 311});
+  }
+  // Each batch alone, and two of a kind six apart (few-ulp batches with
+  // their repeated edges among them).
+  for (size_t k = 0; k < compact.size(); ++k) groups.push_back({k});
+  for (size_t k = 0; k + 6 < compact.size(); ++k) groups.push_back({k, k + 6});
+  int merged_groups = 0;
+  for (const std::vector<size_t>& g : groups) {
+    std::vector<BatchHistogram> batches;
+    std::vector<quantizers::Histogram> plain;
+    for (size_t i : g) {
+      batches.push_back(compact[i]);
+      plain.push_back(compact[i].ToHistogram());
+    }
+    auto fast = MergeBatches(batches, quantizers::kHistogramBins);
+    auto reference = MergeHistograms(plain, quantizers::kHistogramBins);
+    ASSERT_EQ(fast.ok(), reference.ok()) << "group from " << g[0];
+    if (!fast.ok()) continue;
+    // The grids' ends come from the batches' linspace ends here and from
+    // their edges there, which differ only in the sign of a zero end (both
+    // as MCT; the counts are interpolated at the same values).
+    ASSERT_EQ(fast->edges, reference->edges) << "group from " << g[0];
+    ASSERT_EQ(BitsHash(fast->counts), BitsHash(reference->counts))
+        << "group from " << g[0];
+    ++merged_groups;
+  }
+  EXPECT_GT(merged_groups, 900);
+}
+
 // Values on the float32 bin edges and 1 to 48 float32 steps either side,
 // eight of a kind in a row (the vector loop's width): where the binning's
 // index estimate can be off by one, and around the distance from an edge
