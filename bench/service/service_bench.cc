@@ -117,6 +117,12 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// The q-quantile (0..1) of v, nearest rank.
+double Quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return v[static_cast<size_t>(q * (v.size() - 1) + 0.5)];
+}
+
 int Flag(int argc, char** argv, const char* name, int fallback) {
   const size_t n = std::strlen(name);
   for (int i = 1; i < argc; ++i) {
@@ -159,8 +165,12 @@ bool Overhead(const char* label, const v1::QuantizeRequest& request, int runs,
   const double local_median = Median(local_s);
   const double remote_median = Median(remote_s);
   std::printf("job (%s), median of %d runs:\n", label, runs);
-  std::printf("  in-process  %9.2f ms\n", local_median * 1e3);
-  std::printf("  via quantd  %9.2f ms\n", remote_median * 1e3);
+  std::printf("  in-process  %9.2f ms (quartiles %.2f, %.2f)\n",
+              local_median * 1e3, Quantile(local_s, 0.25) * 1e3,
+              Quantile(local_s, 0.75) * 1e3);
+  std::printf("  via quantd  %9.2f ms (quartiles %.2f, %.2f)\n",
+              remote_median * 1e3, Quantile(remote_s, 0.25) * 1e3,
+              Quantile(remote_s, 0.75) * 1e3);
   std::printf("  service overhead: %+.1f%% = %+.2f ms (target <= 5%%)\n",
               (remote_median / local_median - 1) * 100,
               (remote_median - local_median) * 1e3);
@@ -380,7 +390,10 @@ int Run(int argc, char** argv) {
   options.port = 0;
   options.metrics_port = -1;
   options.workers = workers;
-  options.compute_threads = 1;  // one helper, as the in-process pool below
+  // One helper by default, as the in-process pool below; --compute_threads=0
+  // runs each job on its worker's thread alone (and in-process, inline).
+  const int compute_threads = Flag(argc, argv, "--compute_threads", 1);
+  options.compute_threads = compute_threads;
   options.max_queued_jobs = 64;
   auto server = server::QuantdServer::Start(options);
   if (!server.ok()) {
@@ -393,7 +406,7 @@ int Run(int argc, char** argv) {
 
   auto catalog = server::TpcCatalog::Create("");
   if (!catalog.ok()) return 1;
-  ThreadPool pool(1);
+  ThreadPool pool(compute_threads);
   CancellationToken token;
   NullProgressSink progress;
   JobContext context;
