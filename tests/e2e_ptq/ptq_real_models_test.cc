@@ -8,6 +8,8 @@
 //    min/max calibration of the same model, which they must beat;
 //  - models with recurrent layers and control flow quantize (what the TPC
 //    does not cover stays float; the report says why).
+#include <cpuid.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -202,6 +204,25 @@ size_t LayerwiseSamples() { return e2e::Scaled(16, 2); }
 
 constexpr char kMinMaxTpcName[] = "imx500_minmax";
 
+// ONNX Runtime's 8-bit integer GEMM on CPUs with AVX2 but neither AVX-512BW
+// nor VNNI (QgemmU8X8KernelAvx2, which runs U8S8 and S8S8 alike) does not
+// compute what the graph says: on such an AMD EPYC, ppocr_cls's QDQ model
+// fused at 'extended' or 'all' differs from its unfused run by up to 0.59
+// in a probability (top-1 agreeing on 98.8% of the held-out images), with
+// int8 and uint8 activations alike; ORT issue #16105 reports the same
+// kernel wrong on AMD AVX2. There the end-to-end comparison at 'all' is
+// printed, not asserted; the layer by layer one (CheckLayerwise) still is.
+bool OrtInt8KernelsExact() {
+  // CPUID leaf 7 (clang 14's __builtin_cpu_supports lacks "avxvnni").
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  const bool avx512bw = (b >> 30) & 1, avx512vnni = (c >> 11) & 1;
+  unsigned a1 = 0, b1 = 0, c1 = 0, d1 = 0;
+  const bool avxvnni =
+      __get_cpuid_count(7, 1, &a1, &b1, &c1, &d1) && ((a1 >> 4) & 1);
+  return avx512bw || avx512vnni || avxvnni;
+}
+
 bool IsMinMax(const v1::QuantizeRequest& r) {
   return r.tpc().has_inline_tpc() &&
          r.tpc().inline_tpc().name() == kMinMaxTpcName;
@@ -290,6 +311,15 @@ class PtqRealModels : public ::testing::Test {
           "[%s/%s] ORT 'all' vs 'disabled' on output %s: SQNR %.2f dB, top-1 "
           "%.4f, max |diff| %.6f\n",
           name.c_str(), tag.c_str(), o.c_str(), m.sqnr_db, m.top1, m.max_abs);
+      // 8-bit activations (tag "all") run ORT's 8-bit integer kernels.
+      if (tag == "all" && !OrtInt8KernelsExact()) {
+        std::printf(
+            "[%s] this CPU has AVX2 without AVX-512BW or VNNI: ORT's 8-bit "
+            "kernels are not exact here, 'all' against 'disabled' not "
+            "asserted\n",
+            name.c_str());
+        continue;
+      }
       // Rows of a classifier (the last dim holds the classes).
       if (name == "ppocr_cls") EXPECT_EQ(m.top1, 1.0) << name;
       if (tag != "all") continue;  // other grids than the e2e float outputs
