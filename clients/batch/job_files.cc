@@ -82,6 +82,20 @@ bool ParseExportFormats(const std::string& text,
   return true;
 }
 
+bool ParseWeightStorage(const std::string& text, v1::WeightStorage* storage) {
+  const std::string lower = absl::AsciiStrToLower(text);
+  if (lower.empty() || lower == "default") {
+    *storage = v1::WEIGHT_STORAGE_UNSPECIFIED;
+  } else if (lower == "uint8") {
+    *storage = v1::WEIGHT_STORAGE_UINT8;
+  } else if (lower == "int8") {
+    *storage = v1::WEIGHT_STORAGE_INT8;
+  } else {
+    return false;
+  }
+  return true;
+}
+
 bool ParseActivationStorage(const std::string& text,
                             v1::ActivationStorage* storage) {
   const std::string lower = absl::AsciiStrToLower(text);
@@ -183,6 +197,9 @@ absl::Status ApplyJobSettings(const JobFiles& files,
   if (files.activation_storage != v1::ACTIVATION_STORAGE_UNSPECIFIED) {
     request->mutable_export_options()->set_activation_storage(
         files.activation_storage);
+  }
+  if (files.weight_storage != v1::WEIGHT_STORAGE_UNSPECIFIED) {
+    request->mutable_export_options()->set_weight_storage(files.weight_storage);
   }
   for (v1::ExportFormat f : files.export_formats) {
     request->mutable_export_options()->add_formats(f);

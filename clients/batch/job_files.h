@@ -37,6 +37,7 @@ struct JobFiles {
   std::string mp_config;
   int weights_bits = 0;  // 0 = TPC default
   v1::ActivationStorage activation_storage = v1::ACTIVATION_STORAGE_UNSPECIFIED;
+  v1::WeightStorage weight_storage = v1::WEIGHT_STORAGE_UNSPECIFIED;
   bool gptq = false;
   // `--gptq-config`: GptqConfig fields in text format (implies --gptq).
   std::string gptq_config;
@@ -92,6 +93,9 @@ absl::Status ParseMpTargets(const std::string& spec,
 // anything else.
 bool ParseActivationStorage(const std::string& text,
                             v1::ActivationStorage* storage);
+// "int8" | "uint8" | "" (default: int8) -> the enum; false for anything
+// else.
+bool ParseWeightStorage(const std::string& text, v1::WeightStorage* storage);
 
 // "qdq", "mctq", "qdq,mctq" (',', ';' or '+' between names; "" = QDQ only)
 // -> the formats, each once; false for an unknown name.

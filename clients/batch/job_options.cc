@@ -73,6 +73,13 @@ absl::Status ActivationStorage(const std::string& text, JobFiles* job) {
   return absl::OkStatus();
 }
 
+absl::Status WeightStorage(const std::string& text, JobFiles* job) {
+  if (!ParseWeightStorage(text, &job->weight_storage)) {
+    return Invalid(absl::StrCat("'", text, "' is not int8 or uint8"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Gptq(const std::string& text, JobFiles* job) {
   return Switch(text, &job->gptq);
 }
@@ -203,6 +210,11 @@ const std::vector<JobOption>& JobOptions() {
       {"activation-storage", "int8|uint8|auto",
        "how the QDQ model stores 8-bit activations (default: int8)",
        ActivationStorage},
+      {"weight-storage", "int8|uint8",
+       "how the QDQ model stores 8-bit Conv/Gemm/MatMul kernels (default: "
+       "int8; uint8 for x86 CPUs with AVX2 but no VNNI or AVX-512BW, where "
+       "ORT's int8-weight kernels are not exact)",
+       WeightStorage},
       {"gptq", "", "run GPTQ (gradient-based weight rounding) after PTQ", Gptq},
       {"gptq-config", "TEXT",
        "GptqConfig fields in protobuf text format (implies --gptq), e.g. "

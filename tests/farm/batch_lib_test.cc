@@ -31,7 +31,8 @@ TEST(ManifestTest, JsonLinesResolvesPathsAgainstTheManifestFolder) {
       "# comment\n"
       "{\"id\":\"a\",\"model\":\"m/x.onnx\",\"calib\":\"c\",\"heldout\":"
       "\"/abs/e\",\"tpc\":\"imx500@4.0\",\"options\":{\"weights_bits\":4,"
-      "\"activation_storage\":\"int8\",\"mp\":\"weights=0.5\",\"gptq\":true,"
+      "\"activation_storage\":\"int8\",\"weight_storage\":\"uint8\","
+      "\"mp\":\"weights=0.5\",\"gptq\":true,"
       "\"threads\":2}}\n\n",
       ManifestFormat::kJsonLines);
   ASSERT_TRUE(jobs.ok()) << jobs.status();
@@ -45,6 +46,7 @@ TEST(ManifestTest, JsonLinesResolvesPathsAgainstTheManifestFolder) {
   EXPECT_EQ(job.files.tpc, "imx500@4.0");  // a name, not a path
   EXPECT_EQ(job.files.weights_bits, 4);
   EXPECT_EQ(job.files.activation_storage, v1::ACTIVATION_STORAGE_INT8);
+  EXPECT_EQ(job.files.weight_storage, v1::WEIGHT_STORAGE_UINT8);
   EXPECT_EQ(job.files.mp, "weights=0.5");
   EXPECT_TRUE(job.files.gptq);
   EXPECT_EQ(job.files.threads, 2);

@@ -194,6 +194,11 @@ TEST_F(ServiceBasicsTest, OutOfRangeOptionsAreRejectedNamingTheField) {
        },
        "export_options.activation_storage: 99 is not"},
       {[](v1::QuantizeRequest& r) {
+         r.mutable_export_options()->set_weight_storage(
+             static_cast<v1::WeightStorage>(7));
+       },
+       "export_options.weight_storage: 7 is not"},
+      {[](v1::QuantizeRequest& r) {
          auto* k = r.mutable_quantization()
                        ->mutable_framework_info()
                        ->add_kernel_ops();

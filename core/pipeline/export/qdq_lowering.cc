@@ -114,6 +114,26 @@ absl::StatusOr<QdqWeight> LowerWeight(const Node& node, const WeightParams& w,
   return q;
 }
 
+// The kernels ONNX Runtime fuses into its integer GEMM (QLinearConv,
+// ConvInteger, QGemm, MatMulInteger / QLinearMatMul).
+bool RunsOnIntegerGemm(const Node& node, int input_index) {
+  return input_index == 1 &&
+         (node.op_type == "Conv" || node.op_type == "ConvTranspose" ||
+          node.op_type == "Gemm" || node.op_type == "MatMul");
+}
+
+// int8 integers as uint8 (ExportOptions.weight_storage): integers, range and
+// zero points + 128, the same values. After the int32 biases, which need
+// the kernel's zero point 0 as the job chose it, not as it is stored.
+void StoreAsUint8(QdqWeight* w) {
+  if (w->storage.dtype != DType::kInt8 || !w->codebook.empty()) return;
+  w->storage = {DType::kUint8, w->storage.qmin + 128, w->storage.qmax + 128};
+  if (w->zero_points.empty()) w->zero_points.assign(w->scales.size(), 0);
+  for (int64_t& z : w->zero_points) z += 128;
+  int32_t* v = w->int_values.mutable_data<int32_t>();
+  for (int64_t i = 0; i < w->int_values.num_elements(); ++i) v[i] += 128;
+}
+
 }  // namespace
 
 ModelQuantization QuantizationOf(const JobState& state) {
@@ -232,6 +252,14 @@ absl::StatusOr<QdqPlan> LowerToQdqPlan(const Graph& g,
     bool ok = true;
     for (float s : bias.scales) ok = ok && s > 0;
     if (ok) plan.weights.push_back(std::move(bias));
+  }
+  if (options.weight_storage() == v1::WEIGHT_STORAGE_UINT8) {
+    for (QdqWeight& w : plan.weights) {
+      auto n = nodes.find(w.node);
+      if (n != nodes.end() && RunsOnIntegerGemm(*n->second, w.input_index)) {
+        StoreAsUint8(&w);
+      }
+    }
   }
   // Float weights that ONNX Runtime would quantize on its own.
   GuardFloatWeights(g, &plan);

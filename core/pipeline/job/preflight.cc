@@ -442,6 +442,12 @@ absl::Status ValidateQuantizeRequest(const v1::QuantizeRequest& request,
         request.export_options().activation_storage(),
         " is not ACTIVATION_STORAGE_UNSPECIFIED, _UINT8, _INT8 or _AUTO"));
   }
+  if (!v1::WeightStorage_IsValid(request.export_options().weight_storage())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("export_options.weight_storage: ",
+                     request.export_options().weight_storage(),
+                     " is not WEIGHT_STORAGE_UNSPECIFIED, _INT8 or _UINT8"));
+  }
   if (request.quantization().has_framework_info()) {
     // Checked here, not first when the TPC is attached after import.
     tpc::OnnxFrameworkInfo framework_info = tpc::OnnxFrameworkInfo::Default();

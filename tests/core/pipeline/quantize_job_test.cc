@@ -2,7 +2,9 @@
 // fake-quant execution, determinism, and the errors a client sees.
 #include "core/pipeline/job/quantize_job.h"
 
+#include <bit>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -181,6 +183,61 @@ TEST_F(QuantizeJobTest, QdqModelEqualsFakeQuantExecutionWithinOneStep) {
     ASSERT_EQ(e.size(), a.size());
     for (size_t i = 0; i < e.size(); ++i) {
       EXPECT_LE(std::fabs(e[i] - a[i]), step * 1.0001f) << "element " << i;
+    }
+  }
+}
+
+// weight_storage UINT8 stores the Conv kernels as uint8 (integers and zero
+// points + 128) and nothing else differently: the DequantizeLinear of each
+// kernel gives the same floats, so both QDQ models compute the same bits;
+// the int32 biases stay.
+TEST_F(QuantizeJobTest, Uint8WeightStorageStoresTheSameKernels) {
+  auto int8 = Run(ExampleRequest());
+  v1::QuantizeRequest r = ExampleRequest();
+  r.mutable_export_options()->set_weight_storage(v1::WEIGHT_STORAGE_UINT8);
+  auto uint8 = Run(r);
+  ASSERT_TRUE(int8.ok()) << int8.status();
+  ASSERT_TRUE(uint8.ok()) << uint8.status();
+  auto a = ImportOnnx(int8->qdq_onnx());
+  auto b = ImportOnnx(uint8->qdq_onnx());
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  // The dtypes of what each Conv's inputs dequantize.
+  auto conv_input_dtypes = [](const Model& m) {
+    std::map<std::string, const Node*> producer;
+    for (const Node& n : m.graph.nodes) {
+      for (const std::string& o : n.outputs) producer[o] = &n;
+    }
+    std::vector<std::string> out;
+    for (const Node& n : m.graph.nodes) {
+      if (n.op_type != "Conv") continue;
+      for (size_t i = 1; i < n.inputs.size(); ++i) {
+        const Node* dq = producer.at(n.inputs[i]);
+        EXPECT_EQ(dq->op_type, "DequantizeLinear") << n.name;
+        const Tensor* t = m.graph.FindInitializer(dq->inputs[0]);
+        out.push_back(t == nullptr ? "?" : DTypeName(t->dtype()));
+      }
+    }
+    return out;
+  };
+  EXPECT_THAT(conv_input_dtypes(*a),
+              ::testing::ElementsAre("int8", "int32", "int8", "int32", "int8",
+                                     "int32"));
+  EXPECT_THAT(conv_input_dtypes(*b),
+              ::testing::ElementsAre("uint8", "int32", "uint8", "int32",
+                                     "uint8", "int32"));
+  auto ea = Executor::Create(*std::move(a));
+  auto eb = Executor::Create(*std::move(b));
+  ASSERT_TRUE(ea.ok() && eb.ok());
+  for (const auto& s : MakeExampleImages(4, 5)) {
+    auto ya = (*ea)->Run(s);
+    auto yb = (*eb)->Run(s);
+    ASSERT_TRUE(ya.ok() && yb.ok());
+    auto pa = ya->at("probs").span<float>();
+    auto pb = yb->at("probs").span<float>();
+    ASSERT_EQ(pa.size(), pb.size());
+    for (size_t i = 0; i < pa.size(); ++i) {
+      EXPECT_EQ(std::bit_cast<uint32_t>(pa[i]), std::bit_cast<uint32_t>(pb[i]));
     }
   }
 }
