@@ -112,26 +112,13 @@ std::optional<v1::QuantizeRequest> RealModelJob() {
   return request;
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// The q-quantile (0..1) of v, nearest rank.
+// The q-quantile (0..1) of v, nearest rank; q = 0.5 is v[size / 2].
 double Quantile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
   return v[static_cast<size_t>(q * (v.size() - 1) + 0.5)];
 }
 
-int Flag(int argc, char** argv, const char* name, int fallback) {
-  const size_t n = std::strlen(name);
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], name, n) == 0 && argv[i][n] == '=') {
-      return std::atoi(argv[i] + n + 1);
-    }
-  }
-  return fallback;
-}
+double Median(const std::vector<double>& v) { return Quantile(v, 0.5); }
 
 // Which side Overhead runs: both, or one only (--only=local|remote, to
 // profile one side, e.g. under `perf stat`).
@@ -375,15 +362,15 @@ void TraceOneCall(const v1::QuantizeRequest& request, client::Client& client) {
 }
 
 int Run(int argc, char** argv) {
-  const int jobs = Flag(argc, argv, "--jobs", 15);
+  const int jobs = bench::IntFlag(argc, argv, "jobs", 15);
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--target=", 9) == 0) {
-      return DriveTarget(argv[i] + 9, Flag(argc, argv, "--clients", 2), jobs,
-                         Flag(argc, argv, "--retries", 1) != 0);
+      return DriveTarget(argv[i] + 9, bench::IntFlag(argc, argv, "clients", 2),
+                         jobs, bench::IntFlag(argc, argv, "retries", 1) != 0);
     }
   }
-  const int real_jobs = Flag(argc, argv, "--real_jobs", 3);
-  const int workers = Flag(argc, argv, "--workers", 2);
+  const int real_jobs = bench::IntFlag(argc, argv, "real_jobs", 3);
+  const int workers = bench::IntFlag(argc, argv, "workers", 2);
   const v1::QuantizeRequest request = SmallModelJob();
 
   server::ServerOptions options;
@@ -392,7 +379,7 @@ int Run(int argc, char** argv) {
   options.workers = workers;
   // One helper by default, as the in-process pool below; --compute_threads=0
   // runs each job on its worker's thread alone (and in-process, inline).
-  const int compute_threads = Flag(argc, argv, "--compute_threads", 1);
+  const int compute_threads = bench::IntFlag(argc, argv, "compute_threads", 1);
   options.compute_threads = compute_threads;
   options.max_queued_jobs = 64;
   auto server = server::QuantdServer::Start(options);
@@ -427,7 +414,7 @@ int Run(int argc, char** argv) {
     (*server)->Shutdown(absl::Seconds(5));
     return ok ? 0 : 1;
   }
-  if (Flag(argc, argv, "--trace", 0) != 0) {
+  if (bench::IntFlag(argc, argv, "trace", 0) != 0) {
     for (int i = 0; i < 3; ++i) TraceOneCall(request, **client);
   }
   if (!Overhead("conv 8->16, 32x32, 16 samples", request, jobs, context,
@@ -452,7 +439,7 @@ int Run(int argc, char** argv) {
   }
 
   (*server)->Shutdown(absl::Seconds(5));
-  if (Flag(argc, argv, "--scaling", 1) == 0) return 0;
+  if (bench::IntFlag(argc, argv, "scaling", 1) == 0) return 0;
   return Scaling(ExampleJob(), context, jobs) ? 0 : 1;
 }
 

@@ -36,10 +36,11 @@ void WideFloat32Edges(double first, double last, int num, double* edges) {
 
 // The same four at a time where linspace takes its usual branch (a nonzero
 // step): the same IEEE operations (product, sum, two conversions), no FMA.
+// `step` is linspace's (last - first) / (num - 1), nonzero.
 __attribute__((target("avx"))) void WideFloat32EdgesAvx(double first,
                                                         double last, int num,
+                                                        double step,
                                                         double* edges) {
-  const double step = (last - first) / (num - 1);
   const __m256d vstep = _mm256_set1_pd(step), vfirst = _mm256_set1_pd(first);
   const __m256d four = _mm256_set1_pd(4.0);
   __m256d idx = _mm256_setr_pd(0.0, 1.0, 2.0, 3.0);
@@ -89,7 +90,7 @@ void Prepare(const BatchHistogram& b, MergeScratch* s) {
   double* cum = s->cum.data();
   const double step = (b.last - b.first) / (num - 1);
   if (kHaveAvx && num > 1 && step != 0) {
-    WideFloat32EdgesAvx(b.first, b.last, num, edges);
+    WideFloat32EdgesAvx(b.first, b.last, num, step, edges);
   } else {
     WideFloat32Edges(b.first, b.last, num, edges);
   }
