@@ -14,6 +14,15 @@ namespace quantd::exec {
 
 inline constexpr int64_t kElementGrain = 1 << 15;
 
+// Whether an element-wise output may reuse a donated operand's buffer:
+// floating-point tensors (activations, the hot ones) and int32/int64 (shape
+// arithmetic, sometimes large index tensors). The other integer types never
+// are hot, and the in-place loops they would need cost compile time.
+template <typename T>
+inline constexpr bool kRunsInPlace =
+    std::is_floating_point_v<T> || std::is_same_v<T, int32_t> ||
+    std::is_same_v<T, int64_t>;
+
 // out[i] = op(in[i]) over n elements, chunked on the pool. out must not
 // overlap in. The local copies and __restrict let the compiler keep op's
 // captures in registers and vectorise branch-free ops.
@@ -42,10 +51,12 @@ void UnaryLoopInPlace(ThreadPool* pool, T* data, int64_t n, Op op) {
 // else into a fresh output. Same values either way.
 template <typename T, typename Op>
 absl::Status UnarySameType(KernelContext& ctx, Op op) {
-  if (Tensor* x = ctx.DonatedInput(0)) {
-    UnaryLoopInPlace(ctx.pool(), x->mutable_data<T>(), x->num_elements(), op);
-    ctx.SetOutput(0, std::move(*x));
-    return absl::OkStatus();
+  if constexpr (kRunsInPlace<T>) {
+    if (Tensor* x = ctx.DonatedInput(0)) {
+      UnaryLoopInPlace(ctx.pool(), x->mutable_data<T>(), x->num_elements(), op);
+      ctx.SetOutput(0, std::move(*x));
+      return absl::OkStatus();
+    }
   }
   const Tensor& x = *ctx.input(0);
   absl::StatusOr<Tensor*> y =

@@ -68,9 +68,40 @@ absl::StatusOr<std::vector<int64_t>> OutShape(const KernelContext& ctx,
   return out;
 }
 
-template <typename Op>
+// The element types an op accepts. A compile-time choice, so that each op
+// instantiates its loops for those types only: with a run-time choice every
+// op was compiled for all eleven (bool arithmetic included), and this file
+// took a minute to compile in every tree.
+enum class Accepts { kNumeric, kNumericAndBool, kBool, kUnsigned };
+
+template <Accepts kAccepts, typename F>
+absl::Status DispatchAccepted(DType dtype, F&& f) {
+  if constexpr (kAccepts == Accepts::kNumeric) {
+    return DispatchNumeric(dtype, f);
+  } else if constexpr (kAccepts == Accepts::kNumericAndBool) {
+    return DispatchAll(dtype, f);
+  } else if constexpr (kAccepts == Accepts::kBool) {
+    if (dtype == DType::kBool) return CallTyped(f, Tag<bool>{});
+    return UnsupportedDType("bool", dtype);
+  } else {
+    switch (dtype) {
+      case DType::kUint8:
+        return CallTyped(f, Tag<uint8_t>{});
+      case DType::kUint16:
+        return CallTyped(f, Tag<uint16_t>{});
+      case DType::kUint32:
+        return CallTyped(f, Tag<uint32_t>{});
+      case DType::kUint64:
+        return CallTyped(f, Tag<uint64_t>{});
+      default:
+        return UnsupportedDType("unsigned integer", dtype);
+    }
+  }
+}
+
+template <Accepts kAccepts, typename Op>
 absl::Status RunBinary(KernelContext& ctx, const LegacyBroadcast& lb,
-                       Out out_kind, bool allow_bool, bool ints, Op op) {
+                       Out out_kind, Op op) {
   const Tensor& a = *ctx.input(0);
   const Tensor& b = *ctx.input(1);
   if (a.dtype() != b.dtype()) {
@@ -82,16 +113,11 @@ absl::Status RunBinary(KernelContext& ctx, const LegacyBroadcast& lb,
                    OutShape(ctx, lb, a, b, &b_shape));
   const BroadcastPlan plan(shape, {a.shape(), b_shape});
   auto body = [&]<typename T>(Tag<T>) -> absl::Status {
-    if constexpr (!std::is_floating_point_v<T>) {
-      if (!ints && !std::is_same_v<T, bool>) {
-        return UnsupportedDType("floating-point", a.dtype());
-      }
-    }
     using R = std::conditional_t<std::is_same_v<decltype(op(T(), T())), bool>,
                                  bool, T>;
     const DType rd = out_kind == Out::kBool ? DType::kBool : a.dtype();
     auto f = [&](T x, T z) { return static_cast<R>(op(x, z)); };
-    if constexpr (std::is_same_v<R, T>) {
+    if constexpr (std::is_same_v<R, T> && kRunsInPlace<T>) {
       // Over an operand of the output's shape that the executor donated:
       // element i is read before it is written, and no other element is.
       for (int k : {0, 1}) {
@@ -113,20 +139,19 @@ absl::Status RunBinary(KernelContext& ctx, const LegacyBroadcast& lb,
                f);
     return absl::OkStatus();
   };
-  if (allow_bool) return DispatchAll(a.dtype(), body);
-  return DispatchNumeric(a.dtype(), body);
+  return DispatchAccepted<kAccepts>(a.dtype(), body);
 }
 
-template <typename MakeOp>
+template <Accepts kAccepts, typename MakeOp>
 void RegisterBinary(KernelRegistry& r, const char* name, Out out_kind,
-                    bool allow_bool, bool ints, MakeOp make_op) {
+                    MakeOp make_op) {
   r.Register(
       name,
       [=](const KernelInfo& info) -> absl::StatusOr<std::unique_ptr<Kernel>> {
         const LegacyBroadcast lb = ReadLegacy(info);
         auto op = make_op(info);
         return MakeKernel([=](KernelContext& ctx) {
-          return RunBinary(ctx, lb, out_kind, allow_bool, ints, op);
+          return RunBinary<kAccepts>(ctx, lb, out_kind, op);
         });
       });
 }
@@ -147,23 +172,26 @@ absl::Status CheckIntDivisor(const KernelContext& ctx) {
 // Add, Sub, Mul, Div, Mod.
 void RegisterArithmetic(KernelRegistry& r) {
   // C = A + B
-  RegisterBinary(r, "Add", Out::kSame, false, true, [](const KernelInfo&) {
-    return []<typename T>(T x, T y) {
-      return Wrapped(x, y, [](auto a, auto b) { return a + b; });
-    };
-  });
+  RegisterBinary<Accepts::kNumeric>(
+      r, "Add", Out::kSame, [](const KernelInfo&) {
+        return []<typename T>(T x, T y) {
+          return Wrapped(x, y, [](auto a, auto b) { return a + b; });
+        };
+      });
   // C = A - B
-  RegisterBinary(r, "Sub", Out::kSame, false, true, [](const KernelInfo&) {
-    return []<typename T>(T x, T y) {
-      return Wrapped(x, y, [](auto a, auto b) { return a - b; });
-    };
-  });
+  RegisterBinary<Accepts::kNumeric>(
+      r, "Sub", Out::kSame, [](const KernelInfo&) {
+        return []<typename T>(T x, T y) {
+          return Wrapped(x, y, [](auto a, auto b) { return a - b; });
+        };
+      });
   // C = A * B
-  RegisterBinary(r, "Mul", Out::kSame, false, true, [](const KernelInfo&) {
-    return []<typename T>(T x, T y) {
-      return Wrapped(x, y, [](auto a, auto b) { return a * b; });
-    };
-  });
+  RegisterBinary<Accepts::kNumeric>(
+      r, "Mul", Out::kSame, [](const KernelInfo&) {
+        return []<typename T>(T x, T y) {
+          return Wrapped(x, y, [](auto a, auto b) { return a * b; });
+        };
+      });
   // C = A / B (integers truncate toward zero)
   r.Register(
       "Div",
@@ -171,8 +199,8 @@ void RegisterArithmetic(KernelRegistry& r) {
         const LegacyBroadcast lb = ReadLegacy(info);
         return MakeKernel([lb](KernelContext& ctx) -> absl::Status {
           RETURN_IF_ERROR(CheckIntDivisor(ctx));
-          return RunBinary(
-              ctx, lb, Out::kSame, false, true, []<typename T>(T x, T y) {
+          return RunBinary<Accepts::kNumeric>(
+              ctx, lb, Out::kSame, []<typename T>(T x, T y) {
                 if constexpr (kWideSigned<T>) {
                   if (y == T(-1)) {
                     return Wrapped(T(0), x,
@@ -190,54 +218,57 @@ void RegisterArithmetic(KernelRegistry& r) {
         const bool fmod = info.node.GetInt("fmod", 0) != 0;
         return MakeKernel([fmod](KernelContext& ctx) -> absl::Status {
           RETURN_IF_ERROR(CheckIntDivisor(ctx));
-          return RunBinary(ctx, {}, Out::kSame, false, true,
-                           [fmod]<typename T>(T x, T y) -> T {
-                             if constexpr (std::is_floating_point_v<T>) {
-                               if (fmod) return std::fmod(x, y);
-                               T m = std::fmod(x, y);
-                               if (m != T(0) && ((m < 0) != (y < 0))) m += y;
-                               return m;
-                             } else {
-                               if constexpr (kWideSigned<T>) {
-                                 if (y == T(-1)) return T(0);
-                               }
-                               T m = static_cast<T>(x % y);
-                               if (!fmod && m != 0 && ((m < 0) != (y < 0))) {
-                                 m = static_cast<T>(m + y);
-                               }
-                               return m;
-                             }
-                           });
+          return RunBinary<Accepts::kNumeric>(
+              ctx, {}, Out::kSame, [fmod]<typename T>(T x, T y) -> T {
+                if constexpr (std::is_floating_point_v<T>) {
+                  if (fmod) return std::fmod(x, y);
+                  T m = std::fmod(x, y);
+                  if (m != T(0) && ((m < 0) != (y < 0))) m += y;
+                  return m;
+                } else {
+                  if constexpr (kWideSigned<T>) {
+                    if (y == T(-1)) return T(0);
+                  }
+                  T m = static_cast<T>(x % y);
+                  if (!fmod && m != 0 && ((m < 0) != (y < 0))) {
+                    m = static_cast<T>(m + y);
+                  }
+                  return m;
+                }
+              });
         });
       });
 }
 
 // Comparisons and logical ops: bool outputs.
 void RegisterComparisonsAndLogic(KernelRegistry& r) {
-  RegisterBinary(r, "Equal", Out::kBool, true, true, [](const KernelInfo&) {
-    return []<typename T>(T x, T y) { return x == y; };
-  });
-  RegisterBinary(r, "Less", Out::kBool, false, true, [](const KernelInfo&) {
-    return []<typename T>(T x, T y) { return x < y; };
-  });
-  RegisterBinary(r, "LessOrEqual", Out::kBool, false, true,
-                 [](const KernelInfo&) {
-                   return []<typename T>(T x, T y) { return x <= y; };
-                 });
-  RegisterBinary(r, "Greater", Out::kBool, false, true, [](const KernelInfo&) {
-    return []<typename T>(T x, T y) { return x > y; };
-  });
-  RegisterBinary(r, "GreaterOrEqual", Out::kBool, false, true,
-                 [](const KernelInfo&) {
-                   return []<typename T>(T x, T y) { return x >= y; };
-                 });
-  RegisterBinary(r, "And", Out::kBool, true, false, [](const KernelInfo&) {
+  RegisterBinary<Accepts::kNumericAndBool>(
+      r, "Equal", Out::kBool, [](const KernelInfo&) {
+        return []<typename T>(T x, T y) { return x == y; };
+      });
+  RegisterBinary<Accepts::kNumeric>(
+      r, "Less", Out::kBool, [](const KernelInfo&) {
+        return []<typename T>(T x, T y) { return x < y; };
+      });
+  RegisterBinary<Accepts::kNumeric>(
+      r, "LessOrEqual", Out::kBool, [](const KernelInfo&) {
+        return []<typename T>(T x, T y) { return x <= y; };
+      });
+  RegisterBinary<Accepts::kNumeric>(
+      r, "Greater", Out::kBool, [](const KernelInfo&) {
+        return []<typename T>(T x, T y) { return x > y; };
+      });
+  RegisterBinary<Accepts::kNumeric>(
+      r, "GreaterOrEqual", Out::kBool, [](const KernelInfo&) {
+        return []<typename T>(T x, T y) { return x >= y; };
+      });
+  RegisterBinary<Accepts::kBool>(r, "And", Out::kBool, [](const KernelInfo&) {
     return []<typename T>(T x, T y) { return static_cast<bool>(x && y); };
   });
-  RegisterBinary(r, "Or", Out::kBool, true, false, [](const KernelInfo&) {
+  RegisterBinary<Accepts::kBool>(r, "Or", Out::kBool, [](const KernelInfo&) {
     return []<typename T>(T x, T y) { return static_cast<bool>(x || y); };
   });
-  RegisterBinary(r, "Xor", Out::kBool, true, false, [](const KernelInfo&) {
+  RegisterBinary<Accepts::kBool>(r, "Xor", Out::kBool, [](const KernelInfo&) {
     return []<typename T>(T x, T y) { return static_cast<bool>(x != y); };
   });
 }
@@ -342,16 +373,12 @@ void RegisterPReluPowBitShift(KernelRegistry& r) {
             return ctx.Error(
                 absl::StrCat("expects unsigned integers, got ", DTypeName(t)));
           }
-          return RunBinary(ctx, {}, Out::kSame, false, true,
-                           [left]<typename T>(T x, T y) -> T {
-                             if constexpr (std::is_unsigned_v<T>) {
-                               constexpr T kBits = sizeof(T) * 8;
-                               if (y >= kBits) return T(0);
-                               return static_cast<T>(left ? x << y : x >> y);
-                             } else {
-                               return x;  // unreachable: checked above
-                             }
-                           });
+          return RunBinary<Accepts::kUnsigned>(
+              ctx, {}, Out::kSame, [left]<typename T>(T x, T y) -> T {
+                constexpr T kBits = sizeof(T) * 8;
+                if (y >= kBits) return T(0);
+                return static_cast<T>(left ? x << y : x >> y);
+              });
         });
       });
 }

@@ -355,6 +355,42 @@ TEST(BinaryKernelTest, IntegerOverflowWrapsInsteadOfTrapping) {
   EXPECT_TRUE(absl::IsInvalidArgument(z.status())) << z.status();
 }
 
+// Each op accepts the element types of its ONNX definition: logic ops bool,
+// BitShift unsigned integers, Sum and Mean floating point; any other type is
+// refused with the node and the type named, not computed.
+TEST(BinaryKernelTest, OpsRefuseTypesOutsideTheirDefinition) {
+  const Tensor f = F({1, 0}, {2});
+  const Tensor i = testing::I64({3, 1}, {2});
+  for (const char* op : {"And", "Or", "Xor"}) {
+    absl::StatusOr<Tensor> r = testing::RunOp(op, {f, f}, {});
+    EXPECT_FALSE(r.ok()) << op;
+    EXPECT_THAT(r.status().message(),
+                ::testing::HasSubstr(absl::StrCat("(", op,
+                                                  "): element type "
+                                                  "float is not supported")));
+  }
+  absl::StatusOr<Tensor> shift =
+      testing::RunOp("BitShift", {i, i}, {{"direction", String("LEFT")}});
+  EXPECT_THAT(shift.status().message(), ::testing::HasSubstr("unsigned"));
+  for (const char* op : {"Sum", "Mean"}) {
+    absl::StatusOr<Tensor> r = testing::RunOp(op, {i, i}, {});
+    EXPECT_FALSE(r.ok()) << op;
+    EXPECT_THAT(r.status().message(), ::testing::HasSubstr("int64")) << op;
+  }
+  // Where the definition allows them the same types still run: Max of
+  // int64, Equal of floats, Xor of bools.
+  absl::StatusOr<Tensor> max = testing::RunOp("Max", {i, I64({2}, {1})}, {});
+  ASSERT_TRUE(max.ok()) << max.status();
+  EXPECT_THAT(max->span<int64_t>(), ElementsAre(3, 2));
+  absl::StatusOr<Tensor> eq = testing::RunOp("Equal", {f, F({1}, {1})}, {});
+  ASSERT_TRUE(eq.ok()) << eq.status();
+  EXPECT_THAT(eq->span<bool>(), ElementsAre(true, false));
+  const Tensor b = Tensor::FromVector<bool>({true, false}, {2});
+  absl::StatusOr<Tensor> x = testing::RunOp("Xor", {b, b}, {});
+  ASSERT_TRUE(x.ok()) << x.status();
+  EXPECT_THAT(x->span<bool>(), ElementsAre(false, false));
+}
+
 std::vector<float> RandomValues(int64_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
