@@ -75,6 +75,23 @@ absl::Status DispatchNumeric(DType dtype, F&& f) {
   }
 }
 
+// uint8, uint16, uint32, uint64.
+template <typename F>
+absl::Status DispatchUnsigned(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::kUint8:
+      return CallTyped(f, Tag<uint8_t>{});
+    case DType::kUint16:
+      return CallTyped(f, Tag<uint16_t>{});
+    case DType::kUint32:
+      return CallTyped(f, Tag<uint32_t>{});
+    case DType::kUint64:
+      return CallTyped(f, Tag<uint64_t>{});
+    default:
+      return UnsupportedDType("unsigned integer", dtype);
+  }
+}
+
 // Numeric types and bool.
 template <typename F>
 absl::Status DispatchAll(DType dtype, F&& f) {

@@ -84,18 +84,7 @@ absl::Status DispatchAccepted(DType dtype, F&& f) {
     if (dtype == DType::kBool) return CallTyped(f, Tag<bool>{});
     return UnsupportedDType("bool", dtype);
   } else {
-    switch (dtype) {
-      case DType::kUint8:
-        return CallTyped(f, Tag<uint8_t>{});
-      case DType::kUint16:
-        return CallTyped(f, Tag<uint16_t>{});
-      case DType::kUint32:
-        return CallTyped(f, Tag<uint32_t>{});
-      case DType::kUint64:
-        return CallTyped(f, Tag<uint64_t>{});
-      default:
-        return UnsupportedDType("unsigned integer", dtype);
-    }
+    return DispatchUnsigned(dtype, f);
   }
 }
 
@@ -367,12 +356,6 @@ void RegisterPReluPowBitShift(KernelRegistry& r) {
         }
         const bool left = dir == "LEFT";
         return MakeKernel([left](KernelContext& ctx) -> absl::Status {
-          const DType t = ctx.input(0)->dtype();
-          if (t != DType::kUint8 && t != DType::kUint16 &&
-              t != DType::kUint32 && t != DType::kUint64) {
-            return ctx.Error(
-                absl::StrCat("expects unsigned integers, got ", DTypeName(t)));
-          }
           return RunBinary<Accepts::kUnsigned>(
               ctx, {}, Out::kSame, [left]<typename T>(T x, T y) -> T {
                 constexpr T kBits = sizeof(T) * 8;
