@@ -225,6 +225,31 @@ bool OrtInt8KernelsExact() {
   return avx512bw || avx512vnni || avxvnni;
 }
 
+// Which of ORT's fused kernels a QDQ model meets at the default level, and
+// so what CheckOrtDefaultLevelAgrees asserts of it.
+enum class OrtKernels {
+  // The default export (int8 kernels, 8-bit activations): exact only where
+  // OrtInt8KernelsExact; elsewhere printed, not asserted.
+  kInt8Weights,
+  // weight_storage uint8: exact on every x86 CPU, asserted against float.
+  kUint8Weights,
+  // Other grids (4-bit weights, 16-bit activations): the classifier's top-1
+  // asserted; SQNR against float printed only.
+  kOtherGrids,
+};
+
+const char* OrtKernelsName(OrtKernels k) {
+  switch (k) {
+    case OrtKernels::kInt8Weights:
+      return "int8_weights";
+    case OrtKernels::kUint8Weights:
+      return "uint8_weights";
+    case OrtKernels::kOtherGrids:
+      return "other_grids";
+  }
+  return "?";
+}
+
 bool IsMinMax(const v1::QuantizeRequest& r) {
   return r.tpc().has_inline_tpc() &&
          r.tpc().inline_tpc().name() == kMinMaxTpcName;
@@ -297,10 +322,11 @@ class PtqRealModels : public ::testing::Test {
   // (ppocr_det: 29 dB between the two), so the exact check is the layer by
   // layer one at 'all' (CheckLayerwise). With uint8 activations (U8S8) ORT's
   // kernels saturate on AVX2 CPUs without VNNI: int8 is quantd's default.
-  void CheckOrtDefaultLevelAgrees(const std::string& name, const Loaded& loaded,
-                                  const std::string& qdq,
-                                  const SampleSet& ort_disabled,
-                                  const std::string& tag = "all") {
+  void CheckOrtDefaultLevelAgrees(
+      const std::string& name, const Loaded& loaded, const std::string& qdq,
+      const SampleSet& ort_disabled,
+      OrtKernels kernels = OrtKernels::kInt8Weights) {
+    const std::string tag = OrtKernelsName(kernels);
     auto ort_all = RunOrt(qdq, name, loaded, "qdq_" + tag, {}, nullptr, "all");
     ASSERT_TRUE(ort_all.ok()) << ort_all.status();
     for (const std::string& o : loaded.outputs) {
@@ -313,8 +339,7 @@ class PtqRealModels : public ::testing::Test {
           "[%s/%s] ORT 'all' vs 'disabled' on output %s: SQNR %.2f dB, top-1 "
           "%.4f, max |diff| %.6f\n",
           name.c_str(), tag.c_str(), o.c_str(), m.sqnr_db, m.top1, m.max_abs);
-      // 8-bit activations (tag "all") run ORT's 8-bit integer kernels.
-      if (tag == "all" && !OrtInt8KernelsExact()) {
+      if (kernels == OrtKernels::kInt8Weights && !OrtInt8KernelsExact()) {
         std::printf(
             "[%s] this CPU has AVX2 without AVX-512BW or VNNI: ORT's 8-bit "
             "kernels are not exact here, 'all' against 'disabled' not "
@@ -324,8 +349,7 @@ class PtqRealModels : public ::testing::Test {
       }
       // Rows of a classifier (the last dim holds the classes).
       if (name == "ppocr_cls") EXPECT_EQ(m.top1, 1.0) << name;
-      // Other grids than the e2e float outputs.
-      if (tag != "all" && tag != "uint8_weights") continue;
+      if (kernels == OrtKernels::kOtherGrids) continue;
       const Metrics disabled = Compare(loaded.ort_float, ort_disabled, o);
       const Metrics all = Compare(loaded.ort_float, *ort_all, o);
       std::printf(
@@ -514,7 +538,7 @@ TEST_F(PtqRealModels, Uint8WeightsRunAtTheDefaultLevelOnEveryCpu) {
   auto ort = RunOrt(result->qdq_onnx(), "ppocr_cls", loaded, "uint8_weights");
   ASSERT_TRUE(ort.ok()) << ort.status();
   CheckOrtDefaultLevelAgrees("ppocr_cls", loaded, result->qdq_onnx(), *ort,
-                             "uint8_weights");
+                             OrtKernels::kUint8Weights);
 }
 
 // 4-bit weights and 16-bit activations (int4 / int16 QDQ, opset 21; the
@@ -541,7 +565,7 @@ TEST_F(PtqRealModels, Int4WeightsAnd16BitActivationsRunAtTheDefaultLevel) {
   auto ort = RunOrt(result->qdq_onnx(), "ppocr_cls", loaded, "w4a16");
   ASSERT_TRUE(ort.ok()) << ort.status();
   CheckOrtDefaultLevelAgrees("ppocr_cls", loaded, result->qdq_onnx(), *ort,
-                             "w4a16");
+                             OrtKernels::kOtherGrids);
   auto fq_model =
       WithFakeQuantWeights(artifacts.prepared_model, artifacts.plan);
   ASSERT_TRUE(fq_model.ok()) << fq_model.status();
