@@ -248,12 +248,20 @@ absl::StatusOr<std::vector<std::vector<double>>> KMeansCandidates1D(
 double KMeansObjective(absl::Span<const double> points,
                        absl::Span<const double> weights,
                        absl::Span<const double> centers) {
+  // Raw pointers and the point in a local: the same arithmetic, but the
+  // sanitizer trees no longer call Span's bounds-checked operator[] twice
+  // per center (a fifth of the MCT golden test's time under ASan).
+  const double* x = points.data();
+  const double* w = weights.data();
+  const double* c = centers.data();
+  const size_t n = points.size(), k = centers.size();
   double sse = 0;
-  for (size_t i = 0; i < points.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
+    const double p = x[i];
     double best = std::numeric_limits<double>::infinity();
-    for (double c : centers)
-      best = std::min(best, (points[i] - c) * (points[i] - c));
-    sse += weights[i] * best;
+    for (size_t j = 0; j < k; ++j)
+      best = std::min(best, (p - c[j]) * (p - c[j]));
+    sse += w[i] * best;
   }
   return sse;
 }

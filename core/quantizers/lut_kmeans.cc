@@ -33,15 +33,20 @@ std::vector<double> RefineRounded(std::vector<double> centers,
     std::fill(sw.begin(), sw.end(), 0.0);
     std::fill(sx.begin(), sx.end(), 0.0);
     for (size_t i = 0; i < points.size(); ++i) {
+      // The nearest center, the first on ties; its distance kept rather
+      // than recomputed per comparison (the same value).
+      const double p = points[i];
       size_t best = 0;
+      double best_d = std::abs(p - centers[0]);
       for (size_t c = 1; c < k; ++c) {
-        if (std::abs(points[i] - centers[c]) <
-            std::abs(points[i] - centers[best])) {
+        const double d = std::abs(p - centers[c]);
+        if (d < best_d) {
           best = c;
+          best_d = d;
         }
       }
       sw[best] += weights[i];
-      sx[best] += weights[i] * points[i];
+      sx[best] += weights[i] * p;
     }
     bool changed = false;
     for (size_t c = 0; c < k; ++c) {
