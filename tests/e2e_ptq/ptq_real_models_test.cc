@@ -320,8 +320,8 @@ class PtqRealModels : public ::testing::Test {
   // output as close to float as there (SQNR within 0.5 dB, map IoU within
   // 0.01). Deep models drift apart end to end by one-step rounding flips
   // (ppocr_det: 29 dB between the two), so the exact check is the layer by
-  // layer one at 'all' (CheckLayerwise). With uint8 activations (U8S8) ORT's
-  // kernels saturate on AVX2 CPUs without VNNI: int8 is quantd's default.
+  // layer one at 'all' (CheckLayerwise). What is asserted depends on the
+  // kernels ORT fuses the model into (OrtKernels).
   void CheckOrtDefaultLevelAgrees(
       const std::string& name, const Loaded& loaded, const std::string& qdq,
       const SampleSet& ort_disabled,
