@@ -29,26 +29,27 @@ bool IsSampleDType(int32_t t) {
   }
 }
 
-absl::Status CheckFinite(const Tensor& t, absl::string_view what) {
-  if (t.dtype() == DType::kFloat) {
-    auto v = t.span<float>();
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (!std::isfinite(v[i])) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(what, ": element ", i, " is ",
-                         std::isnan(v[i]) ? "NaN" : "infinite"));
-      }
-    }
-  } else if (t.dtype() == DType::kDouble) {
-    auto v = t.span<double>();
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (!std::isfinite(v[i])) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(what, ": element ", i, " is ",
-                         std::isnan(v[i]) ? "NaN" : "infinite"));
-      }
+// The first NaN or Inf among `n` values of type T stored at `bytes` (any
+// alignment: a proto's raw_data is read in place, not copied).
+template <typename T>
+absl::Status CheckFiniteValues(const char* bytes, int64_t n,
+                               absl::string_view what) {
+  for (int64_t i = 0; i < n; ++i) {
+    T v;
+    std::memcpy(&v, bytes + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
+    if (!std::isfinite(v)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": element ", i, " is ", std::isnan(v) ? "NaN" : "infinite"));
     }
   }
+  return absl::OkStatus();
+}
+
+// No NaN or Inf in float and double samples.
+absl::Status CheckFinite(DType dtype, const char* bytes, int64_t n,
+                         absl::string_view what) {
+  if (dtype == DType::kFloat) return CheckFiniteValues<float>(bytes, n, what);
+  if (dtype == DType::kDouble) return CheckFiniteValues<double>(bytes, n, what);
   return absl::OkStatus();
 }
 
@@ -56,36 +57,48 @@ std::string ShapeString(const std::vector<int64_t>& s) {
   return absl::StrCat("[", absl::StrJoin(s, ","), "]");
 }
 
+// TensorFromSampleProto's checks, without the copy: the dtype and dims.
+absl::Status CheckSampleProto(const v1::Tensor& proto, absl::string_view what,
+                              int64_t max_bytes, DType* dtype,
+                              std::vector<int64_t>* dims) {
+  if (!IsSampleDType(proto.data_type())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": unsupported data_type ", proto.data_type()));
+  }
+  *dtype = static_cast<DType>(proto.data_type());
+  dims->assign(proto.dims().begin(), proto.dims().end());
+  for (size_t i = 0; i < dims->size(); ++i) {
+    if ((*dims)[i] < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": dim ", i, " is negative (", (*dims)[i], ")"));
+    }
+  }
+  const int64_t n = NumElements(*dims);
+  const int64_t esize = static_cast<int64_t>(DTypeSize(*dtype));
+  if (n < 0 || (n > 0 && esize > max_bytes / n)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": shape ", ShapeString(*dims), " exceeds the size limit"));
+  }
+  if (static_cast<int64_t>(proto.raw_data().size()) != n * esize) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": raw_data has ", proto.raw_data().size(), " bytes, shape ",
+        ShapeString(*dims), " of ", DTypeName(*dtype), " needs ", n * esize));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<Tensor> TensorFromSampleProto(const v1::Tensor& proto,
                                              absl::string_view what,
                                              int64_t max_bytes) {
-  if (!IsSampleDType(proto.data_type())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": unsupported data_type ", proto.data_type()));
-  }
-  const DType dtype = static_cast<DType>(proto.data_type());
-  std::vector<int64_t> dims(proto.dims().begin(), proto.dims().end());
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (dims[i] < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, ": dim ", i, " is negative (", dims[i], ")"));
-    }
-  }
-  const int64_t n = NumElements(dims);
-  const int64_t esize = static_cast<int64_t>(DTypeSize(dtype));
-  if (n < 0 || (n > 0 && esize > max_bytes / n)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, ": shape ", ShapeString(dims), " exceeds the size limit"));
-  }
-  if (static_cast<int64_t>(proto.raw_data().size()) != n * esize) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, ": raw_data has ", proto.raw_data().size(), " bytes, shape ",
-        ShapeString(dims), " of ", DTypeName(dtype), " needs ", n * esize));
-  }
+  DType dtype;
+  std::vector<int64_t> dims;
+  RETURN_IF_ERROR(CheckSampleProto(proto, what, max_bytes, &dtype, &dims));
   ASSIGN_OR_RETURN(Tensor t, Tensor::Create(dtype, dims, max_bytes));
-  if (n > 0) std::memcpy(t.mutable_raw(), proto.raw_data().data(), n * esize);
+  if (t.byte_size() > 0) {
+    std::memcpy(t.mutable_raw(), proto.raw_data().data(), t.byte_size());
+  }
   return t;
 }
 
@@ -121,9 +134,12 @@ absl::Status ValidateSampleProtos(
             absl::StrCat(field, ": samples exceed ", max_total_bytes,
                          " bytes in total (at sample ", s, ")"));
       }
-      ASSIGN_OR_RETURN(Tensor tensor,
-                       TensorFromSampleProto(t, what, max_total_bytes));
-      RETURN_IF_ERROR(CheckFinite(tensor, what));
+      DType dtype;
+      std::vector<int64_t> dims;
+      RETURN_IF_ERROR(
+          CheckSampleProto(t, what, max_total_bytes, &dtype, &dims));
+      RETURN_IF_ERROR(
+          CheckFinite(dtype, t.raw_data().data(), NumElements(dims), what));
     }
   }
   return absl::OkStatus();
@@ -153,7 +169,8 @@ absl::StatusOr<std::vector<SampleFeeds>> DecodeSamples(
       }
       ASSIGN_OR_RETURN(Tensor t,
                        TensorFromSampleProto(p, what, max_total_bytes));
-      RETURN_IF_ERROR(CheckFinite(t, what));
+      RETURN_IF_ERROR(CheckFinite(t.dtype(), static_cast<const char*>(t.raw()),
+                                  t.num_elements(), what));
       const ValueInfo& vi = *it->second;
       if (vi.dtype != DType::kUndefined && t.dtype() != vi.dtype) {
         return absl::InvalidArgumentError(

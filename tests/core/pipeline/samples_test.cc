@@ -113,5 +113,31 @@ TEST(Samples, ValidateCountsTheLimit) {
               HasSubstr("2 samples, the limit is 1"));
 }
 
+// The admission check reads the bytes in place: it still names the first
+// NaN of a float sample and the first infinity of a double one, and a
+// raw_data of the wrong size.
+TEST(Samples, ValidateNamesTheFirstNonFiniteElement) {
+  const auto validate = [](const v1::Sample& s) {
+    return std::string(
+        ValidateSampleProtos(Samples({MakeSample("x", {1, 2, 3}, {1, 3}), s}),
+                             "calibration_samples", 8, 1 << 20)
+            .message());
+  };
+  EXPECT_THAT(
+      validate(MakeSample("x", {1, std::numeric_limits<float>::quiet_NaN(), 3},
+                          {1, 3})),
+      HasSubstr("calibration_samples[1] input 'x': element 1 is NaN"));
+  v1::Sample d;
+  *d.add_inputs() = TensorToSampleProto(
+      Tensor::FromVector<double>(
+          {1, 2, 3, -std::numeric_limits<double>::infinity()}, {1, 4}),
+      "x");
+  EXPECT_THAT(validate(d), HasSubstr("element 3 is infinite"));
+  v1::Sample bad = MakeSample("x", {1, 2, 3}, {1, 3});
+  bad.mutable_inputs(0)->set_raw_data("abcd");
+  EXPECT_THAT(validate(bad), HasSubstr("raw_data has 4 bytes"));
+  EXPECT_EQ(validate(MakeSample("x", {4, 5, 6}, {1, 3})), "");
+}
+
 }  // namespace
 }  // namespace quantd
