@@ -17,72 +17,6 @@
 namespace quantd::datagen {
 namespace {
 
-// The single float image input and the shape generated for it.
-absl::StatusOr<ImageGeometry> InputGeometry(const Graph& g,
-                                            const DataGenOptions& o,
-                                            std::string* name) {
-  if (g.inputs.size() != 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "data generation needs a model with one image input, this one has ",
-        g.inputs.size()));
-  }
-  const ValueInfo& in = g.inputs[0];
-  *name = in.name;
-  if (in.dtype != DType::kFloat || (in.has_shape && in.shape.size() != 4)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "input '", in.name, "' must be a float [N, C, H, W] image"));
-  }
-  std::vector<int64_t> chw;
-  if (!o.shape.empty()) {
-    if (o.shape.size() != 3 && o.shape.size() != 4) {
-      return absl::InvalidArgumentError("shape must be [N,] C, H, W");
-    }
-    chw.assign(o.shape.end() - 3, o.shape.end());
-    for (int d = 0; d < 3 && in.has_shape; ++d) {
-      if (in.shape[d + 1] >= 0 && in.shape[d + 1] != chw[d]) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("shape dim ", d + 1, " is ", chw[d], " but input '",
-                         in.name, "' declares ", in.shape[d + 1]));
-      }
-    }
-  } else {
-    for (int d = 1; d < 4 && in.has_shape; ++d) chw.push_back(in.shape[d]);
-    if (chw.size() != 3 || *std::min_element(chw.begin(), chw.end()) <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "input '", in.name,
-          "' has dynamic dims: pass the image shape (shape / --shape C,H,W)"));
-    }
-  }
-  for (int64_t d : chw) {
-    if (d <= 0 || d > 16384) {
-      return absl::InvalidArgumentError("shape dims must be in [1, 16384]");
-    }
-  }
-  ImageGeometry geo;
-  geo.channels = chw[0];
-  geo.height = chw[1];
-  geo.width = chw[2];
-  geo.extra = o.extra_pixels;
-  geo.smoothing = o.smoothing;
-  if (!o.input_min.empty()) {
-    if (o.input_min.size() != 1 &&
-        static_cast<int64_t>(o.input_min.size()) != geo.channels) {
-      return absl::InvalidArgumentError(
-          "input range needs one value or one per channel");
-    }
-    geo.lo = o.input_min;
-    geo.hi = o.input_max;
-  } else if (geo.channels == 3) {  // torchvision normalisation of [0, 1]
-    const float mean[3] = {0.485f, 0.456f, 0.406f};
-    const float std[3] = {0.229f, 0.224f, 0.225f};
-    for (int c = 0; c < 3; ++c) {
-      geo.lo.push_back(-mean[c] / std[c]);
-      geo.hi.push_back((1.0f - mean[c]) / std[c]);
-    }
-  }
-  return geo;
-}
-
 // Adam over one batch of images, with ReduceLROnPlateau (torch defaults:
 // relative threshold 1e-4, factor 0.5, min lr 1e-4; MCT's patience).
 struct BatchOptimizer {
@@ -208,6 +142,71 @@ struct BatchStep {
 };
 
 }  // namespace
+
+absl::StatusOr<ImageGeometry> InputGeometry(const Graph& g,
+                                            const DataGenOptions& o,
+                                            std::string* name) {
+  if (g.inputs.size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "data generation needs a model with one image input, this one has ",
+        g.inputs.size()));
+  }
+  const ValueInfo& in = g.inputs[0];
+  *name = in.name;
+  if (in.dtype != DType::kFloat || (in.has_shape && in.shape.size() != 4)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "input '", in.name, "' must be a float [N, C, H, W] image"));
+  }
+  std::vector<int64_t> chw;
+  if (!o.shape.empty()) {
+    if (o.shape.size() != 3 && o.shape.size() != 4) {
+      return absl::InvalidArgumentError("shape must be [N,] C, H, W");
+    }
+    chw.assign(o.shape.end() - 3, o.shape.end());
+    for (int d = 0; d < 3 && in.has_shape; ++d) {
+      if (in.shape[d + 1] >= 0 && in.shape[d + 1] != chw[d]) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("shape dim ", d + 1, " is ", chw[d], " but input '",
+                         in.name, "' declares ", in.shape[d + 1]));
+      }
+    }
+  } else {
+    for (int d = 1; d < 4 && in.has_shape; ++d) chw.push_back(in.shape[d]);
+    if (chw.size() != 3 || *std::min_element(chw.begin(), chw.end()) <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", in.name,
+          "' has dynamic dims: pass the image shape (shape / --shape C,H,W)"));
+    }
+  }
+  for (int64_t d : chw) {
+    if (d <= 0 || d > 16384) {
+      return absl::InvalidArgumentError("shape dims must be in [1, 16384]");
+    }
+  }
+  ImageGeometry geo;
+  geo.channels = chw[0];
+  geo.height = chw[1];
+  geo.width = chw[2];
+  geo.extra = o.extra_pixels;
+  geo.smoothing = o.smoothing;
+  if (!o.input_min.empty()) {
+    if (o.input_min.size() != 1 &&
+        static_cast<int64_t>(o.input_min.size()) != geo.channels) {
+      return absl::InvalidArgumentError(
+          "input range needs one value or one per channel");
+    }
+    geo.lo = o.input_min;
+    geo.hi = o.input_max;
+  } else if (geo.channels == 3) {  // torchvision normalisation of [0, 1]
+    const float mean[3] = {0.485f, 0.456f, 0.406f};
+    const float std[3] = {0.229f, 0.224f, 0.225f};
+    for (int c = 0; c < 3; ++c) {
+      geo.lo.push_back(-mean[c] / std[c]);
+      geo.hi.push_back((1.0f - mean[c]) / std[c]);
+    }
+  }
+  return geo;
+}
 
 std::string AlignmentCoverageWarning(const Graph& graph,
                                      const std::vector<std::string>& aligned) {

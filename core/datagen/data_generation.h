@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/datagen/image_pipeline.h"
 #include "core/datagen/options.h"
 #include "core/graph/graph.h"
 #include "core/graph/tensor.h"
@@ -48,6 +49,14 @@ struct GeneratedData {
 // worse than noise (ppocr_rec, docs/data_generation.md). Empty otherwise.
 std::string AlignmentCoverageWarning(const Graph& graph,
                                      const std::vector<std::string>& aligned);
+
+// The model's single float [N, C, H, W] image input (its name in *name)
+// and the image shape generated for it: options.shape, which must agree with
+// every static dim the input declares, or the declared dims. Errors name the
+// input and the dim.
+absl::StatusOr<ImageGeometry> InputGeometry(const Graph& g,
+                                            const DataGenOptions& o,
+                                            std::string* name);
 
 absl::StatusOr<GeneratedData> GenerateData(std::shared_ptr<const Model> model,
                                            const DataGenOptions& options,

@@ -90,6 +90,10 @@ absl::StatusOr<GeneratedData> RunGenerateDataJob(
                                       ? absl::string_view(request.onnx_model())
                                       : c.model_bytes;
   ASSIGN_OR_RETURN(Model model, ImportOnnx(bytes, c.import));
+  // The image input first: a shape that contradicts the model is named as
+  // such, not refused by admission for the memory it would take.
+  std::string input_name;
+  RETURN_IF_ERROR(InputGeometry(model.graph, options, &input_name).status());
   if (c.on_estimate) {
     RETURN_IF_ERROR(c.on_estimate(EstimateGenerateMemoryBytes(model, options)));
   }

@@ -224,6 +224,19 @@ TEST_F(GenerateDataRpcTest, MissingModelIsInvalidArgument) {
   EXPECT_TRUE(events.empty());
 }
 
+// A shape that contradicts the model's input is named as such, even when
+// the images it asks for would not fit the server's memory (the estimate
+// comes after the input is checked).
+TEST_F(GenerateDataRpcTest, ShapeAgainstTheModelIsNamedBeforeAdmission) {
+  v1::GenerateDataRequest r = GenDataRequest(true, 2);
+  for (int64_t d : {1, 4, 16384, 16384}) r.add_shape(d);
+  std::vector<v1::GenerateDataEvent> events;
+  grpc::Status st = Generate(r, &events);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(st.error_message(),
+              HasSubstr("shape dim 1 is 4 but input 'x' declares 3"));
+}
+
 TEST_F(GenerateDataRpcTest, UploadedModelGivesTheSameImagesAsInlineBytes) {
   auto client = client::Client::Create({.target = server_->target()});
   ASSERT_TRUE(client.ok()) << client.status();
