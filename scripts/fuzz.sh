@@ -16,7 +16,8 @@ shift || true
 BUILD_DIR=${BUILD_DIR:-build-asan}
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(onnx_import tensor_proto npy tpc quantize_request upload_assembler)
+  targets=(onnx_import tensor_proto npy tpc quantize_request upload_assembler
+           side_requests)
 fi
 src=$PWD
 work="$BUILD_DIR/fuzz"
@@ -47,7 +48,7 @@ extra_seeds() {  # target -> extra seed directories
 
 max_len() {
   case "$1" in
-    onnx_import | quantize_request) echo 262144 ;;
+    onnx_import | quantize_request | side_requests) echo 262144 ;;
     tpc) echo 65536 ;;
     *) echo 16384 ;;
   esac

@@ -1,5 +1,6 @@
 // Writes the generated part of the fuzz seed corpora into DIR/<target>/:
-// small ONNX models, QuantizeRequests, every built-in TPC in the three
+// small ONNX models, QuantizeRequests, Prune and GenerateData requests
+// (side_requests: a 0 or 1 byte first), every built-in TPC in the three
 // formats tpc_fuzzer reads, .npy files of each dtype numpy knows.
 // scripts/fuzz.sh adds ONNX's own test data and the MCT fixture TPCs.
 //   make_seeds DIR
@@ -14,6 +15,8 @@
 #include "core/tpc/builtins.h"
 #include "core/tpc/json_io.h"
 #include "google/protobuf/text_format.h"
+#include "quantd/v1/data_generation.pb.h"
+#include "quantd/v1/pruning.pb.h"
 #include "tests/data/onnx/model_builder.h"
 #include "tests/integration/test_jobs.h"
 
@@ -79,6 +82,23 @@ int main(int argc, char** argv) {
     Write(root / "quantize_request", "request_" + std::to_string(i),
           requests[i].SerializeAsString());
   }
+
+  // side_requests: a PruneRequest (0) and a GenerateDataRequest (1) on the
+  // Conv -> BatchNorm -> Relu model, the former with the small job's samples.
+  quantd::v1::PruneRequest prune;
+  prune.set_onnx_model(models[1]);
+  prune.mutable_tpc()->set_name("imx500@4");
+  *prune.mutable_calibration_samples() = requests[1].calibration_samples();
+  prune.set_weights_memory_fraction(0.5);
+  Write(root / "side_requests", "prune", '\0' + prune.SerializeAsString());
+  quantd::v1::GenerateDataRequest generate;
+  generate.set_onnx_model(models[1]);
+  generate.set_count(2);
+  generate.set_batch_size(2);
+  generate.set_iterations(6);
+  generate.set_extra_pixels(2);
+  Write(root / "side_requests", "generate",
+        '\1' + generate.SerializeAsString());
 
   for (const quantd::tpc::BuiltinTpc& builtin : quantd::tpc::BuiltinTpcs()) {
     const std::string name = builtin.name + "_" + builtin.version;
