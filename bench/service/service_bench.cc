@@ -416,6 +416,9 @@ int Run(int argc, char** argv) {
   }
   if (bench::IntFlag(argc, argv, "trace", 0) != 0) {
     for (int i = 0; i < 3; ++i) TraceOneCall(request, **client);
+    if (const auto real = RealModelJob(); real.has_value()) {
+      for (int i = 0; i < 3; ++i) TraceOneCall(*real, **client);
+    }
   }
   if (!Overhead("conv 8->16, 32x32, 16 samples", request, jobs, context,
                 **client)) {
