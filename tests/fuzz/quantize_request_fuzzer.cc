@@ -8,6 +8,7 @@
 #include "core/pipeline/job/quantize_job.h"
 #include "quantd/v1/job.pb.h"
 #include "server/client_metadata.h"
+#include "tests/fuzz/fuzz_limits.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using quantd::server::IsLegalMetadataValue;
@@ -20,12 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!IsLegalMetadataValue(MetadataSafe(request.request_id(), 128))) {
     __builtin_trap();
   }
-  quantd::JobLimits limits;
-  limits.max_model_bytes = int64_t{1} << 20;
-  limits.max_nodes = 4096;
-  limits.max_tensor_elements = int64_t{1} << 22;
-  limits.max_samples = 64;
-  limits.max_sample_bytes = int64_t{1} << 24;
+  const quantd::JobLimits limits = quantd::fuzz::SmallJobLimits();
   // The server estimates only requests that passed validation.
   const absl::Status valid = quantd::ValidateQuantizeRequest(request, limits);
   if (!valid.ok()) {

@@ -15,6 +15,7 @@
 #include "quantd/v1/data_generation.pb.h"
 #include "quantd/v1/pruning.pb.h"
 #include "server/client_metadata.h"
+#include "tests/fuzz/fuzz_limits.h"
 
 namespace {
 
@@ -29,12 +30,7 @@ void CheckMessage(const absl::Status& s) {
 void Prune(const uint8_t* data, size_t size) {
   quantd::v1::PruneRequest request;
   if (!request.ParseFromArray(data, static_cast<int>(size))) return;
-  quantd::JobLimits limits;
-  limits.max_model_bytes = int64_t{1} << 20;
-  limits.max_nodes = 4096;
-  limits.max_tensor_elements = int64_t{1} << 22;
-  limits.max_samples = 64;
-  limits.max_sample_bytes = int64_t{1} << 24;
+  const quantd::JobLimits limits = quantd::fuzz::SmallJobLimits();
   const absl::Status valid = quantd::ValidatePruneRequest(request, limits);
   CheckMessage(valid);
   if (!valid.ok()) return;
