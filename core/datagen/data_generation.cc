@@ -180,7 +180,8 @@ absl::StatusOr<ImageGeometry> InputGeometry(const Graph& g,
   }
   for (int64_t d : chw) {
     if (d <= 0 || d > 16384) {
-      return absl::InvalidArgumentError("shape dims must be in [1, 16384]");
+      return absl::InvalidArgumentError(absl::StrCat(
+          "shape: ", d, " is not in [1, 16384] (input '", in.name, "')"));
     }
   }
   ImageGeometry geo;
@@ -193,7 +194,9 @@ absl::StatusOr<ImageGeometry> InputGeometry(const Graph& g,
     if (o.input_min.size() != 1 &&
         static_cast<int64_t>(o.input_min.size()) != geo.channels) {
       return absl::InvalidArgumentError(
-          "input range needs one value or one per channel");
+          absl::StrCat("input_min / input_max: ", o.input_min.size(),
+                       " values; give one, or one per channel of input '",
+                       in.name, "' (", geo.channels, ")"));
     }
     geo.lo = o.input_min;
     geo.hi = o.input_max;

@@ -189,6 +189,35 @@ TEST(DataGenerationTest, DynamicInputWithoutShapeIsInvalid) {
   EXPECT_NE(data.status().message().find("--shape"), std::string::npos);
 }
 
+// The image input's errors name the option and the input: a shape that
+// contradicts a static dim, a size out of range, a range of the wrong length.
+TEST(DataGenerationTest, InputGeometryErrorsNameTheOptionAndTheInput) {
+  const Model m = BnNetwork(true);
+  std::string name;
+  DataGenOptions o = SmallOptions();
+  o.shape = {4, 8, 8};
+  EXPECT_EQ(InputGeometry(m.graph, o, &name).status().message(),
+            "shape dim 1 is 4 but input 'x' declares 3");
+  Model dynamic = BnNetwork(true);
+  dynamic.graph.inputs[0].shape = {-1, 3, -1, -1};
+  o.shape = {3, 20000, 8};
+  EXPECT_EQ(InputGeometry(dynamic.graph, o, &name).status().message(),
+            "shape: 20000 is not in [1, 16384] (input 'x')");
+  o.shape = {3, 8, 8};
+  o.input_min = {0, 0};
+  o.input_max = {1, 1};
+  EXPECT_EQ(InputGeometry(m.graph, o, &name).status().message(),
+            "input_min / input_max: 2 values; give one, or one per channel "
+            "of input 'x' (3)");
+  o.input_min = {0};
+  o.input_max = {1};
+  auto geo = InputGeometry(m.graph, o, &name);
+  ASSERT_TRUE(geo.ok()) << geo.status();
+  EXPECT_EQ(name, "x");
+  EXPECT_EQ(geo->channels, 3);
+  EXPECT_EQ(geo->height, 8);
+}
+
 TEST(DataGenerationTest, CancelledTokenStopsTheLoop) {
   CancellationToken token;
   token.Cancel();
