@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "nlohmann/json.hpp"
 
 namespace quantd::bench {
@@ -38,6 +39,15 @@ inline uint64_t ReportDigest(const std::string& report_json) {
   if (j.is_discarded()) return 0;
   j.erase("timings_seconds");
   return Fnv1a(j.dump());
+}
+
+// Uniform values in [-1, 1) from a 64-bit LCG: the benches' random inputs
+// (untrained models: timing only), the same from the same state.
+inline void FillUniform(absl::Span<float> values, uint64_t* state) {
+  for (float& v : values) {
+    *state = *state * 6364136223846793005ull + 1442695040888963407ull;
+    v = static_cast<float>((*state >> 40) * (2.0 / (1 << 24)) - 1.0);
+  }
 }
 
 // The value of `--name=VALUE` among the arguments, or `fallback`.

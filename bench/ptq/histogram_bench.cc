@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,17 +29,21 @@ double WallSeconds() {
       .count();
 }
 
-// What calibration observes of a fused Conv -> Clip: the Clip's output only.
-bool Observed(const quantd::Model& model, const quantd::Node& node) {
-  if (node.op_type == "Clip" || node.op_type == "Add") return true;
-  if (node.op_type != "Conv") return false;
-  for (const quantd::Node& n : model.graph.nodes) {
-    if (n.op_type == "Clip" && !n.inputs.empty() &&
-        n.inputs[0] == node.outputs[0]) {
-      return false;
+// The tensors calibration observes: the outputs of Clip and Add, and of the
+// Convs no Clip follows (of a fused Conv -> Clip only the Clip's output).
+std::set<std::string> ObservedTensors(const quantd::Graph& g) {
+  std::set<std::string> clipped;
+  for (const quantd::Node& n : g.nodes) {
+    if (n.op_type == "Clip" && !n.inputs.empty()) clipped.insert(n.inputs[0]);
+  }
+  std::set<std::string> observed;
+  for (const quantd::Node& n : g.nodes) {
+    if (n.op_type == "Clip" || n.op_type == "Add" ||
+        (n.op_type == "Conv" && clipped.count(n.outputs[0]) == 0)) {
+      observed.insert(n.outputs[0]);
     }
   }
-  return true;
+  return observed;
 }
 
 }  // namespace
@@ -68,10 +73,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", exec.status().ToString().c_str());
     return 1;
   }
+  const std::set<std::string> observed = ObservedTensors(shared->graph);
   std::vector<quantd::Tensor> kept;
-  const quantd::TensorObserver observer = [&](const quantd::Node& node, int,
+  const quantd::TensorObserver observer = [&](const quantd::Node& node, int k,
                                               const quantd::Tensor& value) {
-    if (value.dtype() == quantd::DType::kFloat && Observed(*shared, node)) {
+    if (value.dtype() == quantd::DType::kFloat &&
+        observed.count(node.outputs[k]) != 0) {
       kept.push_back(value.Clone());
     }
   };
@@ -79,10 +86,7 @@ int main(int argc, char** argv) {
   double pass = 0;
   for (int s = 0; s < samples; ++s) {
     quantd::Tensor t(quantd::DType::kFloat, shape);
-    for (float& v : t.mutable_span<float>()) {
-      state = state * 6364136223846793005ull + 1442695040888963407ull;
-      v = static_cast<float>((state >> 40) * (2.0 / (1 << 24)) - 1.0);
-    }
+    quantd::bench::FillUniform(t.mutable_span<float>(), &state);
     const std::map<std::string, quantd::Tensor> feeds{{input, t}};
     const double t0 = WallSeconds();
     if (!(*exec)->Run(feeds).ok()) return 1;

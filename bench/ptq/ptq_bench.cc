@@ -81,10 +81,7 @@ bool LoadRandomInputs(const std::string& path, const std::string& name,
   uint64_t state = 0x9e3779b97f4a7c15ull;
   for (int i = 0; i < count; ++i) {
     quantd::Tensor t(quantd::DType::kFloat, shape);
-    for (float& v : t.mutable_span<float>()) {
-      state = state * 6364136223846793005ull + 1442695040888963407ull;
-      v = static_cast<float>((state >> 40) * (2.0 / (1 << 24)) - 1.0);
-    }
+    quantd::bench::FillUniform(t.mutable_span<float>(), &state);
     c->calib.push_back({{in.name, std::move(t)}});
   }
   c->name = name;

@@ -4,10 +4,12 @@
 // formats tpc_fuzzer reads, .npy files of each dtype numpy knows.
 // scripts/fuzz.sh adds ONNX's own test data and the MCT fixture TPCs.
 //   make_seeds DIR
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/graph/tensor.h"
@@ -99,6 +101,25 @@ int main(int argc, char** argv) {
   generate.set_extra_pixels(2);
   Write(root / "side_requests", "generate",
         '\1' + generate.SerializeAsString());
+  // Each wrong in one field: refused by validation, option decoding or the
+  // input's geometry.
+  quantd::v1::PruneRequest nan_fraction = prune;
+  nan_fraction.set_weights_memory_fraction(std::nan(""));
+  Write(root / "side_requests", "prune_nan_fraction",
+        '\0' + nan_fraction.SerializeAsString());
+  quantd::v1::GenerateDataRequest bad_statistics = generate;
+  bad_statistics.set_statistics_json(R"({"bn": {"mean": [1e999, "x"]}})");
+  quantd::v1::GenerateDataRequest wrong_shape = generate;
+  for (int64_t d : {1, 4, 16384, 16384}) wrong_shape.add_shape(d);
+  quantd::v1::GenerateDataRequest inverted = generate;
+  inverted.add_input_min(1);
+  inverted.add_input_max(-1);
+  for (const auto& [name, r] :
+       {std::pair{"generate_bad_statistics", bad_statistics},
+        std::pair{"generate_wrong_shape", wrong_shape},
+        std::pair{"generate_inverted_range", inverted}}) {
+    Write(root / "side_requests", name, '\1' + r.SerializeAsString());
+  }
 
   for (const quantd::tpc::BuiltinTpc& builtin : quantd::tpc::BuiltinTpcs()) {
     const std::string name = builtin.name + "_" + builtin.version;

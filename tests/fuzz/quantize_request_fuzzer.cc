@@ -8,7 +8,7 @@
 #include "core/pipeline/job/quantize_job.h"
 #include "quantd/v1/job.pb.h"
 #include "server/client_metadata.h"
-#include "tests/fuzz/fuzz_limits.h"
+#include "tests/fuzz/request_checks.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using quantd::server::IsLegalMetadataValue;
@@ -24,13 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const quantd::JobLimits limits = quantd::fuzz::SmallJobLimits();
   // The server estimates only requests that passed validation.
   const absl::Status valid = quantd::ValidateQuantizeRequest(request, limits);
-  if (!valid.ok()) {
-    if (quantd::server::TruncateStatusMessage(valid.message()).size() >
-        quantd::server::kMaxStatusMessageBytes) {
-      __builtin_trap();
-    }
-    return 0;
-  }
+  quantd::fuzz::CheckStatusMessageFits(valid);
+  if (!valid.ok()) return 0;
   // The estimate parses the model and infers its shapes: never negative.
   if (quantd::EstimateJobMemoryBytes(request, limits, 4) < 0) __builtin_trap();
   return 0;

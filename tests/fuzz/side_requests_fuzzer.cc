@@ -14,25 +14,18 @@
 #include "core/pruning/prune_job.h"
 #include "quantd/v1/data_generation.pb.h"
 #include "quantd/v1/pruning.pb.h"
-#include "server/client_metadata.h"
-#include "tests/fuzz/fuzz_limits.h"
+#include "tests/fuzz/request_checks.h"
 
 namespace {
 
-// A status message the server would send must fit its bound once truncated.
-void CheckMessage(const absl::Status& s) {
-  if (quantd::server::TruncateStatusMessage(s.message()).size() >
-      quantd::server::kMaxStatusMessageBytes) {
-    __builtin_trap();
-  }
-}
+using quantd::fuzz::CheckStatusMessageFits;
 
 void Prune(const uint8_t* data, size_t size) {
   quantd::v1::PruneRequest request;
   if (!request.ParseFromArray(data, static_cast<int>(size))) return;
   const quantd::JobLimits limits = quantd::fuzz::SmallJobLimits();
   const absl::Status valid = quantd::ValidatePruneRequest(request, limits);
-  CheckMessage(valid);
+  CheckStatusMessageFits(valid);
   if (!valid.ok()) return;
   // The estimate parses the model (and any generated-calibration request).
   if (quantd::EstimatePruneMemoryBytes(request, limits) < 0) __builtin_trap();
@@ -43,12 +36,12 @@ void GenerateData(const uint8_t* data, size_t size) {
   if (!request.ParseFromArray(data, static_cast<int>(size))) return;
   const absl::Status valid =
       quantd::datagen::ValidateGenerateDataRequest(request, 64);
-  CheckMessage(valid);
+  CheckStatusMessageFits(valid);
   if (!valid.ok()) return;
   // RunGenerateDataJob's steps before the images are optimised.
   auto options = quantd::datagen::DataGenOptionsFromRequest(request);
   if (!options.ok()) {
-    CheckMessage(options.status());
+    CheckStatusMessageFits(options.status());
     return;
   }
   quantd::ImportOptions import;
@@ -57,14 +50,14 @@ void GenerateData(const uint8_t* data, size_t size) {
   import.max_tensor_bytes = int64_t{1} << 24;
   auto model = quantd::ImportOnnx(request.onnx_model(), import);
   if (!model.ok()) {
-    CheckMessage(model.status());
+    CheckStatusMessageFits(model.status());
     return;
   }
   std::string input;
   const auto geometry =
       quantd::datagen::InputGeometry(model->graph, *options, &input);
   if (!geometry.ok()) {
-    CheckMessage(geometry.status());
+    CheckStatusMessageFits(geometry.status());
     return;
   }
   if (quantd::datagen::EstimateGenerateMemoryBytes(*model, *options) < 0) {

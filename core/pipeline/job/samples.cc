@@ -57,34 +57,43 @@ std::string ShapeString(const std::vector<int64_t>& s) {
   return absl::StrCat("[", absl::StrJoin(s, ","), "]");
 }
 
-// TensorFromSampleProto's checks, without the copy: the dtype and dims.
-absl::Status CheckSampleProto(const v1::Tensor& proto, absl::string_view what,
-                              int64_t max_bytes, DType* dtype,
-                              std::vector<int64_t>* dims) {
+// What a sample proto declares, checked against its raw_data.
+struct SampleHeader {
+  DType dtype;
+  std::vector<int64_t> dims;
+  int64_t elements;
+};
+
+// TensorFromSampleProto's checks, without the copy.
+absl::StatusOr<SampleHeader> CheckSampleProto(const v1::Tensor& proto,
+                                              absl::string_view what,
+                                              int64_t max_bytes) {
   if (!IsSampleDType(proto.data_type())) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": unsupported data_type ", proto.data_type()));
   }
-  *dtype = static_cast<DType>(proto.data_type());
-  dims->assign(proto.dims().begin(), proto.dims().end());
-  for (size_t i = 0; i < dims->size(); ++i) {
-    if ((*dims)[i] < 0) {
+  SampleHeader h{static_cast<DType>(proto.data_type()),
+                 {proto.dims().begin(), proto.dims().end()},
+                 0};
+  for (size_t i = 0; i < h.dims.size(); ++i) {
+    if (h.dims[i] < 0) {
       return absl::InvalidArgumentError(
-          absl::StrCat(what, ": dim ", i, " is negative (", (*dims)[i], ")"));
+          absl::StrCat(what, ": dim ", i, " is negative (", h.dims[i], ")"));
     }
   }
-  const int64_t n = NumElements(*dims);
-  const int64_t esize = static_cast<int64_t>(DTypeSize(*dtype));
+  h.elements = NumElements(h.dims);
+  const int64_t n = h.elements;
+  const int64_t esize = static_cast<int64_t>(DTypeSize(h.dtype));
   if (n < 0 || (n > 0 && esize > max_bytes / n)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        what, ": shape ", ShapeString(*dims), " exceeds the size limit"));
+        what, ": shape ", ShapeString(h.dims), " exceeds the size limit"));
   }
   if (static_cast<int64_t>(proto.raw_data().size()) != n * esize) {
     return absl::InvalidArgumentError(absl::StrCat(
         what, ": raw_data has ", proto.raw_data().size(), " bytes, shape ",
-        ShapeString(*dims), " of ", DTypeName(*dtype), " needs ", n * esize));
+        ShapeString(h.dims), " of ", DTypeName(h.dtype), " needs ", n * esize));
   }
-  return absl::OkStatus();
+  return h;
 }
 
 }  // namespace
@@ -92,10 +101,9 @@ absl::Status CheckSampleProto(const v1::Tensor& proto, absl::string_view what,
 absl::StatusOr<Tensor> TensorFromSampleProto(const v1::Tensor& proto,
                                              absl::string_view what,
                                              int64_t max_bytes) {
-  DType dtype;
-  std::vector<int64_t> dims;
-  RETURN_IF_ERROR(CheckSampleProto(proto, what, max_bytes, &dtype, &dims));
-  ASSIGN_OR_RETURN(Tensor t, Tensor::Create(dtype, dims, max_bytes));
+  ASSIGN_OR_RETURN(const SampleHeader h,
+                   CheckSampleProto(proto, what, max_bytes));
+  ASSIGN_OR_RETURN(Tensor t, Tensor::Create(h.dtype, h.dims, max_bytes));
   if (t.byte_size() > 0) {
     std::memcpy(t.mutable_raw(), proto.raw_data().data(), t.byte_size());
   }
@@ -134,12 +142,10 @@ absl::Status ValidateSampleProtos(
             absl::StrCat(field, ": samples exceed ", max_total_bytes,
                          " bytes in total (at sample ", s, ")"));
       }
-      DType dtype;
-      std::vector<int64_t> dims;
+      ASSIGN_OR_RETURN(const SampleHeader h,
+                       CheckSampleProto(t, what, max_total_bytes));
       RETURN_IF_ERROR(
-          CheckSampleProto(t, what, max_total_bytes, &dtype, &dims));
-      RETURN_IF_ERROR(
-          CheckFinite(dtype, t.raw_data().data(), NumElements(dims), what));
+          CheckFinite(h.dtype, t.raw_data().data(), h.elements, what));
     }
   }
   return absl::OkStatus();
