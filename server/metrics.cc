@@ -344,7 +344,7 @@ void Poke(const addrinfo& address) {
 MetricsEndpoint::~MetricsEndpoint() {
   // civetweb's listener thread polls its socket with a 2 s timeout and reads
   // its stop flag only between polls, so mg_stop (the Exposer's destructor)
-  // waited up to 2 s: most of a short drain's overrun (issue 15 item 5). A
+  // would wait up to 2 s, most of a short drain's time. A
   // connection ends the poll; one is made every 10 ms until the Exposer is
   // gone (each is closed at once, so a worker that accepts one reads EOF).
   const int listening = port();

@@ -42,7 +42,7 @@ struct ProcessStats {
 absl::StatusOr<ProcessStats> ReadProcessStats();
 
 // Open file descriptors of this process (entries of /proc/self/fd, not
-// counting the one used to list them).
+// counting the one opened to list them).
 absl::StatusOr<int64_t> CountOpenFds();
 
 }  // namespace quantd::server

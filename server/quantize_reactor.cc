@@ -621,8 +621,8 @@ void QuantizeReactor::Start(const v1::QuantizeRequest* request) {
   service_->job_pool->Schedule([service, job, request, principal] {
     RunJob(service, job, request, principal);
   });
-  // Logged once the job is on its way: the log line (a write to stdout)
-  // used to delay the job's start. Only a job that had ended already (it
+  // Logged once the job is on its way, so the log line (a write to stdout)
+  // does not delay the job's start. Only a job that had ended already (it
   // takes milliseconds) could log `job finished` first.
   Log(LogLevel::kInfo, "job accepted", fields);
 }

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The per-model accuracy table (issue 17 item 4, docs/pipeline.md "Accuracy
+# The per-model accuracy table (docs/pipeline.md "Accuracy
 # per model and TPC"): for each model x TPC, the plain W8A8 job and the job
 # at --target-sqnr T, both scored in ONNX Runtime at its default
 # optimization level (run_model.js --optimization all) on the held-out

@@ -1,11 +1,11 @@
 // GPTQ time per model against PTQ time, same request and pool (`--threads`,
-// default 1; until session 8 the bench ran on two: a pool of one worker plus
-// the caller): W4A8 with imx500@4.1 and the default GptqConfig (5 epochs of
-// 4096 sampled positions per block, 128 per step). Prints per model the PTQ and
-// GPTQ job times (wall), their ratio, both held-out output SQNRs, and the
-// gptq stage alone in wall and process CPU seconds, whole and per epoch
-// (issue 15 item 3), and a digest of the GPTQ job's report without its
-// timings (changes with any bit of a trained weight or a block's figures).
+// default 1; `--threads 2` is a pool of one worker plus the caller): W4A8 with
+// imx500@4.1 and the default GptqConfig (5 epochs of 4096 sampled positions per
+// block, 128 per step). Prints per model the PTQ and GPTQ job times (wall),
+// their ratio, both held-out output SQNRs, and the gptq stage alone in wall and
+// process CPU seconds, whole and per epoch, and a digest of the GPTQ job's
+// report without its timings (changes with any bit of a trained weight or a
+// block's figures).
 // `--mobilenet FILE` adds that model with seeded random 224x224 inputs
 // (`--samples` calibration, 16 held out; timing only).
 //

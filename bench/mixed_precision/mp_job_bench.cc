@@ -1,4 +1,4 @@
-// Mixed precision against plain PTQ on real models (issue 15 item 2): each
+// Mixed precision against plain PTQ on real models: each
 // job runs alone in a forked child (so its peak RSS is its own), first the
 // PTQ job, then the same request with `--mp weights=0.75`; the rows print
 // wall and CPU time, peak RSS, the ratios MP / PTQ, and the admission

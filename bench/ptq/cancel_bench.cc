@@ -1,6 +1,6 @@
 // cancel_bench [--threads N] [--mobilenet FILE] [--samples N] [--mp 0|1]
 //              [--gptq 0|1] [--fractions 0.2,0.5,0.8] [--stages a,b]:
-// cancellation latency per job stage (issue 15 item 5). Each case runs once
+// cancellation latency per job stage. Each case runs once
 // to learn how long each stage takes; then, for every stage and fraction f,
 // the job runs again and another thread cancels its token f of the way into
 // the stage. The latency is the time from Cancel() to RunQuantizeJob's

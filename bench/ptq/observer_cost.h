@@ -1,4 +1,4 @@
-// What calibration's observers cost (issue 15 item 1): the job's calibrate
+// What calibration's observers cost: the job's calibrate
 // stage against a plain float pass of the executor over the same samples on
 // the same prepared graph, in the same process, wall and process CPU time.
 #ifndef QUANTD_BENCH_PTQ_OBSERVER_COST_H_

@@ -1,4 +1,4 @@
-// Cancellation latency through quantd (issue 15 item 5): a one-worker quantd
+// Cancellation latency through quantd: a one-worker quantd
 // (the real binary) runs the example CNN with mixed precision and GPTQ (32
 // images), and the C++ client cancels each job at a random time into it
 // (uniform over the first 90% of a job, seeded). Per stage the job was in,

@@ -257,7 +257,7 @@ bool Scaling(const v1::QuantizeRequest& request, const JobContext& context,
   // Farm style: every job on its worker's thread alone.
   const Throughput one_single = JobsPerMinute(request, 1, 0, 2, per_client);
   const Throughput two_single = JobsPerMinute(request, 2, 0, 2, per_client);
-  // The default before session 11: as many helpers as workers.
+  // As many helpers as workers, for comparison with the default.
   const Throughput two_old = JobsPerMinute(request, 2, 2, 2, per_client);
   const Throughput local_one =
       InProcessJobsPerMinute(request, context, 1, 2 * per_client);
@@ -287,7 +287,7 @@ bool Scaling(const v1::QuantizeRequest& request, const JobContext& context,
       two_single.jobs_per_minute / one_single.jobs_per_minute,
       one_single.cpu_ms_per_job, two_single.cpu_ms_per_job);
   std::printf(
-      "  --workers=2 with 2 helpers (the default before session 11): %.1f "
+      "  --workers=2 with 2 helpers (one per worker): %.1f "
       "jobs/minute, %.2f CPU ms/job (default now: %.2fx that)\n",
       two_old.jobs_per_minute, two_old.cpu_ms_per_job,
       two.jobs_per_minute / two_old.jobs_per_minute);

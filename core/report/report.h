@@ -52,7 +52,7 @@ struct LayerReport {
   // the PTQ weights and after training (unset when GPTQ did not train it).
   std::optional<double> gptq_sqnr_before_db, gptq_sqnr_after_db;
   bool gptq_applied = false;  // the trained weights were kept
-  // Sensitivity analysis (issue 17): the model output's SQNR when only this
+  // Sensitivity analysis: the model output's SQNR when only this
   // node's tensors are quantized, and when only they are left float (unset
   // when the analysis did not run).
   std::optional<double> sqnr_only_quantized_db, sqnr_only_float_db;
@@ -71,7 +71,7 @@ struct OutputReport {
   std::optional<double> cosine;          // mean cosine similarity
 };
 
-// The quality-target search (issue 17, docs/quality_target.md).
+// The quality-target search (docs/quality_target.md).
 struct QualityTargetChange {
   std::string node;  // "" for a job-wide option
   std::string what;  // "activation_bits", "weights_bits" or an option name

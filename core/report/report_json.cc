@@ -28,7 +28,7 @@ Json Figures(const ResourceFigures& f) {
   return j;
 }
 
-// Report details (issue 18): the output activation's grid, its coarse
+// Report details: the output activation's grid, its coarse
 // calibration histogram and the kernel's threshold span; keys only when set.
 void AddLayerDetails(const LayerReport& l, Json* e) {
   if (l.activation_grid.has_value()) {
@@ -172,7 +172,7 @@ std::string ReportToJson(const ReportData& r, bool with_timings) {
   j["warnings"] = r.warnings;
   // Only with a target: reports without one keep their bytes.
   if (r.quality_target.has_value()) j["quality_target"] = QualityTarget(r);
-  // Report details (issue 18): what ran, on what.
+  // Report details: what ran, on what.
   j["model_sha256"] = r.model_sha256;
   j["quantd_version"] = r.quantd_version;
   j["options"] = r.options;

@@ -6,8 +6,8 @@
 //  - W8A8: GPTQ must not lose more than 0.1 dB.
 // Budget: 32 calibration samples, GPTQ's defaults (5 epochs of 4096
 // sampled positions per block, batch 128): ~20 s per GPTQ job, ~55 s for
-// the whole test. With 16 samples and 64 held-out samples (the budget until
-// session 5) the W8A8 figure was noise: -2 dB on those 64, -0.2 dB on 512.
+// the whole test. With 16 samples and 64 held-out samples the W8A8 figure
+// is noise (-2 dB on those 64, -0.2 dB on 512), hence this budget.
 #include <cstdio>
 #include <cstdlib>
 #include <string>

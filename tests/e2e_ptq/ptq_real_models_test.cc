@@ -513,9 +513,9 @@ TEST_F(PtqRealModels, ClassifierKeepsTop1AndBeatsMinMax) {
   // Top-1 agreement with float on 512 held-out text lines (real words,
   // upright or turned; tools/ort/text_render.js). With MCT's own
   // shift-negative shift for the hard-swishes (12/32, not the 13/32 a 1-ulp
-  // float32 minimum gave before) 506 of 512 agree (98.83%); the earlier
-  // target of 99% held by that rounding artifact (508 of 512). Issue 17's
-  // quality target is where this goes up again.
+  // float32 minimum would give) 506 of 512 agree (98.83%); 99% (508 of
+  // 512) is reached only through that rounding artifact. The quality
+  // target (docs/quality_target.md) is how to get more.
   EXPECT_GE(ours.top1, 0.988);
   EXPECT_GT(ours.sqnr_db, minmax.sqnr_db);
   EXPECT_GT(ours.cosine, 0.9);

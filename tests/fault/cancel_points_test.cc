@@ -1,4 +1,4 @@
-// Cancellation inside every stage (issue 15 item 5, docs/reliability.md). A
+// Cancellation inside every stage (docs/reliability.md). A
 // job on the example CNN with mixed precision and GPTQ runs in-process on
 // one thread; for each stage its token is cancelled at a seeded random
 // progress tick inside the stage (or at its start, for stages that report

@@ -1,5 +1,5 @@
-// Cancellation inside every stage, through quantd (issue 15 item 5,
-// docs/reliability.md). CancelPoints shows in-process that each stage stops
+// Cancellation inside every stage, through quantd (docs/reliability.md).
+// CancelPoints shows in-process that each stage stops
 // at its next check; these tests show the server side of it. A one-worker
 // quantd runs the every-stage job (example CNN, mixed precision, GPTQ) with
 // --fault_injection=stall:STAGE@N: the job stops at a seeded random progress

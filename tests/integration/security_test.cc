@@ -135,8 +135,8 @@ TEST_F(SecurityTest, TokenAuthAcceptsRightTokenAndRejectsOthers) {
 }
 
 TEST_F(SecurityTest, EachTokenHasItsOwnUploads) {
-  // One store used to serve every client: B could use (and learn of, and
-  // keep alive) what A uploaded by its digest.
+  // Uploads are per token: B must not use (nor learn of, nor keep alive)
+  // what A uploaded, even by its digest.
   auto server =
       ServerProcess::Start({"--auth_token_file=" + certs_->Path("two_tokens")});
   ASSERT_TRUE(server.ok()) << server.status();
@@ -259,7 +259,7 @@ TEST_F(SecurityTest, MutualTlsRequiresAClientCertificateFromTheCa) {
 
 TEST_F(SecurityTest, MutualTlsRefusesTheServersOwnCertificateAsAClient) {
   // The client CA signed the server's certificate too: anyone holding the
-  // server's key used to pass as a client.
+  // server's key must still not pass as a client.
   auto server =
       ServerProcess::Start({"--tls_cert=" + certs_->Path("server.pem"),
                             "--tls_key=" + certs_->Path("server.key"),
@@ -277,7 +277,7 @@ TEST_F(SecurityTest, MutualTlsRefusesTheServersOwnCertificateAsAClient) {
 }
 
 TEST_F(SecurityTest, ReflectionIsServedOnlyWithItsFlag) {
-  // It used to answer anyone, token or not.
+  // Reflection is off unless --enable_reflection asks for it, token or not.
   auto closed =
       ServerProcess::Start({"--auth_token_file=" + certs_->Path("token")});
   ASSERT_TRUE(closed.ok()) << closed.status();

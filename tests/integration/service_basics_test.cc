@@ -170,7 +170,7 @@ TEST_F(ServiceBasicsTest, TpcJsonOverMaxTpcJsonKbIsRefusedUnparsed) {
 }
 
 TEST_F(ServiceBasicsTest, OutOfRangeOptionsAreRejectedNamingTheField) {
-  // Each of these used to be accepted (docs/reliability.md, validation gaps).
+  // Each of these is out of range (docs/reliability.md, validation).
   const struct {
     std::function<void(v1::QuantizeRequest&)> edit;
     std::string message;
@@ -227,7 +227,7 @@ TEST_F(ServiceBasicsTest, OutOfRangeOptionsAreRejectedNamingTheField) {
 }
 
 TEST_F(ServiceBasicsTest, ModelWithoutOutputsFailsNamingGraphOutput) {
-  // It used to finish "OK" with SQNR 0.0.
+  // Without the check the job would finish "OK" with SQNR 0.0.
   OnnxModelBuilder b;
   b.Input("x", DType::kFloat, {1, 3, 8, 8});
   b.AddNode("Relu", {"x"}, {"y"}, "relu_1");
@@ -385,8 +385,8 @@ TEST_F(ServiceBasicsTest, KnowingTheDigestIsNotEnoughToClaimAnUpload) {
                   ->Upload(v1::UPLOAD_KIND_MODEL, content,
                            absl::Now() + absl::Seconds(30))
                   .ok());
-  // The header of the same content without its bytes used to get
-  // already_present=true (and refresh the upload's TTL).
+  // The header of the same content without its bytes must not get
+  // already_present=true (nor refresh the upload's TTL).
   v1::UploadChunk header;
   header.set_kind(v1::UPLOAD_KIND_MODEL);
   header.set_total_size(static_cast<int64_t>(content.size()));
@@ -410,14 +410,15 @@ TEST_F(ServiceBasicsTest, SamplesUploadedAgainAsModelAreUsableAsModel) {
   v1::QuantizeRequest request = job;
   request.clear_onnx_model();
   request.set_model_ref(as_model->sha256());
-  // It used to be "model_ref: upload ... is a UPLOAD_KIND_SAMPLES".
+  // Not "model_ref: upload ... is a UPLOAD_KIND_SAMPLES": the digest names
+  // the content, whatever kind it was uploaded as first.
   auto result = client_->Quantize(request);
   EXPECT_TRUE(result.ok()) << result.status();
 }
 
 TEST_F(ServiceBasicsTest, ProgressFractionsNeverGoBackWithinAStage) {
   // Calibration and the report stage count samples on the compute threads;
-  // their reports used to reach the client out of order (3/n, then 2/n).
+  // their reports must reach the client in order (never 3/n, then 2/n).
   const v1::QuantizeRequest request =
       testing::ConvJob(3, 8, 4, 64, "monotonic-progress");
   std::map<std::string, double> last;
@@ -500,9 +501,10 @@ TEST_F(ServiceBasicsTest, RequestIdHeaderIsEscaped) {
             "mod%C3%A8le-1%0A%25");
 }
 
-// A 100 KB name echoed in the error used to exceed the client's 8 KiB
-// metadata limit: the client saw RESOURCE_EXHAUSTED instead of NOT_FOUND
-// (and quantctl batch retried it). The whole message goes to the log.
+// A 100 KB name echoed whole in the error would exceed the client's 8 KiB
+// metadata limit: the client would see RESOURCE_EXHAUSTED instead of
+// NOT_FOUND (and quantctl batch would retry it). The status message is
+// bounded; the whole message goes to the log.
 TEST_F(ServiceBasicsTest, LongErrorKeepsItsCodeAndIsLoggedWhole) {
   const std::string name(100000, 'n');
   const absl::Status status = client_->GetTpc(name).status();

@@ -1,4 +1,4 @@
-// --fault_injection's spec: stall:STAGE@N (session 8) beside the stage-start
+// --fault_injection's spec: stall:STAGE@N beside the stage-start
 // kinds, and the errors that name the bad item.
 #include "server/fault_injection.h"
 

@@ -51,7 +51,7 @@ inline constexpr int64_t kKeptFloatValuesBudgetBytes = int64_t{64} << 20;
 // whole at `bytes_per_sample` each (unknown, 0: all may try, and the
 // budget stops them). Only these start keeping: one that overflows holds up
 // to the whole budget in its run's buffers until it gives up (ppocr_det
-// and ppocr_rec, over 100 MiB a sample, used to hold 64 MiB trying).
+// and ppocr_rec, over 100 MiB a sample, would hold 64 MiB trying).
 inline int64_t SamplesKeptWhole(int64_t bytes_per_sample, int64_t samples) {
   if (bytes_per_sample <= 0) return samples;
   return std::min(samples, kKeptFloatValuesBudgetBytes / bytes_per_sample);

@@ -1,4 +1,4 @@
-// The report's details beyond the per-node summary (issue 18): each layer's
+// The report's details beyond the per-node summary: each layer's
 // activation grid, kernel threshold span and coarse calibration histogram,
 // and what ran on what (model digest, quantd version, the options).
 #ifndef QUANTD_CORE_PIPELINE_JOB_REPORT_DETAILS_H_

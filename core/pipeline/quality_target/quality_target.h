@@ -1,4 +1,4 @@
-// The `target` stage (issue 17, docs/quality_target.md): finds the cheapest
+// The `target` stage (docs/quality_target.md): finds the cheapest
 // configuration the TPC allows whose fake-quantized output reaches the
 // request's quality target on the evaluation samples. After selection (and
 // mixed precision, if asked) it measures the configuration as requested;

@@ -288,7 +288,7 @@ TEST(OnnxImportMalformed, NodeWithoutOutputNamesTheNode) {
 }
 
 TEST(OnnxImportMalformed, ModelWithoutOutputsIsRejected) {
-  // It used to import and the job reported "OK" with SQNR 0.0.
+  // Imported, the job would report "OK" with SQNR 0.0.
   OnnxModelBuilder b;
   b.Input("x", DType::kFloat, {2});
   b.AddNode("Relu", {"x"}, {"y"}, "relu_1");
@@ -320,7 +320,7 @@ std::string NestedIfModel(int depth) {
 }
 
 TEST(OnnxImportMalformed, DeeplyNestedSubgraphsAreNamedNotCorrupt) {
-  // Depth 60 used to say "truncated or corrupt".
+  // Depth 60 is named as nesting, not as "truncated or corrupt".
   const absl::Status status = ImportOnnx(NestedIfModel(60)).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(),

@@ -1,4 +1,4 @@
-// The quality target (issue 17 item 1): a hand-built graph whose one
+// The quality target (docs/quality_target.md): a hand-built graph whose one
 // bottleneck layer the search must find, an unreachable target, the cosine
 // metric, cancellation, and ONNX Runtime running the exported QDQ on
 // held-out samples.

@@ -412,7 +412,7 @@ TEST(ReportJsonTest, NodeNamesThatAreNotUtf8BecomeReplacementCharacters) {
   EXPECT_EQ(j["layers"][0]["node"], "conv\xef\xbf\xbd\xef\xbf\xbd");
 }
 
-// The sensitivity analysis (issue 17): a row per node with quantized
+// The sensitivity analysis: a row per node with quantized
 // weights or outputs, most sensitive first, the same bytes whatever the
 // thread count, under its own progress stage.
 TEST_F(QuantizeJobTest, SensitivityAnalysisCoversEveryQuantizedLayer) {

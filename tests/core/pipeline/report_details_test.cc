@@ -1,4 +1,4 @@
-// The report's details (issue 18): coarse histograms, the options text and
+// The report's details: coarse histograms, the options text and
 // what the example CNN's job puts in report.json.
 #include "core/pipeline/job/report_details.h"
 

@@ -150,7 +150,7 @@ TEST(ValidationTest, WeightBitsMustBePositive) {
 }
 
 TEST(ValidationTest, QuantizedBitsAreAtMostSixteen) {
-  // 17 kernel bits used to pass and the job kept float weights silently.
+  // Accepted, 17 kernel bits would leave the weights float silently.
   TargetPlatformCapabilities tpc = Minimal();
   OpQuantizationConfig c = Config(1000);
   *c.mutable_default_weight_attr_config() = MakeAttrConfig(
