@@ -1,5 +1,4 @@
-# Prints e2e_table.sh's results as a markdown table (docs/pipeline.md,
-# "Accuracy per model and TPC").
+# Prints e2e_table.sh's results as a markdown table (bench/accuracy/RESULTS.md).
 #   python3 e2e_table.py WORK_DIR MODEL...
 import json, os, re, sys
 

@@ -1,8 +1,8 @@
 #!/bin/bash
-# The per-model accuracy table (docs/pipeline.md "Accuracy
-# per model and TPC"): for each model x TPC, the plain W8A8 job and the job
-# at --target-sqnr T, both scored in ONNX Runtime at its default
-# optimization level (run_model.js --optimization all) on the held-out
+# The per-model accuracy table (bench/accuracy/RESULTS.md): for each model
+# x TPC, the plain W8A8 job and the job at --target-sqnr T, both scored in
+# ONNX Runtime at its default optimization level (run_model.js
+# --optimization all) on the held-out
 # samples against the float model in ORT, with the model's natural metric
 # (score.py), plus the resources (report.json) and the job time. When the
 # target is out of reach, --target-best-effort returns the best
