@@ -11,6 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "core/datagen/generate_job.h"
 #include "core/pipeline/job/samples.h"
+#include "core/pipeline/memory/job_memory.h"
+#include "core/util/request_checks.h"
 #include "core/util/sha256.h"
 #include "core/util/status_macros.h"
 #include "quantd/v1/quantization_service.pb.h"
@@ -20,7 +22,6 @@
 namespace quantd::server {
 namespace {
 
-constexpr size_t kMaxRequestIdChars = 128;
 // "A few samples per message": at most this many, and at most half the max
 // message size in all.
 constexpr int64_t kMaxSamplesPerEvent = 16;
@@ -48,11 +49,7 @@ absl::StatusOr<std::shared_ptr<const std::string>> FindModelUpload(
 
 absl::Status CheckModelFields(const v1::GenerateDataRequest& r,
                               const ServerOptions& o) {
-  if (r.request_id().size() > kMaxRequestIdChars) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("request_id: ", r.request_id().size(),
-                     " characters, at most ", kMaxRequestIdChars));
-  }
+  RETURN_IF_ERROR(CheckRequestId(r.request_id()));
   if (!r.onnx_model().empty() && !r.model_ref().empty()) {
     return absl::InvalidArgumentError(
         "onnx_model and model_ref are both set; send exactly one");
@@ -112,7 +109,8 @@ class GenerateDataReactor final
  public:
   GenerateDataReactor(ServiceContext* service, grpc::CallbackServerContext* ctx,
                       const v1::GenerateDataRequest* request)
-      : JobStreamReactor(service, ctx, "GenerateData"), request_(request) {}
+      : JobStreamReactor(service, ctx, "GenerateData", request->request_id()),
+        request_(request) {}
 
  private:
   // Before the import: the request, the model's bytes held twice (the
@@ -147,7 +145,12 @@ class GenerateDataReactor final
     c.run.progress = this;
     c.import = ImportOptionsFor(service()->options);
     c.max_count = service()->options.max_samples;
-    c.on_estimate = [this](int64_t bytes) { return GrowAdmission(bytes); };
+    const int threads = service()->compute_pool->num_threads() + 1;
+    c.on_import = [this, threads](const Model& model,
+                                  const datagen::DataGenOptions& options) {
+      return GrowAdmission(
+          EstimateGenerateMemoryBytes(model, options, threads));
+    };
     ASSIGN_OR_RETURN(datagen::GeneratedData data,
                      datagen::RunGenerateDataJob(*request_, c));
     upload.reset();

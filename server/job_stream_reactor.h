@@ -4,9 +4,12 @@
 //
 // Start() runs on the gRPC thread: authentication, the drain check, the
 // subclass's cheap Check() and admission with its estimate; then Run() goes
-// to the server's job pool. Events are written through an EventCoalescer
-// (one write in flight; progress within a stage coalesces, the first
-// progress of a stage, warnings and results are kept). OnCancel (client
+// to the server's job pool. Like Quantize, every call is in the per-method
+// grpc_server_* metrics, every job in quantd_jobs_total, and the JSON log
+// has a line when a job is rejected (with the reason), accepted and
+// finished (code, seconds, last stage). Events are written through an
+// EventCoalescer (one write in flight; progress within a stage coalesces, the
+// first progress of a stage, warnings and results are kept). OnCancel (client
 // cancel, deadline, shutdown) or a failed write fires the job's token; the
 // call's deadline is also the token's. The reactor deletes itself once gRPC
 // is done with the call and Run() has returned.
@@ -16,20 +19,27 @@
 #include <grpcpp/server_context.h>
 #include <grpcpp/support/server_callback.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <new>
 #include <string>
 #include <utility>
 
+#include "absl/random/random.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/runtime/cancellation.h"
 #include "core/runtime/progress.h"
+#include "core/util/request_checks.h"
 #include "server/event_coalescer.h"
+#include "server/json_log.h"
+#include "server/metrics.h"
 #include "server/service_context.h"
 #include "server/status_util.h"
 
@@ -43,6 +53,8 @@ class JobStreamReactor : public grpc::ServerWriteReactor<Event>,
   // Checks and admits the call, then schedules the job or finishes the call
   // with the error. Call once, right after construction.
   void Start() {
+    service_->metrics->RpcStarted(RpcType::kServerStream, rpc_);
+    service_->metrics->RpcMsgReceived(RpcType::kServerStream, rpc_);
     absl::StatusOr<std::string> principal = service_->Authenticate(*ctx_);
     absl::Status st = principal.status();
     if (st.ok() && service_->draining.load()) {
@@ -59,6 +71,11 @@ class JobStreamReactor : public grpc::ServerWriteReactor<Event>,
       }
     }
     if (!estimate.ok()) {
+      LogFields fields = Fields();
+      fields.emplace_back("error", std::string(estimate.status().message()));
+      fields.emplace_back("code",
+                          absl::StatusCodeToString(estimate.status().code()));
+      Log(LogLevel::kInfo, "job rejected", fields);
       {
         absl::MutexLock lock(&mu_);
         job_running_ = false;
@@ -69,8 +86,14 @@ class JobStreamReactor : public grpc::ServerWriteReactor<Event>,
     if (ctx_->deadline() != std::chrono::system_clock::time_point::max()) {
       cancel_.SetDeadline(absl::FromChrono(ctx_->deadline()));
     }
+    LogFields fields = Fields();
+    fields.emplace_back("memory_bytes", absl::StrCat(*estimate));
+    accepted_at_ = absl::Now();
     service_->job_pool->Schedule(
         [this, who = *std::move(principal)] { RunOnWorker(who); });
+    // After scheduling: the log line (a write to stdout) does not delay the
+    // job's start.
+    Log(LogLevel::kInfo, "job accepted", fields);
   }
 
   // ProgressSink: the job's progress and warnings become events.
@@ -100,6 +123,9 @@ class JobStreamReactor : public grpc::ServerWriteReactor<Event>,
   }
   void OnCancel() override { cancel_.Cancel(); }
   void OnDone() override {
+    service_->metrics->RpcHandled(
+        RpcType::kServerStream, rpc_, final_code_.load(),
+        absl::ToDoubleSeconds(absl::Now() - started_));
     bool last;
     {
       absl::MutexLock lock(&mu_);
@@ -110,12 +136,15 @@ class JobStreamReactor : public grpc::ServerWriteReactor<Event>,
   }
 
  protected:
+  // `rpc` is the method's name as metrics and logs show it ("Prune").
   JobStreamReactor(ServiceContext* service, grpc::CallbackServerContext* ctx,
-                   std::string rpc)
+                   std::string rpc, std::string request_id)
       : service_(service),
         ctx_(ctx),
         rpc_(std::move(rpc)),
-        peer_(ctx->peer()) {}
+        peer_(ctx->peer()),
+        request_id_(std::move(request_id).substr(0, kMaxRequestIdChars)),
+        job_id_(NewJobId()) {}
   ~JobStreamReactor() override = default;
 
   // On the gRPC thread: the request's cheap checks (no parsing of the
@@ -145,6 +174,18 @@ class JobStreamReactor : public grpc::ServerWriteReactor<Event>,
       st = absl::InternalError(absl::StrCat("job failed: ", e.what()));
     }
     ticket_.reset();
+    service_->metrics->JobFinished(st.code());
+    LogFields fields = Fields();
+    fields.emplace_back("status", absl::StatusCodeToString(st.code()));
+    fields.emplace_back(
+        "seconds",
+        absl::StrCat(absl::ToDoubleSeconds(absl::Now() - accepted_at_)));
+    {
+      absl::MutexLock lock(&mu_);
+      fields.emplace_back("stage", stage_);
+    }
+    if (!st.ok()) fields.emplace_back("error", std::string(st.message()));
+    Log(st.ok() ? LogLevel::kInfo : LogLevel::kWarning, "job finished", fields);
     events_.Close(st);
     bool last;
     {
@@ -155,23 +196,44 @@ class JobStreamReactor : public grpc::ServerWriteReactor<Event>,
     if (last) delete this;
   }
 
+  static std::string NewJobId() {
+    thread_local absl::BitGen gen;
+    return absl::StrFormat("%016x", absl::Uniform<uint64_t>(gen));
+  }
+
+  // What every log line of the call carries.
+  LogFields Fields() const {
+    return {{"rpc", rpc_},
+            {"job_id", job_id_},
+            {"request_id", request_id_},
+            {"peer", peer_}};
+  }
+
   // EventCoalescer::Sink
   void StartWrite(const Event* e) override {
+    service_->metrics->RpcMsgSent(RpcType::kServerStream, rpc_);
     grpc::ServerWriteReactor<Event>::StartWrite(e);
   }
   void Finish(const absl::Status& status) override {
-    grpc::ServerWriteReactor<Event>::Finish(
-        ToGrpcStatus(status, {{"rpc", rpc_}, {"peer", peer_}}));
+    const grpc::Status grpc_status = ToGrpcStatus(status, Fields());
+    final_code_ = static_cast<int>(grpc_status.error_code());
+    grpc::ServerWriteReactor<Event>::Finish(grpc_status);
   }
   void WriteAndFinish(const Event* e, const absl::Status& status) override {
+    service_->metrics->RpcMsgSent(RpcType::kServerStream, rpc_);
+    const grpc::Status grpc_status = ToGrpcStatus(status, Fields());
+    final_code_ = static_cast<int>(grpc_status.error_code());
     grpc::ServerWriteReactor<Event>::StartWriteAndFinish(
-        e, grpc::WriteOptions(),
-        ToGrpcStatus(status, {{"rpc", rpc_}, {"peer", peer_}}));
+        e, grpc::WriteOptions(), grpc_status);
   }
 
   ServiceContext* const service_;
   grpc::CallbackServerContext* const ctx_;
-  const std::string rpc_, peer_;
+  const std::string rpc_, peer_, request_id_, job_id_;
+  const absl::Time started_ = absl::Now();
+  absl::Time accepted_at_;  // set before the job is scheduled
+  // The call's final code (grpc::StatusCode), for the RPC metrics.
+  std::atomic<int> final_code_{0};
   std::unique_ptr<AdmissionTicket> ticket_;
   CancellationToken cancel_;
   EventCoalescer<Event> events_{this};

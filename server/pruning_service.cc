@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/pipeline/memory/job_memory.h"
 #include "core/pruning/prune_job.h"
 #include "core/util/status_macros.h"
 #include "server/job_limits.h"
@@ -18,14 +19,15 @@ class PruneReactor final : public JobStreamReactor<v1::PruneEvent> {
  public:
   PruneReactor(ServiceContext* service, grpc::CallbackServerContext* ctx,
                const v1::PruneRequest* request)
-      : JobStreamReactor(service, ctx, "Prune"), request_(request) {}
+      : JobStreamReactor(service, ctx, "Prune", request->request_id()),
+        request_(request) {}
 
  private:
   absl::StatusOr<int64_t> Check(const std::string&) override {
     RETURN_IF_ERROR(
         ValidatePruneRequest(*request_, JobLimitsFor(service()->options)));
-    return EstimatePruneMemoryBytes(*request_,
-                                    JobLimitsFor(service()->options));
+    return EstimatePruneMemoryBytes(*request_, JobLimitsFor(service()->options),
+                                    service()->compute_pool->num_threads() + 1);
   }
 
   absl::Status Run(const std::string&) override {

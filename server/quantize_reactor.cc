@@ -20,9 +20,12 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "core/pipeline/job/quantize_job.h"
+#include "core/pipeline/memory/job_memory.h"
 #include "core/runtime/cancellation.h"
 #include "core/runtime/progress.h"
+#include "core/util/request_checks.h"
 #include "core/util/sha256.h"
+#include "core/util/status_macros.h"
 #include "quantd/v1/quantization_service.pb.h"
 #include "server/client_metadata.h"
 #include "server/json_log.h"
@@ -34,7 +37,6 @@ namespace quantd::server {
 namespace {
 
 constexpr char kMethod[] = "Quantize";
-constexpr size_t kMaxRequestIdLength = 128;
 
 std::string NewJobId() {
   thread_local absl::BitGen gen;
@@ -356,11 +358,7 @@ absl::Status CheckRequestShape(const v1::QuantizeRequest& request,
                                UploadStore& uploads,
                                const std::string& principal,
                                int64_t* ref_bytes) {
-  if (request.request_id().size() > kMaxRequestIdLength) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("request_id: ", request.request_id().size(),
-                     " characters, at most ", kMaxRequestIdLength));
-  }
+  RETURN_IF_ERROR(CheckRequestId(request.request_id()));
   const bool has_model = !request.onnx_model().empty();
   const bool has_model_ref = !request.model_ref().empty();
   if (has_model && has_model_ref) {
@@ -554,7 +552,7 @@ QuantizeReactor::QuantizeReactor(ServiceContext* service,
   if (!request->request_id().empty()) {
     // Before any check, so even a rejected call is answered with its id.
     ctx_->AddInitialMetadata("x-request-id", MetadataSafe(request->request_id(),
-                                                          kMaxRequestIdLength));
+                                                          kMaxRequestIdChars));
   }
   ctx_->AddInitialMetadata("x-job-id", job_->job_id());
   Start(request);

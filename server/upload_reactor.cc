@@ -84,6 +84,12 @@ absl::Status UploadReactor::Store(std::shared_ptr<const std::string> data) {
 }
 
 void UploadReactor::End(const absl::Status& status) {
+  if (!status.ok()) {
+    Log(LogLevel::kInfo, "upload rejected",
+        {{"peer", ctx_->peer()},
+         {"code", absl::StatusCodeToString(status.code())},
+         {"error", std::string(status.message())}});
+  }
   const grpc::Status grpc_status =
       ToGrpcStatus(status, {{"rpc", kMethod}, {"peer", ctx_->peer()}});
   final_code_ = static_cast<int>(grpc_status.error_code());

@@ -34,6 +34,7 @@
 #include "core/pipeline/job/preflight.h"
 #include "core/pipeline/job/quantize_job.h"
 #include "core/pipeline/job/samples.h"
+#include "core/pipeline/memory/job_memory.h"
 #include "core/runtime/thread_pool.h"
 #include "core/tpc/registry.h"
 

@@ -29,6 +29,7 @@
 #include "core/io/sample_set.h"
 #include "core/pipeline/job/preflight.h"
 #include "core/pipeline/job/samples.h"
+#include "core/pipeline/memory/job_memory.h"
 #include "core/tpc/registry.h"
 #include "tests/integration/server_process.h"
 

@@ -1,6 +1,7 @@
 #include "clients/batch/job_files.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <memory>
 #include <vector>
 
@@ -225,6 +226,7 @@ absl::Status ApplyJobSettings(const JobFiles& files,
   }
   if (files.gptq) request->mutable_gptq()->set_enabled(true);
   if (files.analyze) request->set_sensitivity_analysis(true);
+  if (files.strict) request->set_strict(true);
   if (!files.generated_calibration.empty()) {
     RETURN_IF_ERROR(SetGeneratedCalibration(
         datagen::kGeneratedCalibPrefix + files.generated_calibration, request));
@@ -301,12 +303,18 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ResultFiles(
 
 absl::Status WriteResultFiles(const std::string& dir,
                               const v1::QuantizeResult& result) {
+  // An empty folder name would put the files in the current folder (or, as
+  // "/NAME", in the root): the caller must say where.
+  if (absl::StripAsciiWhitespace(dir).empty()) {
+    return absl::InvalidArgumentError("output folder: empty name");
+  }
   ASSIGN_OR_RETURN(auto files, ResultFiles(result));
   for (const auto& [name, bytes] : files) {
-    absl::Status st = WriteFileAtomically(dir + "/" + name, bytes);
+    const std::string path = (std::filesystem::path(dir) / name).string();
+    absl::Status st = WriteFileAtomically(path, bytes);
     if (!st.ok()) {
-      return absl::Status(st.code(), absl::StrCat("writing ", dir, "/", name,
-                                                  ": ", st.message()));
+      return absl::Status(st.code(),
+                          absl::StrCat("writing ", path, ": ", st.message()));
     }
   }
   return absl::OkStatus();

@@ -102,6 +102,10 @@ absl::Status Analyze(const std::string& text, JobFiles* job) {
   return Switch(text, &job->analyze);
 }
 
+absl::Status Strict(const std::string& text, JobFiles* job) {
+  return Switch(text, &job->strict);
+}
+
 absl::Status TargetBestEffort(const std::string& text, JobFiles* job) {
   return Switch(text, &job->target_best_effort);
 }
@@ -238,6 +242,10 @@ const std::vector<JobOption>& JobOptions() {
        "a target out of the TPC's reach returns the best configuration found "
        "(with a warning) instead of failing",
        TargetBestEffort},
+      {"strict", "",
+       "a --keep-float or --bits-override filter that matches no node fails "
+       "the job instead of warning",
+       Strict},
       {"threads", "N",
        "threads for the job's data-parallel work (default: the CPUs this "
        "process may use, cgroup quota and affinity aware / the "

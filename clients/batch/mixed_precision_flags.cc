@@ -1,6 +1,7 @@
 #include "clients/batch/mixed_precision_flags.h"
 
 #include <cmath>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,7 @@ absl::Status ParseMixedPrecisionTargets(absl::string_view spec,
   if (spec.empty()) {
     return absl::InvalidArgumentError("--mp: empty (e.g. weights=0.6)");
   }
+  std::set<std::string> keys;
   for (absl::string_view part : absl::StrSplit(spec, ',')) {
     std::vector<std::string> kv = absl::StrSplit(part, '=');
     double v = 0;
@@ -45,6 +47,10 @@ absl::Status ParseMixedPrecisionTargets(absl::string_view spec,
           absl::StrCat("--mp: '", part, "' is not KEY=NUMBER"));
     }
     const std::string& key = kv[0];
+    if (!keys.insert(key).second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--mp: '", key, "' is given more than once; give each target once"));
+    }
     v1::ResourceUtilization* frac = mp->mutable_target_fraction();
     v1::ResourceUtilization* abs = mp->mutable_target();
     const bool fraction = key == "weights" || key == "activation" ||
@@ -89,6 +95,7 @@ absl::Status ParseBitWidthOverrides(absl::string_view spec,
     return absl::InvalidArgumentError(
         "--bits-override: empty (e.g. type:Conv=4)");
   }
+  std::set<std::string> filters;
   for (absl::string_view part : absl::StrSplit(spec, ',')) {
     const size_t eq = part.rfind('=');
     int bits = 0;
@@ -111,6 +118,12 @@ absl::Status ParseBitWidthOverrides(absl::string_view spec,
           absl::StrCat("--bits-override: '", part,
                        "': the filter must be type:OP, name:NODE or "
                        "scope:SUBSTRING"));
+    }
+    const std::string key = absl::StrCat(filter, "@", o.target());
+    if (!filters.insert(key).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--bits-override: '", filter,
+                       "' is given more than once for the same target"));
     }
     *mp->add_bit_width_overrides() = std::move(o);
   }

@@ -64,13 +64,16 @@ absl::Status SyncDir(const std::string& path) {
 
 absl::StatusOr<std::unique_ptr<OutputDir>> OutputDir::Open(
     const std::string& dir) {
+  if (absl::StripAsciiWhitespace(dir).empty()) {
+    return absl::InvalidArgumentError("--out: empty folder name");
+  }
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) {
     return absl::InvalidArgumentError(
         absl::StrCat("--out ", dir, ": ", ec.message()));
   }
-  const std::string lock_path = dir + "/.lock";
+  const std::string lock_path = (fs::path(dir) / ".lock").string();
   // O_NOFOLLOW: a symbolic link planted as .lock would otherwise make us
   // truncate and overwrite its target.
   const int fd =
@@ -123,7 +126,7 @@ OutputDir::~OutputDir() {
 std::optional<nlohmann::json> OutputDir::ReadRecord(
     const std::string& id) const {
   auto text =
-      ReadFileLimited(absl::StrCat(dir_, "/", id, "/", kRecordFile), 64 << 20);
+      ReadFileLimited((fs::path(dir_) / id / kRecordFile).string(), 64 << 20);
   if (!text.ok()) return std::nullopt;
   nlohmann::json record =
       nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
@@ -135,8 +138,9 @@ absl::Status OutputDir::Commit(
     const std::string& id,
     const std::vector<std::pair<std::string, std::string>>& files,
     const nlohmann::json& record) {
-  const std::string tmp = absl::StrCat(dir_, "/.tmp-", id, "-", getpid());
-  const std::string final_dir = absl::StrCat(dir_, "/", id);
+  const std::string tmp =
+      (fs::path(dir_) / absl::StrCat(".tmp-", id, "-", getpid())).string();
+  const std::string final_dir = (fs::path(dir_) / id).string();
   std::error_code ec;
   fs::remove_all(tmp, ec);
   fs::create_directory(tmp, ec);
@@ -145,16 +149,17 @@ absl::Status OutputDir::Commit(
         absl::StrCat("creating ", tmp, ": ", ec.message()));
   }
   for (const auto& [name, bytes] : files) {
-    RETURN_IF_ERROR(WriteAndSync(tmp + "/" + name, bytes));
+    RETURN_IF_ERROR(WriteAndSync((fs::path(tmp) / name).string(), bytes));
   }
   // The record goes last: a folder with result.json is complete.
-  RETURN_IF_ERROR(
-      WriteAndSync(tmp + "/" + kRecordFile, JsonText(record, 2) + "\n"));
+  RETURN_IF_ERROR(WriteAndSync((fs::path(tmp) / kRecordFile).string(),
+                               JsonText(record, 2) + "\n"));
   RETURN_IF_ERROR(SyncDir(tmp));
   // An older output (inputs changed) moves aside first: rename() cannot
   // replace a non-empty folder. A crash in between leaves no DIR/<id>, so
   // the job is simply redone.
-  const std::string old = absl::StrCat(dir_, "/.tmp-old-", id, "-", getpid());
+  const std::string old =
+      (fs::path(dir_) / absl::StrCat(".tmp-old-", id, "-", getpid())).string();
   bool moved_old = false;
   if (fs::exists(final_dir, ec)) {
     fs::remove_all(old, ec);
@@ -173,8 +178,9 @@ absl::Status OutputDir::Commit(
 
 absl::Status OutputDir::WriteFile(const std::string& name,
                                   const std::string& bytes) {
-  const std::string path = absl::StrCat(dir_, "/", name);
-  const std::string tmp = absl::StrCat(dir_, "/.tmp-", name, "-", getpid());
+  const std::string path = (fs::path(dir_) / name).string();
+  const std::string tmp =
+      (fs::path(dir_) / absl::StrCat(".tmp-", name, "-", getpid())).string();
   RETURN_IF_ERROR(WriteAndSync(tmp, bytes));
   if (rename(tmp.c_str(), path.c_str()) != 0) {
     return ErrnoError("renaming into place", path);

@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/strip.h"
 
 namespace quantd::quantctl {
 namespace {
@@ -191,6 +192,18 @@ absl::Status FlagSet::Parse(const std::vector<std::string>& args,
       value = args[++i];
     } else if (!has_value) {
       value = "true";
+    }
+    // `--out=` or `--out " "` would otherwise mean the current folder, or
+    // (joined as "/NAME") the root: a value is required to say something.
+    if (!f->value_name.empty() && !f->options.allow_empty &&
+        absl::StripAsciiWhitespace(value).empty()) {
+      return Invalid(absl::StrCat("--", f->name, ": empty value (give ",
+                                  f->value_name, " or leave the flag out)"));
+    }
+    // One value per flag: with two, the user cannot tell which one counts.
+    if (std::find(seen.begin(), seen.end(), f) != seen.end()) {
+      return Invalid(absl::StrCat("--", f->name,
+                                  " is given more than once; give it once"));
     }
     if (absl::Status st = f->set(value); !st.ok()) {
       const std::string prefix = absl::StrCat("--", f->name);

@@ -12,7 +12,8 @@
 //
 // Accepted: `--name VALUE`, `--name=VALUE`, `--switch`, `--switch=false`,
 // `--` (the rest is positional). Names are kebab-case; `aliases` are hidden
-// old spellings (`token_file`) kept so existing scripts keep working.
+// old spellings (`token_file`) kept so existing scripts keep working. Usage
+// errors: a flag given twice, and an empty or blank value.
 #ifndef QUANTD_CLIENTS_QUANTCTL_FLAGS_H_
 #define QUANTD_CLIENTS_QUANTCTL_FLAGS_H_
 
@@ -29,6 +30,9 @@ struct FlagOptions {
   bool required = false;
   std::vector<std::string> aliases;  // hidden: accepted, not listed
   std::string default_text;          // shown as "(default: ...)"
+  // An empty value means something (gRPC health's "" service); for every
+  // other flag an empty or blank value is a usage error.
+  bool allow_empty = false;
 };
 
 struct Flag {

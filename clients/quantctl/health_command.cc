@@ -26,8 +26,8 @@ FlagSet Flags(Args* a) {
            {.required = true});
   f.String("service", "NAME",
            "service to ask about: quantd.v1.QuantizationService = readiness "
-           "(default: the whole server, liveness)",
-           &a->service);
+           "(default, or '': the whole server, liveness)",
+           &a->service, {.allow_empty = true});
   f.Duration("timeout", "give up after DURATION", &a->timeout,
              {.aliases = {"timeout_s", "timeout-s"}, .default_text = "5s"});
   AddChannelFlags(&f, &a->channel);

@@ -315,6 +315,14 @@ absl::StatusOr<GeneratedData> GenerateData(std::shared_ptr<const Model> model,
       opt[b].Schedule(loss);
       loss_sum += loss;
     }
+    // A diverged optimisation never recovers: stop at once, naming it,
+    // rather than return images of NaN as a result.
+    if (!std::isfinite(loss_sum)) {
+      return absl::InternalError(absl::StrFormat(
+          "generate: the loss is %g at iteration %d (the optimisation "
+          "diverged; lower learning_rate)",
+          loss_sum, it + 1));
+    }
     if (it == 0) out.first_loss = loss_sum / batches;
     out.final_loss = loss_sum / batches;
     if (ctx.progress != nullptr) {
@@ -328,6 +336,14 @@ absl::StatusOr<GeneratedData> GenerateData(std::shared_ptr<const Model> model,
     Tensor x = Tensor::Uninitialized(DType::kFloat,
                                      {1, geo.channels, geo.height, geo.width});
     PipelineFinalize(geo, images.data() + i * psize, x.mutable_data<float>());
+    const float* v = x.data<float>();
+    for (int64_t j = 0; j < x.num_elements(); ++j) {
+      if (!std::isfinite(v[j])) {
+        return absl::InternalError(absl::StrCat(
+            "generate: image ", i, " holds a non-finite value at element ", j,
+            " (the optimisation diverged; lower learning_rate)"));
+      }
+    }
     out.samples.push_back(std::move(x));
   }
   return out;

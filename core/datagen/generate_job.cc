@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/datagen/statistics_json.h"
+#include "core/util/request_checks.h"
 #include "core/util/status_macros.h"
 
 namespace quantd::datagen {
@@ -35,6 +36,8 @@ absl::StatusOr<DataGenOptions> DataGenOptionsFromRequest(
 
 absl::Status ValidateGenerateDataRequest(const v1::GenerateDataRequest& r,
                                          int64_t max_count) {
+  RETURN_IF_ERROR(CheckRequestId(r.request_id()));
+  RETURN_IF_ERROR(CheckEnumsAndNumbers(r));
   if (r.count() > max_count) {
     return absl::InvalidArgumentError(absl::StrCat(
         "count: ", r.count(), " images exceed the limit of ", max_count));
@@ -54,33 +57,6 @@ absl::Status ValidateGenerateDataRequest(const v1::GenerateDataRequest& r,
   return ValidateDataGenOptions(o);
 }
 
-int64_t EstimateGenerateMemoryBytes(const Model& model,
-                                    const DataGenOptions& o) {
-  int64_t c = 3, h = 224, w = 224;  // unknown dims: an ImageNet image
-  const std::vector<int64_t>& declared = o.shape.empty() &&
-                                                 !model.graph.inputs.empty() &&
-                                                 model.graph.inputs[0].has_shape
-                                             ? model.graph.inputs[0].shape
-                                             : o.shape;
-  if (declared.size() >= 3) {
-    const size_t k = declared.size() - 3;
-    if (declared[k] > 0) c = declared[k];
-    if (declared[k + 1] > 0) h = declared[k + 1];
-    if (declared[k + 2] > 0) w = declared[k + 2];
-  }
-  // In double: a model may declare any size; the result saturates at 2^60.
-  const double padded = 4.0 * static_cast<double>(c) *
-                        static_cast<double>(h + o.extra_pixels) *
-                        static_cast<double>(w + o.extra_pixels);
-  const double image = 4.0 * static_cast<double>(c) * static_cast<double>(h) *
-                       static_cast<double>(w);
-  // Image, Adam's m and v, the gradient, the result and its event copy.
-  const double bytes = static_cast<double>(o.count) * (4 * padded + 2 * image) +
-                       static_cast<double>(int64_t{64} << 20);
-  constexpr double kCap = static_cast<double>(int64_t{1} << 60);
-  return static_cast<int64_t>(std::min(bytes, kCap));
-}
-
 absl::StatusOr<GeneratedData> RunGenerateDataJob(
     const v1::GenerateDataRequest& request, const GenerateJobContext& c) {
   RETURN_IF_ERROR(ValidateGenerateDataRequest(request, c.max_count));
@@ -94,9 +70,7 @@ absl::StatusOr<GeneratedData> RunGenerateDataJob(
   // such, not refused by admission for the memory it would take.
   std::string input_name;
   RETURN_IF_ERROR(InputGeometry(model.graph, options, &input_name).status());
-  if (c.on_estimate) {
-    RETURN_IF_ERROR(c.on_estimate(EstimateGenerateMemoryBytes(model, options)));
-  }
+  if (c.on_import) RETURN_IF_ERROR(c.on_import(model, options));
   if (c.run.cancel != nullptr) RETURN_IF_ERROR(c.run.cancel->Check());
   return GenerateData(std::make_shared<const Model>(std::move(model)), options,
                       c.run);

@@ -25,9 +25,11 @@ struct GenerateJobContext {
   // The model's bytes when the request names an upload (model_ref);
   // otherwise request.onnx_model.
   absl::string_view model_bytes;
-  // Called after the import with the job's memory estimate (bytes); an
-  // error stops the job (the server's admission).
-  std::function<absl::Status(int64_t)> on_estimate;
+  // Called after the import and the input's check with the model and the
+  // options: the server estimates the job's memory from them
+  // (core/pipeline/memory/job_memory.h) and admits it; an error stops the
+  // job.
+  std::function<absl::Status(const Model&, const DataGenOptions&)> on_import;
 };
 
 // Cheap checks without the model: count, sizes, ranges; names the field.
@@ -37,11 +39,6 @@ absl::Status ValidateGenerateDataRequest(const v1::GenerateDataRequest& r,
 // The request's options (zero fields take the defaults), statistics parsed.
 absl::StatusOr<DataGenOptions> DataGenOptionsFromRequest(
     const v1::GenerateDataRequest& r);
-
-// Images plus Adam's two moments and the padded copies, per image, and
-// the batch's activations bounded by a fixed overhead.
-int64_t EstimateGenerateMemoryBytes(const Model& model,
-                                    const DataGenOptions& options);
 
 absl::StatusOr<GeneratedData> RunGenerateDataJob(
     const v1::GenerateDataRequest& request, const GenerateJobContext& context);

@@ -1,5 +1,7 @@
 #include "core/datagen/options.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 
 namespace quantd::datagen {
@@ -16,8 +18,12 @@ absl::Status ValidateDataGenOptions(const DataGenOptions& o) {
   if (s.ok()) s = positive("iterations", o.iterations, 1'000'000);
   if (s.ok()) s = positive("batch_size", o.batch_size, 4096);
   if (!s.ok()) return s;
-  if (!(o.learning_rate > 0)) {
-    return absl::InvalidArgumentError("learning_rate must be positive");
+  // Adam's steps scale with the rate: beyond kMaxLearningRate the images
+  // overflow to Inf/NaN within a few iterations.
+  if (!(o.learning_rate > 0 && o.learning_rate <= kMaxLearningRate)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("learning_rate must be in (0, ", kMaxLearningRate,
+                     "], got ", o.learning_rate));
   }
   if (o.extra_pixels < 0 || o.extra_pixels > 4096) {
     return absl::InvalidArgumentError("extra_pixels must be in [0, 4096]");
@@ -27,6 +33,11 @@ absl::Status ValidateDataGenOptions(const DataGenOptions& o) {
         "input_min and input_max need the same number of values");
   }
   for (size_t c = 0; c < o.input_min.size(); ++c) {
+    if (!std::isfinite(o.input_min[c]) || !std::isfinite(o.input_max[c])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input_min, input_max: channel ", c, " is not finite (",
+                       o.input_min[c], ", ", o.input_max[c], ")"));
+    }
     if (!(o.input_min[c] < o.input_max[c])) {
       return absl::InvalidArgumentError(
           absl::StrCat("input_min, input_max: the range of channel ", c,
@@ -44,6 +55,14 @@ absl::Status ValidateDataGenOptions(const DataGenOptions& o) {
       if (!(v >= 0)) {
         return absl::InvalidArgumentError(
             absl::StrCat("statistics of '", name, "': negative std"));
+      }
+    }
+    for (const std::vector<float>* values : {&st.mean, &st.std}) {
+      for (float v : *values) {
+        if (!std::isfinite(v)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "statistics of '", name, "': ", v, " is not a finite value"));
+        }
       }
     }
   }

@@ -41,7 +41,12 @@ struct DataGenOptions {
   std::map<std::string, ChannelStats> statistics;
 };
 
-// Positive counts and sizes, consistent ranges; names the field.
+// The largest Adam rate accepted: MCT's default is 1; far larger rates
+// overflow the images to Inf/NaN.
+inline constexpr double kMaxLearningRate = 1000;
+
+// Positive counts and sizes, consistent finite ranges and statistics, a
+// finite learning rate in (0, kMaxLearningRate]; names the field.
 absl::Status ValidateDataGenOptions(const DataGenOptions& options);
 
 }  // namespace quantd::datagen

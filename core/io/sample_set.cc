@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "core/graph/onnx_import.h"
 #include "core/io/file_util.h"
 #include "core/util/status_macros.h"
@@ -221,6 +222,10 @@ absl::StatusOr<SampleSet> ReadSampleSet(
 
 absl::Status WriteSample(const std::string& dir, absl::string_view sample_name,
                          const std::map<std::string, Tensor>& tensors) {
+  // An empty folder would mean the current one: the caller must say where.
+  if (absl::StripAsciiWhitespace(dir).empty()) {
+    return absl::InvalidArgumentError("sample-set folder: empty name");
+  }
   RETURN_IF_ERROR(CheckSampleName(sample_name));
   std::map<std::string, std::string> used;  // file name -> tensor name
   for (const auto& [name, tensor] : tensors) {

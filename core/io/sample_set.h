@@ -58,7 +58,8 @@ absl::StatusOr<SampleSet> ReadSampleSet(
     const SampleSetOptions& options = {});
 
 // Writes DIR/<sample_name>/<sanitized tensor name>.npy for every tensor.
-// `sample_name` must be a plain folder name (no '/', not "." or "..").
+// `sample_name` must be a plain folder name (no '/', not "." or ".."), and
+// `dir` not empty or blank.
 absl::Status WriteSample(const std::string& dir, absl::string_view sample_name,
                          const std::map<std::string, Tensor>& tensors);
 

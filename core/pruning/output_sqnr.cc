@@ -1,5 +1,6 @@
 #include "core/pruning/output_sqnr.h"
 
+#include <cmath>
 #include <map>
 #include <memory>
 #include <string>
@@ -42,6 +43,12 @@ absl::StatusOr<double> OutputSqnrDb(const Model& reference, const Model& pruned,
         noise += d * d;
       }
     }
+  }
+  // NaN in either model's outputs would read as +inf ("identical").
+  if (!std::isfinite(signal) || !std::isfinite(noise)) {
+    return absl::InternalError(absl::StrCat(
+        "evaluate: the output SQNR is undefined (signal power ", signal,
+        ", noise power ", noise, "): the outputs hold non-finite values"));
   }
   return SqnrDb(signal, noise);
 }

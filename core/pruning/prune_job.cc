@@ -23,7 +23,9 @@
 #include "core/pruning/pruning_section.h"
 #include "core/pruning/simd_size.h"
 #include "core/pruning/weights_memory.h"
+#include "core/util/request_checks.h"
 #include "core/util/status_macros.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "nlohmann/json.hpp"
 
 namespace quantd {
@@ -154,10 +156,68 @@ absl::Status RunQuantizeStage(const v1::PruneRequest& request,
   return absl::OkStatus();
 }
 
+// Scores from NaN or Inf activations (diverged generated images, a model
+// that overflows) would rank channels at random: the job fails instead.
+absl::Status CheckScoresFinite(const Graph& graph,
+                               const std::vector<PruningSection>& sections,
+                               const std::vector<std::vector<double>>& traces) {
+  for (size_t s = 0; s < traces.size() && s < sections.size(); ++s) {
+    for (size_t ch = 0; ch < traces[s].size(); ++ch) {
+      if (!std::isfinite(traces[s][ch])) {
+        return absl::InternalError(absl::StrCat(
+            "importance: the score of channel ", ch, " of ",
+            graph.nodes[sections[s].entry].Label(), " is ", traces[s][ch],
+            " (non-finite activations on the calibration samples?)"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// PruneRequest.quantize's fields that the pruning request supplies: set
+// (the TPC: set to another one), they would be silently replaced, so they
+// are refused.
+absl::Status CheckNestedQuantize(const v1::PruneRequest& r) {
+  const v1::QuantizeRequest& q = r.quantize();
+  const struct {
+    bool set;
+    const char* field;
+  } supplied[] = {
+      {!q.onnx_model().empty(), "onnx_model"},
+      {!q.model_ref().empty(), "model_ref"},
+      {q.calibration_samples_size() > 0, "calibration_samples"},
+      {!q.samples_ref().empty(), "samples_ref"},
+      {q.has_generated_calibration(), "generated_calibration"},
+      {q.has_tpc() && !google::protobuf::util::MessageDifferencer::Equals(
+                          q.tpc(), r.tpc()),
+       "tpc"},
+  };
+  for (const auto& s : supplied) {
+    if (s.set) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "quantize.", s.field,
+          ": set, but the pruned model is quantized with the pruning "
+          "request's model, TPC and samples; leave it empty"));
+    }
+  }
+  return CheckNumThreads(q.num_threads(), "quantize.num_threads");
+}
+
 }  // namespace
 
 absl::Status ValidatePruneRequest(const v1::PruneRequest& request,
                                   const JobLimits& limits) {
+  RETURN_IF_ERROR(CheckRequestId(request.request_id()));
+  RETURN_IF_ERROR(CheckNumThreads(request.num_threads(), "num_threads"));
+  if (request.num_score_approximations() < 0 ||
+      request.num_score_approximations() > limits.max_samples) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "num_score_approximations: ", request.num_score_approximations(),
+        " is not in [0, ", limits.max_samples, "] (0: MCT's 32)"));
+  }
+  if (request.has_quantize()) {
+    RETURN_IF_ERROR(CheckNestedQuantize(request));
+  }
   if (request.onnx_model().empty()) {
     return absl::InvalidArgumentError("onnx_model: empty");
   }
@@ -204,25 +264,10 @@ absl::Status ValidatePruneRequest(const v1::PruneRequest& request,
   RETURN_IF_ERROR(
       ValidateSampleProtos(request.calibration_samples(), "calibration_samples",
                            limits.max_samples, limits.max_sample_bytes));
-  return ValidateSampleProtos(request.evaluation_samples(),
-                              "evaluation_samples", limits.max_samples,
-                              limits.max_sample_bytes);
-}
-
-int64_t EstimatePruneMemoryBytes(const v1::PruneRequest& request,
-                                 const JobLimits& limits) {
-  int64_t bytes =
-      3 * static_cast<int64_t>(request.ByteSizeLong()) + (int64_t{64} << 20);
-  if (!request.has_generated_calibration()) return bytes;
-  ImportOptions import;
-  import.max_model_bytes = limits.max_model_bytes;
-  auto model = ImportOnnx(request.onnx_model(), import);
-  auto options = datagen::DataGenOptionsFromGeneratedCalibration(
-      request.generated_calibration());
-  if (model.ok() && options.ok()) {
-    bytes += datagen::EstimateGenerateMemoryBytes(*model, *options);
-  }
-  return bytes;
+  RETURN_IF_ERROR(ValidateSampleProtos(request.evaluation_samples(),
+                                       "evaluation_samples", limits.max_samples,
+                                       limits.max_sample_bytes));
+  return CheckEnumsAndNumbers(request);
 }
 
 absl::StatusOr<v1::PruneResult> RunPruneJob(const v1::PruneRequest& request,
@@ -280,6 +325,7 @@ absl::StatusOr<v1::PruneResult> RunPruneJob(const v1::PruneRequest& request,
   ic.num_score_approximations = request.num_score_approximations();
   ASSIGN_OR_RETURN(auto traces,
                    metric->HessianTraces(model, sections, calibration, ic));
+  RETURN_IF_ERROR(CheckScoresFinite(model.graph, sections, traces));
   std::vector<ChannelGroups> groups;
   for (size_t s = 0; s < sections.size(); ++s) {
     const Tensor* kernel =

@@ -31,12 +31,7 @@ struct PruneContext {
 absl::Status ValidatePruneRequest(const v1::PruneRequest& request,
                                   const JobLimits& limits);
 
-// Admission's memory estimate: the request, the model imported twice
-// (unpruned and pruned) and the two executors' activations under a fixed
-// overhead, plus data generation's own estimate when the request asks for
-// generated calibration (the model is parsed for it; unparsable: none).
-int64_t EstimatePruneMemoryBytes(const v1::PruneRequest& request,
-                                 const JobLimits& limits);
+// Its memory estimate: EstimatePruneMemoryBytes (job_memory.h).
 
 // Errors: INVALID_ARGUMENT naming the field; FAILED_PRECONDITION for a model
 // without prunable sections (with why each candidate was rejected) or a

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "core/pipeline/job/quantize_job.h"
+#include "core/pipeline/memory/job_memory.h"
 #include "quantd/v1/job.pb.h"
 #include "server/client_metadata.h"
 #include "tests/fuzz/request_checks.h"

@@ -11,6 +11,7 @@
 #include "core/datagen/data_generation.h"
 #include "core/datagen/generate_job.h"
 #include "core/graph/onnx_import.h"
+#include "core/pipeline/memory/job_memory.h"
 #include "core/pruning/prune_job.h"
 #include "quantd/v1/data_generation.pb.h"
 #include "quantd/v1/pruning.pb.h"
@@ -28,7 +29,8 @@ void Prune(const uint8_t* data, size_t size) {
   CheckStatusMessageFits(valid);
   if (!valid.ok()) return;
   // The estimate parses the model (and any generated-calibration request).
-  if (quantd::EstimatePruneMemoryBytes(request, limits) < 0) __builtin_trap();
+  if (quantd::EstimatePruneMemoryBytes(request, limits, 2) < 0)
+    __builtin_trap();
 }
 
 void GenerateData(const uint8_t* data, size_t size) {
@@ -60,7 +62,7 @@ void GenerateData(const uint8_t* data, size_t size) {
     CheckStatusMessageFits(geometry.status());
     return;
   }
-  if (quantd::datagen::EstimateGenerateMemoryBytes(*model, *options) < 0) {
+  if (quantd::EstimateGenerateMemoryBytes(*model, *options, 2) < 0) {
     __builtin_trap();
   }
 }

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/pipeline/job/preflight.h"
 #include "core/pipeline/job/quantize_job.h"
+#include "core/pipeline/memory/job_memory.h"
 #include "core/tpc/registry.h"
 #include "gtest/gtest.h"
 #include "tests/data/onnx/model_builder.h"

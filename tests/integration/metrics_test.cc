@@ -18,6 +18,7 @@
 #include "absl/time/clock.h"
 #include "clients/cpp/client.h"
 #include "core/pipeline/job/preflight.h"
+#include "core/pipeline/memory/job_memory.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/integration/server_process.h"

@@ -84,7 +84,7 @@ v1::PruneRequest LargeResultRequest() {
       TensorToSampleProto(Tensor::FromVector(x, {1, 96, 4, 4}), "x");
   r.set_weights_memory_fraction(0.9);
   r.set_importance_metric("magnitude");
-  r.mutable_quantize()->mutable_tpc()->set_name("imx500@4.1");
+  r.mutable_quantize();  // default settings, the pruning request's TPC
   return r;
 }
 

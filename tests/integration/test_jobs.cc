@@ -52,6 +52,31 @@ v1::QuantizeRequest ConvJob(int64_t c, int64_t hw, int64_t m, int samples,
   return request;
 }
 
+v1::PruneRequest TwoConvPruneRequest(int64_t hw, int64_t channels) {
+  OnnxModelBuilder b(13);
+  b.Input("x", DType::kFloat, {1, 3, -1, -1});
+  b.FloatInitializer("w1", Pattern(channels * 3 * 9, 1), {channels, 3, 3, 3});
+  b.FloatInitializer("w2", Pattern(channels * channels * 9, 2),
+                     {channels, channels, 3, 3});
+  b.AddNode("Conv", {"x", "w1"}, {"c1"}, "conv1").Ints("pads", {1, 1, 1, 1});
+  b.AddNode("Relu", {"c1"}, {"r1"}, "relu1");
+  b.AddNode("Conv", {"r1", "w2"}, {"y"}, "conv2").Ints("pads", {1, 1, 1, 1});
+  b.Output("y", DType::kFloat);
+  v1::PruneRequest r;
+  r.set_onnx_model(b.Serialize());
+  r.mutable_tpc()->set_name("imx500@4.0");
+  const std::vector<float> x = Pattern(3 * hw * hw, 7);
+  v1::Tensor* t = r.add_calibration_samples()->add_inputs();
+  t->set_name("x");
+  t->set_data_type(v1::DATA_TYPE_FLOAT);
+  for (int64_t d : {int64_t{1}, int64_t{3}, hw, hw}) t->add_dims(d);
+  t->set_raw_data(std::string(reinterpret_cast<const char*>(x.data()),
+                              x.size() * sizeof(float)));
+  r.set_weights_memory_fraction(0.6);
+  r.set_num_score_approximations(1);
+  return r;
+}
+
 v1::QuantizeRequest SmallJob(const std::string& request_id) {
   return ConvJob(3, 8, 4, 4, request_id);
 }

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "quantd/v1/job.pb.h"
+#include "quantd/v1/pruning.pb.h"
 
 namespace quantd::testing {
 
@@ -16,6 +17,10 @@ namespace quantd::testing {
 // `samples` calibration samples.
 v1::QuantizeRequest ConvJob(int64_t c, int64_t hw, int64_t m, int samples,
                             const std::string& request_id);
+// x[1,3,H,W] (H, W dynamic) -> Conv 3x3 (`channels`) -> Relu -> Conv 3x3
+// (`channels`) -> y, pruned to 60% of its weights on imx500@4.0 with LFH on
+// one hw x hw sample.
+v1::PruneRequest TwoConvPruneRequest(int64_t hw, int64_t channels = 64);
 // Finishes in well under a second.
 v1::QuantizeRequest SmallJob(const std::string& request_id);
 // Runs for many seconds (300 calibration passes over a 96x96 conv and 300

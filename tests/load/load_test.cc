@@ -18,6 +18,7 @@
 #include "core/io/sample_set.h"
 #include "core/pipeline/job/quantize_job.h"
 #include "core/pipeline/job/samples.h"
+#include "core/pipeline/memory/job_memory.h"
 #include "gtest/gtest.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/test_jobs.h"

@@ -16,14 +16,21 @@
 
 namespace quantd {
 
+InputShapes FirstSampleShapes(const std::vector<SampleFeeds>& calibration) {
+  InputShapes shapes;
+  if (calibration.empty()) return shapes;
+  for (const auto& [name, t] : calibration[0]) shapes[name] = t.shape();
+  return shapes;
+}
+
 bool InferSampleShapes(const std::vector<SampleFeeds>& calibration,
                        Model* model) {
+  return InferSampleShapes(FirstSampleShapes(calibration), model);
+}
+
+bool InferSampleShapes(const InputShapes& shapes, Model* model) {
   ShapeInferenceOptions shape_options;
-  if (!calibration.empty()) {
-    for (const auto& [name, t] : calibration[0]) {
-      shape_options.input_shapes[name] = t.shape();
-    }
-  }
+  shape_options.input_shapes = shapes;
   if (InferShapes(model, shape_options).ok()) return true;
   shape_options.input_shapes.clear();  // fall back to the declared shapes
   return InferShapes(model, shape_options).ok();
@@ -321,16 +328,30 @@ int64_t HistogrammedTensors(const Graph& g, const GraphLinks& links) {
 ActivationSizes ActivationBytesPerSample(
     const Model& model, bool shapes_inferred,
     const std::vector<SampleFeeds>& calibration, int sensitivity_depth) {
+  return ActivationBytesPerSample(model, shapes_inferred,
+                                  FirstSampleShapes(calibration),
+                                  sensitivity_depth);
+}
+
+ActivationSizes ActivationBytesPerSample(const Model& model,
+                                         bool shapes_inferred,
+                                         const InputShapes& input_shapes,
+                                         int sensitivity_depth) {
   if (!shapes_inferred) return {};
+  constexpr int64_t kCap = int64_t{1} << 50;
+  // The sample's largest input (a stand-in for tensors of unknown shape):
+  // its element size is the graph input's (float for a name it lacks).
   int64_t largest_input = 0;
-  if (!calibration.empty()) {
-    for (const auto& [name, t] : calibration[0]) {
-      largest_input =
-          std::max<int64_t>(largest_input, static_cast<int64_t>(t.byte_size()));
+  for (const auto& [name, shape] : input_shapes) {
+    int64_t n = 4;
+    for (const ValueInfo& in : model.graph.inputs) {
+      const int64_t size = static_cast<int64_t>(DTypeSize(in.dtype));
+      if (in.name == name && size > 0) n = size;
     }
+    for (int64_t d : shape) n = (d > 0 && n > kCap / d) ? kCap : n * d;
+    largest_input = std::max(largest_input, std::min(kCap, n));
   }
   const Graph& g = model.graph;
-  constexpr int64_t kCap = int64_t{1} << 50;
   auto bytes_of = [&](const ValueInfo& info) {
     int64_t n = 1;
     for (int64_t d : info.shape) {

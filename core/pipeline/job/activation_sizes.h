@@ -5,6 +5,8 @@
 #define QUANTD_CORE_PIPELINE_JOB_ACTIVATION_SIZES_H_
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "core/graph/graph.h"
@@ -12,9 +14,18 @@
 
 namespace quantd {
 
-// Infers `model`'s shapes for the first calibration sample's input shapes,
-// else (no sample, or inference fails) for the declared ones; false when
-// that fails too (the model then holds what inference annotated).
+// Input name -> shape of one sample: what the estimates need of it, known
+// without allocating the sample (a generated image of any size).
+using InputShapes = std::map<std::string, std::vector<int64_t>>;
+
+// The first calibration sample's input shapes (none without samples).
+InputShapes FirstSampleShapes(const std::vector<SampleFeeds>& calibration);
+
+// Infers `model`'s shapes for the given input shapes, else (none, or
+// inference fails) for the declared ones; false when that fails too (the
+// model then holds what inference annotated).
+bool InferSampleShapes(const InputShapes& shapes, Model* model);
+// The same for the first calibration sample's shapes.
 bool InferSampleShapes(const std::vector<SampleFeeds>& calibration,
                        Model* model);
 
@@ -56,6 +67,10 @@ struct ActivationSizes {
   int64_t histogrammed = 0, shift_negative = 0, sensitivity_cone = 0;
 };
 
+ActivationSizes ActivationBytesPerSample(const Model& model,
+                                         bool shapes_inferred,
+                                         const InputShapes& input_shapes,
+                                         int sensitivity_depth = 0);
 ActivationSizes ActivationBytesPerSample(
     const Model& model, bool shapes_inferred,
     const std::vector<SampleFeeds>& calibration, int sensitivity_depth = 0);

@@ -98,6 +98,9 @@ struct JobState {
   std::map<std::string, std::vector<double>> input_means;
   PtqOptions options;
   std::vector<std::string> warnings;
+  // Of the warnings, the request's node filters that matched no node
+  // (QuantizeRequest.strict makes them errors).
+  std::vector<std::string> unmatched_filters;
   std::vector<GptqLayerError> gptq_layers;  // empty unless GPTQ ran
 };
 

@@ -10,13 +10,16 @@
 #define QUANTD_CORE_PIPELINE_JOB_PREFLIGHT_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/datagen/options.h"
 #include "core/graph/graph.h"
+#include "core/graph/onnx_import.h"
 #include "core/pipeline/gptq/gptq_memory.h"
 #include "core/pipeline/job/activation_sizes.h"
 #include "core/pipeline/job/ptq_options.h"
@@ -87,16 +90,16 @@ struct JobInput {
   // model_ref / samples_ref points to): the server frees them once the job
   // has this input (JobContext.on_preflight).
   int64_t request_payload_bytes = 0;
-  // One sample's activations as EstimateJobMemoryBytes counts them
-  // (activation_sizes.h).
+  // One sample's activations as the memory model counts them
+  // (activation_sizes.h, job_memory.h).
   ActivationSizes activations;
   // GPTQ's stage when the request asks for it (zeros otherwise), from the
   // same inferred shapes.
   GptqStageMemory gptq_stage;
-  // With generated_calibration: the generate stage's own estimate
-  // (datagen::EstimateGenerateMemoryBytes); calibration and evaluation stay
-  // empty until that stage (generate_stage.h) fills them.
-  int64_t generate_bytes = 0;
+  // With generated_calibration: the generate stage's options (its memory
+  // estimate reads them); calibration and evaluation stay empty until that
+  // stage (generate_stage.h) fills them.
+  std::optional<datagen::DataGenOptions> generate_options;
   // Warnings of the stages before RunStages (the generate stage's), carried
   // into the report.
   std::vector<std::string> warnings;
@@ -116,30 +119,27 @@ absl::StatusOr<JobInput> PreflightJob(const v1::QuantizeRequest& request,
                                       const TpcRegistry& registry,
                                       const JobLimits& limits);
 
-// The part of EstimateJobMemoryBytes known without parsing the model: the
-// request's bytes, the model's copies and a fixed overhead. Admission
-// reserves it before the import so that parsing is paid from the budget.
-int64_t EstimateJobMemoryBytesBeforeImport(const v1::QuantizeRequest& request);
-
 // Whether calibration keeps the float values of the report's samples
 // (kept_float_values.h): not when evaluation samples were sent, nor with
 // GPTQ or mixed precision, whose stages would hold them for long. The
 // estimates count them, up to kKeptFloatValuesBudgetBytes.
 bool KeepsFloatValuesForReport(const v1::QuantizeRequest& request);
 
-// The job's peak memory, for admission control: the sample bytes, the
-// model's copies and the activations of `samples_in_flight` samples at once
-// (from the sum of every activation of one sample, shapes inferred for the
-// first calibration sample). Fitted to measured peaks (preflight.cc). As
-// the server runs the job: without the request's payload, which it frees
-// after the import (input.request_payload_bytes).
-int64_t EstimateJobMemoryBytes(const JobInput& input, int samples_in_flight);
-
-// The same from a request alone (tools and tests): imports the model; 0
-// activations when it does not parse.
-int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
-                               const JobLimits& limits = {},
-                               int samples_in_flight = 1);
+// Pieces of the preflight that the memory model (job_memory.h) shares.
+// The import's limits.
+ImportOptions ImportOptionsFor(const JobLimits& limits);
+// The raw tensor bytes of `samples`.
+int64_t RawSampleBytes(
+    const google::protobuf::RepeatedPtrField<v1::Sample>& samples);
+// Bytes of the constants only If/Loop/Scan bodies use: their own, and the
+// main graph's initializers that only bodies read (from the outer scope).
+int64_t BodyConstantBytes(const Graph& graph);
+// GPTQ's stage when the request asks for it (EstimateGptqStageMemory), for
+// `samples` samples of the shapes `model` holds (InferSampleShapes); its
+// options were validated by ValidateQuantizeRequest (unresolvable ones count
+// nothing: the job fails before the stage).
+GptqStageMemory GptqStageFor(const v1::QuantizeRequest& request,
+                             const Model& model, int64_t samples);
 
 }  // namespace quantd
 

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "core/executor/executor.h"
 #include "core/graph/onnx_export.h"
@@ -508,6 +509,11 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
                    PrepareAndCalibrate(input, context, clock, &state));
   ASSIGN_OR_RETURN(Decisions decisions,
                    Decide(input, context, clock, &cal, &state));
+  if (request.strict() && !state.unmatched_filters.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(absl::StrJoin(state.unmatched_filters, ", "),
+                     ": matches no node (strict)"));
+  }
   if (decisions.target.has_value() && !decisions.target->report.met &&
       !request.quantization().has_data_channel_equalization()) {
     RETURN_IF_ERROR(TryChannelEqualization(input, context, clock, float_model,

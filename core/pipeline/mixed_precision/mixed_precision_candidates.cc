@@ -194,10 +194,11 @@ absl::StatusOr<std::vector<NodeSpace>> BuildNodeSpaces(
   }
   for (int k = 0; k < config.bit_width_overrides_size(); ++k) {
     if (!override_used[k]) {
-      state->warnings.push_back(
-          absl::StrCat("mixed_precision.bit_width_overrides[", k, "] (",
-                       NodeFilterText(config.bit_width_overrides(k).filter()),
-                       "): matches no quantized node"));
+      state->unmatched_filters.push_back(absl::StrCat(
+          "mixed_precision.bit_width_overrides[", k, "] (",
+          NodeFilterText(config.bit_width_overrides(k).filter()), ")"));
+      state->warnings.push_back(absl::StrCat(state->unmatched_filters.back(),
+                                             ": matches no quantized node"));
     }
   }
   return spaces;

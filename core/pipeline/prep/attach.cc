@@ -444,8 +444,10 @@ absl::Status ApplyKeepFloat(const v1::QuantizationConfig& config,
       p.float_reason = absl::StrCat("kept float (keep_float ", text, ")");
     }
     if (matched == 0) {
-      state->warnings.push_back(absl::StrCat(
-          "quantization.keep_float[", k, "] (", text, "): matches no node"));
+      state->unmatched_filters.push_back(
+          absl::StrCat("quantization.keep_float[", k, "] (", text, ")"));
+      state->warnings.push_back(
+          absl::StrCat(state->unmatched_filters.back(), ": matches no node"));
     }
   }
   return absl::OkStatus();

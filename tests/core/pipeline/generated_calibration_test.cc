@@ -13,6 +13,7 @@
 #include "core/graph/onnx_import.h"
 #include "core/pipeline/job/preflight.h"
 #include "core/pipeline/job/quantize_job.h"
+#include "core/pipeline/memory/job_memory.h"
 #include "core/tpc/registry.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -235,8 +236,9 @@ TEST_F(GeneratedCalibrationTest, MemoryEstimateCountsTheGenerateStage) {
   datagen::DataGenOptions o;
   o.count = 64;
   o.extra_pixels = 2;
-  const int64_t generate = datagen::EstimateGenerateMemoryBytes(*model, o);
-  EXPECT_EQ(input->generate_bytes, generate);
+  ASSERT_TRUE(input->generate_options.has_value());
+  EXPECT_EQ(input->generate_options->count, 64);
+  const int64_t generate = EstimateGenerateMemoryBytes(*model, o, 1);
   EXPECT_GE(EstimateJobMemoryBytes(*input, 1), generate);
   // The 64 images (3x8x8 floats) count as samples too.
   EXPECT_EQ(input->sample_bytes, 64 * 3 * 8 * 8 * 4);

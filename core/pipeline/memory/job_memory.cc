@@ -1,0 +1,451 @@
+#include "core/pipeline/memory/job_memory.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/datagen/data_generation.h"
+#include "core/datagen/generated_calibration.h"
+#include "core/graph/onnx_import.h"
+#include "core/hessian/weights_hessian.h"
+#include "core/pipeline/evaluation/kept_float_values.h"
+#include "core/pipeline/export/export_formats.h"
+#include "core/pipeline/job/activation_sizes.h"
+#include "core/pipeline/job/samples.h"
+#include "core/pipeline/mixed_precision/mixed_precision_stage.h"
+#include "core/pipeline/mixed_precision/sensitivity.h"
+#include "core/pipeline/quality_target/quality_target.h"
+#include "core/quantizers/types.h"
+
+namespace quantd {
+namespace {
+
+// The terms of the estimate were fitted to the peak RSS of real jobs, each
+// alone in a fresh quantd (bench/service/memory_bench, docs/service.md):
+// ppocr cls/det/rec, openWakeWord, Silero VAD and MobileNetV2, 1 and 2
+// compute threads; every prediction within 17% of the measured peak.
+// - 8 MiB per job whatever its size (TPC, executors, thread arenas);
+// - the model 9 times: parsed, prepared, the float and fake-quant executors'
+//   weights (packed), the fake-quant weights, the QuantizedGraph's weight
+//   integers, the QDQ export and the result's copies; an MCTQ export holds
+//   the float weights twice more (its graph and its bytes);
+// - constants inside If/Loop bodies 5 times instead: they stay float, so
+//   nothing packs, quantizes or lowers them (parsed, prepared, two
+//   executors' graphs, the export);
+// - the samples twice: the request's parsed copy and the decoded feeds
+//   (the report's feeds share the calibration feeds' buffers); the
+//   per-sample histograms are counted with the activations
+//   (HistogramBytes).
+int64_t BaseEstimate(int64_t sample_bytes, int64_t model_bytes,
+                     int64_t body_constant_bytes,
+                     const v1::ExportOptions& export_options) {
+  const int64_t model_copies =
+      9 + (WantsExportFormat(export_options, v1::EXPORT_FORMAT_MCTQ) ? 2 : 0);
+  const int64_t bodies =
+      std::clamp<int64_t>(body_constant_bytes, 0, model_bytes);
+  return sample_bytes * 2 + (model_bytes - bodies) * model_copies + bodies * 5 +
+         (int64_t{8} << 20);
+}
+
+// Activations of the samples in flight. The first sample's run holds its
+// live set (the most bytes alive at once): calibration's run once, the
+// report's twice (its float and fake-quant sides run as one graph,
+// paired_models.h, comparing at most four pairs at a time). Further samples
+// in flight are at other points of their runs: 0.4x the sum of all
+// activations each, but no more than 8x the live set (the report's two
+// sides, and each thread's allocator arena keeping its own high-water mark):
+// ppocr_rec's 440 activations sum to 192 MiB with 2.8 MiB alive at once,
+// and a second sample adds 7-14 MiB, not 77 (memory_bench).
+int64_t ActivationsInFlight(const ActivationSizes& per, int samples_in_flight,
+                            int num_samples) {
+  const int64_t in_flight = std::max<int64_t>(
+      1,
+      std::min<int64_t>({samples_in_flight, 1024, std::max(1, num_samples)}));
+  constexpr int64_t kCap = int64_t{1} << 50;
+  const int64_t total = std::min(kCap, per.total);
+  const int64_t live = std::min(kCap, per.live);
+  // At most 2^50 * (2 + 1023 * 2/5) < 2^60: no overflow.
+  const int64_t further = std::min(total * 2 / 5, live * 8);
+  return std::min(kCap, live * 2 + (in_flight - 1) * further);
+}
+
+// Calibration keeps one histogram (kHistogramBins counts, and a map node
+// with the tensor's name) per histogrammed tensor and sample until it
+// merges them after the last sample: 55 MiB for ppocr_rec's 16 samples,
+// 2.8 MiB of samples.
+int64_t HistogramBytes(const ActivationSizes& per, int num_samples) {
+  constexpr int64_t kPerHistogram = quantizers::kHistogramBins * 4 + 192;
+  const int64_t tensors = std::clamp<int64_t>(per.histogrammed, 0, 1 << 24);
+  return tensors * std::clamp(num_samples, 1, 1 << 20) * kPerHistogram;
+}
+
+// Whether the `hessian` stage (HMSE weights) may run: asked for, or tried by
+// the quality target's search when GPTQ runs.
+bool MayComputeHessianScores(const v1::QuantizeRequest& request) {
+  return request.gptq().enabled() &&
+         (request.quantization().weights_error_method() ==
+              v1::ERROR_METHOD_HMSE ||
+          QualityTargetRequested(request));
+}
+
+// Whether shift-negative correction runs: PtqOptions' default unless the
+// request sets it.
+bool CorrectsShiftNegative(const v1::QuantizationConfig& q) {
+  return q.has_shift_negative_activation_correction()
+             ? q.shift_negative_activation_correction()
+             : PtqOptions().shift_negative_activation_correction;
+}
+
+// The activations the job holds at its peak: calibration's samples in
+// flight and histograms, the Hessian scores' tapes and estimates (the float
+// weights counted as model_bytes / 4, EstimateHmseMemoryBytes) when HMSE may
+// run, or the mixed-precision sensitivity's float cache, running tasks and
+// the float runs that fill the cache (SensitivityMemoryBytes; for whole
+// cones the tasks' 2x the sample always exceeds those runs) when it
+// searches, whichever is larger (the
+// stages run after calibration, which has released its own).
+int64_t PeakActivations(const v1::QuantizeRequest& request,
+                        const ActivationSizes& sizes, int samples_in_flight,
+                        int num_samples, int64_t model_bytes) {
+  const int64_t per_sample = sizes.total;
+  int64_t calibration =
+      ActivationsInFlight(sizes, samples_in_flight, num_samples) +
+      HistogramBytes(sizes, num_samples);
+  if (MayComputeHessianScores(request)) {
+    calibration = std::max(calibration,
+                           hessian::EstimateHmseMemoryBytes(
+                               model_bytes / 4, per_sample, samples_in_flight));
+  }
+  const v1::MixedPrecisionConfig& mp = request.mixed_precision();
+  if (!MixedPrecisionSearches(mp)) return calibration;
+  // A weights target searches the kernels' bits alone; any other makes
+  // nearly every node a cone's start, whose cache keeps nearly every
+  // activation. Shift-negative correction (before the search) adds its
+  // copies.
+  const bool kernels_only = MixedPrecisionSearchesWeightsOnly(mp);
+  const int64_t kept =
+      (kernels_only ? sizes.sensitivity_kept : per_sample) +
+      (CorrectsShiftNegative(request.quantization()) ? sizes.shift_negative
+                                                     : 0);
+  const int sensitivity_samples =
+      MixedPrecisionSensitivitySamples(mp, num_samples);
+  // A cut cone's task makes that cone's bytes, not the whole sample's.
+  const int64_t cone_bytes = kernels_only && mp.sensitivity_depth() > 0
+                                 ? std::min(per_sample, sizes.sensitivity_cone)
+                                 : per_sample;
+  return std::max(
+      calibration,
+      SensitivityMemoryBytes(
+          kept, cone_bytes,
+          ActivationsInFlight(sizes, samples_in_flight, sensitivity_samples),
+          sensitivity_samples, std::max(1, samples_in_flight)));
+}
+
+// What calibration keeps for the report (KeepsFloatValuesForReport): every
+// activation of the report's samples that fit the budget whole (the job
+// starts keeping no more: KeepForReport in quantize_job.cc).
+int64_t KeptForReport(const v1::QuantizeRequest& request, int64_t per_sample,
+                      int64_t report_samples) {
+  if (!KeepsFloatValuesForReport(request)) return 0;
+  if (per_sample <= 0) return 0;  // no shapes: no activations counted
+  const int64_t n = std::clamp<int64_t>(report_samples, 0, 1 << 20);
+  return SamplesKeptWhole(per_sample, n) * per_sample;
+}
+
+// The activations at the job's peak: calibration and the decisions
+// (PeakActivations) with the float values kept for the report, or GPTQ,
+// which runs after them. Its passes hold the samples in flight (the
+// histograms have merged, the Hessian stage's tapes are gone); the HMSE
+// scores, a float a weight (model_bytes), stay with the job.
+int64_t JobActivations(const v1::QuantizeRequest& request,
+                       const ActivationSizes& sizes,
+                       const GptqStageMemory& gptq, int samples_in_flight,
+                       int num_samples, int64_t model_bytes,
+                       int64_t kept_for_report) {
+  const int64_t peak = PeakActivations(request, sizes, samples_in_flight,
+                                       num_samples, model_bytes);
+  if (!request.gptq().enabled()) return peak + kept_for_report;
+  const int64_t passes =
+      ActivationsInFlight(sizes, samples_in_flight, num_samples);
+  const int64_t scores =
+      MayComputeHessianScores(request) ? std::max<int64_t>(0, model_bytes) : 0;
+  return std::max(peak + kept_for_report, gptq.PeakBytes(passes) + scores);
+}
+
+// EstimateJobMemoryBytesBeforeImport with the bodies' constants known.
+int64_t BeforeImport(const v1::QuantizeRequest& request,
+                     int64_t body_constant_bytes) {
+  // Generated images of a shape given in the request (else counted after
+  // the import, from the model's input).
+  int64_t generated = 0;
+  const v1::GeneratedCalibration& g = request.generated_calibration();
+  if (g.shape_size() >= 3) {
+    // In double, capped: the request is untrusted.
+    double bytes = 4.0 * static_cast<double>(std::max<int64_t>(0, g.count()));
+    for (int i = g.shape_size() - 3; i < g.shape_size(); ++i) {
+      bytes *= static_cast<double>(std::max<int64_t>(0, g.shape(i)));
+    }
+    generated = static_cast<int64_t>(
+        std::min(bytes, static_cast<double>(int64_t{1} << 50)));
+  }
+  return BaseEstimate(RawSampleBytes(request.calibration_samples()) +
+                          RawSampleBytes(request.evaluation_samples()) +
+                          generated,
+                      static_cast<int64_t>(request.onnx_model().size()),
+                      body_constant_bytes, request.export_options());
+}
+
+}  // namespace
+
+// Before the import the bodies are unknown: every byte counts as a quantized
+// model's (the larger estimate).
+int64_t EstimateJobMemoryBytesBeforeImport(const v1::QuantizeRequest& request) {
+  return BeforeImport(request, /*body_constant_bytes=*/0);
+}
+
+int64_t EstimateJobMemoryBytes(const JobInput& input, int samples_in_flight) {
+  // Generated calibration: the count is known before the images are.
+  const bool generated = input.request->has_generated_calibration();
+  const int64_t count = generated
+                            ? input.request->generated_calibration().count()
+                            : static_cast<int64_t>(input.calibration.size());
+  int64_t evaluated = static_cast<int64_t>(input.evaluation.size());
+  if (generated && input.request->evaluation_samples_size() == 0) {
+    const int n = ReportSampleCount(input.request->report_samples());
+    evaluated = n < 0 ? count : std::min<int64_t>(n, count);
+  }
+  const int64_t activations = JobActivations(
+      *input.request, input.activations, input.gptq_stage, samples_in_flight,
+      static_cast<int>(std::min<int64_t>(count, 1 << 20)), input.model_bytes,
+      KeptForReport(*input.request, input.activations.prepared, evaluated));
+  // The generate stage runs before calibration: the larger of the two.
+  // BaseEstimate counts the payload's bytes once more than the job holds
+  // once the server has freed them (memory_bench: MobileNetV2's peak fell
+  // by 77 MiB, its 37 MiB of samples and 13 MiB model).
+  const int64_t generate =
+      input.generate_options.has_value()
+          ? EstimateGenerateMemoryBytes(input.model, *input.generate_options,
+                                        samples_in_flight)
+          : 0;
+  return BaseEstimate(input.sample_bytes, input.model_bytes,
+                      input.body_constant_bytes,
+                      input.request->export_options()) -
+         input.request_payload_bytes + std::max(activations, generate);
+}
+
+int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
+                               const JobLimits& limits, int samples_in_flight) {
+  ActivationSizes per_sample;
+  int64_t body_constant_bytes = 0;
+  GptqStageMemory gptq;
+  int64_t generate = 0;
+  const int report = ReportSampleCount(request.report_samples());
+  const int calibration = request.calibration_samples_size();
+  const int64_t model_size = static_cast<int64_t>(request.onnx_model().size());
+  if (!request.onnx_model().empty()) {
+    auto model = ImportOnnx(request.onnx_model(), ImportOptionsFor(limits));
+    if (model.ok()) {
+      // Only the first sample's shapes matter: decode that one.
+      google::protobuf::RepeatedPtrField<v1::Sample> head;
+      if (!request.calibration_samples().empty()) {
+        *head.Add() = request.calibration_samples(0);
+      }
+      auto first =
+          DecodeSamples(head, model->graph.inputs, "calibration_samples",
+                        limits.max_sample_bytes);
+      const std::vector<SampleFeeds> samples =
+          first.ok() ? *std::move(first) : std::vector<SampleFeeds>();
+      body_constant_bytes = BodyConstantBytes(model->graph);
+      const bool inferred = InferSampleShapes(samples, &*model);
+      per_sample = ActivationBytesPerSample(
+          *model, inferred, samples,
+          request.mixed_precision().sensitivity_depth());
+      gptq = GptqStageFor(request, *model, calibration);
+      auto options = datagen::DataGenOptionsFromGeneratedCalibration(
+          request.generated_calibration());
+      if (request.has_generated_calibration() && options.ok()) {
+        generate =
+            EstimateGenerateMemoryBytes(*model, *options, samples_in_flight);
+      }
+    }
+  }
+  // As the server runs it: the request's payload freed after the import.
+  const int64_t payload =
+      model_size + RawSampleBytes(request.calibration_samples());
+  return BeforeImport(request, body_constant_bytes) - payload +
+         std::max(
+             generate,
+             JobActivations(
+                 request, per_sample, gptq, samples_in_flight, calibration,
+                 model_size,
+                 KeptForReport(request, per_sample.prepared,
+                               report < 0 ? calibration
+                                          : std::min(report, calibration))));
+}
+
+namespace {
+
+constexpr int64_t kCap = int64_t{1} << 50;
+
+int64_t Saturated(double bytes) {
+  return static_cast<int64_t>(
+      std::clamp(bytes, 0.0, static_cast<double>(kCap)));
+}
+
+// The image shape a generate job optimises for `model`: the options' shape,
+// else the input's declared dims, else an ImageNet image (unknown dims).
+std::vector<int64_t> GeneratedImageShape(const Model& model,
+                                         const datagen::DataGenOptions& o) {
+  std::vector<int64_t> chw = {3, 224, 224};
+  const std::vector<int64_t>& declared = o.shape.empty() &&
+                                                 !model.graph.inputs.empty() &&
+                                                 model.graph.inputs[0].has_shape
+                                             ? model.graph.inputs[0].shape
+                                             : o.shape;
+  if (declared.size() >= 3) {
+    const size_t k = declared.size() - 3;
+    for (size_t d = 0; d < 3; ++d) {
+      if (declared[k + d] > 0) chw[d] = declared[k + d];
+    }
+  }
+  return {1, chw[0], chw[1], chw[2]};
+}
+
+}  // namespace
+
+// Fitted to the peak RSS of `quantctl generate-data` in-process and of the
+// GenerateData RPC (bench/service/memory_bench --generate): per image in
+// all, the optimised (padded) image, Adam's two moments, its gradient, and
+// the result with its event copy; per image of a batch, its tape
+// (GradientGraph::Forward keeps every activation: kTapeFactor x the sum of
+// one image's activations, the executor's arenas included); per thread
+// running backward, the gradients alive at once and the convolutions'
+// column buffers (kBackwardFactor x the sum); the model parsed and in the
+// gradient graph; a fixed 64 MiB.
+int64_t EstimateGenerateMemoryBytes(const Model& model,
+                                    const datagen::DataGenOptions& o,
+                                    int threads) {
+  constexpr double kTapeFactor = 0.95;
+  constexpr double kBackwardFactor = 1.25;
+  const std::vector<int64_t> image_shape = GeneratedImageShape(model, o);
+  double image = 4;
+  double padded = 4 * static_cast<double>(image_shape[1]);
+  for (int d = 1; d < 4; ++d) image *= static_cast<double>(image_shape[d]);
+  for (int d = 2; d < 4; ++d) {
+    padded *= static_cast<double>(image_shape[d] + o.extra_pixels);
+  }
+  ActivationSizes per_image;
+  if (!model.graph.inputs.empty()) {
+    Model shaped = model;
+    const InputShapes shapes = {{model.graph.inputs[0].name, image_shape}};
+    const bool inferred = InferSampleShapes(shapes, &shaped);
+    per_image = ActivationBytesPerSample(shaped, inferred, shapes);
+  }
+  const double count = static_cast<double>(std::max<int64_t>(0, o.count));
+  const double batch = static_cast<double>(
+      std::clamp<int64_t>(o.batch_size, 1, std::max<int64_t>(1, o.count)));
+  const double running =
+      std::min(batch, static_cast<double>(std::clamp(threads, 1, 1024)));
+  const double activations = static_cast<double>(per_image.total);
+  const double model_bytes = [&] {
+    double bytes = 0;
+    for (const auto& [name, t] : model.graph.initializers) {
+      bytes += static_cast<double>(t.byte_size());
+    }
+    return bytes;
+  }();
+  return Saturated(count * (4 * padded + 2 * image) +
+                   batch * kTapeFactor * activations +
+                   running * kBackwardFactor * activations + 2 * model_bytes +
+                   static_cast<double>(int64_t{64} << 20));
+}
+
+// Fitted like the generate estimate (bench/service/side_memory_bench
+// --only=prune; two 3x3 convolutions of 64 channels on one 128x128 to
+// 512x512 sample, LFH and magnitude): the request three times (received,
+// parsed samples, the decoded feeds); the model's initializers five times
+// (parsed, the gradient graph's, the pruned copy, its export and the
+// result's bytes); a fixed 8 MiB; and the larger of LFH's Hessian passes
+// (kLfhFactor x the sum of one sample's activations per running sample:
+// the tape, its gradients, the Hutchinson probes and the convolutions'
+// column buffers) and the evaluation (the two executors run one sample
+// after the other: kEvaluateFactor x the sum). Generated calibration runs
+// before them: the larger of its estimate and the pruning with its images
+// as samples. A quantize stage runs after the pruning has released its
+// passes: the larger of the two.
+int64_t EstimatePruneMemoryBytes(const v1::PruneRequest& request,
+                                 const JobLimits& limits, int threads) {
+  constexpr double kLfhFactor = 3.4;
+  constexpr double kEvaluateFactor = 0.95;
+  const double request_bytes = static_cast<double>(request.ByteSizeLong());
+  const double fixed = static_cast<double>(int64_t{8} << 20);
+  auto model = ImportOnnx(request.onnx_model(), ImportOptionsFor(limits));
+  if (!model.ok()) return Saturated(3 * request_bytes + fixed);
+  double weights = 0;
+  for (const auto& [name, t] : model->graph.initializers) {
+    weights += static_cast<double>(t.byte_size());
+  }
+  InputShapes shapes;
+  if (request.calibration_samples_size() > 0) {
+    for (const v1::Tensor& t : request.calibration_samples(0).inputs()) {
+      shapes[t.name()].assign(t.dims().begin(), t.dims().end());
+    }
+  }
+  double generate = 0, images = 0;
+  int64_t samples = request.calibration_samples_size();
+  if (request.has_generated_calibration()) {
+    auto options = datagen::DataGenOptionsFromGeneratedCalibration(
+        request.generated_calibration());
+    if (options.ok()) {
+      generate = static_cast<double>(
+          EstimateGenerateMemoryBytes(*model, *options, threads));
+      if (!model->graph.inputs.empty()) {
+        const std::vector<int64_t> shape =
+            GeneratedImageShape(*model, *options);
+        shapes = {{model->graph.inputs[0].name, shape}};
+        images = 4.0 * static_cast<double>(options->count) *
+                 static_cast<double>(shape[1]) * static_cast<double>(shape[2]) *
+                 static_cast<double>(shape[3]);
+      }
+      samples = options->count;
+    }
+  }
+  Model shaped = *model;
+  const bool inferred = InferSampleShapes(shapes, &shaped);
+  const double activations = static_cast<double>(
+      ActivationBytesPerSample(shaped, inferred, shapes).total);
+  const bool lfh = request.importance_metric().empty() ||
+                   request.importance_metric() == "lfh";
+  const int64_t scored =
+      request.num_score_approximations() > 0
+          ? std::min<int64_t>(samples, request.num_score_approximations())
+          : samples;
+  const double running = static_cast<double>(
+      std::clamp<int64_t>(std::min<int64_t>(threads, scored), 1, 1024));
+  const double passes = std::max(lfh ? running * kLfhFactor * activations : 0,
+                                 kEvaluateFactor * activations);
+  const double prune =
+      3 * request_bytes + 5 * weights + fixed + 2 * images + passes;
+  double quantize = 0;
+  if (request.has_quantize()) {
+    // The pruned model is no larger than the model: quantize that, with the
+    // pruning request's samples (the first for the shapes, the rest by
+    // their bytes).
+    v1::QuantizeRequest q = request.quantize();
+    q.set_onnx_model(request.onnx_model());
+    if (request.calibration_samples_size() > 0) {
+      *q.add_calibration_samples() = request.calibration_samples(0);
+    } else if (request.has_generated_calibration()) {
+      *q.mutable_generated_calibration() = request.generated_calibration();
+    }
+    const double rest =
+        static_cast<double>(RawSampleBytes(request.calibration_samples()) -
+                            RawSampleBytes(q.calibration_samples()));
+    quantize = static_cast<double>(EstimateJobMemoryBytes(q, limits, threads)) +
+               2 * rest + request_bytes;
+  }
+  return Saturated(std::max({generate, prune, quantize}));
+}
+
+}  // namespace quantd

@@ -1,0 +1,71 @@
+// The memory model: one estimate of the peak memory per job kind, from which
+// the server admits a job against its budget (server/admission.h) and the
+// benchmarks compare against measured peaks (bench/service/memory_bench).
+// Every term counts what the job really holds at its peak: the request, the
+// model's copies, the activations of the samples in flight, and what each
+// stage keeps on top (histograms, the sensitivity cache, tapes and
+// gradients of backward passes, optimiser state). Fitted constants are
+// documented where they are fitted (job_memory.cc). Estimates saturate
+// rather than overflow: a request is untrusted.
+//
+//   job kind                     entry
+//   Quantize (PTQ, MP, target,   EstimateJobMemoryBytesBeforeImport (before
+//   GPTQ, analysis, generated    the model is parsed), EstimateJobMemoryBytes
+//   calibration)                 (after the preflight)
+//   GenerateData                 EstimateGenerateMemoryBytes
+//   Prune (+ its quantize and    EstimatePruneMemoryBytes
+//   generated calibration)
+#ifndef QUANTD_CORE_PIPELINE_MEMORY_JOB_MEMORY_H_
+#define QUANTD_CORE_PIPELINE_MEMORY_JOB_MEMORY_H_
+
+#include <cstdint>
+
+#include "core/datagen/options.h"
+#include "core/graph/graph.h"
+#include "core/pipeline/job/preflight.h"
+#include "quantd/v1/job.pb.h"
+#include "quantd/v1/pruning.pb.h"
+
+namespace quantd {
+
+// Quantize, the part known without parsing the model: the request's bytes,
+// the model's copies and a fixed overhead. Admission reserves it before the
+// import so that parsing is paid from the budget.
+int64_t EstimateJobMemoryBytesBeforeImport(const v1::QuantizeRequest& request);
+
+// Quantize, the job's peak: the sample bytes, the model's copies and the
+// activations of `samples_in_flight` samples at once (from the sum of every
+// activation of one sample, shapes inferred for the first calibration
+// sample), the stages' own (mixed precision, Hessian scores, GPTQ, the
+// report's kept values), or the generate stage's when it calibrates on
+// generated images. As the server runs the job: without the request's
+// payload, which it frees after the import (input.request_payload_bytes).
+int64_t EstimateJobMemoryBytes(const JobInput& input, int samples_in_flight);
+
+// The same from a request alone (tools and tests): imports the model; 0
+// activations when it does not parse.
+int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
+                               const JobLimits& limits = {},
+                               int samples_in_flight = 1);
+
+// GenerateData (and the generate stage of Quantize and Prune) on `model`
+// (as imported): the images with Adam's state and the padded copies, and
+// the backward passes' tapes: every activation of each image of a batch
+// (shapes inferred for the generated image), and the gradients of the
+// images `threads` threads run backward at once.
+int64_t EstimateGenerateMemoryBytes(const Model& model,
+                                    const datagen::DataGenOptions& options,
+                                    int threads);
+
+// Prune: the request, the model's copies (parsed, pruned, exported, the
+// gradient graph's), LFH's Hessian passes (a tape and its gradients per
+// running sample), the evaluation's two executors, data generation when the
+// request asks for generated calibration, and the quantize stage of the
+// pruned model when it asks for one. The model is parsed; an unparsable one
+// counts its bytes only (the job fails on it).
+int64_t EstimatePruneMemoryBytes(const v1::PruneRequest& request,
+                                 const JobLimits& limits, int threads);
+
+}  // namespace quantd
+
+#endif  // QUANTD_CORE_PIPELINE_MEMORY_JOB_MEMORY_H_
