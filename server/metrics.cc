@@ -279,8 +279,13 @@ void Metrics::SetTpcCacheCounters(int64_t hits, int64_t misses) {
 }
 
 prometheus::Labels Metrics::RpcLabels(RpcType type, const std::string& method) {
+  // The service that defines the method (proto/quantd/v1/*_service.proto).
+  const char* service = method == "Prune" ? "quantd.v1.PruningService"
+                        : method == "GenerateData"
+                            ? "quantd.v1.DataGenerationService"
+                            : kServiceName;
   return {{"grpc_type", RpcTypeLabel(type)},
-          {"grpc_service", kServiceName},
+          {"grpc_service", service},
           {"grpc_method", method}};
 }
 

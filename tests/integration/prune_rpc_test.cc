@@ -117,6 +117,52 @@ class PruneRpcTest : public ::testing::Test {
 };
 ServerProcess* PruneRpcTest::server_ = nullptr;
 
+// A Prune call is as observable as a Quantize call: its JSON log lines
+// (accepted with the reserved memory, finished with code and duration,
+// rejected with the reason) and the per-method gRPC and job metrics.
+TEST_F(PruneRpcTest, CallsAreLoggedAndCounted) {
+  v1::PruneRequest ok = DeadChannelRequest(true);
+  ok.set_request_id("observed-prune");
+  std::vector<v1::PruneEvent> events;
+  ASSERT_TRUE(Prune(ok, &events).ok());
+  auto accepted = server_->WaitForLog(
+      "job accepted", {{"rpc", "Prune"}, {"request_id", "observed-prune"}});
+  ASSERT_TRUE(accepted.ok()) << accepted.status();
+  EXPECT_TRUE(accepted->contains("memory_bytes"));
+  auto finished = server_->WaitForLog(
+      "job finished",
+      {{"rpc", "Prune"}, {"request_id", "observed-prune"}, {"status", "OK"}});
+  ASSERT_TRUE(finished.ok()) << finished.status();
+  EXPECT_TRUE(finished->contains("seconds"));
+
+  v1::PruneRequest bad = ok;
+  bad.set_request_id("refused-prune");
+  bad.set_num_threads(-5);
+  events.clear();
+  EXPECT_EQ(Prune(bad, &events).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  auto rejected =
+      server_->WaitForLog("job rejected", {{"rpc", "Prune"},
+                                           {"request_id", "refused-prune"},
+                                           {"code", "INVALID_ARGUMENT"}});
+  ASSERT_TRUE(rejected.ok()) << rejected.status();
+
+  auto text = HttpGet(server_->metrics_port(), "/metrics");
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_GE(MetricValue(*text,
+                        "grpc_server_handled_total{grpc_code=\"OK\","
+                        "grpc_method=\"Prune\",grpc_service=\"quantd.v1."
+                        "PruningService\",grpc_type=\"server_stream\"}"),
+            1);
+  EXPECT_GE(MetricValue(*text,
+                        "grpc_server_handled_total{grpc_code="
+                        "\"InvalidArgument\",grpc_method=\"Prune\","
+                        "grpc_service=\"quantd.v1.PruningService\","
+                        "grpc_type=\"server_stream\"}"),
+            1);
+  EXPECT_GE(MetricValue(*text, "quantd_jobs_total{status=\"ok\"}"), 1);
+}
+
 TEST_F(PruneRpcTest, StreamsProgressThenTheResult) {
   std::vector<v1::PruneEvent> events;
   grpc::Status st = Prune(DeadChannelRequest(true), &events);

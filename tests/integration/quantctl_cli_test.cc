@@ -117,6 +117,72 @@ TEST(QuantctlCliTest, NonEmptyOutFailsBeforeTheJobUnlessForced) {
   std::filesystem::remove_all(dir);
 }
 
+// An empty or blank --out would mean the current folder (or "/NAME"):
+// every verb refuses it before anything runs, and writes nothing anywhere.
+TEST(QuantctlCliTest, EmptyOutIsAUsageErrorOnEveryVerbAndWritesNothing) {
+  namespace fs = std::filesystem;
+  const fs::path cwd = fs::path(::testing::TempDir()) / "quantctl_empty_out";
+  fs::remove_all(cwd);
+  fs::create_directories(cwd);
+  // What a job would write, and whether the root already has it.
+  const std::vector<std::string> outputs = {
+      "model.qdq.onnx", "report.json",       "quantized_graph.pb",
+      "summary.json",   "model.pruned.onnx", "s0"};
+  std::vector<bool> in_root;
+  for (const std::string& name : outputs) {
+    in_root.push_back(fs::exists(fs::path("/") / name));
+  }
+  const std::vector<std::vector<std::string>> verbs = {
+      {"quantize", "m.onnx", "--tpc", "imx500", "--calib", "c"},
+      {"analyze", "m.onnx", "--tpc", "imx500", "--calib", "c"},
+      {"generate-data", "m.onnx", "--count", "1"},
+      {"infer", "m.onnx", "--inputs", "c"},
+      {"prune", "m.onnx", "--weights-memory", "0.5", "--tpc", "imx500",
+       "--calib", "c"},
+      {"batch", "--manifest", "m.json", "--servers", "localhost:1"},
+  };
+  for (const std::vector<std::string>& verb : verbs) {
+    for (const std::vector<std::string>& out :
+         std::vector<std::vector<std::string>>{{"--out="}, {"--out", " "}}) {
+      std::vector<std::string> args = verb;
+      args.insert(args.begin(), BuildPath("clients/quantctl/quantctl"));
+      args.insert(args.end(), out.begin(), out.end());
+      auto child = Subprocess::Start(args, {.cwd = cwd.string()});
+      ASSERT_TRUE(child.ok()) << child.status();
+      auto code = (*child)->Wait(absl::Seconds(60));
+      ASSERT_TRUE(code.ok()) << code.status();
+      EXPECT_EQ(*code, 2) << verb[0] << "\n" << (*child)->Output();
+      EXPECT_THAT((*child)->Output(), HasSubstr("--out: empty value"))
+          << verb[0];
+    }
+  }
+  EXPECT_TRUE(fs::is_empty(cwd));
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    EXPECT_EQ(fs::exists(fs::path("/") / outputs[i]), in_root[i]) << outputs[i];
+  }
+  fs::remove_all(cwd);
+}
+
+// The last of two values does not silently win.
+TEST(QuantctlCliTest, RepeatedFlagsAndTargetsAreUsageErrors) {
+  const CliRun twice =
+      Quantctl({"quantize", "m.onnx", "--tpc", "imx500", "--calib", "c",
+                "--out", "o", "--weights-bits", "4", "--weights-bits=8"});
+  EXPECT_EQ(twice.code, 2) << twice.output;
+  EXPECT_THAT(twice.output,
+              HasSubstr("--weights-bits is given more than once"));
+  const CliRun targets =
+      Quantctl({"quantize", "m.onnx", "--tpc", "imx500", "--calib", "c",
+                "--out", "o", "--mp", "weights=0.5,weights=0.9"});
+  EXPECT_EQ(targets.code, 2) << targets.output;
+  EXPECT_THAT(targets.output, HasSubstr("'weights' is given more than once"));
+  const CliRun overrides =
+      Quantctl({"quantize", "m.onnx", "--tpc", "imx500", "--calib", "c",
+                "--out", "o", "--bits-override", "type:Conv=4,type:Conv=8"});
+  EXPECT_EQ(overrides.code, 2) << overrides.output;
+  EXPECT_THAT(overrides.output, HasSubstr("given more than once"));
+}
+
 // SmallJob's model and calibration samples as files under `dir`.
 void WriteSmallJob(const std::filesystem::path& dir) {
   ASSERT_TRUE(WriteJobFiles(SmallJob("cli"), dir.string()).ok());

@@ -51,6 +51,7 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(
       signal(SIGXFSZ, SIG_IGN);
       setrlimit(RLIMIT_FSIZE, &file_limit);
     }
+    if (!options.cwd.empty() && chdir(options.cwd.c_str()) != 0) _exit(126);
     execve(argv[0], argv.data(), envp.data());
     _exit(127);
   }

@@ -1,7 +1,8 @@
-// A child process for tests: argv run with extra environment entries and an
-// optional file size limit, stdout and stderr captured on one pipe (raw and
-// line by line) by a reader thread, signals, and the exit status. Waits are
-// on output lines or the child's exit, with timeouts, never on sleeps.
+// A child process for tests: argv run with extra environment entries, an
+// optional file size limit and working folder, stdout and stderr captured on
+// one pipe (raw and line by line) by a reader thread, signals, and the exit
+// status. Waits are on output lines or the child's exit, with timeouts, never
+// on sleeps.
 #ifndef QUANTD_TESTS_TESTING_SUBPROCESS_H_
 #define QUANTD_TESTS_TESTING_SUBPROCESS_H_
 
@@ -32,6 +33,9 @@ class Subprocess {
     // RLIMIT_FSIZE of the child in bytes; SIGXFSZ is ignored, so writes
     // beyond it fail with EFBIG like a full disk.
     std::optional<int64_t> max_file_bytes;
+    // The child's working folder (empty: this process's); argv[0] must then
+    // be an absolute path.
+    std::string cwd;
   };
 
   // Runs `argv` (argv[0] is the binary's path).

@@ -181,6 +181,18 @@ TEST(DataGenerationTest, FoldedModelAlignsTheStatisticsPassed) {
   EXPECT_LT(data->final_loss, 0.5 * data->first_loss);
 }
 
+// Kernels of 3e38 overflow float activations at the first iteration: the
+// job fails naming the stage instead of returning images of NaN.
+TEST(DataGenerationTest, DivergedOptimisationFailsNamingTheStage) {
+  Model m = BnNetwork(true);
+  m.graph.initializers["w"] = RandomTensor({4, 3, 3, 3}, 74, 3e38f);
+  auto data = GenerateData(std::make_shared<const Model>(m), SmallOptions());
+  EXPECT_EQ(data.status().code(), absl::StatusCode::kInternal);
+  EXPECT_NE(data.status().message().find("generate: the loss is"),
+            std::string::npos)
+      << data.status();
+}
+
 TEST(DataGenerationTest, DynamicInputWithoutShapeIsInvalid) {
   Model m = BnNetwork(true);
   m.graph.inputs[0].shape = {-1, 3, -1, -1};

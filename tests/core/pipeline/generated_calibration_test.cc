@@ -2,6 +2,8 @@
 // the calibration images itself. The oracle for the result is the same job
 // run on images generated beforehand by core/datagen with the same options;
 // the request's checks name the field; cancellation stops generation.
+#include <cmath>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -188,6 +190,18 @@ TEST_F(GeneratedCalibrationTest, BadValuesNameTheField) {
        "generated_calibration.batch_size"},
       {[](v1::GeneratedCalibration* g) { g->set_learning_rate(-0.5); },
        "generated_calibration.learning_rate"},
+      // Adam's steps overflow the images beyond kMaxLearningRate (1000).
+      {[](v1::GeneratedCalibration* g) { g->set_learning_rate(1e300); },
+       "generated_calibration.learning_rate must be in (0, 1000]"},
+      {[](v1::GeneratedCalibration* g) {
+         g->set_learning_rate(std::numeric_limits<double>::infinity());
+       },
+       "generated_calibration.learning_rate"},
+      {[](v1::GeneratedCalibration* g) {
+         g->add_input_min(std::nanf(""));
+         g->add_input_max(1);
+       },
+       "generated_calibration.input_min"},
       {[](v1::GeneratedCalibration* g) {
          g->add_shape(3);
          g->add_shape(8);

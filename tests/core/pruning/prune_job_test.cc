@@ -22,6 +22,7 @@
 #include "core/io/sample_set.h"
 #include "core/pipeline/job/samples.h"
 #include "core/pruning/importance.h"
+#include "core/pruning/output_sqnr.h"
 #include "core/pruning/pruning_section.h"
 #include "core/tpc/registry.h"
 #include "gmock/gmock.h"
@@ -204,6 +205,43 @@ TEST_F(PruneJobTest, MissingTargetIsInvalidArgument) {
             std::string::npos);
 }
 
+// Fields every job RPC bounds alike, and the nested quantize request's
+// fields that the pruning request supplies (set, they would be ignored).
+TEST_F(PruneJobTest, OutOfRangeAndIgnoredFieldsAreNamed) {
+  struct Case {
+    void (*edit)(v1::PruneRequest*);
+    const char* message;
+  };
+  const Case cases[] = {
+      {[](v1::PruneRequest* r) { r->set_num_threads(-5); },
+       "num_threads: -5 is not in [0, 1024]"},
+      {[](v1::PruneRequest* r) { r->set_num_score_approximations(-1); },
+       "num_score_approximations: -1 is not in [0, "},
+      {[](v1::PruneRequest* r) { r->set_request_id(std::string(100000, 'r')); },
+       "request_id: 100000 characters, at most 128"},
+      {[](v1::PruneRequest* r) { r->mutable_quantize()->set_onnx_model("m"); },
+       "quantize.onnx_model: set, but the pruned model is quantized"},
+      {[](v1::PruneRequest* r) {
+         r->mutable_quantize()->mutable_tpc()->set_name("tflite");
+       },
+       "quantize.tpc: set"},
+      {[](v1::PruneRequest* r) {
+         r->mutable_quantize()->mutable_export_options()->set_weight_storage(
+             static_cast<v1::WeightStorage>(42));
+       },
+       "quantize.export_options.weight_storage: 42 is not a value"},
+  };
+  for (const Case& c : cases) {
+    v1::PruneRequest r = MakeRequest(pruning_test::DeadChannelModel(), 2,
+                                     RandomSamples("x", {1, 2, 4, 4}, 1, 1));
+    r.set_weights_memory_fraction(0.5);
+    c.edit(&r);
+    const absl::Status st = ValidatePruneRequest(r, JobLimits{});
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << c.message;
+    EXPECT_NE(st.message().find(c.message), std::string::npos) << st.message();
+  }
+}
+
 TEST_F(PruneJobTest, FractionOutOfRangeIsInvalidArgument) {
   v1::PruneRequest r = MakeRequest(pruning_test::DeadChannelModel(), 2,
                                    RandomSamples("x", {1, 2, 4, 4}, 1, 1));
@@ -359,6 +397,28 @@ TEST_F(PruneJobTest, GeneratedCalibrationWithSamplesIsInvalidArgument) {
   EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(result.status().message(),
               ::testing::HasSubstr("generated_calibration"));
+}
+
+// Outputs that overflow to Inf make the SQNR undefined (Inf - Inf is NaN,
+// and a NaN noise would read as +inf dB, "identical"): the evaluation fails
+// naming its stage.
+TEST(OutputSqnrTest, NonFiniteOutputsFailNamingTheStage) {
+  OnnxModelBuilder b(13);
+  b.Input("x", DType::kFloat, {1, 2});
+  b.FloatInitializer("k", {3e38f}, {1});
+  b.AddNode("Mul", {"x", "k"}, {"m"});
+  b.AddNode("Mul", {"m", "k"}, {"y"});
+  b.Output("y", DType::kFloat);
+  auto model = ImportOnnx(b.Serialize());
+  ASSERT_TRUE(model.ok()) << model.status();
+  std::vector<SampleFeeds> samples = {
+      {{"x", Tensor::FromVector<float>({1.0f, -2.0f}, {1, 2})}}};
+  auto sqnr = pruning::OutputSqnrDb(*model, *model, samples, nullptr, nullptr);
+  EXPECT_EQ(sqnr.status().code(), absl::StatusCode::kInternal);
+  EXPECT_NE(sqnr.status().message().find("evaluate: the output SQNR is "
+                                         "undefined"),
+            std::string::npos)
+      << sqnr.status();
 }
 
 }  // namespace
