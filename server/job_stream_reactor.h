@@ -38,6 +38,7 @@
 #include "core/runtime/progress.h"
 #include "core/util/request_checks.h"
 #include "server/event_coalescer.h"
+#include "server/heap_trim.h"
 #include "server/json_log.h"
 #include "server/metrics.h"
 #include "server/service_context.h"
@@ -173,7 +174,9 @@ class JobStreamReactor : public grpc::ServerWriteReactor<Event>,
     } catch (const std::exception& e) {
       st = absl::InternalError(absl::StrCat("job failed: ", e.what()));
     }
+    const int64_t reserved = ticket_->memory_bytes();
     ticket_.reset();
+    TrimHeapAfterJob(reserved);
     service_->metrics->JobFinished(st.code());
     LogFields fields = Fields();
     fields.emplace_back("status", absl::StatusCodeToString(st.code()));

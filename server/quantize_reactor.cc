@@ -5,9 +5,6 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <memory>
 #include <new>
 #include <optional>
@@ -28,6 +25,7 @@
 #include "core/util/status_macros.h"
 #include "quantd/v1/quantization_service.pb.h"
 #include "server/client_metadata.h"
+#include "server/heap_trim.h"
 #include "server/json_log.h"
 #include "server/progress_pacer.h"
 #include "server/result_chunks.h"
@@ -49,27 +47,6 @@ bool IsCancellation(const absl::Status& status) {
   return status.code() == absl::StatusCode::kCancelled ||
          status.code() == absl::StatusCode::kDeadlineExceeded;
 }
-
-#ifdef __GLIBC__
-// malloc_trim only when a finished job left at least this much free in the
-// heaps: trimming after every job cost small jobs the madvise calls and the
-// next job the page faults of memory it had just handed back.
-constexpr size_t kTrimFreeBytes = size_t{64} << 20;
-
-// What the jobs finished since the last look reserved: the heaps cannot
-// hold more free memory than that beyond what the last look saw, so
-// mallinfo2 (which walks every free chunk of every arena, ~0.2 ms after a
-// small job) runs only once this reaches kTrimFreeBytes.
-std::atomic<int64_t> untrimmed_bytes{0};
-
-void MaybeTrim(int64_t job_reserved_bytes) {
-  const int64_t total =
-      untrimmed_bytes.fetch_add(job_reserved_bytes) + job_reserved_bytes;
-  if (total < static_cast<int64_t>(kTrimFreeBytes)) return;
-  untrimmed_bytes.store(0);
-  if (mallinfo2().fordblks >= kTrimFreeBytes) malloc_trim(0);
-}
-#endif
 
 }  // namespace
 
@@ -531,12 +508,7 @@ void RunJob(ServiceContext* service, std::shared_ptr<JobState> job,
   RunJobOnWorker(service, job.get(), request, principal);
   [[maybe_unused]] const int64_t reserved_bytes = job->reserved_bytes();
   job.reset();
-#ifdef __GLIBC__
-  // glibc keeps what a job freed (activations, model copies) in its heaps;
-  // hand it back so an idle server's RSS falls (docs/reliability.md, load
-  // test: 750 MiB stayed resident after the run without this).
-  MaybeTrim(reserved_bytes);
-#endif
+  TrimHeapAfterJob(reserved_bytes);
 }
 
 }  // namespace
