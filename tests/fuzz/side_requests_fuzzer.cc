@@ -1,18 +1,26 @@
-// The Prune and GenerateData services' request handling up to admission, on
-// a serialized request: the first byte picks the message (even: PruneRequest,
-// odd: GenerateDataRequest), the rest is parsed as it. What the servers run
+// The Prune and GenerateData services' request handling, on a serialized
+// request: the first byte picks the message (even: PruneRequest, odd:
+// GenerateDataRequest), the rest is parsed as it. What the servers run
 // before any heavy work must refuse bad requests with a bounded message and
 // never crash: the cheap checks, then (for a request that passes them) the
-// option decoding, the model import and the memory estimates.
+// option decoding, the model import and the memory estimates. Past
+// admission, a request whose estimate fits a small budget runs as the job
+// itself (a few optimisation steps, a deadline of a second): it must end
+// with a bounded error or a result without NaN.
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "absl/time/clock.h"
 #include "core/datagen/data_generation.h"
 #include "core/datagen/generate_job.h"
 #include "core/graph/onnx_import.h"
 #include "core/pipeline/memory/job_memory.h"
 #include "core/pruning/prune_job.h"
+#include "core/runtime/cancellation.h"
+#include "core/tpc/registry.h"
 #include "quantd/v1/data_generation.pb.h"
 #include "quantd/v1/pruning.pb.h"
 #include "tests/fuzz/request_checks.h"
@@ -20,6 +28,30 @@
 namespace {
 
 using quantd::fuzz::CheckStatusMessageFits;
+
+// Jobs past admission: what a server with this budget would run.
+constexpr int64_t kFuzzBudgetBytes = int64_t{32} << 20;
+
+// A second per job: the fuzzer explores inputs, not long optimisations.
+quantd::CancellationToken Deadline() {
+  return quantd::CancellationToken(absl::Now() + absl::Seconds(1));
+}
+
+// At most 4 images and 2 steps: the job's paths, not its convergence.
+template <typename Request>
+void ShortGeneration(Request* r) {
+  r->set_count(std::clamp<int64_t>(r->count(), 1, 4));
+  r->set_iterations(std::clamp<int64_t>(r->iterations(), 1, 2));
+}
+
+const quantd::tpc::TpcRegistry& Registry() {
+  static const quantd::tpc::TpcRegistry* registry = [] {
+    auto* r = new quantd::tpc::TpcRegistry();
+    if (!r->AddBuiltins().ok()) __builtin_trap();
+    return r;
+  }();
+  return *registry;
+}
 
 void Prune(const uint8_t* data, size_t size) {
   quantd::v1::PruneRequest request;
@@ -29,8 +61,23 @@ void Prune(const uint8_t* data, size_t size) {
   CheckStatusMessageFits(valid);
   if (!valid.ok()) return;
   // The estimate parses the model (and any generated-calibration request).
-  if (quantd::EstimatePruneMemoryBytes(request, limits, 2) < 0)
-    __builtin_trap();
+  const int64_t estimate = quantd::EstimatePruneMemoryBytes(request, limits, 2);
+  if (estimate < 0) __builtin_trap();
+  if (estimate > kFuzzBudgetBytes) return;
+  if (request.has_generated_calibration()) {
+    ShortGeneration(request.mutable_generated_calibration());
+  }
+  const quantd::CancellationToken cancel = Deadline();
+  quantd::PruneContext context;
+  context.registry = &Registry();
+  context.cancel = &cancel;
+  context.limits = limits;
+  const auto result = quantd::RunPruneJob(request, context);
+  if (!result.ok()) {
+    CheckStatusMessageFits(result.status());
+    return;
+  }
+  if (std::isnan(result->output_sqnr_db())) __builtin_trap();
 }
 
 void GenerateData(const uint8_t* data, size_t size) {
@@ -62,8 +109,25 @@ void GenerateData(const uint8_t* data, size_t size) {
     CheckStatusMessageFits(geometry.status());
     return;
   }
-  if (quantd::EstimateGenerateMemoryBytes(*model, *options, 2) < 0) {
-    __builtin_trap();
+  const int64_t estimate =
+      quantd::EstimateGenerateMemoryBytes(*model, *options, 2);
+  if (estimate < 0) __builtin_trap();
+  if (estimate > kFuzzBudgetBytes) return;
+  ShortGeneration(&request);
+  const quantd::CancellationToken cancel = Deadline();
+  quantd::datagen::GenerateJobContext context;
+  context.run.cancel = &cancel;
+  context.import = import;
+  context.max_count = 64;
+  const auto images = quantd::datagen::RunGenerateDataJob(request, context);
+  if (!images.ok()) {
+    CheckStatusMessageFits(images.status());
+    return;
+  }
+  for (const quantd::Tensor& t : images->samples) {
+    for (float v : t.span<float>()) {
+      if (!std::isfinite(v)) __builtin_trap();
+    }
   }
 }
 
