@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/flags/internal/usage.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
@@ -162,6 +163,12 @@ void ConfigureUsage() {
     return absl::StrContains(file, "server/main.cc");
   };
   usage.contains_helpshort_flags = usage.contains_help_flags;
+  // The flag's file as the repository names it, not the build machine's
+  // path ("server/main.cc").
+  usage.normalize_filename = [](absl::string_view file) {
+    const size_t at = file.rfind("server/");
+    return std::string(at == absl::string_view::npos ? file : file.substr(at));
+  };
   usage.version_string = [] {
     return absl::StrCat("quantd ", QUANTD_VERSION, " (commit ", QUANTD_GIT_SHA,
                         ")\n");
@@ -182,6 +189,19 @@ int Run(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  // Help is a success: Abseil's own handler exits 1 after printing it.
+  for (int i = 1; i < argc; ++i) {
+    const absl::string_view a = argv[i];
+    if (a == "--help" || a == "-help" || a == "-h" || a == "--helpshort" ||
+        a == "--helpfull") {
+      absl::flags_internal::FlagsHelp(
+          std::cout, a == "--helpfull" ? "" : "server/main",
+          absl::flags_internal::HelpFormat::kHumanReadable,
+          absl::ProgramUsageMessage());
+      return 0;
+    }
+    if (a == "--") break;
+  }
   absl::ParseCommandLine(argc, argv);
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (absl::Status s = ApplyEnvironmentToFlags(

@@ -7,6 +7,7 @@
 //
 //   memory_bench [--compute_threads=N] [--max_samples=N] [--models=a,b]
 //                [--mobilenet=FILE.onnx --mobilenet_samples=DIR] [--gptq=1]
+//                [--analyze=1] [--target_sqnr=DB]
 // Models from $QUANTD_CACHE_DIR (scripts/fetch_models.sh).
 #include <cmath>
 #include <csignal>
@@ -138,8 +139,12 @@ bool Measure(const std::string& name, const v1::QuantizeRequest& request,
 int Run(int argc, char** argv) {
   const int compute_threads = IntFlag(argc, argv, "compute_threads", 1);
   const int max_samples = IntFlag(argc, argv, "max_samples", 32);
-  // --gptq=1: the same jobs with GPTQ (default GptqConfig).
+  // --gptq=1: the same jobs with GPTQ (default GptqConfig); --analyze=1
+  // with the per-layer sensitivity analysis; --target_sqnr=DB with a
+  // best-effort quality target.
   const bool gptq = IntFlag(argc, argv, "gptq", 0) != 0;
+  const bool analyze = IntFlag(argc, argv, "analyze", 0) != 0;
+  const int target_sqnr = IntFlag(argc, argv, "target_sqnr", 0);
   const char* cache_env = std::getenv("QUANTD_CACHE_DIR");
   const std::string cache =
       cache_env != nullptr ? cache_env : QUANTD_SOURCE_ROOT "/.cache";
@@ -173,6 +178,13 @@ int Run(int argc, char** argv) {
       continue;
     }
     if (gptq) request->mutable_gptq()->set_enabled(true);
+    if (analyze) request->set_sensitivity_analysis(true);
+    if (target_sqnr != 0) {
+      v1::QualityTarget* t = request->mutable_quality_target();
+      t->set_metric(v1::QualityTarget::METRIC_SQNR);
+      t->set_value(target_sqnr);
+      t->set_best_effort(true);
+    }
     Row row;
     if (!Measure(source.name, *request, compute_threads, &row)) return 1;
     const double error = row.predicted_mib / row.measured_mib - 1;

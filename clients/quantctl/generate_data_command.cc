@@ -95,7 +95,7 @@ absl::StatusOr<std::vector<float>> Floats(const std::string& flag,
   std::vector<float> v;
   for (absl::string_view part : absl::StrSplit(text, ',')) {
     float x;
-    if (!absl::SimpleAtof(part, &x)) {
+    if (!absl::SimpleAtof(part, &x) || !std::isfinite(x)) {
       return absl::InvalidArgumentError(
           absl::StrCat("--", flag, ": '", part, "' is not a number"));
     }
@@ -116,6 +116,10 @@ absl::StatusOr<v1::GenerateDataRequest> ToRequest(const GenerateArgs& a) {
   double lr = 1.0;
   if (!a.lr.empty() && !absl::SimpleAtod(a.lr, &lr)) {
     return absl::InvalidArgumentError("--lr: not a number");
+  }
+  if (!(lr > 0 && lr <= datagen::kMaxLearningRate)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--lr: ", a.lr, " is not in (0, ", datagen::kMaxLearningRate, "]"));
   }
   r.set_learning_rate(lr);
   if (!a.shape.empty()) {

@@ -146,6 +146,29 @@ TEST_F(GenerateDataCliTest,
   EXPECT_EQ(qdq, FileBytes(dir_ / "local" / "model.qdq.onnx"));
 }
 
+// A learning rate that overflows Adam's steps, or a non-finite range,
+// names its flag before any image is optimised; nothing is written.
+TEST_F(GenerateDataCliTest, NonFiniteOrHugeNumbersNameTheirFlag) {
+  struct Case {
+    const char* flag;
+    const char* value;
+    const char* message;
+  };
+  for (const Case& c :
+       {Case{"--lr", "inf", "--lr: inf is not in (0, 1000]"},
+        Case{"--lr", "1e300", "--lr: 1e300 is not in"},
+        Case{"--input-min", "nan", "--input-min: 'nan' is not a number"}}) {
+    std::vector<std::string> args = Args("out");
+    for (size_t i = 0; i + 1 < args.size(); ++i) {
+      if (args[i] == c.flag) args[i + 1] = c.value;
+    }
+    const GenerateCliRun run = RunGenerateDataCli(args);
+    EXPECT_NE(run.code, 0) << c.flag;
+    EXPECT_THAT(run.output, ::testing::HasSubstr(c.message));
+    EXPECT_FALSE(fs::exists(dir_ / "out")) << c.flag;
+  }
+}
+
 TEST_F(GenerateDataCliTest, TokenFlagWithoutServerIsAUsageError) {
   std::ofstream((dir_ / "token").string()) << "secret\n";
   std::vector<std::string> args = Args("out");

@@ -37,8 +37,16 @@ constexpr char kReadiness[] = "quantd.v1.QuantizationService";
 TEST(LifecycleTest, HelpListsTheServerFlagsAndVersionNamesTheCommit) {
   auto help = Subprocess::Start({BuildPath("server/quantd"), "--help"});
   ASSERT_TRUE(help.ok()) << help.status();
-  ASSERT_TRUE((*help)->Wait(absl::Seconds(30)).ok());
+  auto help_code = (*help)->Wait(absl::Seconds(30));
+  ASSERT_TRUE(help_code.ok()) << help_code.status();
+  EXPECT_EQ(*help_code, 0);  // help asked for is a success
   const std::string text = (*help)->Output();
+  // The flags' file as the repository names it, not where it was built.
+  EXPECT_THAT(text, ::testing::HasSubstr("Flags from server/main.cc"));
+  const char* source = std::getenv("QUANTD_SOURCE_DIR");
+  ASSERT_NE(source, nullptr);
+  EXPECT_THAT(text, ::testing::Not(::testing::HasSubstr(
+                        std::string(source).substr(1) + "/server")));
   EXPECT_THAT(text, ::testing::HasSubstr("--workers"));
   EXPECT_THAT(text, ::testing::HasSubstr("--max_job_memory_mb"));
   EXPECT_THAT(text, ::testing::Not(::testing::HasSubstr("No flags matched")));

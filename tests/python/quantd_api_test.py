@@ -213,6 +213,22 @@ class JobOptionsTest(unittest.TestCase):
                 continue
             self.assertIn("--" + keyword.replace("_", "-"), help_text)
 
+    def test_version_is_quantctls(self):
+        quantctl = os.path.join(os.environ["QUANTD_BINARY_DIR"], "clients",
+                                "quantctl", "quantctl")
+        line = subprocess.run([quantctl, "--version"], env=plain_env(),
+                              capture_output=True, text=True).stdout
+        self.assertEqual(
+            line, "quantctl %s (commit %s)\n" % (quantd.__version__,
+                                                  quantd.__commit__))
+
+    def test_non_finite_float_keyword_names_it(self):
+        with self.assertRaises(quantd.QuantdError) as ctx:
+            quantd.quantize(MODEL, calibration=samples(1), tpc=TPC,
+                            target_sqnr=float("nan"))
+        self.assertEqual(ctx.exception.code, "INVALID_ARGUMENT")
+        self.assertIn("target_sqnr", ctx.exception.message)
+
     def test_keep_float_leaves_the_node_float(self):
         r = quantd.quantize(MODEL, calibration=samples(2), tpc=TPC,
                             keep_float=["name:conv2"])

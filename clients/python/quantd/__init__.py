@@ -15,10 +15,13 @@ a quantd server.
 quantd.job_options() lists the job options (the keyword arguments of
 quantize, the same as quantctl's flags and batch manifests' keys).
 Failures raise quantd.QuantdError (.code such as "INVALID_ARGUMENT",
-.message naming the field or node). docs/python.md has the details.
+.message naming the field or node). quantd.__version__ and
+quantd.__commit__ name the build, as `quantctl --version` does.
+docs/python.md has the details.
 """
 
 from quantd._request import job_options
+from quantd._version import __commit__, __version__
 from quantd.errors import QuantdError
 from quantd.local import quantize
 from quantd.progress import Progress

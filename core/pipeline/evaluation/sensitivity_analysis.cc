@@ -322,6 +322,14 @@ absl::StatusOr<std::vector<LayerSensitivity>> AnalysisRun::Run() {
 
 }  // namespace
 
+int AnalysisChunkSamples(int64_t activation_bytes) {
+  constexpr int kMostSamples = SensitivityAnalysisOptions().chunk_samples;
+  if (activation_bytes <= 0) return kMostSamples;
+  // Two caches (float and fake-quant) of every activation per sample.
+  const int64_t fit = kAnalysisCacheBudgetBytes / (2 * activation_bytes);
+  return static_cast<int>(std::clamp<int64_t>(fit, 1, kMostSamples));
+}
+
 absl::StatusOr<std::vector<LayerSensitivity>> AnalyzeLayerSensitivity(
     const Model& float_model, const Model& quantized_model, const QdqPlan& plan,
     const std::vector<SampleFeeds>& samples,

@@ -47,6 +47,17 @@ struct SensitivityAnalysisOptions {
   int chunk_samples = 8;
 };
 
+// What the float and fake-quant caches of one chunk may hold at once: a
+// chunk holds fewer samples when theirs would exceed it (a sample whose two
+// caches alone exceed it runs alone). Every node's cone still runs once per
+// sample, so smaller chunks change no figure, only how many samples share a
+// round of node tasks.
+inline constexpr int64_t kAnalysisCacheBudgetBytes = int64_t{256} << 20;
+
+// The chunk for samples of `activation_bytes` each (the sum of every
+// activation of one sample; 0 when unknown): in [1, 8].
+int AnalysisChunkSamples(int64_t activation_bytes);
+
 // `float_model`: the float graph the job calibrated (node names shared with
 // `quantized_model`); `quantized_model` + `plan`: the job's graph after the
 // corrections and its Q/DQ plan (what the report's fake-quant run executes).

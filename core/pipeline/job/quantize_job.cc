@@ -429,9 +429,9 @@ absl::StatusOr<Decisions> Decide(const JobInput& input,
   }
   if (has_target) {
     RETURN_IF_ERROR(clock.Begin("target", "searching for the quality target"));
-    QualityTargetInputs target_inputs{&request, cal->float_exec.get(),
-                                      &input.evaluation, &input.calibration,
-                                      &cal->stats.shapes};
+    QualityTargetInputs target_inputs{
+        &request,           cal->float_exec.get(), &input.evaluation,
+        &input.calibration, &cal->stats.shapes,    input.activations.total};
     ASSIGN_OR_RETURN(d.target, RunQualityTarget(target_inputs, *calibrated,
                                                 state, &d.mixed_precision, pool,
                                                 cancel, clock.sink()));
@@ -549,11 +549,14 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
   std::vector<LayerSensitivity> sensitivity;
   if (request.sensitivity_analysis()) {
     RETURN_IF_ERROR(clock.Begin("analyze", "per-layer sensitivity"));
+    // Chunks sized to the cache budget (the memory model counts the same).
+    SensitivityAnalysisOptions analysis;
+    analysis.chunk_samples = AnalysisChunkSamples(input.activations.total);
     ASSIGN_OR_RETURN(
         sensitivity,
         AnalyzeLayerSensitivity(cal.float_exec->model(), state.model, plan,
-                                input.evaluation, SensitivityAnalysisOptions(),
-                                context.pool, context.cancel, clock.sink()));
+                                input.evaluation, analysis, context.pool,
+                                context.cancel, clock.sink()));
   }
 
   RETURN_IF_ERROR(clock.Begin("report", "evaluating against float"));

@@ -10,6 +10,7 @@
 #include "core/graph/onnx_import.h"
 #include "core/hessian/weights_hessian.h"
 #include "core/pipeline/evaluation/kept_float_values.h"
+#include "core/pipeline/evaluation/sensitivity_analysis.h"
 #include "core/pipeline/export/export_formats.h"
 #include "core/pipeline/job/activation_sizes.h"
 #include "core/pipeline/job/samples.h"
@@ -142,6 +143,52 @@ int64_t PeakActivations(const v1::QuantizeRequest& request,
           sensitivity_samples, std::max(1, samples_in_flight)));
 }
 
+// The per-layer sensitivity analysis (sensitivity_analysis.h): the float
+// and fake-quant caches of one chunk of samples (AnalysisChunkSamples, the
+// same chunk the job uses), 0.8x every activation of each, and the node
+// tasks' cones, 0.1x a sample's activations per sample in flight. Fitted
+// with bench/service/memory_bench --analyze=1 (ppocr_cls, ppocr_rec,
+// oww_embedding, 16 samples: +7%, +9%, -15%). It runs after the other
+// stages have released theirs.
+int64_t AnalysisCacheBytes(const ActivationSizes& sizes, int samples_in_flight,
+                           int num_samples) {
+  const double total =
+      static_cast<double>(std::min(sizes.total, int64_t{1} << 50));
+  const double chunk = std::clamp(AnalysisChunkSamples(sizes.total), 1,
+                                  std::max(1, num_samples));
+  const double in_flight = std::clamp(samples_in_flight, 1, 1024);
+  return static_cast<int64_t>(
+      std::min(0.8 * 2 * chunk * total + 0.1 * in_flight * total,
+               static_cast<double>(int64_t{1} << 50)));
+}
+
+int64_t AnalysisBytes(const v1::QuantizeRequest& request,
+                      const ActivationSizes& sizes, int samples_in_flight,
+                      int num_samples) {
+  if (!request.sensitivity_analysis()) return 0;
+  return AnalysisCacheBytes(sizes, samples_in_flight, num_samples);
+}
+
+// The quality target's stage (quality_target.h): its upgrade ranking runs the
+// analysis on kTargetRankingSamples samples, after calibration has
+// released its own; below the target without a data channel equalization
+// setting, the job calibrates again for the equalization trial while the
+// first calibration's state is held (TryChannelEqualization): half the
+// calibration's peak more. Fitted with bench/service/memory_bench
+// --target_sqnr=30 (ppocr_rec, which runs that trial, +0%; oww_embedding
+// -9%; ppocr_cls, which reaches the target before it, +29%).
+int64_t TargetBytes(const v1::QuantizeRequest& request,
+                    const ActivationSizes& sizes, int samples_in_flight,
+                    int64_t calibration) {
+  if (!QualityTargetRequested(request)) return 0;
+  const int64_t ranking =
+      AnalysisCacheBytes(sizes, samples_in_flight, kTargetRankingSamples);
+  const bool equalization_trial =
+      !request.quantization().has_data_channel_equalization();
+  return std::max(ranking, calibration) +
+         (equalization_trial ? calibration / 2 : 0);
+}
+
 // What calibration keeps for the report (KeepsFloatValuesForReport): every
 // activation of the report's samples that fit the budget whole (the job
 // starts keeping no more: KeepForReport in quantize_job.cc).
@@ -163,8 +210,14 @@ int64_t JobActivations(const v1::QuantizeRequest& request,
                        const GptqStageMemory& gptq, int samples_in_flight,
                        int num_samples, int64_t model_bytes,
                        int64_t kept_for_report) {
-  const int64_t peak = PeakActivations(request, sizes, samples_in_flight,
-                                       num_samples, model_bytes);
+  const int64_t calibration =
+      ActivationsInFlight(sizes, samples_in_flight, num_samples) +
+      HistogramBytes(sizes, num_samples);
+  const int64_t peak =
+      std::max({PeakActivations(request, sizes, samples_in_flight, num_samples,
+                                model_bytes),
+                AnalysisBytes(request, sizes, samples_in_flight, num_samples),
+                TargetBytes(request, sizes, samples_in_flight, calibration)});
   if (!request.gptq().enabled()) return peak + kept_for_report;
   const int64_t passes =
       ActivationsInFlight(sizes, samples_in_flight, num_samples);

@@ -23,9 +23,6 @@
 namespace quantd {
 namespace {
 
-// Samples the upgrade ranking's sensitivity analysis runs on.
-constexpr size_t kRankingSamples = 4;
-
 // A job-wide option edit that costs no memory, and its undoing.
 struct OptionEdit {
   std::string name, from, to;
@@ -295,13 +292,16 @@ absl::StatusOr<std::vector<BitUpgrade>> TargetSearch::RankedUpgrades(
                    LowerToQdqPlan(at.state, in_.request->export_options()));
   // The ranking needs an estimate, not the figure: a few samples (the
   // analysis costs two cone runs per node and sample).
-  const size_t n = std::min(in_.evaluation->size(), kRankingSamples);
+  const size_t n = std::min(in_.evaluation->size(),
+                            static_cast<size_t>(kTargetRankingSamples));
   const std::vector<SampleFeeds> ranking(in_.evaluation->begin(),
                                          in_.evaluation->begin() + n);
-  ASSIGN_OR_RETURN(std::vector<LayerSensitivity> sens,
-                   AnalyzeLayerSensitivity(
-                       in_.float_model->model(), at.state.model, plan, ranking,
-                       SensitivityAnalysisOptions(), pool_, cancel_, nullptr));
+  SensitivityAnalysisOptions analysis;
+  analysis.chunk_samples = AnalysisChunkSamples(in_.activation_bytes);
+  ASSIGN_OR_RETURN(
+      std::vector<LayerSensitivity> sens,
+      AnalyzeLayerSensitivity(in_.float_model->model(), at.state.model, plan,
+                              ranking, analysis, pool_, cancel_, nullptr));
   double now_db = at.figure;
   if (target_.metric() == v1::QualityTarget::METRIC_COSINE ||
       n < in_.evaluation->size()) {

@@ -39,6 +39,10 @@ namespace quantd {
 
 bool QualityTargetRequested(const v1::QuantizeRequest& request);
 
+// Samples the upgrade ranking's sensitivity analysis runs on: the ranking
+// needs an estimate, not the figure.
+inline constexpr int kTargetRankingSamples = 4;
+
 // quality_target.metric is a known value, value is finite (cosine in
 // (-1, 1]); errors name the field.
 absl::Status ValidateQualityTarget(const v1::QualityTarget& target);
@@ -57,6 +61,9 @@ struct QualityTargetInputs {
   // Calibration's tensor shapes; each trial's shift-negative correction
   // adds those of the tensors it inserts.
   std::map<std::string, std::vector<int64_t>>* shapes = nullptr;
+  // One sample's activations (every one, in bytes; 0 when unknown): sizes
+  // the ranking analysis's caches (AnalysisChunkSamples).
+  int64_t activation_bytes = 0;
 };
 
 struct QualityTargetOutcome {

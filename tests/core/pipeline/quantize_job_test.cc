@@ -341,6 +341,34 @@ TEST_F(QuantizeJobTest, GptqHessianWeightingIsRejectedAsUnimplemented) {
               HasSubstr("gptq.use_hessian_based_weights"));
 }
 
+// A filter that matches no node is a warning in the report; with strict,
+// the job fails naming both filters instead of running without them.
+TEST_F(QuantizeJobTest, StrictFailsOnFiltersThatMatchNoNode) {
+  v1::QuantizeRequest r = ExampleRequest();
+  r.mutable_quantization()->add_keep_float()->set_node_name("nosuch");
+  v1::BitWidthOverride* o =
+      r.mutable_mixed_precision()->add_bit_width_overrides();
+  o->mutable_filter()->set_name_scope("nowhere/");
+  o->set_target(v1::BitWidthOverride::TARGET_WEIGHTS);
+  o->set_bits(4);
+  auto warned = Run(r);
+  ASSERT_TRUE(warned.ok()) << warned.status();
+  EXPECT_THAT(warned->report_json(),
+              HasSubstr("quantization.keep_float[0] (name:nosuch): matches "
+                        "no node"));
+  EXPECT_THAT(warned->report_json(),
+              HasSubstr("mixed_precision.bit_width_overrides[0] "
+                        "(scope:nowhere/): matches no quantized node"));
+
+  r.set_strict(true);
+  auto strict = Run(r);
+  EXPECT_EQ(strict.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(strict.status().message(),
+            "quantization.keep_float[0] (name:nosuch), "
+            "mixed_precision.bit_width_overrides[0] (scope:nowhere/): matches "
+            "no node (strict)");
+}
+
 TEST_F(QuantizeJobTest, CancelledTokenStopsTheJob) {
   CancellationToken cancel;
   cancel.Cancel();
