@@ -18,11 +18,6 @@ v1::TpcSummary Summary(const tpc::RegistryEntry& entry) {
   return s;
 }
 
-absl::Status Prefixed(absl::string_view field, const absl::Status& status) {
-  return absl::Status(status.code(),
-                      absl::StrCat(field, ": ", status.message()));
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<TpcCatalog>> TpcCatalog::Create(

@@ -13,14 +13,11 @@
 #include "core/executor/subgraph.h"
 #include "core/graph/free_names.h"
 #include "core/graph/mctq_ops.h"
+#include "core/graph/validation.h"
 #include "core/util/status_macros.h"
 
 namespace quantd {
 namespace {
-
-bool IsDefaultDomain(const std::string& domain) {
-  return domain.empty() || domain == "ai.onnx";
-}
 
 // Kahn's algorithm over the nodes' reads, keeping the given order among
 // ready nodes; fails on a node that reads its own output or sits in a

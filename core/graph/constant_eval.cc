@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "core/graph/constant_eval/families.h"
 #include "core/graph/constant_eval/helpers.h"
+#include "core/graph/validation.h"
 
 namespace quantd {
 namespace {
@@ -133,8 +134,7 @@ absl::StatusOr<std::vector<int64_t>> BroadcastShapes(
 }
 
 bool CanEvaluate(const Node& node) {
-  return (node.domain.empty() || node.domain == "ai.onnx") &&
-         Evaluators().contains(node.op_type);
+  return IsDefaultDomain(node.domain) && Evaluators().contains(node.op_type);
 }
 
 absl::StatusOr<std::vector<Tensor>> EvaluateNode(

@@ -15,13 +15,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/tpc/attribute_names.h"
 #include "quantd/v1/tpc.pb.h"
 
 namespace quantd::tpc {
 
-inline constexpr char kKernelAttr[] = "kernel_attr";
-inline constexpr char kBiasAttr[] = "bias_attr";
-inline constexpr char kPosAttr[] = "pos_attr";
 // MCT's FLOAT_BITWIDTH: weights left in float.
 inline constexpr int kFloatBitwidth = 32;
 

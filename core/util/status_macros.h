@@ -1,13 +1,17 @@
 // Status propagation macros. Debian's Abseil (20220623) has no status_macros.h,
 // so these mirror upstream's ABSL_RETURN_IF_ERROR / ASSIGN_OR_RETURN semantics.
+// Prefixed names the field an error came from.
 //
 //   RETURN_IF_ERROR(ValidateTpc(tpc));
 //   ASSIGN_OR_RETURN(Graph graph, ImportOnnx(bytes));
+//   if (!ref.ok()) return Prefixed("tpc.name", ref.status());
 #ifndef QUANTD_CORE_UTIL_STATUS_MACROS_H_
 #define QUANTD_CORE_UTIL_STATUS_MACROS_H_
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 
 #define QUANTD_STATUS_CONCAT_INNER_(x, y) x##y
 #define QUANTD_STATUS_CONCAT_(x, y) QUANTD_STATUS_CONCAT_INNER_(x, y)
@@ -26,5 +30,16 @@
   auto statusor = (rexpr);                                  \
   if (!statusor.ok()) return std::move(statusor).status();  \
   lhs = std::move(statusor).value()
+
+namespace quantd {
+
+// "field: message", with the status's code.
+inline absl::Status Prefixed(absl::string_view field,
+                             const absl::Status& status) {
+  return absl::Status(status.code(),
+                      absl::StrCat(field, ": ", status.message()));
+}
+
+}  // namespace quantd
 
 #endif  // QUANTD_CORE_UTIL_STATUS_MACROS_H_

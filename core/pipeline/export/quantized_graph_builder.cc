@@ -4,6 +4,8 @@
 #include <cstring>
 #include <utility>
 
+#include "core/tpc/attribute_names.h"
+
 namespace quantd {
 namespace {
 
@@ -97,7 +99,7 @@ v1::QuantizedGraph BuildQuantizedGraph(const JobState& state,
     *q->mutable_config() = p.config;
     for (const WeightParams& w : p.weight_results) {
       *q->add_weights() = ToProto(w);
-      if (w.attr == "kernel_attr") q->set_weights_bits(w.n_bits);
+      if (w.attr == tpc::kKernelAttr) q->set_weights_bits(w.n_bits);
     }
     if (q->weights_bits() == 0 && p.weight_results.size() == 1 &&
         p.weight_results[0].attr == "pos_attr") {

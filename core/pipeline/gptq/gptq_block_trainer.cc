@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/pipeline/evaluation/evaluation.h"
 #include "core/pipeline/gptq/gptq_memory.h"
 #include "core/pipeline/ptq/param_selection.h"
 #include "core/train/activation_quantizers.h"
@@ -112,11 +113,6 @@ class Student {
   std::vector<double> q_, dq_;
   double f_ = 0;
 };
-
-double SqnrDb(double signal, double noise) {
-  if (noise <= 0) return std::numeric_limits<double>::infinity();
-  return 10 * std::log10(signal / noise);
-}
 
 // Block output SQNR over all sampled rows with hard weights (linear
 // layout), in slices of rows (a multiple of 4: the products' bits do not

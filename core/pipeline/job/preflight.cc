@@ -26,11 +26,6 @@
 namespace quantd {
 namespace {
 
-absl::Status Prefixed(absl::string_view field, const absl::Status& status) {
-  return absl::Status(status.code(),
-                      absl::StrCat(field, ": ", status.message()));
-}
-
 // Options the pipeline cannot honour are rejected, never ignored.
 absl::Status RejectUnsupported(const v1::QuantizeRequest& r,
                                const PtqOptions& o) {

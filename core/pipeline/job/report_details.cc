@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/tpc/attribute_names.h"
 #include "google/protobuf/text_format.h"
 
 namespace quantd {
@@ -41,7 +42,7 @@ ActivationGrid GridOf(const v1::ActivationQuantization& a) {
 std::optional<std::pair<double, double>> KernelSpan(
     const v1::QuantizedNode& n) {
   for (const v1::WeightQuantization& w : n.weights()) {
-    if (w.attr() != "kernel_attr") continue;
+    if (w.attr() != tpc::kKernelAttr) continue;
     std::vector<double> v(w.thresholds().begin(), w.thresholds().end());
     if (v.empty()) {
       for (int i = 0; i < w.range_max_size(); ++i) {

@@ -12,6 +12,7 @@
 #include "core/pipeline/export/quantized_graph_builder.h"
 #include "core/pipeline/job/report_details.h"
 #include "core/pipeline/mixed_precision/resource_utilization.h"
+#include "core/tpc/attribute_names.h"
 #include "core/util/status_macros.h"
 
 namespace quantd {
@@ -38,7 +39,7 @@ std::vector<LayerReport> LayerReports(const EvaluationResult& eval,
     l.weights_bits = n.weights_bits();
     l.activation_bits = n.activation_bits();
     for (const auto& w : n.weights()) {
-      if (w.attr() == "kernel_attr" || l.weights_method.empty()) {
+      if (w.attr() == tpc::kKernelAttr || l.weights_method.empty()) {
         l.weights_method = MethodName(w.method());
       }
     }

@@ -19,6 +19,7 @@
 #include "core/pipeline/prep/op_config_bits.h"
 #include "core/pipeline/ptq/param_selection.h"
 #include "core/quantizers/primitives.h"
+#include "core/tpc/attribute_names.h"
 #include "core/util/status_macros.h"
 #include "google/protobuf/util/message_differencer.h"
 
@@ -109,7 +110,8 @@ absl::StatusOr<std::vector<NodeSpace>> BuildNodeSpaces(
     const Node& node = g.nodes[i];
     int kernel_slot = -1;
     for (size_t s = 0; s < p.weights.size(); ++s) {
-      if (p.weights[s].attr == "kernel_attr") kernel_slot = static_cast<int>(s);
+      if (p.weights[s].attr == tpc::kKernelAttr)
+        kernel_slot = static_cast<int>(s);
     }
     const bool has_kernel = kernel_slot >= 0;
     const bool has_act =

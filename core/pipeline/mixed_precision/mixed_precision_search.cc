@@ -14,6 +14,7 @@
 #include "core/mixed_precision/sensitivity_metric.h"
 #include "core/pipeline/mixed_precision/internal/mixed_precision_space.h"
 #include "core/pipeline/mixed_precision/sensitivity.h"
+#include "core/tpc/attribute_names.h"
 #include "core/util/status_macros.h"
 
 namespace quantd::mp_internal {
@@ -40,7 +41,7 @@ absl::Status ComputeSpaceSensitivities(const v1::MixedPrecisionConfig& config,
       SensitivityCandidate c;
       if (sp.weights_configurable) {
         for (const auto& w : sp.weight_results[j]) {
-          if (w.attr == "kernel_attr") c.weights.push_back(w);
+          if (w.attr == tpc::kKernelAttr) c.weights.push_back(w);
         }
       }
       if (sp.activation_configurable) {

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/pipeline/mixed_precision/internal/mixed_precision_space.h"
 #include "core/pipeline/mixed_precision/mixed_precision_resources.h"
+#include "core/tpc/attribute_names.h"
 #include "core/util/status_macros.h"
 
 namespace quantd {
@@ -129,7 +130,7 @@ absl::Status ValidateMixedPrecisionConfig(
       return absl::InvalidArgumentError(
           absl::StrCat(path, ".bits: ", o.bits(), " is not in [1, 32]"));
     }
-    if (!o.attr().empty() && o.attr() != "kernel_attr") {
+    if (!o.attr().empty() && o.attr() != tpc::kKernelAttr) {
       return absl::InvalidArgumentError(
           absl::StrCat(path, ".attr: '", o.attr(),
                        "' (only kernel_attr has per-candidate bits)"));

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 
+#include "core/tpc/attribute_names.h"
+
 namespace quantd {
 
 int KernelBits(const v1::OpQuantizationConfig& c) {
-  auto it = c.attr_weights_configs_mapping().find("kernel_attr");
+  auto it = c.attr_weights_configs_mapping().find(tpc::kKernelAttr);
   if (it == c.attr_weights_configs_mapping().end() ||
       !it->second.enable_weights_quantization()) {
     return 0;

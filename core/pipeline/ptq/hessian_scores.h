@@ -19,11 +19,12 @@
 #include "core/runtime/cancellation.h"
 #include "core/runtime/progress.h"
 #include "core/runtime/thread_pool.h"
+#include "core/tpc/attribute_names.h"
 
 namespace quantd {
 
 // The slot attribute HMSE applies to (MCT: the node's kernel attribute).
-inline constexpr char kHmseAttr[] = "kernel_attr";
+inline constexpr const char* kHmseAttr = tpc::kKernelAttr;
 
 // True when selection with `options` uses HMSE and has no scores yet.
 bool NeedsHessianScores(const PtqOptions& options);

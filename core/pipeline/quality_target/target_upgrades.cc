@@ -6,6 +6,7 @@
 #include "core/pipeline/mixed_precision/consumer_input_bits.h"
 #include "core/pipeline/prep/node_filter.h"
 #include "core/pipeline/prep/op_config_bits.h"
+#include "core/tpc/attribute_names.h"
 
 namespace quantd {
 namespace {
@@ -42,7 +43,7 @@ std::vector<BitUpgrade> ListBitUpgrades(
     if (Pinned(node, user_config)) continue;
     const WeightSlot* kernel = nullptr;
     for (const WeightSlot& w : p.weights) {
-      if (w.attr == "kernel_attr") kernel = &w;
+      if (w.attr == tpc::kKernelAttr) kernel = &w;
     }
     const bool has_act =
         p.quantize_activation && !p.preserving && !p.fused_inner;

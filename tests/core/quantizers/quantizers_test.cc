@@ -1,12 +1,12 @@
-// Hand-derived checks of the quantizers, error functions, selections and
-// corrections (TFLite style: the derivation is in the comment).
+// Hand-derived checks of the quantizers, error functions and selections
+// (TFLite style: the derivation is in the comment). The statistics
+// corrections are the pipeline's (tests/core/pipeline/corrections_test.cc).
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
 
-#include "core/quantizers/corrections.h"
 #include "core/quantizers/error_functions.h"
 #include "core/quantizers/internal/errors.h"
 #include "core/quantizers/internal/kernels.h"
@@ -247,55 +247,6 @@ TEST(LutKmeansTest, TensorLutHasZeroAndFewerValuesForFewUniques) {
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(std::count(p->lut_values.begin(), p->lut_values.end(), 0.0), 1);
   EXPECT_EQ(p->lut_values.size(), 3u);
-}
-
-TEST(BiasCorrectionTest, LinearTermIsErrorTimesInputMean) {
-  // eps = Wq - W = {{0.5, 0}, {0, -1}}, mean {2, 3} -> c = {1, -3}.
-  const std::vector<float> w = {1, 2, 3, 4}, wq = {1.5f, 2, 3, 3};
-  auto c = WeightsBiasCorrection(TensorView{w, {2, 2}}, wq, 0, 1,
-                                 std::vector<double>{2, 3});
-  ASSERT_TRUE(c.ok());
-  EXPECT_THAT(*c, ElementsAre(1, -3));
-}
-
-TEST(BiasCorrectionTest, GroupedConvUsesItsGroupsInputs) {
-  // Depthwise [2, 1, 1, 1], 2 groups: out o sees input o only.
-  // eps = {1, 0.5}, mean {2, 3} -> c = {2, 1.5}.
-  const std::vector<float> w = {1, 2}, wq = {2, 2.5f};
-  auto c = WeightsBiasCorrection(TensorView{w, {2, 1, 1, 1}}, wq, 0, 1,
-                                 std::vector<double>{2, 3}, 2);
-  ASSERT_TRUE(c.ok());
-  EXPECT_THAT(*c, ElementsAre(2, 1.5));
-}
-
-TEST(ShiftNegativeTest, ShiftIsSmallestGridPointAboveMin) {
-  // T=4, 8 bits: grid step 1/64; |min| = 0.1 -> 7/64 = 0.109375.
-  auto s = ShiftNegativeCorrection(-0.1, 4.0, 8);
-  ASSERT_TRUE(s.ok());
-  EXPECT_TRUE(s->apply);
-  EXPECT_EQ(s->shift, 7.0 / 64);
-}
-
-TEST(ShiftNegativeTest, SkippedWhenNegativePartIsLarge) {
-  // |min|/T = 0.125 > 0.05.
-  auto s = ShiftNegativeCorrection(-0.5, 4.0, 8);
-  ASSERT_TRUE(s.ok());
-  EXPECT_FALSE(s->apply);
-}
-
-TEST(ActivationBiasCorrectionTest, MeanShiftTimesKernelSum) {
-  // centers {0.5, 1.5}; PoT T=2, 1 bit unsigned: grid {0, 1}: 0.5 -> 0 (half
-  // to even), 1.5 -> 1 (clamped). dmu = (-0.5 - 0.5)/2 = -0.5; kernel sum 3
-  // -> term -1.5.
-  Histogram h{{0, 1, 2}, {1, 1}, false};
-  ActivationQuantParams p;
-  p.n_bits = 1;
-  p.threshold = 2;
-  const std::vector<float> w = {1, 2};
-  auto t = ActivationBiasCorrectionTerm(h, p, TensorView{w, {1, 2}}, 0);
-  ASSERT_TRUE(t.ok());
-  ASSERT_TRUE(t->has_value());
-  EXPECT_THAT(**t, ElementsAre(-1.5));
 }
 
 TEST(SignednessTest, TpcForcedThenBoundedThenHistogram) {
