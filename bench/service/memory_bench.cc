@@ -33,27 +33,18 @@
 #include "core/pipeline/memory/job_memory.h"
 #include "core/tpc/registry.h"
 #include "tests/integration/server_process.h"
+#include "tests/load/load_runner.h"
 
 namespace quantd {
 namespace {
 
-using bench::IntFlag;
-using bench::StringFlag;
-
 // A field of /proc/PID/status in kB, or -1.
 int64_t StatusKb(pid_t pid, const std::string& field) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (absl::StartsWith(line, field + ":")) {
-      std::istringstream rest(line.substr(field.size() + 1));
-      int64_t kb = -1;
-      rest >> kb;
-      return kb;
-    }
-  }
-  return -1;
+  return load::ProcStatusKb(pid, field).value_or(-1);
 }
+
+using bench::IntFlag;
+using bench::StringFlag;
 
 // The model's job with at most `max_samples` calibration samples from
 // `samples_dir`, or an error.

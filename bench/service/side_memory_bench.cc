@@ -32,27 +32,18 @@
 #include "quantd/v1/pruning_service.grpc.pb.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/test_jobs.h"
+#include "tests/load/load_runner.h"
 
 namespace quantd {
 namespace {
 
-using bench::IntFlag;
-using bench::StringFlag;
-
 // A field of /proc/PID/status in kB, or -1.
 int64_t StatusKb(pid_t pid, const std::string& field) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (absl::StartsWith(line, field + ":")) {
-      std::istringstream rest(line.substr(field.size() + 1));
-      int64_t kb = -1;
-      rest >> kb;
-      return kb;
-    }
-  }
-  return -1;
+  return load::ProcStatusKb(pid, field).value_or(-1);
 }
+
+using bench::IntFlag;
+using bench::StringFlag;
 
 // Runs `call` against a fresh server; the job's peak in MiB, or -1.
 double MeasuredPeakMib(

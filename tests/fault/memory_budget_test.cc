@@ -26,9 +26,15 @@
 #include "quantd/v1/quantization_service.grpc.pb.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/test_jobs.h"
+#include "tests/load/load_runner.h"
 
 namespace quantd::testing {
 namespace {
+
+// A field of /proc/PID/status in kB, or -1.
+int64_t StatusKb(pid_t pid, const std::string& field) {
+  return load::ProcStatusKb(pid, field).value_or(-1);
+}
 
 using ::testing::HasSubstr;
 
@@ -36,21 +42,6 @@ constexpr int64_t kBudgetMiB = 1024;
 // A refused call parses its request (gRPC keeps the buffers of the largest
 // message it received, counted apart) and a model of a few MiB.
 constexpr int64_t kSlackKib = 8 << 10;
-
-// A field of /proc/PID/status in KiB, or -1.
-int64_t StatusKib(pid_t pid, const std::string& field) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (absl::StartsWith(line, field + ":")) {
-      std::istringstream rest(line.substr(field.size() + 1));
-      int64_t kib = -1;
-      rest >> kib;
-      return kib;
-    }
-  }
-  return -1;
-}
 
 std::shared_ptr<grpc::Channel> Channel(const std::string& target) {
   grpc::ChannelArguments args;
@@ -91,7 +82,7 @@ class MemoryBudgetTest : public ::testing::Test {
     quantize.set_onnx_model("not a model");
     quantize.mutable_tpc()->set_name("imx500");
     ASSERT_FALSE(Quantize(quantize).ok());
-    idle_kib_ = StatusKib(server_->pid(), "VmRSS");
+    idle_kib_ = StatusKb(server_->pid(), "VmRSS");
   }
 
   grpc::Status Generate(const v1::GenerateDataRequest& r) {
@@ -123,7 +114,7 @@ class MemoryBudgetTest : public ::testing::Test {
                 HasSubstr(absl::StrCat("--max_job_memory_mb=", kBudgetMiB)))
         << what;
 #ifndef QUANTD_SANITIZED  // ASan's quarantine holds what was freed
-    EXPECT_LE(StatusKib(server_->pid(), "VmRSS"),
+    EXPECT_LE(StatusKb(server_->pid(), "VmRSS"),
               idle_kib_ + kSlackKib + request_bytes / 1024)
         << what;
 #endif
@@ -184,12 +175,12 @@ TEST_F(MemoryBudgetTest, JobInsideTheBudgetPeaksUnderItAndGivesMemoryBack) {
   const grpc::Status st = Generate(r);
   ASSERT_TRUE(st.ok()) << st.error_message();
 #ifndef QUANTD_SANITIZED  // ASan's shadow and quarantine are not the job's
-  const int64_t peak_kib = StatusKib(server_->pid(), "VmHWM") - idle_kib_;
+  const int64_t peak_kib = StatusKb(server_->pid(), "VmHWM") - idle_kib_;
   EXPECT_LE(peak_kib, kBudgetMiB * 1024 * 5 / 4);
   // The server trims the heap once a job ends (docs/service.md).
   const auto back = server_->WaitForLog("job finished", {{"status", "OK"}});
   ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_LE(StatusKib(server_->pid(), "VmRSS") - idle_kib_, peak_kib / 10)
+  EXPECT_LE(StatusKb(server_->pid(), "VmRSS") - idle_kib_, peak_kib / 10)
       << "peak " << peak_kib << " KiB over idle";
 #endif
 }
