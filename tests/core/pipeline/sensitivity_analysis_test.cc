@@ -121,10 +121,11 @@ double HandSqnr(const std::vector<float>& w1, bool quantize_relu,
 }
 
 std::map<std::string, LayerSensitivity> Analyze(
-    const CancellationToken* cancel = nullptr) {
+    const CancellationToken* cancel = nullptr, int chunk_samples = 8) {
   const Model m = TwoLayerModel();
-  auto r = AnalyzeLayerSensitivity(m, m, Plan(), Samples(),
-                                   SensitivityAnalysisOptions(), nullptr,
+  SensitivityAnalysisOptions options;
+  options.chunk_samples = chunk_samples;
+  auto r = AnalyzeLayerSensitivity(m, m, Plan(), Samples(), options, nullptr,
                                    cancel, nullptr);
   EXPECT_TRUE(r.ok()) << r.status();
   std::map<std::string, LayerSensitivity> by_node;
@@ -151,6 +152,31 @@ TEST(SensitivityAnalysis, OnlyFloatIsTheSqnrWithEveryOtherLayersQdq) {
   EXPECT_NEAR(s.at("mm1").sqnr_only_float_db, HandSqnr(kW1, true, w2q), 1e-3);
   EXPECT_NEAR(s.at("relu").sqnr_only_float_db, HandSqnr(w1q, false, w2q), 1e-3);
   EXPECT_NEAR(s.at("mm2").sqnr_only_float_db, HandSqnr(w1q, true, kW2), 1e-3);
+}
+
+// The caches' chunk (sized to the memory budget) changes what is held at
+// once, never a figure: every node's sums still merge in sample order.
+TEST(SensitivityAnalysis, ChunkSizeDoesNotChangeAFigure) {
+  const auto whole = Analyze(nullptr, 8);
+  for (int chunk : {1, 2, 3}) {
+    const auto chunked = Analyze(nullptr, chunk);
+    ASSERT_EQ(chunked.size(), whole.size());
+    for (const auto& [node, s] : whole) {
+      EXPECT_EQ(chunked.at(node).sqnr_only_quantized_db,
+                s.sqnr_only_quantized_db)
+          << node << " chunk " << chunk;
+      EXPECT_EQ(chunked.at(node).sqnr_only_float_db, s.sqnr_only_float_db)
+          << node << " chunk " << chunk;
+    }
+  }
+}
+
+// Two caches of every activation per sample within 256 MiB, 1 to 8 samples.
+TEST(SensitivityAnalysis, ChunksFitTheCacheBudget) {
+  EXPECT_EQ(AnalysisChunkSamples(0), 8);                   // unknown
+  EXPECT_EQ(AnalysisChunkSamples(int64_t{1} << 20), 8);    // 2 MiB x 8 fits
+  EXPECT_EQ(AnalysisChunkSamples(int64_t{32} << 20), 4);   // 256 / 64
+  EXPECT_EQ(AnalysisChunkSamples(int64_t{192} << 20), 1);  // ppocr_rec
 }
 
 TEST(SensitivityAnalysis, ALayerQuantizedExactlyHasInfiniteSqnr) {
