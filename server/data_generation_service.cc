@@ -12,7 +12,6 @@
 #include "core/datagen/generate_job.h"
 #include "core/pipeline/job/samples.h"
 #include "core/pipeline/memory/job_memory.h"
-#include "core/util/request_checks.h"
 #include "core/util/sha256.h"
 #include "core/util/status_macros.h"
 #include "quantd/v1/quantization_service.pb.h"
@@ -49,7 +48,6 @@ absl::StatusOr<std::shared_ptr<const std::string>> FindModelUpload(
 
 absl::Status CheckModelFields(const v1::GenerateDataRequest& r,
                               const ServerOptions& o) {
-  RETURN_IF_ERROR(CheckRequestId(r.request_id()));
   if (!r.onnx_model().empty() && !r.model_ref().empty()) {
     return absl::InvalidArgumentError(
         "onnx_model and model_ref are both set; send exactly one");

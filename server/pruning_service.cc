@@ -23,11 +23,12 @@ class PruneReactor final : public JobStreamReactor<v1::PruneEvent> {
         request_(request) {}
 
  private:
+  // Before the import (no model is parsed on the gRPC thread): the request
+  // and its copies; the worker grows it once the model is imported.
   absl::StatusOr<int64_t> Check(const std::string&) override {
     RETURN_IF_ERROR(
         ValidatePruneRequest(*request_, JobLimitsFor(service()->options)));
-    return EstimatePruneMemoryBytes(*request_, JobLimitsFor(service()->options),
-                                    service()->compute_pool->num_threads() + 1);
+    return EstimatePruneMemoryBytesBeforeImport(*request_);
   }
 
   absl::Status Run(const std::string&) override {
@@ -37,6 +38,10 @@ class PruneReactor final : public JobStreamReactor<v1::PruneEvent> {
     c.cancel = &token();
     c.progress = this;
     c.limits = JobLimitsFor(service()->options);
+    const int threads = service()->compute_pool->num_threads() + 1;
+    c.on_import = [this, threads](const Model& model) {
+      return GrowAdmission(EstimatePruneMemoryBytes(*request_, model, threads));
+    };
     absl::StatusOr<v1::PruneResult> result = RunPruneJob(*request_, c);
     if (!result.ok()) return result.status();
     PostPruneResult(*std::move(result));

@@ -335,7 +335,6 @@ absl::Status CheckRequestShape(const v1::QuantizeRequest& request,
                                UploadStore& uploads,
                                const std::string& principal,
                                int64_t* ref_bytes) {
-  RETURN_IF_ERROR(CheckRequestId(request.request_id()));
   const bool has_model = !request.onnx_model().empty();
   const bool has_model_ref = !request.model_ref().empty();
   if (has_model && has_model_ref) {

@@ -1,7 +1,6 @@
 // Admission's memory estimate against the measured peak, per real model:
-// each job runs alone in a fresh quantd (the real binary, --workers=1), and
-// the job's peak is the server's VmHWM after the job minus its RSS when
-// idle. The estimate is what admission reserves once the model is parsed
+// each job runs alone in a fresh quantd (bench/service/one_job_peak.h). The
+// estimate is what admission reserves once the model is parsed
 // (EstimateJobMemoryBytes with the compute threads plus the job's worker in
 // flight). Target: within 25% for every model.
 //
@@ -10,12 +9,9 @@
 //                [--analyze=1] [--target_sqnr=DB]
 // Models from $QUANTD_CACHE_DIR (scripts/fetch_models.sh).
 #include <cmath>
-#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -24,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "bench/bench_util.h"
+#include "bench/service/one_job_peak.h"
 #include "clients/cpp/client.h"
 #include "core/graph/onnx_import.h"
 #include "core/io/file_util.h"
@@ -33,15 +30,9 @@
 #include "core/pipeline/memory/job_memory.h"
 #include "core/tpc/registry.h"
 #include "tests/integration/server_process.h"
-#include "tests/load/load_runner.h"
 
 namespace quantd {
 namespace {
-
-// A field of /proc/PID/status in kB, or -1.
-int64_t StatusKb(pid_t pid, const std::string& field) {
-  return load::ProcStatusKb(pid, field).value_or(-1);
-}
 
 using bench::IntFlag;
 using bench::StringFlag;
@@ -84,24 +75,14 @@ struct Row {
 // One job in a fresh server; false when it could not run.
 bool Measure(const std::string& name, const v1::QuantizeRequest& request,
              int compute_threads, Row* row) {
-  auto server = testing::ServerProcess::Start(
-      {"--workers=1", absl::StrCat("--compute_threads=", compute_threads),
-       "--max_job_memory_mb=0", "--metrics_port=-1"});
-  if (!server.ok()) {
-    std::fprintf(stderr, "%s: %s\n", name.c_str(),
-                 server.status().ToString().c_str());
-    return false;
-  }
-  const int64_t idle_kb = StatusKb((*server)->pid(), "VmRSS");
-  auto client = client::Client::Create({.target = (*server)->target()});
-  if (!client.ok()) return false;
-  auto result = (*client)->Quantize(request);
-  const int64_t peak_kb = StatusKb((*server)->pid(), "VmHWM");
-  (*server)->Signal(SIGTERM);
-  (void)(*server)->WaitExit();
-  if (!result.ok()) {
-    std::fprintf(stderr, "%s: %s\n", name.c_str(),
-                 result.status().ToString().c_str());
+  const double measured = bench::OneJobPeakMib(
+      compute_threads, [&](const std::string& target) -> absl::Status {
+        auto client = client::Client::Create({.target = target});
+        if (!client.ok()) return client.status();
+        return (*client)->Quantize(request).status();
+      });
+  if (measured < 0) {
+    std::fprintf(stderr, "%s: failed\n", name.c_str());
     return false;
   }
   row->name = name;
@@ -109,7 +90,7 @@ bool Measure(const std::string& name, const v1::QuantizeRequest& request,
   row->predicted_mib =
       EstimateJobMemoryBytes(request, JobLimits{}, compute_threads + 1) /
       1048576.0;
-  row->measured_mib = (peak_kb - idle_kb) / 1024.0;
+  row->measured_mib = measured;
   row->model_mib = request.onnx_model().size() / 1048576.0;
   int64_t sample_bytes = 0;
   for (const auto& s : request.calibration_samples()) {

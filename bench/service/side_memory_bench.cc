@@ -1,7 +1,6 @@
 // The memory model's estimates for GenerateData and Prune against their
-// measured peaks: each job runs alone in a fresh quantd (the real binary,
-// --workers=1, no budget), and the job's peak is the server's VmHWM after it
-// minus its RSS when idle. The estimate is what admission reserves
+// measured peaks (bench/service/one_job_peak.h: each job alone in a fresh
+// quantd). The estimate is what admission reserves
 // (job_memory.h, with the compute threads plus the job's worker running).
 // Target: within 25% (under-estimates are what let a job past a budget).
 //
@@ -11,74 +10,31 @@
 #include <grpcpp/grpcpp.h>
 
 #include <cmath>
-#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <functional>
-#include <sstream>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "bench/bench_util.h"
+#include "bench/service/one_job_peak.h"
 #include "core/datagen/generate_job.h"
 #include "core/graph/onnx_import.h"
 #include "core/io/file_util.h"
 #include "core/pipeline/memory/job_memory.h"
 #include "quantd/v1/data_generation_service.grpc.pb.h"
 #include "quantd/v1/pruning_service.grpc.pb.h"
-#include "tests/integration/server_process.h"
 #include "tests/integration/test_jobs.h"
-#include "tests/load/load_runner.h"
 
 namespace quantd {
 namespace {
 
-// A field of /proc/PID/status in kB, or -1.
-int64_t StatusKb(pid_t pid, const std::string& field) {
-  return load::ProcStatusKb(pid, field).value_or(-1);
-}
-
 using bench::IntFlag;
+using bench::OneJobPeakMib;
 using bench::StringFlag;
-
-// Runs `call` against a fresh server; the job's peak in MiB, or -1.
-double MeasuredPeakMib(
-    int compute_threads,
-    const std::function<grpc::Status(const std::string& target)>& call) {
-  auto server = testing::ServerProcess::Start(
-      {"--workers=1", absl::StrCat("--compute_threads=", compute_threads),
-       "--max_job_memory_mb=0", "--metrics_port=-1"});
-  if (!server.ok()) {
-    std::fprintf(stderr, "%s\n", server.status().ToString().c_str());
-    return -1;
-  }
-  const int64_t idle_kb = StatusKb((*server)->pid(), "VmRSS");
-  const grpc::Status st = call((*server)->target());
-  const int64_t peak_kb = StatusKb((*server)->pid(), "VmHWM");
-  (*server)->Signal(SIGTERM);
-  (void)(*server)->WaitExit();
-  if (!st.ok()) {
-    std::fprintf(stderr, "job failed: %s\n", st.error_message().c_str());
-    return -1;
-  }
-  return (peak_kb - idle_kb) / 1024.0;
-}
-
-template <typename Event, typename Stub, typename Request>
-grpc::Status Drain(Stub& stub, const Request& request,
-                   std::unique_ptr<grpc::ClientReader<Event>> (Stub::*rpc)(
-                       grpc::ClientContext*, const Request&)) {
-  grpc::ClientContext ctx;
-  auto reader = (stub.*rpc)(&ctx, request);
-  Event e;
-  while (reader->Read(&e)) {
-  }
-  return reader->Finish();
-}
 
 // Results of any size: a generated 1024x1024 image is 12 MiB.
 std::shared_ptr<grpc::Channel> Channel(const std::string& target) {
@@ -88,17 +44,29 @@ std::shared_ptr<grpc::Channel> Channel(const std::string& target) {
                                    args);
 }
 
-grpc::Status Generate(const std::string& target,
-                      const v1::GenerateDataRequest& request) {
-  auto stub = v1::DataGenerationService::NewStub(Channel(target));
-  return Drain<v1::GenerateDataEvent>(
-      *stub, request, &v1::DataGenerationService::Stub::GenerateData);
+// The call's events read to the end; its final status.
+template <typename Event>
+absl::Status ReadToEnd(grpc::ClientReader<Event>* reader) {
+  Event e;
+  while (reader->Read(&e)) {
+  }
+  const grpc::Status st = reader->Finish();
+  return st.ok() ? absl::OkStatus()
+                 : absl::Status(static_cast<absl::StatusCode>(st.error_code()),
+                                st.error_message());
 }
 
-grpc::Status Prune(const std::string& target, const v1::PruneRequest& request) {
-  auto stub = v1::PruningService::NewStub(Channel(target));
-  return Drain<v1::PruneEvent>(*stub, request,
-                               &v1::PruningService::Stub::Prune);
+absl::Status Generate(const std::string& target,
+                      const v1::GenerateDataRequest& request) {
+  grpc::ClientContext ctx;
+  auto service = v1::DataGenerationService::NewStub(Channel(target));
+  return ReadToEnd(service->GenerateData(&ctx, request).get());
+}
+
+absl::Status Prune(const std::string& target, const v1::PruneRequest& request) {
+  grpc::ClientContext ctx;
+  auto service = v1::PruningService::NewStub(Channel(target));
+  return ReadToEnd(service->Prune(&ctx, request).get());
 }
 
 bool all_within = true;
@@ -140,7 +108,7 @@ void GenerateRows(const std::string& model_path, int compute_threads) {
     const double predicted =
         EstimateGenerateMemoryBytes(*model, *options, compute_threads + 1) /
         1048576.0;
-    const double measured = MeasuredPeakMib(
+    const double measured = OneJobPeakMib(
         compute_threads,
         [&](const std::string& target) { return Generate(target, r); });
     PrintRow(absl::StrCat("generate ppocr_cls ", c.count, "x3x", c.h, "x", c.w),
@@ -153,10 +121,11 @@ void PruneRows(int compute_threads) {
     for (const char* metric : {"lfh", "magnitude"}) {
       v1::PruneRequest r = testing::TwoConvPruneRequest(hw);
       r.set_importance_metric(metric);
+      auto model = ImportOnnx(r.onnx_model());
+      if (!model.ok()) return;
       const double predicted =
-          EstimatePruneMemoryBytes(r, JobLimits{}, compute_threads + 1) /
-          1048576.0;
-      const double measured = MeasuredPeakMib(
+          EstimatePruneMemoryBytes(r, *model, compute_threads + 1) / 1048576.0;
+      const double measured = OneJobPeakMib(
           compute_threads,
           [&](const std::string& target) { return Prune(target, r); });
       PrintRow(absl::StrCat("prune two-conv 1x3x", hw, "x", hw, " ", metric),

@@ -281,6 +281,7 @@ absl::StatusOr<v1::PruneResult> RunPruneJob(const v1::PruneRequest& request,
   ImportOptions import;
   import.max_model_bytes = c.limits.max_model_bytes;
   ASSIGN_OR_RETURN(Model model, ImportOnnx(request.onnx_model(), import));
+  if (c.on_import) RETURN_IF_ERROR(c.on_import(model));
   std::vector<SampleFeeds> calibration;
   if (request.has_generated_calibration()) {
     ASSIGN_OR_RETURN(calibration, GenerateSamples(request, model, c));

@@ -9,6 +9,8 @@
 #ifndef QUANTD_CORE_PRUNING_PRUNE_JOB_H_
 #define QUANTD_CORE_PRUNING_PRUNE_JOB_H_
 
+#include <functional>
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/pipeline/job/preflight.h"
@@ -25,13 +27,15 @@ struct PruneContext {
   const CancellationToken* cancel = nullptr;
   ProgressSink* progress = nullptr;
   JobLimits limits;
+  // Called once the model is imported, before any heavy work: the server
+  // estimates the job's memory from it (EstimatePruneMemoryBytes,
+  // job_memory.h) and grows its admission; an error stops the job.
+  std::function<absl::Status(const Model&)> on_import;
 };
 
 // Cheap checks without parsing the model: onnx_model, the target, samples.
 absl::Status ValidatePruneRequest(const v1::PruneRequest& request,
                                   const JobLimits& limits);
-
-// Its memory estimate: EstimatePruneMemoryBytes (job_memory.h).
 
 // Errors: INVALID_ARGUMENT naming the field; FAILED_PRECONDITION for a model
 // without prunable sections (with why each candidate was rejected) or a

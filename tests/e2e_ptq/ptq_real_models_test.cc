@@ -209,8 +209,9 @@ constexpr char kMinMaxTpcName[] = "imx500_minmax";
 // compute what the graph says: on such an AMD EPYC, ppocr_cls's QDQ model
 // fused at 'extended' or 'all' differs from its unfused run by up to 0.59
 // in a probability (top-1 agreeing on 98.8% of the held-out images), with
-// int8 and uint8 activations alike; ORT issue #16105 reports the same
-// kernel wrong on AMD AVX2. There the end-to-end comparison at 'all' is
+// int8 and uint8 activations alike (ONNX Runtime's tracker has the same
+// report for AMD AVX2: github.com/microsoft/onnxruntime/issues/16105).
+// There the end-to-end comparison at 'all' is
 // printed, not asserted, for int8 weights; the layer by layer one
 // (CheckLayerwise) still is, and uint8 weights (weight_storage) are
 // asserted on every CPU.

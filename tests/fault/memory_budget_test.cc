@@ -86,19 +86,20 @@ class MemoryBudgetTest : public ::testing::Test {
   }
 
   grpc::Status Generate(const v1::GenerateDataRequest& r) {
-    auto stub = v1::DataGenerationService::NewStub(Channel(server_->target()));
+    auto service =
+        v1::DataGenerationService::NewStub(Channel(server_->target()));
     grpc::ClientContext ctx;
-    return Drain<v1::GenerateDataEvent>(stub->GenerateData(&ctx, r));
+    return Drain<v1::GenerateDataEvent>(service->GenerateData(&ctx, r));
   }
   grpc::Status Prune(const v1::PruneRequest& r) {
-    auto stub = v1::PruningService::NewStub(Channel(server_->target()));
+    auto service = v1::PruningService::NewStub(Channel(server_->target()));
     grpc::ClientContext ctx;
-    return Drain<v1::PruneEvent>(stub->Prune(&ctx, r));
+    return Drain<v1::PruneEvent>(service->Prune(&ctx, r));
   }
   grpc::Status Quantize(const v1::QuantizeRequest& r) {
-    auto stub = v1::QuantizationService::NewStub(Channel(server_->target()));
+    auto service = v1::QuantizationService::NewStub(Channel(server_->target()));
     grpc::ClientContext ctx;
-    return Drain<v1::JobEvent>(stub->Quantize(&ctx, r));
+    return Drain<v1::JobEvent>(service->Quantize(&ctx, r));
   }
 
   // Refused on its estimate: no retry can help (FAILED_PRECONDITION), and

@@ -60,10 +60,9 @@ void Prune(const uint8_t* data, size_t size) {
   const absl::Status valid = quantd::ValidatePruneRequest(request, limits);
   CheckStatusMessageFits(valid);
   if (!valid.ok()) return;
-  // The estimate parses the model (and any generated-calibration request).
-  const int64_t estimate = quantd::EstimatePruneMemoryBytes(request, limits, 2);
-  if (estimate < 0) __builtin_trap();
-  if (estimate > kFuzzBudgetBytes) return;
+  if (quantd::EstimatePruneMemoryBytesBeforeImport(request) < 0) {
+    __builtin_trap();
+  }
   if (request.has_generated_calibration()) {
     ShortGeneration(request.mutable_generated_calibration());
   }
@@ -72,6 +71,15 @@ void Prune(const uint8_t* data, size_t size) {
   context.registry = &Registry();
   context.cancel = &cancel;
   context.limits = limits;
+  // Admission as the server does it, once the job has imported the model.
+  context.on_import = [&request](const quantd::Model& model) {
+    const int64_t estimate =
+        quantd::EstimatePruneMemoryBytes(request, model, 2);
+    if (estimate < 0) __builtin_trap();
+    return estimate > kFuzzBudgetBytes
+               ? absl::ResourceExhaustedError("over the fuzzing budget")
+               : absl::OkStatus();
+  };
   const auto result = quantd::RunPruneJob(request, context);
   if (!result.ok()) {
     CheckStatusMessageFits(result.status());

@@ -16,6 +16,7 @@
 #include "quantd/v1/pruning_service.grpc.pb.h"
 #include "tests/data/onnx/model_builder.h"
 #include "tests/integration/server_process.h"
+#include "tests/integration/test_jobs.h"
 
 namespace quantd::testing {
 namespace {
@@ -64,19 +65,8 @@ v1::PruneRequest DeadChannelRequest(bool second_conv) {
 // of float weights, a request under 1 MiB whose result (the pruned model
 // plus its quantized QDQ model and QuantizedGraph) is over it.
 v1::PruneRequest LargeResultRequest() {
-  OnnxModelBuilder b(13);
-  b.Input("x", DType::kFloat, {1, 96, 4, 4});
-  std::vector<float> w1(256 * 96 * 9), w2(8 * 256 * 9);
-  for (size_t i = 0; i < w1.size(); ++i) w1[i] = 0.01f * ((i * 7) % 13) - 0.06f;
-  for (size_t i = 0; i < w2.size(); ++i) w2[i] = 0.02f * ((i * 5) % 11) - 0.1f;
-  b.FloatInitializer("w1", w1, {256, 96, 3, 3});
-  b.FloatInitializer("w2", w2, {8, 256, 3, 3});
-  b.AddNode("Conv", {"x", "w1"}, {"c1"}, "conv1").Ints("pads", {1, 1, 1, 1});
-  b.AddNode("Relu", {"c1"}, {"r1"}, "relu1");
-  b.AddNode("Conv", {"r1", "w2"}, {"y"}, "conv2").Ints("pads", {1, 1, 1, 1});
-  b.Output("y", DType::kFloat);
   v1::PruneRequest r;
-  r.set_onnx_model(b.Serialize());
+  r.set_onnx_model(TwoConvModel(96, 4, 256, 8));
   *r.mutable_tpc()->mutable_inline_tpc() = TpcWithSimd2();
   std::vector<float> x(96 * 16);
   for (size_t i = 0; i < x.size(); ++i) x[i] = 0.1f * (i % 7) - 0.3f;

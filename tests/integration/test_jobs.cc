@@ -52,18 +52,24 @@ v1::QuantizeRequest ConvJob(int64_t c, int64_t hw, int64_t m, int samples,
   return request;
 }
 
-v1::PruneRequest TwoConvPruneRequest(int64_t hw, int64_t channels) {
+std::string TwoConvModel(int64_t in_channels, int64_t hw, int64_t mid_channels,
+                         int64_t out_channels) {
   OnnxModelBuilder b(13);
-  b.Input("x", DType::kFloat, {1, 3, -1, -1});
-  b.FloatInitializer("w1", Pattern(channels * 3 * 9, 1), {channels, 3, 3, 3});
-  b.FloatInitializer("w2", Pattern(channels * channels * 9, 2),
-                     {channels, channels, 3, 3});
+  b.Input("x", DType::kFloat, {1, in_channels, hw, hw});
+  b.FloatInitializer("w1", Pattern(mid_channels * in_channels * 9, 1),
+                     {mid_channels, in_channels, 3, 3});
+  b.FloatInitializer("w2", Pattern(out_channels * mid_channels * 9, 2),
+                     {out_channels, mid_channels, 3, 3});
   b.AddNode("Conv", {"x", "w1"}, {"c1"}, "conv1").Ints("pads", {1, 1, 1, 1});
   b.AddNode("Relu", {"c1"}, {"r1"}, "relu1");
   b.AddNode("Conv", {"r1", "w2"}, {"y"}, "conv2").Ints("pads", {1, 1, 1, 1});
   b.Output("y", DType::kFloat);
+  return b.Serialize();
+}
+
+v1::PruneRequest TwoConvPruneRequest(int64_t hw, int64_t channels) {
   v1::PruneRequest r;
-  r.set_onnx_model(b.Serialize());
+  r.set_onnx_model(TwoConvModel(3, -1, channels, channels));
   r.mutable_tpc()->set_name("imx500@4.0");
   const std::vector<float> x = Pattern(3 * hw * hw, 7);
   v1::Tensor* t = r.add_calibration_samples()->add_inputs();

@@ -17,6 +17,10 @@ namespace quantd::testing {
 // `samples` calibration samples.
 v1::QuantizeRequest ConvJob(int64_t c, int64_t hw, int64_t m, int samples,
                             const std::string& request_id);
+// x [1, C, hw, hw] (hw -1: dynamic) -> Conv 3x3 (`mid_channels`) -> Relu ->
+// Conv 3x3 (`out_channels`) -> y, with deterministic weights in [-1, 1).
+std::string TwoConvModel(int64_t in_channels, int64_t hw, int64_t mid_channels,
+                         int64_t out_channels);
 // x[1,3,H,W] (H, W dynamic) -> Conv 3x3 (`channels`) -> Relu -> Conv 3x3
 // (`channels`) -> y, pruned to 60% of its weights on imx500@4.0 with LFH on
 // one hw x hw sample.

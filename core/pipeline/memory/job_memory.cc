@@ -226,11 +226,9 @@ int64_t JobActivations(const v1::QuantizeRequest& request,
   return std::max(peak + kept_for_report, gptq.PeakBytes(passes) + scores);
 }
 
-// EstimateJobMemoryBytesBeforeImport with the bodies' constants known.
-int64_t BeforeImport(const v1::QuantizeRequest& request,
-                     int64_t body_constant_bytes) {
-  // Generated images of a shape given in the request (else counted after
-  // the import, from the model's input).
+// The request's sample bytes, and its generated images of a shape given in
+// the request (else counted after the import, from the model's input).
+int64_t RequestSampleBytes(const v1::QuantizeRequest& request) {
   int64_t generated = 0;
   const v1::GeneratedCalibration& g = request.generated_calibration();
   if (g.shape_size() >= 3) {
@@ -242,11 +240,52 @@ int64_t BeforeImport(const v1::QuantizeRequest& request,
     generated = static_cast<int64_t>(
         std::min(bytes, static_cast<double>(int64_t{1} << 50)));
   }
-  return BaseEstimate(RawSampleBytes(request.calibration_samples()) +
-                          RawSampleBytes(request.evaluation_samples()) +
-                          generated,
+  return RawSampleBytes(request.calibration_samples()) +
+         RawSampleBytes(request.evaluation_samples()) + generated;
+}
+
+// EstimateJobMemoryBytesBeforeImport with the bodies' constants known.
+int64_t BeforeImport(const v1::QuantizeRequest& request,
+                     int64_t body_constant_bytes) {
+  return BaseEstimate(RequestSampleBytes(request),
                       static_cast<int64_t>(request.onnx_model().size()),
                       body_constant_bytes, request.export_options());
+}
+
+// The Quantize estimate of `request` on `model` (as imported) for samples
+// of the input shapes `shapes`: BaseEstimate of `sample_bytes` and
+// `model_bytes` less `payload` (what the server frees after the import),
+// and the larger of the generate stage and the job's activations.
+int64_t QuantizeEstimate(const v1::QuantizeRequest& request, Model model,
+                         const InputShapes& shapes, int64_t model_bytes,
+                         int64_t sample_bytes, int64_t payload, int calibration,
+                         int samples_in_flight) {
+  const int64_t body_constant_bytes = BodyConstantBytes(model.graph);
+  const bool inferred = InferSampleShapes(shapes, &model);
+  const ActivationSizes per_sample = ActivationBytesPerSample(
+      model, inferred, shapes, request.mixed_precision().sensitivity_depth());
+  const GptqStageMemory gptq = GptqStageFor(request, model, calibration);
+  int64_t generate = 0;
+  if (request.has_generated_calibration()) {
+    auto options = datagen::DataGenOptionsFromGeneratedCalibration(
+        request.generated_calibration());
+    if (options.ok()) {
+      generate =
+          EstimateGenerateMemoryBytes(model, *options, samples_in_flight);
+    }
+  }
+  const int report = ReportSampleCount(request.report_samples());
+  return BaseEstimate(sample_bytes, model_bytes, body_constant_bytes,
+                      request.export_options()) -
+         payload +
+         std::max(
+             generate,
+             JobActivations(
+                 request, per_sample, gptq, samples_in_flight, calibration,
+                 model_bytes,
+                 KeptForReport(request, per_sample.prepared,
+                               report < 0 ? calibration
+                                          : std::min(report, calibration))));
 }
 
 }  // namespace
@@ -289,52 +328,31 @@ int64_t EstimateJobMemoryBytes(const JobInput& input, int samples_in_flight) {
 
 int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
                                const JobLimits& limits, int samples_in_flight) {
-  ActivationSizes per_sample;
-  int64_t body_constant_bytes = 0;
-  GptqStageMemory gptq;
-  int64_t generate = 0;
-  const int report = ReportSampleCount(request.report_samples());
-  const int calibration = request.calibration_samples_size();
   const int64_t model_size = static_cast<int64_t>(request.onnx_model().size());
-  if (!request.onnx_model().empty()) {
-    auto model = ImportOnnx(request.onnx_model(), ImportOptionsFor(limits));
-    if (model.ok()) {
-      // Only the first sample's shapes matter: decode that one.
-      google::protobuf::RepeatedPtrField<v1::Sample> head;
-      if (!request.calibration_samples().empty()) {
-        *head.Add() = request.calibration_samples(0);
-      }
-      auto first =
-          DecodeSamples(head, model->graph.inputs, "calibration_samples",
-                        limits.max_sample_bytes);
-      const std::vector<SampleFeeds> samples =
-          first.ok() ? *std::move(first) : std::vector<SampleFeeds>();
-      body_constant_bytes = BodyConstantBytes(model->graph);
-      const bool inferred = InferSampleShapes(samples, &*model);
-      per_sample = ActivationBytesPerSample(
-          *model, inferred, samples,
-          request.mixed_precision().sensitivity_depth());
-      gptq = GptqStageFor(request, *model, calibration);
-      auto options = datagen::DataGenOptionsFromGeneratedCalibration(
-          request.generated_calibration());
-      if (request.has_generated_calibration() && options.ok()) {
-        generate =
-            EstimateGenerateMemoryBytes(*model, *options, samples_in_flight);
-      }
-    }
-  }
   // As the server runs it: the request's payload freed after the import.
   const int64_t payload =
       model_size + RawSampleBytes(request.calibration_samples());
-  return BeforeImport(request, body_constant_bytes) - payload +
-         std::max(
-             generate,
-             JobActivations(
-                 request, per_sample, gptq, samples_in_flight, calibration,
-                 model_size,
-                 KeptForReport(request, per_sample.prepared,
-                               report < 0 ? calibration
-                                          : std::min(report, calibration))));
+  auto model = request.onnx_model().empty()
+                   ? absl::StatusOr<Model>(absl::InvalidArgumentError(""))
+                   : ImportOnnx(request.onnx_model(), ImportOptionsFor(limits));
+  if (!model.ok()) {  // no activations counted: the job fails on the import
+    const int calibration = request.calibration_samples_size();
+    return BeforeImport(request, 0) - payload +
+           JobActivations(request, {}, {}, samples_in_flight, calibration,
+                          model_size, 0);
+  }
+  // Only the first sample's shapes matter: decode that one.
+  google::protobuf::RepeatedPtrField<v1::Sample> head;
+  if (!request.calibration_samples().empty()) {
+    *head.Add() = request.calibration_samples(0);
+  }
+  auto first = DecodeSamples(head, model->graph.inputs, "calibration_samples",
+                             limits.max_sample_bytes);
+  return QuantizeEstimate(
+      request, *std::move(model),
+      first.ok() ? FirstSampleShapes(*first) : InputShapes(), model_size,
+      RequestSampleBytes(request), payload, request.calibration_samples_size(),
+      samples_in_flight);
 }
 
 namespace {
@@ -427,16 +445,21 @@ int64_t EstimateGenerateMemoryBytes(const Model& model,
 // before them: the larger of its estimate and the pruning with its images
 // as samples. A quantize stage runs after the pruning has released its
 // passes: the larger of the two.
+constexpr int64_t kPruneFixedBytes = int64_t{8} << 20;
+
+int64_t EstimatePruneMemoryBytesBeforeImport(const v1::PruneRequest& request) {
+  return Saturated(3 * static_cast<double>(request.ByteSizeLong()) +
+                   static_cast<double>(request.onnx_model().size()) +
+                   static_cast<double>(kPruneFixedBytes));
+}
+
 int64_t EstimatePruneMemoryBytes(const v1::PruneRequest& request,
-                                 const JobLimits& limits, int threads) {
+                                 const Model& model, int threads) {
   constexpr double kLfhFactor = 3.4;
   constexpr double kEvaluateFactor = 0.95;
   const double request_bytes = static_cast<double>(request.ByteSizeLong());
-  const double fixed = static_cast<double>(int64_t{8} << 20);
-  auto model = ImportOnnx(request.onnx_model(), ImportOptionsFor(limits));
-  if (!model.ok()) return Saturated(3 * request_bytes + fixed);
   double weights = 0;
-  for (const auto& [name, t] : model->graph.initializers) {
+  for (const auto& [name, t] : model.graph.initializers) {
     weights += static_cast<double>(t.byte_size());
   }
   InputShapes shapes;
@@ -452,11 +475,10 @@ int64_t EstimatePruneMemoryBytes(const v1::PruneRequest& request,
         request.generated_calibration());
     if (options.ok()) {
       generate = static_cast<double>(
-          EstimateGenerateMemoryBytes(*model, *options, threads));
-      if (!model->graph.inputs.empty()) {
-        const std::vector<int64_t> shape =
-            GeneratedImageShape(*model, *options);
-        shapes = {{model->graph.inputs[0].name, shape}};
+          EstimateGenerateMemoryBytes(model, *options, threads));
+      if (!model.graph.inputs.empty()) {
+        const std::vector<int64_t> shape = GeneratedImageShape(model, *options);
+        shapes = {{model.graph.inputs[0].name, shape}};
         images = 4.0 * static_cast<double>(options->count) *
                  static_cast<double>(shape[1]) * static_cast<double>(shape[2]) *
                  static_cast<double>(shape[3]);
@@ -464,7 +486,7 @@ int64_t EstimatePruneMemoryBytes(const v1::PruneRequest& request,
       samples = options->count;
     }
   }
-  Model shaped = *model;
+  Model shaped = model;
   const bool inferred = InferSampleShapes(shapes, &shaped);
   const double activations = static_cast<double>(
       ActivationBytesPerSample(shaped, inferred, shapes).total);
@@ -478,25 +500,28 @@ int64_t EstimatePruneMemoryBytes(const v1::PruneRequest& request,
       std::clamp<int64_t>(std::min<int64_t>(threads, scored), 1, 1024));
   const double passes = std::max(lfh ? running * kLfhFactor * activations : 0,
                                  kEvaluateFactor * activations);
-  const double prune =
-      3 * request_bytes + 5 * weights + fixed + 2 * images + passes;
+  const double prune = 3 * request_bytes + 5 * weights +
+                       static_cast<double>(kPruneFixedBytes) + 2 * images +
+                       passes;
   double quantize = 0;
   if (request.has_quantize()) {
-    // The pruned model is no larger than the model: quantize that, with the
-    // pruning request's samples (the first for the shapes, the rest by
-    // their bytes).
+    // The pruned model is no larger than the model: its quantize job as
+    // RunPruneJob builds it (the pruning request's samples, or the
+    // generated images, copied into it, nothing freed), beside the pruning
+    // request itself.
     v1::QuantizeRequest q = request.quantize();
-    q.set_onnx_model(request.onnx_model());
-    if (request.calibration_samples_size() > 0) {
-      *q.add_calibration_samples() = request.calibration_samples(0);
-    } else if (request.has_generated_calibration()) {
-      *q.mutable_generated_calibration() = request.generated_calibration();
-    }
-    const double rest =
-        static_cast<double>(RawSampleBytes(request.calibration_samples()) -
-                            RawSampleBytes(q.calibration_samples()));
-    quantize = static_cast<double>(EstimateJobMemoryBytes(q, limits, threads)) +
-               2 * rest + request_bytes;
+    q.clear_generated_calibration();
+    const int64_t sample_bytes =
+        (images > 0 ? static_cast<int64_t>(images)
+                    : RawSampleBytes(request.calibration_samples())) +
+        RawSampleBytes(request.evaluation_samples());
+    quantize = static_cast<double>(QuantizeEstimate(
+                   q, shaped, shapes,
+                   static_cast<int64_t>(request.onnx_model().size()),
+                   sample_bytes, /*payload=*/0,
+                   static_cast<int>(std::clamp<int64_t>(samples, 0, 1 << 20)),
+                   threads)) +
+               request_bytes;
   }
   return Saturated(std::max({generate, prune, quantize}));
 }

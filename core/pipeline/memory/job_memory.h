@@ -13,8 +13,8 @@
 //   GPTQ, analysis, generated    the model is parsed), EstimateJobMemoryBytes
 //   calibration)                 (after the preflight)
 //   GenerateData                 EstimateGenerateMemoryBytes
-//   Prune (+ its quantize and    EstimatePruneMemoryBytes
-//   generated calibration)
+//   Prune (+ its quantize and    EstimatePruneMemoryBytesBeforeImport,
+//   generated calibration)       EstimatePruneMemoryBytes
 #ifndef QUANTD_CORE_PIPELINE_MEMORY_JOB_MEMORY_H_
 #define QUANTD_CORE_PIPELINE_MEMORY_JOB_MEMORY_H_
 
@@ -57,14 +57,19 @@ int64_t EstimateGenerateMemoryBytes(const Model& model,
                                     const datagen::DataGenOptions& options,
                                     int threads);
 
-// Prune: the request, the model's copies (parsed, pruned, exported, the
-// gradient graph's), LFH's Hessian passes (a tape and its gradients per
-// running sample), the evaluation's two executors, data generation when the
-// request asks for generated calibration, and the quantize stage of the
-// pruned model when it asks for one. The model is parsed; an unparsable one
-// counts its bytes only (the job fails on it).
+// Prune, the part known without parsing the model: the request and its
+// parsed copies, the model once more, a fixed overhead. Admission reserves
+// it on the gRPC thread; the job's worker parses the model.
+int64_t EstimatePruneMemoryBytesBeforeImport(const v1::PruneRequest& request);
+
+// Prune, the job's peak on `model` (the request's, as imported): the request,
+// the model's copies (parsed, pruned, exported, the gradient graph's),
+// LFH's Hessian passes (a tape and its gradients per running sample), the
+// evaluation's two executors, data generation when the request asks for
+// generated calibration, and the quantize stage of the pruned model when it
+// asks for one.
 int64_t EstimatePruneMemoryBytes(const v1::PruneRequest& request,
-                                 const JobLimits& limits, int threads);
+                                 const Model& model, int threads);
 
 }  // namespace quantd
 
