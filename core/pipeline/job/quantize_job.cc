@@ -401,9 +401,12 @@ struct Decisions {
 // The decisions, in MCT 2.3's order: parameter selection, shift-negative
 // correction (its Add/Pad outputs are then searched and priced), mixed
 // precision, then the quality target's trials or the corrections, and GPTQ.
-absl::StatusOr<Decisions> Decide(const JobInput& input,
-                                 const JobContext& context, StageClock& clock,
-                                 Calibration* cal, JobState* state) {
+// `reuse_options`: a previous target search's kept options (the
+// equalization trial), which the search applies at once.
+absl::StatusOr<Decisions> Decide(
+    const JobInput& input, const JobContext& context, StageClock& clock,
+    Calibration* cal, JobState* state,
+    const std::vector<std::string>* reuse_options = nullptr) {
   const v1::QuantizeRequest& request = *input.request;
   ThreadPool* pool = context.pool;
   const CancellationToken* cancel = context.cancel;
@@ -431,7 +434,8 @@ absl::StatusOr<Decisions> Decide(const JobInput& input,
     RETURN_IF_ERROR(clock.Begin("target", "searching for the quality target"));
     QualityTargetInputs target_inputs{
         &request,           cal->float_exec.get(), &input.evaluation,
-        &input.calibration, &cal->stats.shapes,    input.activations.total};
+        &input.calibration, &cal->stats.shapes,    input.activations.total,
+        reuse_options};
     ASSIGN_OR_RETURN(d.target, RunQualityTarget(target_inputs, *calibrated,
                                                 state, &d.mixed_precision, pool,
                                                 cancel, clock.sink()));
@@ -462,8 +466,8 @@ absl::Status TryChannelEqualization(const JobInput& input,
   alt.warnings = std::move(warnings);
   ASSIGN_OR_RETURN(Calibration alt_cal,
                    PrepareAndCalibrate(input, context, clock, &alt));
-  ASSIGN_OR_RETURN(Decisions alt_d,
-                   Decide(input, context, clock, &alt_cal, &alt));
+  ASSIGN_OR_RETURN(Decisions alt_d, Decide(input, context, clock, &alt_cal,
+                                           &alt, &first.kept_options));
   QualityTargetOutcome& second = *alt_d.target;
   const bool better = second.best_figure > first.best_figure;
   QualityTargetStep step{"data_channel_equalization: true, searched again",

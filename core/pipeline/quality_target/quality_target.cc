@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "core/pipeline/corrections/corrections.h"
 #include "core/pipeline/evaluation/sensitivity_analysis.h"
 #include "core/pipeline/export/qdq_lowering.h"
@@ -84,6 +85,11 @@ std::string UpgradeText(const BitUpgrade& u) {
                       u.from_bits, "->", u.to_bits);
 }
 
+std::string Describe(const std::vector<BitUpgrade>& ups) {
+  return absl::StrCat(ups.size(), " bit upgrade(s), last ",
+                      UpgradeText(ups.back()));
+}
+
 struct Trial {
   double figure = 0;
   JobState state;
@@ -122,10 +128,20 @@ class TargetSearch {
   // The option's HMSE scores when it asks for HMSE without them; false (and a
   // step noting why) when the model has no gradient for them.
   absl::StatusOr<bool> WithHessianScores(PtqOptions* options);
-  absl::StatusOr<std::vector<BitUpgrade>> RankedUpgrades(const Trial& at);
-  absl::StatusOr<std::optional<Trial>> UpgradeSearch(
-      const PtqOptions& options, std::vector<BitUpgrade> ranked,
-      std::vector<BitUpgrade>* chosen);
+  // Re-selects (and re-runs mixed precision) when `options` change what
+  // selection reads.
+  absl::Status Select(const PtqOptions& options);
+  std::string OptionsText() const;
+  absl::StatusOr<PtqOptions> ReuseOptions(PtqOptions options);
+  absl::StatusOr<std::vector<BitUpgrade>> RankedUpgrades(
+      const Trial& at, std::vector<BitUpgrade> ups);
+  absl::StatusOr<Trial> UpgradeSearch(const PtqOptions& options,
+                                      std::vector<BitUpgrade> ranked,
+                                      Trial ceiling,
+                                      std::vector<BitUpgrade>* chosen);
+  void RecordUpgrades(const std::vector<BitUpgrade>& chosen);
+  absl::StatusOr<QualityTargetOutcome> Finish(Trial best, JobState* state,
+                                              MixedPrecisionOutcome* mp);
 
   const QualityTargetInputs& in_;
   const v1::QualityTarget& target_;
@@ -192,21 +208,7 @@ absl::StatusOr<Trial> TargetSearch::Try(const PtqOptions& options,
   }
   ++trials_;
   const v1::QuantizeRequest& request = *in_.request;
-  if (!SameSelection(options, selected_options_)) {
-    selected_ = calibrated_;
-    selected_.options = options;
-    RETURN_IF_ERROR(SelectAllParams(&selected_, pool_, cancel_, nullptr));
-    RETURN_IF_ERROR(RunShiftNegativeStage(&selected_, in_.shapes, cancel_));
-    selected_mp_ = MixedPrecisionOutcome();
-    if (MixedPrecisionRequested(request.mixed_precision())) {
-      ASSIGN_OR_RETURN(
-          selected_mp_,
-          RunMixedPrecision(request.mixed_precision(), kMpSimdPadding,
-                            *in_.shapes, *in_.calibration, &selected_, pool_,
-                            cancel_, nullptr));
-    }
-    selected_options_ = options;
-  }
+  RETURN_IF_ERROR(Select(options));
   Trial t;
   t.state = selected_;
   t.state.options = options;
@@ -228,6 +230,33 @@ absl::StatusOr<Trial> TargetSearch::Try(const PtqOptions& options,
     outcome_.best_description = action;
   }
   return t;
+}
+
+absl::Status TargetSearch::Select(const PtqOptions& options) {
+  if (SameSelection(options, selected_options_)) return absl::OkStatus();
+  const v1::QuantizeRequest& request = *in_.request;
+  selected_ = calibrated_;
+  selected_.options = options;
+  RETURN_IF_ERROR(SelectAllParams(&selected_, pool_, cancel_, nullptr));
+  RETURN_IF_ERROR(RunShiftNegativeStage(&selected_, in_.shapes, cancel_));
+  selected_mp_ = MixedPrecisionOutcome();
+  if (MixedPrecisionRequested(request.mixed_precision())) {
+    ASSIGN_OR_RETURN(
+        selected_mp_,
+        RunMixedPrecision(request.mixed_precision(), kMpSimdPadding,
+                          *in_.shapes, *in_.calibration, &selected_, pool_,
+                          cancel_, nullptr));
+  }
+  selected_options_ = options;
+  return absl::OkStatus();
+}
+
+std::string TargetSearch::OptionsText() const {
+  if (kept_.empty()) return "with the options as configured";
+  std::vector<std::string> names;
+  for (const OptionEdit& e : kept_)
+    names.push_back(absl::StrCat(e.name, ": ", e.to));
+  return absl::StrCat("with ", absl::StrJoin(names, ", "));
 }
 
 // Stage (a): each option edit kept when it helps.
@@ -258,6 +287,7 @@ absl::Status TargetSearch::TryOptions(PtqOptions* options, Trial* best) {
 // tensors clipped to a quarter or less of their range).
 absl::Status TargetSearch::RevertOptions(
     const std::vector<BitUpgrade>& upgrades, PtqOptions* options, Trial* best) {
+  std::vector<std::string> reverted;
   for (const OptionEdit& e : kept_) {
     if (Met(best->figure)) break;
     PtqOptions o = *options;
@@ -276,18 +306,23 @@ absl::Status TargetSearch::RevertOptions(
                     changes.end());
       *options = o;
       *best = std::move(t);
+      reverted.push_back(e.name);
     }
   }
+  kept_.erase(std::remove_if(kept_.begin(), kept_.end(),
+                             [&](const OptionEdit& e) {
+                               return std::find(reverted.begin(),
+                                                reverted.end(),
+                                                e.name) != reverted.end();
+                             }),
+              kept_.end());
   return absl::OkStatus();
 }
 
 // The upgrades the TPC allows, most estimated gain per byte first: a
 // layer's gain is what the output SQNR gains when only it is left float.
 absl::StatusOr<std::vector<BitUpgrade>> TargetSearch::RankedUpgrades(
-    const Trial& at) {
-  std::vector<BitUpgrade> ups =
-      ListBitUpgrades(selected_, *in_.shapes, in_.request->mixed_precision());
-  if (ups.empty()) return ups;
+    const Trial& at, std::vector<BitUpgrade> ups) {
   ASSIGN_OR_RETURN(QdqPlan plan,
                    LowerToQdqPlan(at.state, in_.request->export_options()));
   // The ranking needs an estimate, not the figure: a few samples (the
@@ -331,52 +366,34 @@ absl::StatusOr<std::vector<BitUpgrade>> TargetSearch::RankedUpgrades(
   return ups;
 }
 
-// Stage (b): doubling prefixes of `ranked` until one reaches the target,
-// bisection to the shortest such prefix, then drops of upgrades that turn
-// out unneeded (lowest ranked first, at most kMaxDrops trials). Returns the
-// reaching trial; when none reaches, the prefix with the best figure (the
-// shortest of equals): more upgrades can score lower (weak additivity), and
-// GPTQ or best effort go on from what this returns.
-absl::StatusOr<std::optional<Trial>> TargetSearch::UpgradeSearch(
-    const PtqOptions& options, std::vector<BitUpgrade> ranked,
+// Stage (b), once every upgrade together reaches the target (`ceiling`):
+// doubling prefixes of `ranked` until one reaches it, bisection to the
+// shortest such prefix, then drops of upgrades that turn out unneeded
+// (lowest ranked first, at most kMaxDrops trials). Returns the reaching
+// trial with the fewest upgrades found.
+absl::StatusOr<Trial> TargetSearch::UpgradeSearch(
+    const PtqOptions& options, std::vector<BitUpgrade> ranked, Trial ceiling,
     std::vector<BitUpgrade>* chosen) {
   constexpr int kMaxDrops = 8;
   const int n = static_cast<int>(ranked.size());
   auto prefix = [&](int k) {
     return std::vector<BitUpgrade>(ranked.begin(), ranked.begin() + k);
   };
-  auto describe = [&](const std::vector<BitUpgrade>& ups) {
-    return absl::StrCat(ups.size(), " bit upgrade(s), last ",
-                        UpgradeText(ups.back()));
-  };
-  int failed = 0, reached = -1;
-  std::optional<Trial> hit, best_miss;
-  int best_m = 0;
-  size_t best_step = 0;
-  for (int k = 1;; k *= 2) {
-    const int m = std::min(k, n);
-    ASSIGN_OR_RETURN(Trial t, Try(options, prefix(m), describe(prefix(m))));
+  int failed = 0, reached = n;
+  Trial hit = std::move(ceiling);
+  for (int k = 1; k < n; k *= 2) {
+    ASSIGN_OR_RETURN(Trial t, Try(options, prefix(k), Describe(prefix(k))));
     if (Met(t.figure)) {
       outcome_.report.steps.back().kept = true;
-      reached = m;
+      reached = k;
       hit = std::move(t);
       break;
     }
-    failed = m;
-    if (!best_miss.has_value() || t.figure > best_miss->figure) {
-      best_m = m;
-      best_step = outcome_.report.steps.size() - 1;
-      best_miss = std::move(t);
-    }
-    if (m == n) {
-      *chosen = prefix(best_m);
-      outcome_.report.steps[best_step].kept = true;
-      return best_miss;
-    }
+    failed = k;
   }
   while (reached - failed > 1) {
     const int mid = failed + (reached - failed) / 2;
-    ASSIGN_OR_RETURN(Trial t, Try(options, prefix(mid), describe(prefix(mid))));
+    ASSIGN_OR_RETURN(Trial t, Try(options, prefix(mid), Describe(prefix(mid))));
     if (Met(t.figure)) {
       outcome_.report.steps.back().kept = true;
       reached = mid;
@@ -401,6 +418,40 @@ absl::StatusOr<std::optional<Trial>> TargetSearch::UpgradeSearch(
   return hit;
 }
 
+// A previous search's kept options (the equalization trial's second
+// search), applied at once.
+absl::StatusOr<PtqOptions> TargetSearch::ReuseOptions(PtqOptions options) {
+  const PtqOptions requested = options;
+  for (const OptionEdit& e :
+       OptionEdits(requested, in_.request->gptq().enabled())) {
+    if (std::find(in_.reuse_options->begin(), in_.reuse_options->end(),
+                  e.name) == in_.reuse_options->end()) {
+      continue;
+    }
+    PtqOptions o = options;
+    e.apply(&o);
+    ASSIGN_OR_RETURN(const bool can_use, WithHessianScores(&o));
+    if (!can_use) continue;
+    options = std::move(o);
+    kept_.push_back(e);
+    outcome_.report.changes.push_back({"", e.name, e.from, e.to});
+  }
+  return options;
+}
+
+void TargetSearch::RecordUpgrades(const std::vector<BitUpgrade>& chosen) {
+  for (const BitUpgrade& u : chosen) {
+    outcome_.report.changes.push_back(
+        {u.node_name, u.weights ? "weights_bits" : "activation_bits",
+         absl::StrCat(u.from_bits), absl::StrCat(u.to_bits)});
+  }
+}
+
+// (a) the free options on the 8-bit configuration; then every upgrade the
+// TPC allows at once (the ceiling): when even that misses the target, no
+// prefix can be cheaper and better, so the ranking and the prefix search
+// are skipped and the options are judged again at the ceiling (b2). A
+// search that reuses a previous one's options starts at the ceiling.
 absl::StatusOr<QualityTargetOutcome> TargetSearch::Run(
     JobState* state, MixedPrecisionOutcome* mp) {
   QualityTargetReport& report = outcome_.report;
@@ -410,32 +461,58 @@ absl::StatusOr<QualityTargetOutcome> TargetSearch::Run(
   selected_options_ = state->options;
   selected_mp_ = *mp;
   PtqOptions options = state->options;
-  ASSIGN_OR_RETURN(Trial best, Try(options, {}, "as configured"));
-  report.baseline = best.figure;
-  report.steps.back().kept = true;
-  RETURN_IF_ERROR(TryOptions(&options, &best));
-  if (!Met(best.figure)) {
-    if (!SameSelection(options, selected_options_)) {
-      ASSIGN_OR_RETURN(best, Try(options, {}, "with the kept options"));
-    }
-    ASSIGN_OR_RETURN(std::vector<BitUpgrade> ranked, RankedUpgrades(best));
-    if (!ranked.empty()) {
-      std::vector<BitUpgrade> chosen;
-      ASSIGN_OR_RETURN(std::optional<Trial> t,
-                       UpgradeSearch(options, std::move(ranked), &chosen));
-      if (t.has_value() && (Met(t->figure) || t->figure > best.figure)) {
-        best = *std::move(t);
-        for (const BitUpgrade& u : chosen) {
-          report.changes.push_back(
-              {u.node_name, u.weights ? "weights_bits" : "activation_bits",
-               absl::StrCat(u.from_bits), absl::StrCat(u.to_bits)});
-        }
-        RETURN_IF_ERROR(RevertOptions(chosen, &options, &best));
-      }
-    }
+  const bool reuse = in_.reuse_options != nullptr;
+  std::optional<Trial> best;
+  if (!reuse) {
+    ASSIGN_OR_RETURN(best, Try(options, {}, "as configured"));
+    report.baseline = best->figure;
+    report.steps.back().kept = true;
+    RETURN_IF_ERROR(TryOptions(&options, &*best));
+  } else {
+    ASSIGN_OR_RETURN(options, ReuseOptions(options));
   }
-  report.reached = best.figure;
-  report.met = Met(best.figure);
+  if (best.has_value() && Met(best->figure))
+    return Finish(*std::move(best), state, mp);
+  RETURN_IF_ERROR(Select(options));
+  std::vector<BitUpgrade> ups =
+      ListBitUpgrades(selected_, *in_.shapes, in_.request->mixed_precision());
+  if (ups.empty()) {
+    if (!best.has_value()) {
+      ASSIGN_OR_RETURN(best, Try(options, {}, OptionsText()));
+      report.steps.back().kept = true;
+    }
+    return Finish(*std::move(best), state, mp);
+  }
+  ASSIGN_OR_RETURN(
+      Trial ceiling,
+      Try(options, ups, absl::StrCat(Describe(ups), " (every upgrade)")));
+  if (Met(ceiling.figure)) {
+    report.steps.back().kept = true;
+    if (!best.has_value()) {
+      ASSIGN_OR_RETURN(best, Try(options, {}, OptionsText()));
+    }
+    ASSIGN_OR_RETURN(std::vector<BitUpgrade> ranked,
+                     RankedUpgrades(*best, std::move(ups)));
+    std::vector<BitUpgrade> chosen;
+    ASSIGN_OR_RETURN(Trial hit, UpgradeSearch(options, std::move(ranked),
+                                              std::move(ceiling), &chosen));
+    RecordUpgrades(chosen);
+    return Finish(std::move(hit), state, mp);
+  }
+  if (best.has_value() && best->figure >= ceiling.figure) {
+    return Finish(*std::move(best), state, mp);
+  }
+  report.steps.back().kept = true;
+  RecordUpgrades(ups);
+  if (!reuse) RETURN_IF_ERROR(RevertOptions(ups, &options, &ceiling));
+  return Finish(std::move(ceiling), state, mp);
+}
+
+absl::StatusOr<QualityTargetOutcome> TargetSearch::Finish(
+    Trial best, JobState* state, MixedPrecisionOutcome* mp) {
+  outcome_.report.reached = best.figure;
+  outcome_.report.met = Met(best.figure);
+  for (const OptionEdit& e : kept_) outcome_.kept_options.push_back(e.name);
   *state = std::move(best.state);
   *mp = std::move(best.mixed_precision);
   return std::move(outcome_);

@@ -64,12 +64,18 @@ struct QualityTargetInputs {
   // One sample's activations (every one, in bytes; 0 when unknown): sizes
   // the ranking analysis's caches (AnalysisChunkSamples).
   int64_t activation_bytes = 0;
+  // A previous search's kept options (QualityTargetOutcome::kept_options):
+  // applied at once, and the search starts at the ceiling (every upgrade).
+  // The equalization trial's second search reuses the first's this way.
+  const std::vector<std::string>* reuse_options = nullptr;
 };
 
 struct QualityTargetOutcome {
   QualityTargetReport report;    // `reached`: the chosen configuration's
   double best_figure = 0;        // the best any trial reached
   std::string best_description;  // what that trial changed
+  // The job-wide options the chosen configuration changed, by name.
+  std::vector<std::string> kept_options;
 };
 
 // `calibrated`: the job state after calibration (before selection);
