@@ -4,7 +4,8 @@ No Docker engine runs in CI, so the image is checked as text: a multi-stage
 build on Debian bookworm that the classic builder of Debian's docker.io can
 run (no BuildKit-only syntax, nothing from outside the context), whose build
 stage runs CI's setup script and then docker/build_stage.sh (unit tests only,
-RUN_TESTS=0 skips them), and whose bookworm-slim runtime stage runs the
+RUN_TESTS=0 skips them) and docker/runtime_rootfs.sh, and whose bookworm-slim
+runtime stage installs no package, copies that one folder, runs the
 binaries as a fixed non-root UID under tini, exposes the gRPC and metrics
 ports named by its QUANTD_* defaults, and has a HEALTHCHECK. build_stage.sh
 runs with stand-ins for cmake and ctest; with --build-dir, its unit test
@@ -29,6 +30,12 @@ DOCKERFILE = os.path.join(deploy_lib.DOCKER_DIR, "Dockerfile")
 # The classic builder reads only the context root's .dockerignore.
 DOCKERIGNORE = os.path.join(deploy_lib.SOURCE_DIR, ".dockerignore")
 BUILD_STAGE = os.path.join(deploy_lib.DOCKER_DIR, "build_stage.sh")
+RUNTIME_ROOTFS = os.path.join(deploy_lib.DOCKER_DIR, "runtime_rootfs.sh")
+# The image's shell scripts, all checked with shellcheck.
+SCRIPTS = (BUILD_STAGE, RUNTIME_ROOTFS,
+           os.path.join(deploy_lib.SOURCE_DIR, "scripts",
+                        "docker_base_images.sh"),
+           os.path.join(deploy_lib.SOURCE_DIR, "scripts", "image_test.sh"))
 # A ctest build tree (--build-dir) for the unit test selection check.
 BUILD_DIR = None
 
@@ -211,11 +218,26 @@ class DockerfileTest(unittest.TestCase):
                     self.assertTrue(os.access(path, os.X_OK),
                                     f"{word} is missing or not executable")
 
-    def test_runtime_copies_only_the_binaries_from_the_build_stage(self):
-        copies = [a for a in self.runtime.args("COPY") if "--from=" in a]
+    def test_runtime_copies_one_rootfs_from_the_build_stage(self):
+        # The binaries, tini and their libraries: one COPY, one layer.
+        copies = [a.split() for a in self.runtime.args("COPY")
+                  if "--from=" in a]
         self.assertEqual(len(copies), 1)
-        self.assertIn("--from=build", copies[0])
-        self.assertIn("/usr/local/bin/", copies[0])
+        self.assertEqual(copies[0][0], "--from=build")
+        source, dest = copies[0][1:]
+        self.assertEqual(dest, "/")
+        build_run = next(r for r in self.build.args("RUN")
+                         if "docker/runtime_rootfs.sh" in r)
+        words = shlex.split(build_run)
+        i = words.index("docker/runtime_rootfs.sh")
+        self.assertEqual(words[i + 2].rstrip("/"), source.rstrip("/"))
+        # The installed binaries of build_stage.sh are its input.
+        self.assertIn(f"docker/build_stage.sh {words[i + 1]}", build_run)
+        # The base packages list is written before anything is installed.
+        base_list = words[i + 3]
+        first_run = " ".join(self.build.args("RUN")[0].split())
+        self.assertTrue(first_run.startswith("dpkg-query -W"), first_run)
+        self.assertIn(f"> {base_list} && scripts/setup.sh", first_run)
 
     def test_runtime_runs_as_a_fixed_non_root_uid(self):
         user = self.runtime.args("USER")
@@ -265,7 +287,10 @@ class DockerfileTest(unittest.TestCase):
         self.assertEqual(len(entrypoint), 1)
         argv = json.loads(entrypoint[0])  # exec form is a JSON array
         self.assertEqual(argv, ["/usr/bin/tini", "--", "/usr/local/bin/quantd"])
-        self.assertIn("tini", apt_install_packages(self.runtime.runs()))
+        # Installed in the build stage, laid out by runtime_rootfs.sh.
+        self.assertIn("tini", apt_install_packages(self.build.runs()))
+        with open(RUNTIME_ROOTFS) as f:
+            self.assertIn("/usr/bin/tini", f.read())
         self.assertEqual(self.runtime.args("STOPSIGNAL"), ["SIGTERM"])
 
     def test_healthcheck_runs_quantctl_health_on_the_grpc_port(self):
@@ -277,16 +302,11 @@ class DockerfileTest(unittest.TestCase):
         self.assertIn("/usr/local/bin/quantctl health --server", " ".join(argv))
         self.assertIn("${QUANTD_PORT}", " ".join(argv))
 
-    def test_runtime_installs_no_build_tools_and_drops_apt_lists(self):
-        runs = self.runtime.runs()
-        packages = apt_install_packages(runs)
-        self.assertTrue(packages)
-        for package in packages:
-            self.assertFalse(package.endswith("-dev"), package)
-            self.assertNotIn(package, ("build-essential", "cmake", "clang",
-                                       "git", "ninja-build", "npm"))
-        self.assertIn("--no-install-recommends", runs)
-        self.assertIn("rm -rf /var/lib/apt/lists/*", runs)
+    def test_runtime_installs_no_package(self):
+        # Its libraries come from the build stage (runtime_rootfs.sh): no
+        # apt lists, caches or dpkg state of its own.
+        for word in ("apt-get", "apt ", "dpkg -i"):
+            self.assertNotIn(word, self.runtime.runs())
 
     def test_runtime_build_fails_on_a_missing_shared_library(self):
         self.assertIn('ldd /usr/local/bin/quantd /usr/local/bin/quantctl',
@@ -424,13 +444,18 @@ class BuildStageScriptTest(unittest.TestCase):
         self.assertIn("RUN_TESTS must be 0 or 1", proc.stderr)
         self.assertEqual(calls, [])
 
-    def test_script_passes_shellcheck(self):
+    def test_scripts_pass_shellcheck(self):
         shellcheck = shutil.which("shellcheck")
         if shellcheck is None:
             self.skipTest("shellcheck is not installed")
-        proc = subprocess.run([shellcheck, BUILD_STAGE],
-                              capture_output=True, text=True, check=False)
-        self.assertEqual(proc.returncode, 0, proc.stdout)
+        for script in SCRIPTS:
+            if not os.path.exists(script):
+                continue
+            self.assertTrue(os.access(script, os.X_OK), script)
+            proc = subprocess.run([shellcheck, "-x", script],
+                                  capture_output=True, text=True,
+                                  check=False)
+            self.assertEqual(proc.returncode, 0, proc.stdout)
 
 
 def cc_test_blocks(cmake_text):
