@@ -153,14 +153,17 @@ absl::Status ApplyQualityTarget(const JobFiles& files,
     if (files.target_cosine) metric = "cosine";
   }
   if (metric.empty()) {
-    if (files.target_best_effort) {
+    if (files.target_best_effort || files.target_skip_gptq) {
       return absl::InvalidArgumentError(
-          "--target-best-effort: needs --target-sqnr or --target-cosine");
+          absl::StrCat(files.target_best_effort ? "--target-best-effort"
+                                                : "--target-skip-gptq",
+                       ": needs --target-sqnr or --target-cosine"));
     }
     return absl::OkStatus();
   }
   v1::QualityTarget* t = request->mutable_quality_target();
   t->set_best_effort(files.target_best_effort);
+  t->set_skip_gptq(files.target_skip_gptq);
   if (metric == "sqnr") {
     if (!files.target_sqnr) {
       return absl::InvalidArgumentError(

@@ -57,6 +57,7 @@ struct JobFiles {
   std::optional<double> target_sqnr, target_cosine;
   std::string target_metric;
   bool target_best_effort = false;  // `--target-best-effort`
+  bool target_skip_gptq = false;    // `--target-skip-gptq`
   std::string keep_float;
   std::string config;
   // `N[,shape=CxHxW,...]`: the job generates its calibration data

@@ -110,6 +110,10 @@ absl::Status TargetBestEffort(const std::string& text, JobFiles* job) {
   return Switch(text, &job->target_best_effort);
 }
 
+absl::Status TargetSkipGptq(const std::string& text, JobFiles* job) {
+  return Switch(text, &job->target_skip_gptq);
+}
+
 absl::Status Threads(const std::string& text, JobFiles* job) {
   return IntIn(text, 1, 1024, &job->threads);
 }
@@ -242,6 +246,10 @@ const std::vector<JobOption>& JobOptions() {
        "a target out of the TPC's reach returns the best configuration found "
        "(with a warning) instead of failing",
        TargetBestEffort},
+      {"target-skip-gptq", "",
+       "a target still out of reach after the options and bit upgrades gets "
+       "no GPTQ trial (GPTQ costs several times a PTQ job)",
+       TargetSkipGptq},
       {"strict", "",
        "a --keep-float or --bits-override filter that matches no node fails "
        "the job instead of warning",

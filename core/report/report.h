@@ -81,7 +81,8 @@ struct QualityTargetChange {
 struct QualityTargetStep {
   std::string action;  // what the trial changed
   std::optional<double> figure;
-  bool kept = false;  // the search went on from this trial
+  bool kept = false;   // the search went on from this trial
+  double seconds = 0;  // what the trial cost (written with the timings)
 };
 
 struct QualityTargetReport {

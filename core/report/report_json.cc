@@ -90,7 +90,7 @@ double Ratio(const std::optional<double>& a, const std::optional<double>& b) {
   return a && b && *b > 0 ? *a / *b : std::numeric_limits<double>::quiet_NaN();
 }
 
-Json QualityTarget(const ReportData& r) {
+Json QualityTarget(const ReportData& r, bool with_timings) {
   const QualityTargetReport& q = *r.quality_target;
   Json j = Json::object();
   j["metric"] = q.metric;
@@ -98,10 +98,19 @@ Json QualityTarget(const ReportData& r) {
   j["baseline"] = Number(q.baseline);
   j["reached"] = Number(q.reached);
   j["met"] = q.met;
+  // `gain`: the figure against the configuration the search stood at (the
+  // last kept step's).
   Json steps = Json::array();
+  std::optional<double> stood_at;
   for (const QualityTargetStep& s : q.steps) {
-    steps.push_back(
-        {{"action", s.action}, {"figure", Number(s.figure)}, {"kept", s.kept}});
+    Json step = {
+        {"action", s.action}, {"figure", Number(s.figure)}, {"kept", s.kept}};
+    step["gain"] = s.figure && stood_at
+                       ? Number(std::optional<double>(*s.figure - *stood_at))
+                       : Json(nullptr);
+    if (with_timings) step["seconds"] = s.seconds;
+    if (s.kept && s.figure) stood_at = s.figure;
+    steps.push_back(std::move(step));
   }
   j["steps"] = std::move(steps);
   Json changes = Json::array();
@@ -171,7 +180,9 @@ std::string ReportToJson(const ReportData& r, bool with_timings) {
   j["outputs"] = std::move(outputs);
   j["warnings"] = r.warnings;
   // Only with a target: reports without one keep their bytes.
-  if (r.quality_target.has_value()) j["quality_target"] = QualityTarget(r);
+  if (r.quality_target.has_value()) {
+    j["quality_target"] = QualityTarget(r, with_timings);
+  }
   // Report details: what ran, on what.
   j["model_sha256"] = r.model_sha256;
   j["quantd_version"] = r.quantd_version;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
@@ -112,6 +113,7 @@ class AnalysisRun {
         plan_(plan),
         samples_(samples),
         chunk_(std::max(1, options.chunk_samples)),
+        first_task_(options.only_float_runs ? 1 : 0),
         pool_(pool),
         cancel_(cancel),
         progress_(progress) {}
@@ -132,6 +134,7 @@ class AnalysisRun {
   const QdqPlan& plan_;
   const std::vector<SampleFeeds>& samples_;
   const int chunk_;
+  const size_t first_task_;  // of each node's two: 1 skips only-quantized
   ThreadPool* pool_;
   const CancellationToken* cancel_;
   ProgressSink* progress_;
@@ -189,7 +192,7 @@ absl::Status AnalysisRun::Prepare() {
   full_noise_.assign(quantized_.graph.outputs.size(),
                      std::vector<double>(n, 0.0));
   noise_.assign(2 * units_.size(), std::vector<double>(n, 0.0));
-  total_work_ = static_cast<int64_t>(noise_.size()) *
+  total_work_ = static_cast<int64_t>(units_.size() * (2 - first_task_)) *
                 static_cast<int64_t>((n + chunk_ - 1) / chunk_);
   return absl::OkStatus();
 }
@@ -292,7 +295,7 @@ absl::StatusOr<std::vector<LayerSensitivity>> AnalysisRun::Run() {
     RETURN_IF_ERROR(ParallelForSamples(
         static_cast<int64_t>(units_.size()), pool_, cancel_, SampleProgress(),
         [&](int64_t u) -> absl::Status {
-          for (size_t t = 2 * u; t < 2 * u + 2; ++t) {
+          for (size_t t = 2 * u + first_task_; t < 2 * u + 2; ++t) {
             absl::Status st = RunTask(t, begin, floats, fakes);
             if (!st.ok()) {
               return absl::Status(
@@ -314,7 +317,9 @@ absl::StatusOr<std::vector<LayerSensitivity>> AnalysisRun::Run() {
       only_q += noise_[2 * u][s];
       only_f += noise_[2 * u + 1][s];
     }
-    out.push_back({nodes[units_[u].node].name, SqnrDb(signal, only_q),
+    out.push_back({nodes[units_[u].node].name,
+                   first_task_ == 0 ? SqnrDb(signal, only_q)
+                                    : std::numeric_limits<double>::quiet_NaN(),
                    SqnrDb(signal, only_f)});
   }
   return out;

@@ -45,6 +45,9 @@ struct LayerSensitivity {
 struct SensitivityAnalysisOptions {
   // Samples whose tensors are cached at once (float and fake-quant runs).
   int chunk_samples = 8;
+  // Only the only-float runs (sqnr_only_quantized_db is NaN): half the
+  // cost, for the quality target's ranking, which reads only those.
+  bool only_float_runs = false;
 };
 
 // What the float and fake-quant caches of one chunk may hold at once: a

@@ -34,7 +34,7 @@ absl::Status RejectUnsupported(const v1::QuantizeRequest& r,
         absl::StrCat(what, " is not implemented by this quantd version"));
   };
   RETURN_IF_ERROR(ValidateMixedPrecisionConfig(r.mixed_precision()));
-  if (r.gptq().enabled()) {
+  if (GptqMayRun(r)) {
     RETURN_IF_ERROR(ResolveGptqOptions(r.gptq()).status());
   }
   if (o.weights_second_moment_correction) {
@@ -118,7 +118,7 @@ int64_t BodyConstantBytes(const Graph& graph) {
 
 GptqStageMemory GptqStageFor(const v1::QuantizeRequest& request,
                              const Model& model, int64_t samples) {
-  if (!request.gptq().enabled()) return {};
+  if (!GptqMayRun(request)) return {};
   auto options = ResolveGptqOptions(request.gptq());
   if (!options.ok()) return {};
   if (options->max_samples > 0) {
@@ -356,7 +356,7 @@ absl::StatusOr<JobInput> PreflightJob(
     const bool inferred = InferSampleShapes(probe, &shaped);
     input.activations = ActivationBytesPerSample(
         shaped, inferred, probe, request.mixed_precision().sensitivity_depth());
-    if (request.gptq().enabled()) {
+    if (GptqMayRun(request)) {
       // The generated images' shapes are not counted: the declared ones.
       Model declared = input.model;
       InferSampleShapes(InputShapes{}, &declared);

@@ -458,6 +458,7 @@ absl::Status TryChannelEqualization(const JobInput& input,
                                     Calibration* cal, JobState* state,
                                     Decisions* decisions) {
   QualityTargetOutcome& first = *decisions->target;
+  const auto start = std::chrono::steady_clock::now();
   cal->stats.kept = KeptFloatRuns();
   JobState alt;
   alt.options = input.options;  // without the first graph's Hessian scores
@@ -470,8 +471,12 @@ absl::Status TryChannelEqualization(const JobInput& input,
                                            &alt, &first.kept_options));
   QualityTargetOutcome& second = *alt_d.target;
   const bool better = second.best_figure > first.best_figure;
-  QualityTargetStep step{"data_channel_equalization: true, searched again",
-                         second.best_figure, better};
+  // Its cost: the second preparation, calibration, selection and search.
+  QualityTargetStep step{
+      "data_channel_equalization: true, searched again", second.best_figure,
+      better,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count()};
   if (!better) {
     first.report.steps.push_back(std::move(step));
     return absl::OkStatus();
@@ -523,6 +528,17 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
     RETURN_IF_ERROR(TryChannelEqualization(input, context, clock, float_model,
                                            import_warnings, &cal, &state,
                                            &decisions));
+  }
+  if (decisions.target.has_value() && !decisions.target->report.met &&
+      TargetTriesGptq(request)) {
+    RETURN_IF_ERROR(clock.Begin("gptq", "GPTQ, the quality target's trial"));
+    ASSIGN_OR_RETURN(GptqOptions gptq, ResolveGptqOptions(request.gptq()));
+    const QualityTargetInputs target_inputs{
+        &request,           cal.float_exec.get(), &input.evaluation,
+        &input.calibration, &cal.stats.shapes,    input.activations.total};
+    RETURN_IF_ERROR(TryGptqForTarget(target_inputs, gptq, &state,
+                                     &*decisions.target, context.pool,
+                                     context.cancel, clock.sink()));
   }
   RETURN_IF_ERROR(CheckTargetBeforeGptq(request, tpc.ref, decisions.target));
   // GPTQ (the float model: the targets, before the corrections).

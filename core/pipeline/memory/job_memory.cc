@@ -218,7 +218,7 @@ int64_t JobActivations(const v1::QuantizeRequest& request,
                                 model_bytes),
                 AnalysisBytes(request, sizes, samples_in_flight, num_samples),
                 TargetBytes(request, sizes, samples_in_flight, calibration)});
-  if (!request.gptq().enabled()) return peak + kept_for_report;
+  if (!GptqMayRun(request)) return peak + kept_for_report;
   const int64_t passes =
       ActivationsInFlight(sizes, samples_in_flight, num_samples);
   const int64_t scores =

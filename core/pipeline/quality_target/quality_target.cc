@@ -1,6 +1,7 @@
 #include "core/pipeline/quality_target/quality_target.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -14,6 +15,7 @@
 #include "core/pipeline/corrections/corrections.h"
 #include "core/pipeline/evaluation/sensitivity_analysis.h"
 #include "core/pipeline/export/qdq_lowering.h"
+#include "core/pipeline/gptq/gptq_stage.h"
 #include "core/pipeline/mixed_precision/resource_utilization.h"
 #include "core/pipeline/ptq/hessian_scores.h"
 #include "core/pipeline/ptq/param_selection.h"
@@ -85,6 +87,17 @@ std::string UpgradeText(const BitUpgrade& u) {
                       u.from_bits, "->", u.to_bits);
 }
 
+// Whether the mixed-precision request set any resource target.
+bool HasBudget(const mixed_precision::ResourceFigures& t) {
+  return t.weights_memory_bytes || t.activation_memory_bytes ||
+         t.total_memory_bytes || t.bops;
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
 std::string Describe(const std::vector<BitUpgrade>& ups) {
   return absl::StrCat(ups.size(), " bit upgrade(s), last ",
                       UpgradeText(ups.back()));
@@ -140,6 +153,8 @@ class TargetSearch {
                                       Trial ceiling,
                                       std::vector<BitUpgrade>* chosen);
   void RecordUpgrades(const std::vector<BitUpgrade>& chosen);
+  absl::StatusOr<size_t> UpgradesWithinBudget(
+      const std::vector<BitUpgrade>& ranked);
   absl::StatusOr<QualityTargetOutcome> Finish(Trial best, JobState* state,
                                               MixedPrecisionOutcome* mp);
 
@@ -207,6 +222,7 @@ absl::StatusOr<Trial> TargetSearch::Try(const PtqOptions& options,
                        absl::StrCat("trial ", trials_ + 1, ": ", action)});
   }
   ++trials_;
+  const auto start = std::chrono::steady_clock::now();
   const v1::QuantizeRequest& request = *in_.request;
   RETURN_IF_ERROR(Select(options));
   Trial t;
@@ -224,7 +240,8 @@ absl::StatusOr<Trial> TargetSearch::Try(const PtqOptions& options,
       QualityFigures f,
       meter_.Measure(t.state, request.export_options(), pool_, cancel_));
   t.figure = Figure(f, target_.metric());
-  outcome_.report.steps.push_back({action, t.figure, false});
+  outcome_.report.steps.push_back(
+      {action, t.figure, false, SecondsSince(start)});
   if (trials_ == 1 || t.figure > outcome_.best_figure) {
     outcome_.best_figure = t.figure;
     outcome_.best_description = action;
@@ -333,6 +350,7 @@ absl::StatusOr<std::vector<BitUpgrade>> TargetSearch::RankedUpgrades(
                                          in_.evaluation->begin() + n);
   SensitivityAnalysisOptions analysis;
   analysis.chunk_samples = AnalysisChunkSamples(in_.activation_bytes);
+  analysis.only_float_runs = true;
   ASSIGN_OR_RETURN(
       std::vector<LayerSensitivity> sens,
       AnalyzeLayerSensitivity(in_.float_model->model(), at.state.model, plan,
@@ -471,11 +489,30 @@ absl::StatusOr<QualityTargetOutcome> TargetSearch::Run(
   } else {
     ASSIGN_OR_RETURN(options, ReuseOptions(options));
   }
-  if (best.has_value() && Met(best->figure))
+  if (best.has_value() && Met(best->figure)) {
     return Finish(*std::move(best), state, mp);
+  }
   RETURN_IF_ERROR(Select(options));
   std::vector<BitUpgrade> ups =
       ListBitUpgrades(selected_, *in_.shapes, in_.request->mixed_precision());
+  // With a mixed-precision budget the ceiling is the longest ranked prefix
+  // that keeps within it, so the ranking comes first.
+  std::optional<std::vector<BitUpgrade>> ranked;
+  const bool budget = HasBudget(selected_mp_.targets);
+  if (budget && !ups.empty()) {
+    if (!best.has_value()) {
+      ASSIGN_OR_RETURN(best, Try(options, {}, OptionsText()));
+    }
+    ASSIGN_OR_RETURN(ranked, RankedUpgrades(*best, std::move(ups)));
+    ASSIGN_OR_RETURN(const size_t fit, UpgradesWithinBudget(*ranked));
+    ranked->resize(fit);
+    ups = *ranked;
+    if (ups.empty()) {
+      report.steps.push_back(
+          {"no bit upgrade keeps within the mixed-precision budget",
+           std::nullopt, false});
+    }
+  }
   if (ups.empty()) {
     if (!best.has_value()) {
       ASSIGN_OR_RETURN(best, Try(options, {}, OptionsText()));
@@ -485,16 +522,20 @@ absl::StatusOr<QualityTargetOutcome> TargetSearch::Run(
   }
   ASSIGN_OR_RETURN(
       Trial ceiling,
-      Try(options, ups, absl::StrCat(Describe(ups), " (every upgrade)")));
+      Try(options, ups,
+          absl::StrCat(Describe(ups), budget ? " (every upgrade within the "
+                                               "mixed-precision budget)"
+                                             : " (every upgrade)")));
   if (Met(ceiling.figure)) {
     report.steps.back().kept = true;
     if (!best.has_value()) {
       ASSIGN_OR_RETURN(best, Try(options, {}, OptionsText()));
     }
-    ASSIGN_OR_RETURN(std::vector<BitUpgrade> ranked,
-                     RankedUpgrades(*best, std::move(ups)));
+    if (!ranked.has_value()) {
+      ASSIGN_OR_RETURN(ranked, RankedUpgrades(*best, std::move(ups)));
+    }
     std::vector<BitUpgrade> chosen;
-    ASSIGN_OR_RETURN(Trial hit, UpgradeSearch(options, std::move(ranked),
+    ASSIGN_OR_RETURN(Trial hit, UpgradeSearch(options, *std::move(ranked),
                                               std::move(ceiling), &chosen));
     RecordUpgrades(chosen);
     return Finish(std::move(hit), state, mp);
@@ -506,6 +547,37 @@ absl::StatusOr<QualityTargetOutcome> TargetSearch::Run(
   RecordUpgrades(ups);
   if (!reuse) RETURN_IF_ERROR(RevertOptions(ups, &options, &ceiling));
   return Finish(std::move(ceiling), state, mp);
+}
+
+// The longest prefix of `ranked` whose configuration keeps within every
+// resource target the mixed-precision request set (resource figures grow
+// with the prefix: a bisection).
+absl::StatusOr<size_t> TargetSearch::UpgradesWithinBudget(
+    const std::vector<BitUpgrade>& ranked) {
+  auto fits = [&](size_t k) -> absl::StatusOr<bool> {
+    if (cancel_ != nullptr) RETURN_IF_ERROR(cancel_->Check());
+    JobState s = selected_;
+    if (k > 0) {
+      const std::vector<BitUpgrade> prefix(ranked.begin(), ranked.begin() + k);
+      RETURN_IF_ERROR(RunMixedPrecision(OverridesFor(prefix), kMpSimdPadding,
+                                        *in_.shapes, *in_.calibration, &s,
+                                        pool_, cancel_, nullptr)
+                          .status());
+    }
+    return TargetOverrunWarnings(
+               ComputeResourceUtilization(s, *in_.shapes, 0, kMpSimdPadding),
+               selected_mp_.targets)
+        .empty();
+  };
+  ASSIGN_OR_RETURN(const bool all, fits(ranked.size()));
+  if (all) return ranked.size();
+  size_t lo = 0, hi = ranked.size();  // lo fits (or is 0), hi does not
+  while (hi - lo > 1) {
+    const size_t mid = lo + (hi - lo) / 2;
+    ASSIGN_OR_RETURN(const bool ok, fits(mid));
+    (ok ? lo : hi) = mid;
+  }
+  return lo;
 }
 
 absl::StatusOr<QualityTargetOutcome> TargetSearch::Finish(
@@ -561,6 +633,68 @@ absl::StatusOr<QualityTargetOutcome> RunQualityTarget(
   TargetSearch search(inputs, calibrated, std::move(meter), pool, cancel,
                       progress);
   return search.Run(state, mixed_precision);
+}
+
+bool TargetTriesGptq(const v1::QuantizeRequest& request) {
+  return QualityTargetRequested(request) && !request.gptq().enabled() &&
+         !request.quality_target().skip_gptq();
+}
+
+bool GptqMayRun(const v1::QuantizeRequest& request) {
+  return request.gptq().enabled() || TargetTriesGptq(request);
+}
+
+absl::Status TryGptqForTarget(const QualityTargetInputs& inputs,
+                              const GptqOptions& options, JobState* state,
+                              QualityTargetOutcome* outcome, ThreadPool* pool,
+                              const CancellationToken* cancel,
+                              ProgressSink* progress) {
+  const v1::QuantizeRequest& request = *inputs.request;
+  const v1::QualityTarget& target = request.quality_target();
+  QualityTargetReport& report = outcome->report;
+  const auto start = std::chrono::steady_clock::now();
+  const std::string action =
+      absl::StrCat("gptq: ", options.n_epochs, " epoch(s)");
+  JobState trial = *state;
+  absl::Status trained =
+      RunGptq(options, *inputs.float_model, *inputs.calibration,
+              request.export_options(), &trial, pool, cancel, progress);
+  // A model GPTQ cannot train (an op without a backward pass, no kernel
+  // the outputs depend on) skips the trial, not the job.
+  if (!trained.ok()) {
+    const absl::StatusCode code = trained.code();
+    if (code != absl::StatusCode::kUnimplemented &&
+        code != absl::StatusCode::kFailedPrecondition) {
+      return trained;
+    }
+    report.steps.push_back(
+        {absl::StrCat("gptq skipped (", trained.message(), ")"), std::nullopt,
+         false, SecondsSince(start)});
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(QualityMeter meter,
+                   QualityMeter::Create(*inputs.float_model, *inputs.evaluation,
+                                        pool, cancel));
+  ASSIGN_OR_RETURN(
+      QualityFigures f,
+      meter.Measure(trial, request.export_options(), pool, cancel));
+  const double figure = Figure(f, target.metric());
+  const double before = report.reached.value_or(outcome->best_figure);
+  const double epsilon =
+      target.metric() == v1::QualityTarget::METRIC_COSINE ? 1e-6 : 0.01;
+  const bool kept = figure > before + epsilon;
+  report.steps.push_back({action, figure, kept, SecondsSince(start)});
+  if (!kept) return absl::OkStatus();
+  *state = std::move(trial);
+  report.changes.push_back({"", "gptq", "false", "true"});
+  report.reached = figure;
+  report.met = TargetMet(target, figure);
+  if (figure > outcome->best_figure) {
+    outcome->best_figure = figure;
+    outcome->best_description =
+        absl::StrCat(outcome->best_description, ", then GPTQ");
+  }
+  return absl::OkStatus();
 }
 
 absl::Status TargetOutOfReachError(const v1::QualityTarget& target,

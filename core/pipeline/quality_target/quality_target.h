@@ -26,6 +26,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/executor/executor.h"
+#include "core/pipeline/gptq/gptq_options.h"
 #include "core/pipeline/job/job_state.h"
 #include "core/pipeline/job/samples.h"
 #include "core/pipeline/mixed_precision/mixed_precision_stage.h"
@@ -86,6 +87,24 @@ absl::StatusOr<QualityTargetOutcome> RunQualityTarget(
     const QualityTargetInputs& inputs, const JobState& calibrated,
     JobState* state, MixedPrecisionOutcome* mixed_precision, ThreadPool* pool,
     const CancellationToken* cancel, ProgressSink* progress);
+
+// Whether a target still out of reach after the search (and its channel
+// equalization trial) gets a GPTQ trial: a target without gptq.enabled
+// and without quality_target.skip_gptq.
+bool TargetTriesGptq(const v1::QuantizeRequest& request);
+
+// GPTQ enabled, or tried by the quality target: what validation checks and
+// the memory model counts.
+bool GptqMayRun(const v1::QuantizeRequest& request);
+
+// The GPTQ trial: GPTQ on a copy of `state`, measured on the evaluation
+// samples; kept (state replaced, report updated) when the figure rises. A
+// model GPTQ cannot train gets a step saying why, and the job goes on.
+absl::Status TryGptqForTarget(const QualityTargetInputs& inputs,
+                              const GptqOptions& options, JobState* state,
+                              QualityTargetOutcome* outcome, ThreadPool* pool,
+                              const CancellationToken* cancel,
+                              ProgressSink* progress);
 
 // FAILED_PRECONDITION "quality_target: sqnr 40.00 dB out of reach of
 // imx500@1.0: best 31.20 dB (what that trial changed); as configured

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -264,6 +265,89 @@ TEST_F(QualityTargetTest, BestEffortReturnsTheBestConfigurationFound) {
   EXPECT_TRUE(warned) << report["warnings"].dump();
 }
 
+// Out of reach after the options, the upgrades and channel equalization,
+// the search's last trial is GPTQ: kept only when it raises the figure
+// (the result is then the trained model), else the result is the search's
+// own, byte for byte the job with the trial skipped. Each step's gain is
+// its figure against the last kept step's.
+TEST_F(QualityTargetTest, GptqIsTheLastTrialWhenTheSearchFallsShort) {
+  v1::QuantizeRequest r = ExampleCnnRequest();
+  SetTarget(v1::QualityTarget::METRIC_SQNR, kOutOfReachDb, &r);
+  r.mutable_quality_target()->set_best_effort(true);
+  v1::QuantizeRequest skip = r;
+  skip.mutable_quality_target()->set_skip_gptq(true);
+  auto without = Run(skip);
+  auto with = Run(r);
+  ASSERT_TRUE(without.ok()) << without.status();
+  ASSERT_TRUE(with.ok()) << with.status();
+  auto q_without =
+      nlohmann::json::parse(without->report_json())["quality_target"];
+  for (const auto& step : q_without["steps"]) {
+    EXPECT_NE(step["action"].get<std::string>().rfind("gptq", 0), 0u);
+  }
+  auto q = nlohmann::json::parse(with->report_json())["quality_target"];
+  const auto& last = q["steps"].back();
+  EXPECT_EQ(last["action"], "gptq: 5 epoch(s)");
+  const double figure = last["figure"].get<double>();
+  const double search = without->output_sqnr_db();
+  EXPECT_NEAR(last["gain"].get<double>(), figure - search, 1e-9);
+  if (last["kept"].get<bool>()) {
+    EXPECT_GT(figure, search + 0.01);
+    EXPECT_DOUBLE_EQ(with->output_sqnr_db(), figure);
+    EXPECT_EQ(q["changes"].back()["what"], "gptq");
+  } else {
+    EXPECT_LE(figure, search + 0.01);
+    EXPECT_EQ(with->qdq_onnx(), without->qdq_onnx());
+  }
+  EXPECT_DOUBLE_EQ(q["reached"].get<double>(), with->output_sqnr_db());
+  // Every gain is the step's figure against the last kept one before it.
+  std::optional<double> stood_at;
+  for (const auto& step : q["steps"]) {
+    if (step["figure"].is_number() && stood_at) {
+      EXPECT_NEAR(step["gain"].get<double>(),
+                  step["figure"].get<double>() - *stood_at, 1e-9)
+          << step.dump();
+    }
+    EXPECT_GE(step["seconds"].get<double>(), 0.0);
+    if (step["kept"].get<bool>() && step["figure"].is_number()) {
+      stood_at = step["figure"].get<double>();
+    }
+  }
+}
+
+// A target with a mixed-precision budget never leaves it: the squash graph
+// at 60 dB wants both tensors at 16 bits; an activation budget that holds
+// only the configuration the 35 dB target chose (square at 16 bits) keeps
+// squash at 8 and returns the best figure inside it.
+TEST_F(QualityTargetTest, BudgetCapsTheUpgrades) {
+  v1::QuantizeRequest r = SquashRequest("imx500@4.0");
+  SetTarget(v1::QualityTarget::METRIC_SQNR, 35, &r);
+  auto one = Run(r);
+  ASSERT_TRUE(one.ok()) << one.status();
+  ASSERT_EQ(ActivationBits(*one, "square"), 16);
+  ASSERT_EQ(ActivationBits(*one, "squash"), 8);
+  const double budget = one->resource_utilization().activation_memory_bytes();
+  SetTarget(v1::QualityTarget::METRIC_SQNR, 60, &r);
+  r.mutable_quality_target()->set_best_effort(true);
+  r.mutable_quality_target()->set_skip_gptq(true);
+  auto unbounded = Run(r);
+  ASSERT_TRUE(unbounded.ok()) << unbounded.status();
+  EXPECT_EQ(ActivationBits(*unbounded, "squash"), 16);
+  ASSERT_GT(unbounded->resource_utilization().activation_memory_bytes(),
+            budget);
+  r.mutable_mixed_precision()->mutable_target()->set_activation_memory_bytes(
+      budget);
+  auto capped = Run(r);
+  ASSERT_TRUE(capped.ok()) << capped.status();
+  EXPECT_LE(capped->resource_utilization().activation_memory_bytes(), budget);
+  EXPECT_EQ(ActivationBits(*capped, "square"), 16);
+  EXPECT_EQ(ActivationBits(*capped, "squash"), 8);
+  EXPECT_NEAR(capped->output_sqnr_db(), one->output_sqnr_db(), 0.01);
+  EXPECT_FALSE(
+      nlohmann::json::parse(capped->report_json())["quality_target"]["met"]
+          .get<bool>());
+}
+
 // Every stage of the search runs, and 1 and 3 threads end on the same best
 // figure and the same trial.
 TEST_F(QualityTargetTest, ThreadCountDoesNotChangeAFailedSearch) {
@@ -285,8 +369,14 @@ TEST_F(QualityTargetTest, ThreadCountDoesNotChangeTheResult) {
   ASSERT_TRUE(serial.ok()) << serial.status();
   ASSERT_TRUE(parallel.ok()) << parallel.status();
   EXPECT_EQ(serial->qdq_onnx(), parallel->qdq_onnx());
-  EXPECT_EQ(nlohmann::json::parse(serial->report_json())["quality_target"],
-            nlohmann::json::parse(parallel->report_json())["quality_target"]);
+  // Every field but the steps' seconds (timings).
+  auto decisions = [](const std::string& report) {
+    nlohmann::json q = nlohmann::json::parse(report)["quality_target"];
+    for (auto& step : q["steps"]) step.erase("seconds");
+    return q;
+  };
+  EXPECT_EQ(decisions(serial->report_json()),
+            decisions(parallel->report_json()));
 }
 
 // --target-sqnr / --target-cosine / --target-metric (quantctl, manifests and
@@ -314,6 +404,21 @@ TEST(QualityTargetOptions, FlagsSetTheRequestField) {
   v1::QuantizeRequest best_effort;
   ASSERT_TRUE(ApplyJobSettings(files, &best_effort).ok());
   EXPECT_TRUE(best_effort.quality_target().best_effort());
+}
+
+TEST(QualityTargetOptions, SkipGptqSetsTheFieldAndNeedsATarget) {
+  JobFiles files;
+  files.tpc = "imx500@4.0";
+  ASSERT_TRUE(ApplyJobOption("target-skip-gptq", "true", &files).ok());
+  v1::QuantizeRequest r;
+  const absl::Status status = ApplyJobSettings(files, &r);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("--target-skip-gptq: needs --target-sqnr"));
+  ASSERT_TRUE(ApplyJobOption("target-sqnr", "30", &files).ok());
+  v1::QuantizeRequest with_target;
+  ASSERT_TRUE(ApplyJobSettings(files, &with_target).ok());
+  EXPECT_TRUE(with_target.quality_target().skip_gptq());
 }
 
 TEST(QualityTargetOptions, BestEffortNeedsATarget) {
