@@ -28,9 +28,9 @@
 #   --image TAG         image to build and test (default: quantd:dev)
 #   --no-build          test TAG as it is (no clone, no build)
 #   --skip-farm         leave out the compose farm
-#   --quantctl BIN      host quantctl for one more in-process comparison (''
-#                       skips it)
-#                       (default: build/clients/quantctl/quantctl if built)
+#   --quantctl BIN      host quantctl for one more in-process comparison
+#                       (default: build/clients/quantctl/quantctl if built;
+#                       '' skips it)
 #   --make-example BIN  make_ptq_example for the example manifest's inputs
 #                       (default: build/bench/ptq/make_ptq_example if built;
 #                       without it the farm runs the 30 real-model jobs only)
@@ -221,7 +221,7 @@ job_args=(quantize /cache/models/ppocr_det.onnx --tpc "$TPC"
 server=$project-server
 start_server "$server" -e QUANTD_WORKERS=2
 wait_serving "$server"
-result "quantctl health inside" "$(tr '\n' ' ' <"$work/$server.health")"
+result "quantctl health inside" "$(tr -s '\n' ' ' <"$work/$server.health" | sed 's/ $//')"
 uids=$(docker top "$server" -o pid,uid,comm | awk 'NR > 1 { print $2 " " $3 }')
 grep -qx "$UID_IN_IMAGE quantd" <<<"$uids" || fail "quantd does not run as $UID_IN_IMAGE: $uids"
 if awk -v u="$UID_IN_IMAGE" '$1 != u' <<<"$uids" | grep -q .; then
@@ -421,17 +421,28 @@ EOF
     --read-only --tmpfs /tmp -v "$farm_dir:/farm" -w /farm \
     --entrypoint /bin/sh "$image" /farm/inprocess.sh >"$work/farm-inprocess.log" 2>&1 ||
     fail "in-process farm jobs: $(tail -n 5 "$work/farm-inprocess.log")"
+  references=(inprocess)
+  if [[ -n $quantctl ]]; then
+    # The same script with the host's quantctl.
+    sed -e "s|^/usr/local/bin/quantctl |'$quantctl' |" \
+      -e 's| --out inprocess/| --out host/|' "$farm_dir/inprocess.sh" >"$work/host-farm.sh"
+    (cd "$farm_dir" && sh "$work/host-farm.sh") >"$work/host-farm.log" 2>&1 ||
+      fail "host in-process farm jobs: $(tail -n 5 "$work/host-farm.log")"
+    references+=(host)
+  fi
   differ=0
   while read -r job_id; do
-    cmp -s "$farm_dir/out/$job_id/model.qdq.onnx" \
-      "$farm_dir/inprocess/$job_id/model.qdq.onnx" || {
-      log "$job_id: farm and in-process QDQ bytes differ"
-      differ=$((differ + 1))
-    }
+    for reference in "${references[@]}"; do
+      cmp -s "$farm_dir/out/$job_id/model.qdq.onnx" \
+        "$farm_dir/$reference/$job_id/model.qdq.onnx" || {
+        log "$job_id: farm and $reference QDQ bytes differ"
+        differ=$((differ + 1))
+      }
+    done
   done < <(python3 -c 'import json, sys; [print(json.loads(l)["id"]) for l in open(sys.argv[1]) if l.strip()]' \
     "$farm_dir/manifest.jsonl")
   ((differ == 0)) || fail "$differ farm outputs differ from in-process runs"
-  result "farm" "$jobs jobs ($( [[ -n $make_example ]] && echo "example manifest + ")30 real-model jobs), $REPLICAS replicas (jobs finished: $spread), one killed with a job in flight: $summary; $jobs QDQ outputs equal to in-process; $farm_seconds s"
+  result "farm" "$jobs jobs ($( [[ -n $make_example ]] && echo "example manifest + ")30 real-model jobs), $REPLICAS replicas (jobs finished: $spread), one killed with a job in flight: $summary; $jobs QDQ outputs equal to in-process (${same#in-process }); $farm_seconds s"
   "${dc[@]}" down --timeout 0 >/dev/null 2>&1
 fi
 
