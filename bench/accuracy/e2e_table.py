@@ -53,6 +53,18 @@ def secs(d, v):
     return '+'.join(t.split()) if t else '?'
 
 
+def rss_mb(d, v):  # the job's peak RSS (/usr/bin/time %M, KB)
+    t = read(os.path.join(d, f'{v}.rss'))
+    return f'{int(t.split()[-1]) / 1024:.0f}' if t else '?'
+
+
+def time_ratio(d):  # the target job's seconds over the W8A8 job's
+    b, t = read(os.path.join(d, 'base.secs')), read(os.path.join(d, 'target.secs'))
+    if not b or not t: return '?'
+    b, t = float(b.split()[-1]), float(t.split()[-1])
+    return f'{t / b:.1f}x' if b > 0 else '?'
+
+
 def target_outcome(d, tgt):
     failed = read(os.path.join(d, 'target.failed'))
     if failed:
@@ -69,7 +81,7 @@ def row(model, tpc, d):
     base, tgt = load(d, 'base/report.json'), load(d, 'target/report.json')
     if base is None:
         err = (read(os.path.join(d, 'base.err')) or '?').splitlines()[-1]
-        return f'| {model} | {tpc} | failed: {err[:200]} |' + ' |' * 5
+        return f'| {model} | {tpc} | failed: {err[:200]} |' + ' |' * 6
     cells = [model, tpc, f'{scores(d, "base")} [{base["output_sqnr_db"]:.2f} dB]',
              target_outcome(d, tgt)]
     qt = tgt.get('quality_target') if tgt else None
@@ -93,7 +105,8 @@ def row(model, tpc, d):
     act = base['baseline_8bit']['activation_memory_bytes']
     cells.append((f'{w8 / 1e3:.0f} KB (x{wt / w8:.3f})' if w8
                   else 'none quantized') + f'; act. {act / 1e3:.0f} KB')
-    cells.append(f'{secs(d, "base")} / {secs(d, "target")}')
+    cells.append(f'{secs(d, "base")} / {secs(d, "target")} ({time_ratio(d)})')
+    cells.append(f'{rss_mb(d, "base")} / {rss_mb(d, "target")}')
     return '| ' + ' | '.join(cells) + ' |'
 
 
@@ -103,8 +116,8 @@ def main():
           '[report SQNR] | `--target-sqnr` | at the target or its best: '
           'held-out, ORT (quantd) [report SQNR] | memory vs 8-bit, total / '
           'activation: W8A8 -> target | 8-bit weights (target x); activations | job s: W8A8 '
-          '/ target |')
-    print('|' + '---|' * 8)
+          '/ target (target / W8A8) | peak RSS MB: W8A8 / target |')
+    print('|' + '---|' * 9)
     for m in models:
         for t in TPCS:
             d = os.path.join(w, m, t)

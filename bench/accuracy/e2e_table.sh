@@ -38,10 +38,11 @@ W=${WORK_DIR:-/tmp/quantd_e2e_table}
 RUN="node $ROOT/tools/ort/run_model.js"
 A=$ROOT/bench/accuracy
 
-quantize() {  # quantize MODEL OUT [flags]: times the job into OUT.secs
+quantize() {  # quantize MODEL OUT [flags]: times the job into OUT.secs, peak RSS (KB) into OUT.rss
   local m=$1 out=$2; shift 2
   local start=$(date +%s.%N)
-  "$Q" quantize "$C/models/$m.onnx" --tpc "$T" --calib "$C/samples/$m/calib" \
+  /usr/bin/time -f %M -o "$out.rss" \
+    "$Q" quantize "$C/models/$m.onnx" --tpc "$T" --calib "$C/samples/$m/calib" \
       --out "$out" --quiet --force "$@" > /dev/null 2> "$out.err"
   local rc=$?
   /usr/bin/python3 -c "print(f'{$(date +%s.%N) - $start:.1f}')" >> "$out.secs"

@@ -5,17 +5,19 @@
 // below the target it (a) tries the job-wide options that cost no memory
 // (shift-negative parameter search, activation bias correction, a z-score
 // outlier filter, HMSE weights with GPTQ), keeping each that helps, then (b)
-// upgrades per-tensor bits among the TPC's candidates (target_upgrades.h),
-// the most estimated dB per byte first (per-layer sensitivity: the output
-// SQNR with only that layer left float), in doubling batches with a full
-// measurement after each, a bisection to the shortest prefix that reaches
-// the target, and a pass that drops upgrades found unneeded. Each trial
-// re-runs the corrections (shift-negative correction with each selection,
-// before mixed precision); the stage leaves the chosen configuration in the
-// state with the corrections applied. GPTQ, when the request enables it,
-// runs after this stage as usual; the job then checks the target on the
-// final model. Deterministic: every figure is merged in sample order and
-// every choice is ordered (ties by graph order).
+// measures every per-tensor bit upgrade the TPC allows at once (the
+// ceiling; with a mixed-precision budget the longest ranked prefix within
+// it). A ceiling that reaches the target is cut down to the shortest prefix
+// of the upgrades ranked by estimated dB per byte (per-layer sensitivity:
+// the output SQNR with only that layer left float) by doubling, bisection
+// and drops; a ceiling that misses it is kept, with (b2) each option (a)
+// kept judged again there. Each trial re-runs the corrections
+// (shift-negative correction with each selection, before mixed precision);
+// the stage leaves the chosen configuration in the state with the
+// corrections applied. The job then runs the channel equalization trial and
+// the GPTQ trial when the target is still missed (quantize_job.cc), or GPTQ
+// as usual when the request enables it. Deterministic: every figure is
+// merged in sample order and every choice is ordered (ties by graph order).
 #ifndef QUANTD_CORE_PIPELINE_QUALITY_TARGET_QUALITY_TARGET_H_
 #define QUANTD_CORE_PIPELINE_QUALITY_TARGET_QUALITY_TARGET_H_
 
