@@ -9,6 +9,7 @@
 //   gptq      --gptq
 //   analyze   --analyze (per-layer sensitivity on the report's samples)
 //   budget    --target-sqnr 30 --target-best-effort --mp total=1.5
+//   nogptq    --target-sqnr 30 --target-best-effort --target-skip-gptq
 // Samples: ppocr_cls/det/rec their 16 calibration images (the e2e sets,
 // scripts/fetch_models.sh), the report on the first 16; mobilenet_v2 (the
 // untrained bench fixture: timing and memory only) 16 N(0,1) images.
@@ -91,11 +92,12 @@ absl::StatusOr<v1::QuantizeRequest> PtqRequest(const std::string& name,
 
 void AddJob(const std::string& job, v1::QuantizeRequest* r) {
   const bool budget = job == "budget";
-  if (job == "target" || budget) {
+  if (job == "target" || job == "nogptq" || budget) {
     v1::QualityTarget* t = r->mutable_quality_target();
     t->set_metric(v1::QualityTarget::METRIC_SQNR);
     t->set_value(30);
     t->set_best_effort(true);
+    t->set_skip_gptq(job == "nogptq");
   }
   if (budget) {
     r->mutable_mixed_precision()

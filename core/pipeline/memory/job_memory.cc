@@ -169,9 +169,11 @@ int64_t AnalysisBytes(const v1::QuantizeRequest& request,
   return AnalysisCacheBytes(sizes, samples_in_flight, num_samples);
 }
 
-// The quality target's stage (quality_target.h): its upgrade ranking runs the
-// analysis on kTargetRankingSamples samples, after calibration has
-// released its own; below the target without a data channel equalization
+// The quality target's stage (quality_target.h): its upgrade ranking (when
+// the ceiling reaches the target, or under a budget) runs the analysis on
+// kTargetRankingSamples samples, after calibration has released its own;
+// its GPTQ trial is counted as GPTQ (GptqMayRun, JobActivations); below the
+// target without a data channel equalization
 // setting, the job calibrates again for the equalization trial while the
 // first calibration's state is held (TryChannelEqualization): half the
 // calibration's peak more. Fitted with bench/service/memory_bench
