@@ -13,12 +13,7 @@
 // --sensitivity_depth=N anywhere: the MP jobs with
 // MixedPrecisionConfig.sensitivity_depth N (0, MCT's sensitivity, by
 // default); --num_of_images=N: with num_of_images N (MCT's 32 by default).
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -28,6 +23,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "bench/bench_util.h"
+#include "bench/job_in_child.h"
 #include "core/graph/onnx_import.h"
 #include "core/io/file_util.h"
 #include "core/io/sample_set.h"
@@ -124,17 +120,17 @@ struct Measured {
 int sensitivity_depth = 0;
 int num_of_images = 0;
 
-// The child: builds the request, runs the job, writes "stage_s estimate
-// samples qdq_digest report_digest" to `fd`.
-[[noreturn]] void Child(const Spec& spec, bool mp, const std::string& cache,
-                        const std::string& bench, int fd) {
+// The child: builds the request, runs the job, returns "stage_s estimate
+// samples qdq_digest report_digest" (empty on failure).
+std::string Child(const Spec& spec, bool mp, const std::string& cache,
+                  const std::string& bench) {
   tpc::TpcRegistry registry;
   auto r = BuildRequest(spec.name, cache, bench);
   if (!registry.AddBuiltins().ok() || !r.ok()) {
     std::fprintf(
         stderr, "%s: %s\n", spec.name.c_str(),
         r.ok() ? "registry" : std::string(r.status().message()).c_str());
-    _exit(1);
+    return "";
   }
   if (mp) {
     r->mutable_mixed_precision()
@@ -155,7 +151,7 @@ int num_of_images = 0;
   if (!result.ok()) {
     std::fprintf(stderr, "%s: %s\n", spec.name.c_str(),
                  std::string(result.status().message()).c_str());
-    _exit(1);
+    return "";
   }
   const std::string& report = result->report_json();
   double stage = 0;
@@ -164,41 +160,23 @@ int num_of_images = 0;
                       ? timings
                       : report.find("\"mixed_precision\":", timings);
   if (at != std::string::npos) stage = std::atof(report.c_str() + at + 18);
-  const std::string line = absl::StrCat(
-      stage, " ", estimate, " ", r->calibration_samples_size(), " ",
-      bench::Fnv1a(result->qdq_onnx()), " ", bench::ReportDigest(report));
-  if (write(fd, line.data(), line.size()) < 0) _exit(1);
-  _exit(0);
+  return absl::StrCat(stage, " ", estimate, " ", r->calibration_samples_size(),
+                      " ", bench::Fnv1a(result->qdq_onnx()), " ",
+                      bench::ReportDigest(report));
 }
 
 Measured RunInChild(const Spec& spec, bool mp, const std::string& cache,
                     const std::string& bench) {
   Measured m;
-  int fds[2];
-  if (pipe(fds) != 0) return m;
-  const auto start = std::chrono::steady_clock::now();
-  const pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    Child(spec, mp, cache, bench, fds[1]);
-  }
-  close(fds[1]);
-  char buf[256] = {};
-  const ssize_t n = read(fds[0], buf, sizeof(buf) - 1);
-  close(fds[0]);
-  int status = 0;
-  struct rusage usage {};
-  if (pid < 0 || wait4(pid, &status, 0, &usage) != pid) return m;
-  m.wall_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
-  m.cpu_s = usage.ru_utime.tv_sec + usage.ru_utime.tv_usec * 1e-6 +
-            usage.ru_stime.tv_sec + usage.ru_stime.tv_usec * 1e-6;
-  m.peak_rss = static_cast<int64_t>(usage.ru_maxrss) * 1024;
+  const bench::ChildRun run =
+      bench::RunInChild([&] { return Child(spec, mp, cache, bench); });
+  m.wall_s = run.wall_s;
+  m.cpu_s = run.cpu_s;
+  m.peak_rss = run.peak_rss;
   long long estimate = 0;
-  m.ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && n > 0 &&
-         std::sscanf(buf, "%lf %lld %d %llu %llu", &m.mp_stage_s, &estimate,
-                     &m.samples, &m.qdq_digest, &m.report_digest) == 5;
+  m.ok = run.ok && std::sscanf(run.line.c_str(), "%lf %lld %d %llu %llu",
+                               &m.mp_stage_s, &estimate, &m.samples,
+                               &m.qdq_digest, &m.report_digest) == 5;
   m.estimate = estimate;
   return m;
 }
