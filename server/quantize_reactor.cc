@@ -20,6 +20,7 @@
 #include "core/pipeline/memory/job_memory.h"
 #include "core/runtime/cancellation.h"
 #include "core/runtime/progress.h"
+#include "core/runtime/stage_names.h"
 #include "core/util/request_checks.h"
 #include "core/util/sha256.h"
 #include "core/util/status_macros.h"
@@ -94,7 +95,7 @@ class JobState final : public ProgressSink,
           coalescer_.Post(std::move(e), droppable);
         });
     // The pipeline's last stage (but an MCTQ export after it).
-    pacer_->SendAtOnce("report");
+    pacer_->SendAtOnce(stage::kReport);
     coalescer_.Post(std::move(event), /*droppable=*/false);
     pacer_->Sent();
   }

@@ -12,6 +12,7 @@
 #include "core/datagen/bn_targets.h"
 #include "core/datagen/image_pipeline.h"
 #include "core/datagen/losses.h"
+#include "core/runtime/stage_names.h"
 #include "core/util/status_macros.h"
 
 namespace quantd::datagen {
@@ -327,7 +328,7 @@ absl::StatusOr<GeneratedData> GenerateData(std::shared_ptr<const Model> model,
     out.final_loss = loss_sum / batches;
     if (ctx.progress != nullptr) {
       ctx.progress->Report(
-          {"generate", static_cast<double>(it + 1) / options.iterations,
+          {stage::kGenerate, static_cast<double>(it + 1) / options.iterations,
            absl::StrFormat("iteration %d/%d, loss %.4g", it + 1,
                            options.iterations, out.final_loss)});
     }

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/datagen/statistics_json.h"
+#include "core/runtime/stage_names.h"
 #include "core/util/request_checks.h"
 #include "core/util/status_macros.h"
 
@@ -61,7 +62,8 @@ absl::StatusOr<GeneratedData> RunGenerateDataJob(
     const v1::GenerateDataRequest& request, const GenerateJobContext& c) {
   RETURN_IF_ERROR(ValidateGenerateDataRequest(request, c.max_count));
   ASSIGN_OR_RETURN(DataGenOptions options, DataGenOptionsFromRequest(request));
-  if (c.run.progress != nullptr) c.run.progress->Report({"import", 0, ""});
+  if (c.run.progress != nullptr)
+    c.run.progress->Report({stage::kImport, 0, ""});
   const absl::string_view bytes = c.model_bytes.empty()
                                       ? absl::string_view(request.onnx_model())
                                       : c.model_bytes;

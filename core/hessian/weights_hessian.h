@@ -26,6 +26,7 @@
 #include "core/hessian/hutchinson.h"
 #include "core/runtime/cancellation.h"
 #include "core/runtime/progress.h"
+#include "core/runtime/stage_names.h"
 #include "core/runtime/thread_pool.h"
 
 namespace quantd::hessian {
@@ -38,8 +39,8 @@ struct WeightsHessianOptions {
   HutchinsonOptions hutchinson;       // granularity is forced per element
   ThreadPool* pool = nullptr;
   const CancellationToken* cancel = nullptr;
-  ProgressSink* progress = nullptr;  // reports after every round
-  std::string stage = "hessian";     // Progress::stage
+  ProgressSink* progress = nullptr;     // reports after every round
+  std::string stage = stage::kHessian;  // Progress::stage
 };
 
 // The scores of every kernel in `kernels` (float initializers of `model`)

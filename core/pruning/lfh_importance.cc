@@ -16,6 +16,7 @@
 #include "core/hessian/hutchinson.h"
 #include "core/pipeline/job/parallel_samples.h"
 #include "core/pruning/importance.h"
+#include "core/runtime/stage_names.h"
 #include "core/util/status_macros.h"
 
 namespace quantd::pruning {
@@ -46,7 +47,7 @@ class LfhMetric : public ImportanceMetric {
     std::vector<std::vector<std::vector<double>>> per_sample(n);
     SampleProgress progress;
     progress.sink = context.progress;
-    progress.stage = "importance";
+    progress.stage = stage::kImportance;
     progress.message = [](int64_t done, int64_t total) {
       return absl::StrCat("LFH: ", done, "/", total, " samples");
     };

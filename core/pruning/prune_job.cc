@@ -23,6 +23,7 @@
 #include "core/pruning/pruning_section.h"
 #include "core/pruning/simd_size.h"
 #include "core/pruning/weights_memory.h"
+#include "core/runtime/stage_names.h"
 #include "core/util/request_checks.h"
 #include "core/util/status_macros.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -114,7 +115,7 @@ google::protobuf::RepeatedPtrField<v1::Sample> SampleProtos(
 absl::StatusOr<std::vector<SampleFeeds>> GenerateSamples(
     const v1::PruneRequest& request, const Model& model,
     const PruneContext& c) {
-  Report(c, "generate", 0);
+  Report(c, stage::kGenerate, 0);
   ASSIGN_OR_RETURN(datagen::DataGenOptions options,
                    datagen::DataGenOptionsFromGeneratedCalibration(
                        request.generated_calibration()));
@@ -276,7 +277,7 @@ absl::StatusOr<v1::PruneResult> RunPruneJob(const v1::PruneRequest& request,
   if (c.registry == nullptr) {
     return absl::InternalError("RunPruneJob: no TPC registry");
   }
-  Report(c, "import", 0);
+  Report(c, stage::kImport, 0);
   ASSIGN_OR_RETURN(ResolvedTpc tpc, ResolveTpc(request.tpc(), *c.registry));
   ImportOptions import;
   import.max_model_bytes = c.limits.max_model_bytes;
@@ -317,7 +318,7 @@ absl::StatusOr<v1::PruneResult> RunPruneJob(const v1::PruneRequest& request,
     simd.push_back(size);
   }
 
-  Report(c, "importance", 0, metric->Name());
+  Report(c, stage::kImportance, 0, metric->Name());
   RETURN_IF_ERROR(CheckCancel(c));
   pruning::ImportanceContext ic;
   ic.pool = c.pool;
@@ -341,7 +342,7 @@ absl::StatusOr<v1::PruneResult> RunPruneJob(const v1::PruneRequest& request,
   ASSIGN_OR_RETURN(std::vector<int> kept_groups,
                    pruning::GreedyKeptGroups(groups, memory, target));
 
-  Report(c, "prune", 0);
+  Report(c, stage::kPrune, 0);
   v1::PruneResult result;
   std::vector<std::vector<int64_t>> kept(sections.size());
   for (size_t s = 0; s < sections.size(); ++s) {
@@ -373,7 +374,7 @@ absl::StatusOr<v1::PruneResult> RunPruneJob(const v1::PruneRequest& request,
   result.set_importance_metric(metric->Name());
   result.set_tpc(tpc.ref);
 
-  Report(c, "evaluate", 0);
+  Report(c, stage::kEvaluate, 0);
   ASSIGN_OR_RETURN(double sqnr, pruning::OutputSqnrDb(model, pruned, evaluation,
                                                       c.pool, c.cancel));
   result.set_output_sqnr_db(sqnr);

@@ -13,6 +13,7 @@
 #include "core/pipeline/evaluation/paired_models.h"
 #include "core/pipeline/evaluation/squared_error_sums.h"
 #include "core/pipeline/job/parallel_samples.h"
+#include "core/runtime/stage_names.h"
 #include "core/util/status_macros.h"
 
 namespace quantd {
@@ -257,7 +258,7 @@ absl::StatusOr<EvaluationResult> EvaluateFakeQuant(
   const SampleEvaluator evaluator(float_model, fake_quant_model, quantizer,
                                   tensors, paired.get(), cancel);
   std::vector<SampleResult> results(n);
-  SampleProgress report{progress, "report", [](int64_t d, int64_t total) {
+  SampleProgress report{progress, stage::kReport, [](int64_t d, int64_t total) {
                           return absl::StrCat("evaluated ", d, "/", total,
                                               " samples");
                         }};

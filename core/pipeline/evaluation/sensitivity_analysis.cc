@@ -15,6 +15,7 @@
 #include "core/pipeline/evaluation/evaluation.h"
 #include "core/pipeline/export/fake_quant.h"
 #include "core/pipeline/job/parallel_samples.h"
+#include "core/runtime/stage_names.h"
 #include "core/util/status_macros.h"
 
 namespace quantd {
@@ -277,7 +278,7 @@ absl::Status AnalysisRun::RunTask(size_t t, size_t begin,
 void AnalysisRun::CountDone() {
   const int64_t done = ++done_;
   if (progress_ != nullptr && (done % 8 == 0 || done == total_work_)) {
-    progress_->Report({"analyze", static_cast<double>(done) / total_work_,
+    progress_->Report({stage::kAnalyze, static_cast<double>(done) / total_work_,
                        absl::StrCat("sensitivity ", done, "/", total_work_)});
   }
 }

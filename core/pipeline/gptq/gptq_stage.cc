@@ -21,6 +21,7 @@
 #include "core/pipeline/gptq/gptq_blocks.h"
 #include "core/pipeline/gptq/quantized_inputs_cache.h"
 #include "core/pipeline/job/parallel_samples.h"
+#include "core/runtime/stage_names.h"
 #include "core/train/quantizer_config.h"
 #include "core/util/status_macros.h"
 
@@ -391,7 +392,7 @@ absl::Status RunGptq(const GptqOptions& options, const Executor& float_exec,
     }
     const double base = static_cast<double>(bi) / blocks.size();
     if (progress != nullptr) {
-      progress->Report({"gptq", base,
+      progress->Report({stage::kGptq, base,
                         absl::StrCat("block ", bi + 1, "/", blocks.size(), ": ",
                                      label, ", collecting inputs")});
     }
@@ -427,7 +428,8 @@ absl::Status RunGptq(const GptqOptions& options, const Executor& float_exec,
     const auto on_epoch = [&](int epoch) {
       if (progress == nullptr) return;
       progress->Report(
-          {"gptq", base + (epoch + 1.0) / (options.n_epochs * blocks.size()),
+          {stage::kGptq,
+           base + (epoch + 1.0) / (options.n_epochs * blocks.size()),
            absl::StrCat("block ", bi + 1, "/", blocks.size(), ": ", label,
                         ", epoch ", epoch + 1, "/", options.n_epochs)});
     };
@@ -465,7 +467,7 @@ absl::Status RunGptq(const GptqOptions& options, const Executor& float_exec,
     state->gptq_layers.push_back(std::move(e));
   }
   RemoveUnusedInitializers(&state->model.graph);
-  if (progress != nullptr) progress->Report({"gptq", 1.0, "done"});
+  if (progress != nullptr) progress->Report({stage::kGptq, 1.0, "done"});
   return absl::OkStatus();
 }
 

@@ -44,6 +44,7 @@
 #include "core/qdq/mctq_export.h"
 #include "core/qdq/qdq_export.h"
 #include "core/runtime/monotonic_progress.h"
+#include "core/runtime/stage_names.h"
 #include "core/tpc/registry.h"
 #include "core/util/status_macros.h"
 
@@ -151,7 +152,7 @@ absl::StatusOr<JobInput> Preflight(const v1::QuantizeRequest& request,
                                    const JobContext& context,
                                    StageClock& clock) {
   const PreflightSources& sources = context.sources;
-  RETURN_IF_ERROR(clock.Begin("import", "resolving the TPC"));
+  RETURN_IF_ERROR(clock.Begin(stage::kImport, "resolving the TPC"));
   ResolvedTpc tpc;
   if (sources.tpc != nullptr) {
     tpc = *sources.tpc;
@@ -177,7 +178,7 @@ absl::StatusOr<JobInput> Preflight(const v1::QuantizeRequest& request,
         "samples_ref: uploaded samples must be resolved by the server before "
         "the job runs");
   }
-  RETURN_IF_ERROR(clock.Begin("import", "parsing the ONNX model"));
+  RETURN_IF_ERROR(clock.Begin(stage::kImport, "parsing the ONNX model"));
   ASSIGN_OR_RETURN(JobInput input,
                    PreflightJob(request, model_bytes, samples, std::move(tpc),
                                 context.limits));
@@ -288,7 +289,7 @@ absl::Status ExportModels(const v1::QuantizeRequest& request,
     result->set_qdq_onnx(std::move(bytes));
   }
   if (WantsExportFormat(options, v1::EXPORT_FORMAT_MCTQ)) {
-    RETURN_IF_ERROR(clock.Begin("export", "writing the MCTQ model"));
+    RETURN_IF_ERROR(clock.Begin(stage::kExport, "writing the MCTQ model"));
     ASSIGN_OR_RETURN(std::string bytes,
                      ExportMctq(state->model, QuantizationOf(*state), *tpc.tpc,
                                 float_model, &state->warnings));
@@ -360,7 +361,7 @@ absl::StatusOr<Calibration> PrepareAndCalibrate(const JobInput& input,
                                                 StageClock& clock,
                                                 JobState* state) {
   const v1::QuantizeRequest& request = *input.request;
-  RETURN_IF_ERROR(clock.Begin("prepare", "preparing the graph"));
+  RETURN_IF_ERROR(clock.Begin(stage::kPrepare, "preparing the graph"));
   RETURN_IF_ERROR(PrepareGraph(
       state->options, CommonInputShapes(input.calibration, input.evaluation),
       &state->model, &state->warnings));
@@ -371,7 +372,7 @@ absl::StatusOr<Calibration> PrepareAndCalibrate(const JobInput& input,
   RETURN_IF_ERROR(AttachTpc(input.tpc.tpc, request.quantization(),
                             request.mixed_precision().kernel_weights_bits(),
                             state));
-  RETURN_IF_ERROR(clock.Begin("calibrate", "collecting statistics"));
+  RETURN_IF_ERROR(clock.Begin(stage::kCalibrate, "collecting statistics"));
   Calibration cal;
   cal.exec_options.pool = context.pool;
   ASSIGN_OR_RETURN(cal.float_exec,
@@ -383,7 +384,7 @@ absl::StatusOr<Calibration> PrepareAndCalibrate(const JobInput& input,
                              context.pool, context.cancel, clock.sink()));
   // HMSE weights: Hessian scores of the kernels (ptq/hessian_scores.h).
   if (NeedsHessianScores(state->options)) {
-    RETURN_IF_ERROR(clock.Begin("hessian", "estimating Hessian scores"));
+    RETURN_IF_ERROR(clock.Begin(stage::kHessian, "estimating Hessian scores"));
     ASSIGN_OR_RETURN(
         state->options.hessian_scores,
         ComputeHessianScores(*state, input.calibration, context.pool,
@@ -414,16 +415,17 @@ absl::StatusOr<Decisions> Decide(
   const bool has_target = QualityTargetRequested(request);
   std::optional<JobState> calibrated;
   if (has_target) calibrated = *state;
-  RETURN_IF_ERROR(clock.Begin("select", "selecting quantization parameters"));
+  RETURN_IF_ERROR(
+      clock.Begin(stage::kSelect, "selecting quantization parameters"));
   RETURN_IF_ERROR(SelectAllParams(state, pool, cancel, clock.sink()));
   if (state->options.shift_negative_activation_correction) {
-    RETURN_IF_ERROR(clock.Begin("select", "shift-negative correction"));
+    RETURN_IF_ERROR(clock.Begin(stage::kSelect, "shift-negative correction"));
     RETURN_IF_ERROR(RunShiftNegativeStage(state, &cal->stats.shapes, cancel));
   }
   Decisions d;
   if (MixedPrecisionRequested(request.mixed_precision())) {
     RETURN_IF_ERROR(
-        clock.Begin("mixed_precision", "searching the bit allocation"));
+        clock.Begin(stage::kMixedPrecision, "searching the bit allocation"));
     ASSIGN_OR_RETURN(
         d.mixed_precision,
         RunMixedPrecision(request.mixed_precision(), kMpSimdPadding,
@@ -431,7 +433,8 @@ absl::StatusOr<Decisions> Decide(
                           cancel, clock.sink()));
   }
   if (has_target) {
-    RETURN_IF_ERROR(clock.Begin("target", "searching for the quality target"));
+    RETURN_IF_ERROR(
+        clock.Begin(stage::kTarget, "searching for the quality target"));
     QualityTargetInputs target_inputs{
         &request,           cal->float_exec.get(), &input.evaluation,
         &input.calibration, &cal->stats.shapes,    input.activations.total,
@@ -440,7 +443,7 @@ absl::StatusOr<Decisions> Decide(
                                                 state, &d.mixed_precision, pool,
                                                 cancel, clock.sink()));
   } else {
-    RETURN_IF_ERROR(clock.Begin("correct", "bias corrections"));
+    RETURN_IF_ERROR(clock.Begin(stage::kCorrect, "bias corrections"));
     RETURN_IF_ERROR(ApplyCorrections(state, cancel));
   }
   return d;
@@ -531,7 +534,8 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
   }
   if (decisions.target.has_value() && !decisions.target->report.met &&
       TargetTriesGptq(request)) {
-    RETURN_IF_ERROR(clock.Begin("gptq", "GPTQ, the quality target's trial"));
+    RETURN_IF_ERROR(
+        clock.Begin(stage::kGptq, "GPTQ, the quality target's trial"));
     ASSIGN_OR_RETURN(GptqOptions gptq, ResolveGptqOptions(request.gptq()));
     const QualityTargetInputs target_inputs{
         &request,           cal.float_exec.get(), &input.evaluation,
@@ -543,7 +547,7 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
   RETURN_IF_ERROR(CheckTargetBeforeGptq(request, tpc.ref, decisions.target));
   // GPTQ (the float model: the targets, before the corrections).
   if (request.gptq().enabled()) {
-    RETURN_IF_ERROR(clock.Begin("gptq", "gradient-based rounding"));
+    RETURN_IF_ERROR(clock.Begin(stage::kGptq, "gradient-based rounding"));
     ASSIGN_OR_RETURN(GptqOptions gptq, ResolveGptqOptions(request.gptq()));
     RETURN_IF_ERROR(RunGptq(gptq, *cal.float_exec, input.calibration,
                             request.export_options(), &state, context.pool,
@@ -552,7 +556,7 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
 
   // Export: the decisions lowered once to the Q/DQ plan, which the QDQ
   // model and the fake-quant evaluation share.
-  RETURN_IF_ERROR(clock.Begin("export", "lowering to Q/DQ"));
+  RETURN_IF_ERROR(clock.Begin(stage::kExport, "lowering to Q/DQ"));
   v1::QuantizeResult result;
   ASSIGN_OR_RETURN(QdqPlan plan,
                    LowerToQdqPlan(state, request.export_options()));
@@ -568,7 +572,7 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
   // Per-layer sensitivity (if asked), on the report's samples.
   std::vector<LayerSensitivity> sensitivity;
   if (request.sensitivity_analysis()) {
-    RETURN_IF_ERROR(clock.Begin("analyze", "per-layer sensitivity"));
+    RETURN_IF_ERROR(clock.Begin(stage::kAnalyze, "per-layer sensitivity"));
     // Chunks sized to the cache budget (the memory model counts the same).
     SensitivityAnalysisOptions analysis;
     analysis.chunk_samples = AnalysisChunkSamples(input.activations.total);
@@ -579,7 +583,7 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
                                 context.cancel, clock.sink()));
   }
 
-  RETURN_IF_ERROR(clock.Begin("report", "evaluating against float"));
+  RETURN_IF_ERROR(clock.Begin(stage::kReport, "evaluating against float"));
   ReportStageInputs report_inputs;
   report_inputs.request = &request;
   report_inputs.tpc = &tpc;
@@ -624,7 +628,8 @@ absl::StatusOr<v1::QuantizeResult> RunQuantizeJobWithArtifacts(
                    context.cancel, context.on_stage_start);
   ASSIGN_OR_RETURN(JobInput input, Preflight(request, context, clock));
   if (request.has_generated_calibration()) {
-    RETURN_IF_ERROR(clock.Begin("generate", "generating calibration data"));
+    RETURN_IF_ERROR(
+        clock.Begin(stage::kGenerate, "generating calibration data"));
     RETURN_IF_ERROR(GenerateCalibration(context.pool, context.cancel,
                                         clock.sink(), &input));
   }

@@ -14,6 +14,7 @@
 #include "core/mixed_precision/sensitivity_metric.h"
 #include "core/pipeline/mixed_precision/internal/mixed_precision_space.h"
 #include "core/pipeline/mixed_precision/sensitivity.h"
+#include "core/runtime/stage_names.h"
 #include "core/tpc/attribute_names.h"
 #include "core/util/status_macros.h"
 
@@ -219,7 +220,7 @@ absl::StatusOr<std::vector<int>> SolveAllocation(
     milp.interrupted = [cancel] { return cancel->IsCancelled(); };
   }
   if (progress != nullptr) {
-    progress->Report({"mixed_precision", 1.0, "solving the allocation"});
+    progress->Report({stage::kMixedPrecision, 1.0, "solving the allocation"});
   }
   // BOPs of a node whose weights and input activation both vary is
   // bilinear; the linearized constraint can under-count it. The exact

@@ -16,6 +16,7 @@
 #include "core/pipeline/export/fake_quant.h"
 #include "core/pipeline/export/qdq_lowering.h"
 #include "core/pipeline/mixed_precision/internal/float_reference.h"
+#include "core/runtime/stage_names.h"
 #include "core/util/status_macros.h"
 
 namespace quantd {
@@ -348,7 +349,8 @@ absl::Status SensitivityRun::MeasureRow(int row,
 void SensitivityRun::CountDone() {
   const int64_t dn = ++done_;
   if (progress_ != nullptr && (dn % 8 == 0 || dn == total_work_)) {
-    progress_->Report({"mixed_precision", static_cast<double>(dn) / total_work_,
+    progress_->Report({stage::kMixedPrecision,
+                       static_cast<double>(dn) / total_work_,
                        absl::StrCat("sensitivity ", dn, "/", total_work_)});
   }
 }

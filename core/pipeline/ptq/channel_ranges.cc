@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/pipeline/job/parallel_samples.h"
 #include "core/pipeline/ptq/statistics.h"
+#include "core/runtime/stage_names.h"
 #include "core/stats/channel_collectors.h"
 #include "core/util/status_macros.h"
 
@@ -28,10 +29,10 @@ absl::StatusOr<std::map<std::string, std::vector<double>>> CollectChannelRanges(
     const CancellationToken* cancel, ProgressSink* progress) {
   const int64_t n = static_cast<int64_t>(samples.size());
   std::vector<SampleRanges> per_sample(n);
-  SampleProgress report{progress, "prepare", [](int64_t d, int64_t total) {
-                          return absl::StrCat("channel ranges: ", d, "/", total,
-                                              " samples");
-                        }};
+  SampleProgress report{
+      progress, stage::kPrepare, [](int64_t d, int64_t total) {
+        return absl::StrCat("channel ranges: ", d, "/", total, " samples");
+      }};
   RETURN_IF_ERROR(ParallelForSamples(
       n, pool, cancel, report, [&](int64_t i) -> absl::Status {
         SampleRanges& ranges = per_sample[i];

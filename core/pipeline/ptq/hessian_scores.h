@@ -18,6 +18,7 @@
 #include "core/pipeline/job/samples.h"
 #include "core/runtime/cancellation.h"
 #include "core/runtime/progress.h"
+#include "core/runtime/stage_names.h"
 #include "core/runtime/thread_pool.h"
 #include "core/tpc/attribute_names.h"
 
@@ -41,7 +42,7 @@ ComputeHessianScores(const JobState& state,
                      const std::vector<SampleFeeds>& calibration,
                      ThreadPool* pool, const CancellationToken* cancel,
                      ProgressSink* progress,
-                     const std::string& stage = "hessian");
+                     const std::string& stage = stage::kHessian);
 
 }  // namespace quantd
 

@@ -16,6 +16,7 @@
 #include "core/quantizers/quantizer.h"
 #include "core/quantizers/selection.h"
 #include "core/quantizers/signedness.h"
+#include "core/runtime/stage_names.h"
 #include "core/util/status_macros.h"
 
 namespace quantd {
@@ -341,7 +342,7 @@ absl::Status SelectAllParams(JobState* state, ThreadPool* pool,
                              ProgressSink* progress) {
   Graph& g = state->model.graph;
   const int64_t n = static_cast<int64_t>(g.nodes.size());
-  SampleProgress report{progress, "select",
+  SampleProgress report{progress, stage::kSelect,
                         [](int64_t d, int64_t total) {
                           return absl::StrCat(d, "/", total, " nodes");
                         },

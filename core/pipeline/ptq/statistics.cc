@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/pipeline/job/parallel_samples.h"
+#include "core/runtime/stage_names.h"
 #include "core/stats/batch_histogram.h"
 #include "core/stats/channel_collectors.h"
 #include "core/stats/histogram_collector.h"
@@ -144,7 +145,8 @@ absl::StatusOr<StatisticsResult> CollectStatistics(
       std::min<int64_t>(n, std::max<int64_t>(0, request.keep.samples)));
   std::atomic<int64_t> kept_bytes{0};
   std::atomic<bool> keeping_closed{false};
-  SampleProgress report{progress, "calibrate", [](int64_t d, int64_t total) {
+  SampleProgress report{progress, stage::kCalibrate,
+                        [](int64_t d, int64_t total) {
                           return absl::StrCat(d, "/", total, " samples");
                         }};
   RETURN_IF_ERROR(ParallelForSamples(

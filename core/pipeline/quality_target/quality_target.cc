@@ -21,6 +21,7 @@
 #include "core/pipeline/ptq/param_selection.h"
 #include "core/pipeline/quality_target/target_measure.h"
 #include "core/pipeline/quality_target/target_upgrades.h"
+#include "core/runtime/stage_names.h"
 #include "core/util/status_macros.h"
 
 namespace quantd {
@@ -179,7 +180,7 @@ absl::StatusOr<std::shared_ptr<const hessian::HessianScores>>
 TargetSearch::HessianScores() {
   if (hessian_ == nullptr) {
     if (progress_ != nullptr) {
-      progress_->Report({"target", std::min(0.95, trials_ / 24.0),
+      progress_->Report({stage::kTarget, std::min(0.95, trials_ / 24.0),
                          "Hessian scores for the HMSE trial (16 samples)"});
     }
     ASSIGN_OR_RETURN(hessian_,
@@ -208,7 +209,7 @@ absl::StatusOr<bool> TargetSearch::WithHessianScores(PtqOptions* options) {
                                         scores.status().message(), ")");
   outcome_.report.steps.push_back({note, std::nullopt, false});
   if (progress_ != nullptr) {
-    progress_->Report({"target", std::min(0.95, trials_ / 24.0), note});
+    progress_->Report({stage::kTarget, std::min(0.95, trials_ / 24.0), note});
   }
   return false;
 }
@@ -218,7 +219,7 @@ absl::StatusOr<Trial> TargetSearch::Try(const PtqOptions& options,
                                         const std::string& action) {
   if (cancel_ != nullptr) RETURN_IF_ERROR(cancel_->Check());
   if (progress_ != nullptr) {
-    progress_->Report({"target", std::min(0.95, trials_ / 24.0),
+    progress_->Report({stage::kTarget, std::min(0.95, trials_ / 24.0),
                        absl::StrCat("trial ", trials_ + 1, ": ", action)});
   }
   ++trials_;
