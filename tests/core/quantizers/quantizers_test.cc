@@ -1,6 +1,7 @@
 // Hand-derived checks of the quantizers, error functions and selections
 // (TFLite style: the derivation is in the comment). The statistics
-// corrections are the pipeline's (tests/core/pipeline/corrections_test.cc).
+// corrections are the pipeline's
+// (tests/core/pipeline/corrections/corrections_test.cc).
 #include <cmath>
 #include <cstring>
 #include <limits>

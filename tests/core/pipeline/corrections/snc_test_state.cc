@@ -1,4 +1,4 @@
-#include "tests/core/pipeline/snc_test_state.h"
+#include "tests/core/pipeline/corrections/snc_test_state.h"
 
 #include "core/graph/onnx_import.h"
 #include "gtest/gtest.h"

@@ -10,7 +10,7 @@
 #include "core/pipeline/prep/graph_prep.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/core/pipeline/snc_test_state.h"
+#include "tests/core/pipeline/corrections/snc_test_state.h"
 #include "tests/data/onnx/model_builder.h"
 
 namespace quantd {

@@ -17,7 +17,7 @@
 #include "core/pipeline/prep/hard_swish_fusion.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/core/pipeline/snc_test_state.h"
+#include "tests/core/pipeline/corrections/snc_test_state.h"
 #include "tests/data/onnx/model_builder.h"
 
 namespace quantd {

@@ -2,8 +2,8 @@
 // substitutions_test: x -> LeakyRelu(0.01) "act" -> Conv "conv", with the
 // LeakyRelu output 'a' planned as signed 8-bit POWER_OF_TWO, threshold 16,
 // and statistics min -0.1, max 10 (|min| / T = 0.00625 <= 0.05: corrected).
-#ifndef QUANTD_TESTS_CORE_PIPELINE_SNC_TEST_STATE_H_
-#define QUANTD_TESTS_CORE_PIPELINE_SNC_TEST_STATE_H_
+#ifndef QUANTD_TESTS_CORE_PIPELINE_CORRECTIONS_SNC_TEST_STATE_H_
+#define QUANTD_TESTS_CORE_PIPELINE_CORRECTIONS_SNC_TEST_STATE_H_
 
 #include <cstdint>
 #include <vector>
@@ -24,4 +24,4 @@ JobState LeakyReluConvSncState(const SncConv& conv);
 
 }  // namespace quantd
 
-#endif  // QUANTD_TESTS_CORE_PIPELINE_SNC_TEST_STATE_H_
+#endif  // QUANTD_TESTS_CORE_PIPELINE_CORRECTIONS_SNC_TEST_STATE_H_
