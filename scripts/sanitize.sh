@@ -54,8 +54,8 @@ case "$mode" in
     # libraries they need. The single-threaded ones (graph, io, report, util)
     # run under ASan only. ctest runs what was built.
     targets=()
-    for d in autodiff executor mixed_precision pipeline pruning qdq quantizers \
-      runtime stats tpc train; do
+    for d in autodiff datagen executor hessian mixed_precision pipeline pruning \
+      qdq quantizers runtime stats tpc train; do
       targets+=("tests/core/$d/all")
     done
     cmake --build "$dir" -j "$JOBS" --target "${targets[@]}"
