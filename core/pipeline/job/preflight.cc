@@ -15,6 +15,7 @@
 #include "core/pipeline/mixed_precision/mixed_precision_stage.h"
 #include "core/pipeline/mixed_precision/sensitivity.h"
 #include "core/pipeline/quality_target/quality_target.h"
+#include "core/pipeline/quality_target/target_gptq_trial.h"
 #include "core/quantizers/types.h"
 #include "core/tpc/framework_info.h"
 #include "core/tpc/json_io.h"

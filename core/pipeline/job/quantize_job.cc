@@ -41,6 +41,7 @@
 #include "core/pipeline/ptq/param_selection.h"
 #include "core/pipeline/ptq/statistics.h"
 #include "core/pipeline/quality_target/quality_target.h"
+#include "core/pipeline/quality_target/target_gptq_trial.h"
 #include "core/qdq/mctq_export.h"
 #include "core/qdq/qdq_export.h"
 #include "core/runtime/monotonic_progress.h"
@@ -393,6 +394,15 @@ absl::StatusOr<Calibration> PrepareAndCalibrate(const JobInput& input,
   return cal;
 }
 
+// What the quality target's search and trials read of the job.
+QualityTargetInputs TargetInputs(
+    const JobInput& input, Calibration* cal,
+    const std::vector<std::string>* reuse_options = nullptr) {
+  return {input.request,      cal->float_exec.get(), &input.evaluation,
+          &input.calibration, &cal->stats.shapes,    input.activations.total,
+          reuse_options};
+}
+
 // What the decisions leave for the report.
 struct Decisions {
   MixedPrecisionOutcome mixed_precision;
@@ -435,10 +445,8 @@ absl::StatusOr<Decisions> Decide(
   if (has_target) {
     RETURN_IF_ERROR(
         clock.Begin(stage::kTarget, "searching for the quality target"));
-    QualityTargetInputs target_inputs{
-        &request,           cal->float_exec.get(), &input.evaluation,
-        &input.calibration, &cal->stats.shapes,    input.activations.total,
-        reuse_options};
+    const QualityTargetInputs target_inputs =
+        TargetInputs(input, cal, reuse_options);
     ASSIGN_OR_RETURN(d.target, RunQualityTarget(target_inputs, *calibrated,
                                                 state, &d.mixed_precision, pool,
                                                 cancel, clock.sink()));
@@ -537,10 +545,7 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
     RETURN_IF_ERROR(
         clock.Begin(stage::kGptq, "GPTQ, the quality target's trial"));
     ASSIGN_OR_RETURN(GptqOptions gptq, ResolveGptqOptions(request.gptq()));
-    const QualityTargetInputs target_inputs{
-        &request,           cal.float_exec.get(), &input.evaluation,
-        &input.calibration, &cal.stats.shapes,    input.activations.total};
-    RETURN_IF_ERROR(TryGptqForTarget(target_inputs, gptq, &state,
+    RETURN_IF_ERROR(TryGptqForTarget(TargetInputs(input, &cal), gptq, &state,
                                      &*decisions.target, context.pool,
                                      context.cancel, clock.sink()));
   }

@@ -17,6 +17,7 @@
 #include "core/pipeline/mixed_precision/mixed_precision_stage.h"
 #include "core/pipeline/mixed_precision/sensitivity.h"
 #include "core/pipeline/quality_target/quality_target.h"
+#include "core/pipeline/quality_target/target_gptq_trial.h"
 #include "core/quantizers/types.h"
 
 namespace quantd {

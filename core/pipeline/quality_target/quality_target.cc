@@ -15,7 +15,6 @@
 #include "core/pipeline/corrections/corrections.h"
 #include "core/pipeline/evaluation/sensitivity_analysis.h"
 #include "core/pipeline/export/qdq_lowering.h"
-#include "core/pipeline/gptq/gptq_stage.h"
 #include "core/pipeline/mixed_precision/resource_utilization.h"
 #include "core/pipeline/ptq/hessian_scores.h"
 #include "core/pipeline/ptq/param_selection.h"
@@ -113,7 +112,7 @@ struct Trial {
 class TargetSearch {
  public:
   TargetSearch(const QualityTargetInputs& in, const JobState& calibrated,
-               QualityMeter meter, ThreadPool* pool,
+               std::shared_ptr<const QualityMeter> meter, ThreadPool* pool,
                const CancellationToken* cancel, ProgressSink* progress)
       : in_(in),
         target_(in.request->quality_target()),
@@ -131,10 +130,7 @@ class TargetSearch {
                             const std::vector<BitUpgrade>& upgrades,
                             const std::string& action);
   bool Met(double figure) const { return TargetMet(target_, figure); }
-  // The least gain that keeps (or undoes) an option: 0.01 dB, 1e-6 cosine.
-  double GainEpsilon() const {
-    return target_.metric() == v1::QualityTarget::METRIC_COSINE ? 1e-6 : 0.01;
-  }
+  double GainEpsilon() const { return quantd::GainEpsilon(target_); }
   absl::Status TryOptions(PtqOptions* options, Trial* best);
   absl::Status RevertOptions(const std::vector<BitUpgrade>& upgrades,
                              PtqOptions* options, Trial* best);
@@ -162,7 +158,7 @@ class TargetSearch {
   const QualityTargetInputs& in_;
   const v1::QualityTarget& target_;
   const JobState& calibrated_;
-  QualityMeter meter_;
+  std::shared_ptr<const QualityMeter> meter_;  // and the outcome's
   ThreadPool* pool_;
   const CancellationToken* cancel_;
   ProgressSink* progress_;
@@ -200,11 +196,7 @@ absl::StatusOr<bool> TargetSearch::WithHessianScores(PtqOptions* options) {
   // No backward pass for an op of the model (UNIMPLEMENTED naming the node)
   // or no float output depends on the kernels: the trial is skipped, not the
   // job. Cancellation and other errors end the search.
-  const absl::StatusCode code = scores.status().code();
-  if (code != absl::StatusCode::kUnimplemented &&
-      code != absl::StatusCode::kFailedPrecondition) {
-    return scores.status();
-  }
+  if (!SkipsTheTrial(scores.status())) return scores.status();
   const std::string note = absl::StrCat("weights_error_method: HMSE skipped (",
                                         scores.status().message(), ")");
   outcome_.report.steps.push_back({note, std::nullopt, false});
@@ -239,7 +231,7 @@ absl::StatusOr<Trial> TargetSearch::Try(const PtqOptions& options,
   RETURN_IF_ERROR(ApplyCorrections(&t.state, cancel_));
   ASSIGN_OR_RETURN(
       QualityFigures f,
-      meter_.Measure(t.state, request.export_options(), pool_, cancel_));
+      meter_->Measure(t.state, request.export_options(), pool_, cancel_));
   t.figure = Figure(f, target_.metric());
   outcome_.report.steps.push_back(
       {action, t.figure, false, SecondsSince(start)});
@@ -482,6 +474,13 @@ absl::StatusOr<QualityTargetOutcome> TargetSearch::Run(
   PtqOptions options = state->options;
   const bool reuse = in_.reuse_options != nullptr;
   std::optional<Trial> best;
+  // The 8-bit configuration with the options, which a reusing search
+  // measures only when the ranking needs it.
+  auto ensure_best = [&]() -> absl::Status {
+    if (best.has_value()) return absl::OkStatus();
+    ASSIGN_OR_RETURN(best, Try(options, {}, OptionsText()));
+    return absl::OkStatus();
+  };
   if (!reuse) {
     ASSIGN_OR_RETURN(best, Try(options, {}, "as configured"));
     report.baseline = best->figure;
@@ -501,9 +500,7 @@ absl::StatusOr<QualityTargetOutcome> TargetSearch::Run(
   std::optional<std::vector<BitUpgrade>> ranked;
   const bool budget = HasBudget(selected_mp_.targets);
   if (budget && !ups.empty()) {
-    if (!best.has_value()) {
-      ASSIGN_OR_RETURN(best, Try(options, {}, OptionsText()));
-    }
+    RETURN_IF_ERROR(ensure_best());
     ASSIGN_OR_RETURN(ranked, RankedUpgrades(*best, std::move(ups)));
     ASSIGN_OR_RETURN(const size_t fit, UpgradesWithinBudget(*ranked));
     ranked->resize(fit);
@@ -516,7 +513,7 @@ absl::StatusOr<QualityTargetOutcome> TargetSearch::Run(
   }
   if (ups.empty()) {
     if (!best.has_value()) {
-      ASSIGN_OR_RETURN(best, Try(options, {}, OptionsText()));
+      RETURN_IF_ERROR(ensure_best());
       report.steps.back().kept = true;
     }
     return Finish(*std::move(best), state, mp);
@@ -529,9 +526,7 @@ absl::StatusOr<QualityTargetOutcome> TargetSearch::Run(
                                              : " (every upgrade)")));
   if (Met(ceiling.figure)) {
     report.steps.back().kept = true;
-    if (!best.has_value()) {
-      ASSIGN_OR_RETURN(best, Try(options, {}, OptionsText()));
-    }
+    RETURN_IF_ERROR(ensure_best());
     if (!ranked.has_value()) {
       ASSIGN_OR_RETURN(ranked, RankedUpgrades(*best, std::move(ups)));
     }
@@ -586,6 +581,7 @@ absl::StatusOr<QualityTargetOutcome> TargetSearch::Finish(
   outcome_.report.reached = best.figure;
   outcome_.report.met = Met(best.figure);
   for (const OptionEdit& e : kept_) outcome_.kept_options.push_back(e.name);
+  outcome_.meter = meter_;
   *state = std::move(best.state);
   *mp = std::move(best.mixed_precision);
   return std::move(outcome_);
@@ -624,6 +620,15 @@ bool TargetMet(const v1::QualityTarget& target, double figure) {
   return figure >= target.value();
 }
 
+double GainEpsilon(const v1::QualityTarget& target) {
+  return target.metric() == v1::QualityTarget::METRIC_COSINE ? 1e-6 : 0.01;
+}
+
+bool SkipsTheTrial(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kUnimplemented ||
+         status.code() == absl::StatusCode::kFailedPrecondition;
+}
+
 absl::StatusOr<QualityTargetOutcome> RunQualityTarget(
     const QualityTargetInputs& inputs, const JobState& calibrated,
     JobState* state, MixedPrecisionOutcome* mixed_precision, ThreadPool* pool,
@@ -631,71 +636,10 @@ absl::StatusOr<QualityTargetOutcome> RunQualityTarget(
   ASSIGN_OR_RETURN(QualityMeter meter,
                    QualityMeter::Create(*inputs.float_model, *inputs.evaluation,
                                         pool, cancel));
-  TargetSearch search(inputs, calibrated, std::move(meter), pool, cancel,
-                      progress);
+  TargetSearch search(inputs, calibrated,
+                      std::make_shared<const QualityMeter>(std::move(meter)),
+                      pool, cancel, progress);
   return search.Run(state, mixed_precision);
-}
-
-bool TargetTriesGptq(const v1::QuantizeRequest& request) {
-  return QualityTargetRequested(request) && !request.gptq().enabled() &&
-         !request.quality_target().skip_gptq();
-}
-
-bool GptqMayRun(const v1::QuantizeRequest& request) {
-  return request.gptq().enabled() || TargetTriesGptq(request);
-}
-
-absl::Status TryGptqForTarget(const QualityTargetInputs& inputs,
-                              const GptqOptions& options, JobState* state,
-                              QualityTargetOutcome* outcome, ThreadPool* pool,
-                              const CancellationToken* cancel,
-                              ProgressSink* progress) {
-  const v1::QuantizeRequest& request = *inputs.request;
-  const v1::QualityTarget& target = request.quality_target();
-  QualityTargetReport& report = outcome->report;
-  const auto start = std::chrono::steady_clock::now();
-  const std::string action =
-      absl::StrCat("gptq: ", options.n_epochs, " epoch(s)");
-  JobState trial = *state;
-  absl::Status trained =
-      RunGptq(options, *inputs.float_model, *inputs.calibration,
-              request.export_options(), &trial, pool, cancel, progress);
-  // A model GPTQ cannot train (an op without a backward pass, no kernel
-  // the outputs depend on) skips the trial, not the job.
-  if (!trained.ok()) {
-    const absl::StatusCode code = trained.code();
-    if (code != absl::StatusCode::kUnimplemented &&
-        code != absl::StatusCode::kFailedPrecondition) {
-      return trained;
-    }
-    report.steps.push_back(
-        {absl::StrCat("gptq skipped (", trained.message(), ")"), std::nullopt,
-         false, SecondsSince(start)});
-    return absl::OkStatus();
-  }
-  ASSIGN_OR_RETURN(QualityMeter meter,
-                   QualityMeter::Create(*inputs.float_model, *inputs.evaluation,
-                                        pool, cancel));
-  ASSIGN_OR_RETURN(
-      QualityFigures f,
-      meter.Measure(trial, request.export_options(), pool, cancel));
-  const double figure = Figure(f, target.metric());
-  const double before = report.reached.value_or(outcome->best_figure);
-  const double epsilon =
-      target.metric() == v1::QualityTarget::METRIC_COSINE ? 1e-6 : 0.01;
-  const bool kept = figure > before + epsilon;
-  report.steps.push_back({action, figure, kept, SecondsSince(start)});
-  if (!kept) return absl::OkStatus();
-  *state = std::move(trial);
-  report.changes.push_back({"", "gptq", "false", "true"});
-  report.reached = figure;
-  report.met = TargetMet(target, figure);
-  if (figure > outcome->best_figure) {
-    outcome->best_figure = figure;
-    outcome->best_description =
-        absl::StrCat(outcome->best_description, ", then GPTQ");
-  }
-  return absl::OkStatus();
 }
 
 absl::Status TargetOutOfReachError(const v1::QualityTarget& target,

@@ -22,16 +22,17 @@
 #define QUANTD_CORE_PIPELINE_QUALITY_TARGET_QUALITY_TARGET_H_
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/executor/executor.h"
-#include "core/pipeline/gptq/gptq_options.h"
 #include "core/pipeline/job/job_state.h"
 #include "core/pipeline/job/samples.h"
 #include "core/pipeline/mixed_precision/mixed_precision_stage.h"
+#include "core/pipeline/quality_target/target_measure.h"
 #include "core/report/report.h"
 #include "core/runtime/cancellation.h"
 #include "core/runtime/progress.h"
@@ -56,6 +57,15 @@ std::string MetricName(v1::QualityTarget::Metric metric);
 // Whether `figure` reaches the target.
 bool TargetMet(const v1::QualityTarget& target, double figure);
 
+// The least gain that keeps (or undoes) a trial's change: 0.01 dB, 1e-6
+// cosine.
+double GainEpsilon(const v1::QualityTarget& target);
+
+// A trial that cannot run on this model (no backward pass for an op,
+// nothing to train: UNIMPLEMENTED or FAILED_PRECONDITION) is skipped, not
+// the job; other errors, cancellation included, end it.
+bool SkipsTheTrial(const absl::Status& status);
+
 struct QualityTargetInputs {
   const v1::QuantizeRequest* request = nullptr;
   const Executor* float_model = nullptr;  // before the corrections
@@ -79,6 +89,9 @@ struct QualityTargetOutcome {
   std::string best_description;  // what that trial changed
   // The job-wide options the chosen configuration changed, by name.
   std::vector<std::string> kept_options;
+  // The search's meter (float outputs of the evaluation samples), which
+  // the GPTQ trial measures with.
+  std::shared_ptr<const QualityMeter> meter;
 };
 
 // `calibrated`: the job state after calibration (before selection);
@@ -89,24 +102,6 @@ absl::StatusOr<QualityTargetOutcome> RunQualityTarget(
     const QualityTargetInputs& inputs, const JobState& calibrated,
     JobState* state, MixedPrecisionOutcome* mixed_precision, ThreadPool* pool,
     const CancellationToken* cancel, ProgressSink* progress);
-
-// Whether a target still out of reach after the search (and its channel
-// equalization trial) gets a GPTQ trial: a target without gptq.enabled
-// and without quality_target.skip_gptq.
-bool TargetTriesGptq(const v1::QuantizeRequest& request);
-
-// GPTQ enabled, or tried by the quality target: what validation checks and
-// the memory model counts.
-bool GptqMayRun(const v1::QuantizeRequest& request);
-
-// The GPTQ trial: GPTQ on a copy of `state`, measured on the evaluation
-// samples; kept (state replaced, report updated) when the figure rises. A
-// model GPTQ cannot train gets a step saying why, and the job goes on.
-absl::Status TryGptqForTarget(const QualityTargetInputs& inputs,
-                              const GptqOptions& options, JobState* state,
-                              QualityTargetOutcome* outcome, ThreadPool* pool,
-                              const CancellationToken* cancel,
-                              ProgressSink* progress);
 
 // FAILED_PRECONDITION "quality_target: sqnr 40.00 dB out of reach of
 // imx500@1.0: best 31.20 dB (what that trial changed); as configured

@@ -1,0 +1,79 @@
+#include "core/pipeline/quality_target/target_gptq_trial.h"
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/pipeline/gptq/gptq_stage.h"
+#include "core/pipeline/quality_target/target_measure.h"
+#include "core/util/status_macros.h"
+
+namespace quantd {
+namespace {
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+}  // namespace
+
+bool TargetTriesGptq(const v1::QuantizeRequest& request) {
+  return QualityTargetRequested(request) && !request.gptq().enabled() &&
+         !request.quality_target().skip_gptq();
+}
+
+bool GptqMayRun(const v1::QuantizeRequest& request) {
+  return request.gptq().enabled() || TargetTriesGptq(request);
+}
+
+absl::Status TryGptqForTarget(const QualityTargetInputs& inputs,
+                              const GptqOptions& options, JobState* state,
+                              QualityTargetOutcome* outcome, ThreadPool* pool,
+                              const CancellationToken* cancel,
+                              ProgressSink* progress) {
+  const v1::QuantizeRequest& request = *inputs.request;
+  const v1::QualityTarget& target = request.quality_target();
+  QualityTargetReport& report = outcome->report;
+  const auto start = std::chrono::steady_clock::now();
+  const std::string action =
+      absl::StrCat("gptq: ", options.n_epochs, " epoch(s)");
+  JobState trial = *state;
+  absl::Status trained =
+      RunGptq(options, *inputs.float_model, *inputs.calibration,
+              request.export_options(), &trial, pool, cancel, progress);
+  // A model GPTQ cannot train (an op without a backward pass, no kernel
+  // the outputs depend on) skips the trial, not the job.
+  if (!trained.ok()) {
+    if (!SkipsTheTrial(trained)) return trained;
+    report.steps.push_back(
+        {absl::StrCat("gptq skipped (", trained.message(), ")"), std::nullopt,
+         false, SecondsSince(start)});
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(QualityMeter meter,
+                   QualityMeter::Create(*inputs.float_model, *inputs.evaluation,
+                                        pool, cancel));
+  ASSIGN_OR_RETURN(
+      QualityFigures f,
+      meter.Measure(trial, request.export_options(), pool, cancel));
+  const double figure = Figure(f, target.metric());
+  const double before = report.reached.value_or(outcome->best_figure);
+  const bool kept = figure > before + GainEpsilon(target);
+  report.steps.push_back({action, figure, kept, SecondsSince(start)});
+  if (!kept) return absl::OkStatus();
+  *state = std::move(trial);
+  report.changes.push_back({"", "gptq", "false", "true"});
+  report.reached = figure;
+  report.met = TargetMet(target, figure);
+  if (figure > outcome->best_figure) {
+    outcome->best_figure = figure;
+    outcome->best_description =
+        absl::StrCat(outcome->best_description, ", then GPTQ");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace quantd
