@@ -40,9 +40,7 @@ absl::StatusOr<std::unique_ptr<AdmissionTicket>> AdmissionController::TryAdmit(
   {
     absl::MutexLock lock(&mu_);
     if (stopped_) {
-      return absl::UnavailableError(
-          "server is draining and accepts no new jobs; retry on another "
-          "replica");
+      return DrainingError();
     }
     const int in_system = state_.queued + state_.running;
     if (in_system >= limits_.workers + limits_.max_queued_jobs) {

@@ -13,10 +13,19 @@
 #include <memory>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 
 namespace quantd::server {
+
+// The words of every call refused because the server drains (jobs, uploads,
+// admission after the drain began), with UNAVAILABLE: DrainingError().
+inline constexpr char kDrainingMessage[] =
+    "server is draining and accepts no new calls; retry on another replica";
+inline absl::Status DrainingError() {
+  return absl::UnavailableError(kDrainingMessage);
+}
 
 struct AdmissionLimits {
   int workers = 1;               // jobs that run at once

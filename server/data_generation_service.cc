@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -68,9 +69,8 @@ absl::Status CheckModelFields(const v1::GenerateDataRequest& r,
 
 // The images as result events of at most kMaxSamplesPerEvent samples and
 // half the max message size each.
-absl::Status PostSamples(
-    datagen::GeneratedData data, int64_t max_message,
-    const std::function<void(v1::GenerateDataEvent)>& post) {
+absl::StatusOr<std::vector<v1::GenerateDataEvent>> SampleEvents(
+    datagen::GeneratedData data, int64_t max_message) {
   const int64_t n = static_cast<int64_t>(data.samples.size());
   const int64_t sample_bytes =
       n == 0 ? 0 : data.samples[0].num_elements() * int64_t{4};
@@ -83,9 +83,9 @@ absl::Status PostSamples(
   const int64_t per_event =
       std::clamp<int64_t>(max_message / 2 / std::max<int64_t>(sample_bytes, 1),
                           1, kMaxSamplesPerEvent);
+  std::vector<v1::GenerateDataEvent> events;
   for (int64_t first = 0; first < n; first += per_event) {
-    v1::GenerateDataEvent e;
-    v1::GenerateDataResult* r = e.mutable_result();
+    v1::GenerateDataResult* r = events.emplace_back().mutable_result();
     r->set_input_name(data.input_name);
     r->set_count(n);
     r->set_first_index(first);
@@ -97,67 +97,66 @@ absl::Status PostSamples(
       *r->add_samples() = TensorToSampleProto(data.samples[i], data.input_name);
       data.samples[i] = Tensor();  // the event holds it now
     }
-    post(std::move(e));
   }
-  return absl::OkStatus();
+  return events;
 }
 
-class GenerateDataReactor final
-    : public JobStreamReactor<v1::GenerateDataEvent> {
+// What GenerateData adds to the one job reactor (job_stream_reactor.h).
+class GenerateDataRpc : public JobRpcDefaults<v1::GenerateDataEvent> {
  public:
-  GenerateDataReactor(ServiceContext* service, grpc::CallbackServerContext* ctx,
-                      const v1::GenerateDataRequest* request)
-      : JobStreamReactor(service, ctx, "GenerateData", request->request_id()),
-        request_(request) {}
+  using Request = v1::GenerateDataRequest;
+  using Event = v1::GenerateDataEvent;
+  static constexpr char kMethod[] = "GenerateData";
 
- private:
+  explicit GenerateDataRpc(const Request* request) : request_(request) {}
+
   // Before the import: the request, the model's bytes held twice (the
   // request or the upload, and the parsed model) and a fixed overhead; the
-  // worker raises it from the model's input shape (GrowAdmission).
-  absl::StatusOr<int64_t> Check(const std::string& principal) override {
-    const ServerOptions& o = service()->options;
+  // worker raises it from the model's input shape.
+  absl::StatusOr<int64_t> Check(ServiceContext& service,
+                                const std::string& principal) {
+    const ServerOptions& o = service.options;
     RETURN_IF_ERROR(CheckModelFields(*request_, o));
     RETURN_IF_ERROR(
         datagen::ValidateGenerateDataRequest(*request_, o.max_samples));
     int64_t model_bytes = static_cast<int64_t>(request_->onnx_model().size());
     if (!request_->model_ref().empty()) {
-      ASSIGN_OR_RETURN(
-          auto upload,
-          FindModelUpload(*request_, *service()->uploads, principal));
+      ASSIGN_OR_RETURN(auto upload,
+                       FindModelUpload(*request_, *service.uploads, principal));
       model_bytes = static_cast<int64_t>(upload->size());
     }
     return static_cast<int64_t>(request_->ByteSizeLong()) + 2 * model_bytes +
            (int64_t{64} << 20);
   }
 
-  absl::Status Run(const std::string& principal) override {
+  absl::StatusOr<std::vector<Event>> Run(const JobCall& call) {
     std::shared_ptr<const std::string> upload;
     datagen::GenerateJobContext c;
     if (!request_->model_ref().empty()) {
       ASSIGN_OR_RETURN(
-          upload, FindModelUpload(*request_, *service()->uploads, principal));
+          upload,
+          FindModelUpload(*request_, *call.service->uploads, call.principal));
       c.model_bytes = *upload;
     }
-    c.run.pool = service()->compute_pool;
-    c.run.cancel = &token();
-    c.run.progress = this;
-    c.import = ImportOptionsFor(service()->options);
-    c.max_count = service()->options.max_samples;
-    const int threads = service()->compute_pool->num_threads() + 1;
-    c.on_import = [this, threads](const Model& model,
-                                  const datagen::DataGenOptions& options) {
-      return GrowAdmission(
+    c.run.pool = call.service->compute_pool;
+    c.run.cancel = call.cancel;
+    c.run.progress = call.progress;
+    c.import = ImportOptionsFor(call.service->options);
+    c.max_count = call.service->options.max_samples;
+    const int threads = call.service->compute_pool->num_threads() + 1;
+    c.on_import = [&call, threads](const Model& model,
+                                   const datagen::DataGenOptions& options) {
+      return call.grow_reservation(
           EstimateGenerateMemoryBytes(model, options, threads));
     };
     ASSIGN_OR_RETURN(datagen::GeneratedData data,
                      datagen::RunGenerateDataJob(*request_, c));
     upload.reset();
-    return PostSamples(
-        std::move(data), service()->max_message_bytes(),
-        [this](v1::GenerateDataEvent e) { PostResult(std::move(e)); });
+    return SampleEvents(std::move(data), call.service->max_message_bytes());
   }
 
-  const v1::GenerateDataRequest* const request_;
+ private:
+  const Request* const request_;
 };
 
 }  // namespace
@@ -165,9 +164,7 @@ class GenerateDataReactor final
 grpc::ServerWriteReactor<v1::GenerateDataEvent>*
 DataGenerationServiceImpl::GenerateData(
     grpc::CallbackServerContext* ctx, const v1::GenerateDataRequest* request) {
-  auto* reactor = new GenerateDataReactor(service_, ctx, request);
-  reactor->Start();
-  return reactor;
+  return JobStreamReactor<GenerateDataRpc>::Start(service_, ctx, request);
 }
 
 }  // namespace quantd::server

@@ -1,8 +1,7 @@
-// quantd.v1.DataGenerationService: the GenerateData RPC. A reactor per call
-// (JobStreamReactor) checks the request on the gRPC thread (authorization,
-// the request's fields, the upload it names, admission), runs
-// RunGenerateDataJob on the server's job pool, and streams the job's
-// progress and then the images, a few per result event.
+// quantd.v1.DataGenerationService: the GenerateData RPC on the one job
+// reactor (JobStreamReactor): its checks are the request's fields and the
+// upload it names, its job RunGenerateDataJob, its result the images, a few
+// per result event.
 #ifndef QUANTD_SERVER_DATA_GENERATION_SERVICE_H_
 #define QUANTD_SERVER_DATA_GENERATION_SERVICE_H_
 

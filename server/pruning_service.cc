@@ -1,7 +1,9 @@
 #include "server/pruning_service.h"
 
+#include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -15,70 +17,49 @@
 namespace quantd::server {
 namespace {
 
-class PruneReactor final : public JobStreamReactor<v1::PruneEvent> {
+// What Prune adds to the one job reactor (job_stream_reactor.h).
+class PruneRpc : public JobRpcDefaults<v1::PruneEvent> {
  public:
-  PruneReactor(ServiceContext* service, grpc::CallbackServerContext* ctx,
-               const v1::PruneRequest* request)
-      : JobStreamReactor(service, ctx, "Prune", request->request_id()),
-        request_(request) {}
+  using Request = v1::PruneRequest;
+  using Event = v1::PruneEvent;
+  static constexpr char kMethod[] = "Prune";
 
- private:
+  explicit PruneRpc(const Request* request) : request_(request) {}
+
   // Before the import (no model is parsed on the gRPC thread): the request
   // and its copies; the worker grows it once the model is imported.
-  absl::StatusOr<int64_t> Check(const std::string&) override {
+  absl::StatusOr<int64_t> Check(ServiceContext& service, const std::string&) {
     RETURN_IF_ERROR(
-        ValidatePruneRequest(*request_, JobLimitsFor(service()->options)));
+        ValidatePruneRequest(*request_, JobLimitsFor(service.options)));
     return EstimatePruneMemoryBytesBeforeImport(*request_);
   }
 
-  absl::Status Run(const std::string&) override {
+  absl::StatusOr<std::vector<Event>> Run(const JobCall& call) {
     PruneContext c;
-    c.registry = service()->tpcs->registry();
-    c.pool = service()->compute_pool;
-    c.cancel = &token();
-    c.progress = this;
-    c.limits = JobLimitsFor(service()->options);
-    const int threads = service()->compute_pool->num_threads() + 1;
-    c.on_import = [this, threads](const Model& model) {
-      return GrowAdmission(EstimatePruneMemoryBytes(*request_, model, threads));
+    c.registry = call.service->tpcs->registry();
+    c.pool = call.service->compute_pool;
+    c.cancel = call.cancel;
+    c.progress = call.progress;
+    c.limits = JobLimitsFor(call.service->options);
+    const int threads = call.service->compute_pool->num_threads() + 1;
+    c.on_import = [this, &call, threads](const Model& model) {
+      return call.grow_reservation(
+          EstimatePruneMemoryBytes(*request_, model, threads));
     };
-    absl::StatusOr<v1::PruneResult> result = RunPruneJob(*request_, c);
-    if (!result.ok()) return result.status();
-    PostPruneResult(*std::move(result));
-    return absl::OkStatus();
+    ASSIGN_OR_RETURN(v1::PruneResult result, RunPruneJob(*request_, c));
+    return ResultEvents<Event>(std::move(result),
+                               call.service->max_message_bytes());
   }
 
-  // One result event, or verified chunks when it exceeds the max send size
-  // (as Quantize's results).
-  void PostPruneResult(v1::PruneResult result) {
-    const int64_t max_send = service()->max_message_bytes();
-    if (static_cast<int64_t>(result.ByteSizeLong()) + kEventEnvelopeBytes <=
-        max_send) {
-      v1::PruneEvent e;
-      *e.mutable_result() = std::move(result);
-      PostResult(std::move(e));
-      return;
-    }
-    const std::string serialized = result.SerializeAsString();
-    result.Clear();
-    for (v1::ResultChunk& chunk :
-         SplitResult(serialized, ResultChunkBytes(max_send))) {
-      v1::PruneEvent e;
-      *e.mutable_result_chunk() = std::move(chunk);
-      PostResult(std::move(e));
-    }
-  }
-
-  const v1::PruneRequest* const request_;
+ private:
+  const Request* const request_;
 };
 
 }  // namespace
 
 grpc::ServerWriteReactor<v1::PruneEvent>* PruningServiceImpl::Prune(
     grpc::CallbackServerContext* ctx, const v1::PruneRequest* request) {
-  auto* reactor = new PruneReactor(service_, ctx, request);
-  reactor->Start();
-  return reactor;
+  return JobStreamReactor<PruneRpc>::Start(service_, ctx, request);
 }
 
 }  // namespace quantd::server

@@ -1,7 +1,6 @@
-// quantd.v1.PruningService: the Prune RPC. A reactor per call checks the
-// request on the gRPC thread (authorization, ValidatePruneRequest,
-// admission), runs RunPruneJob on the server's job pool, and streams the
-// job's progress and then its result.
+// quantd.v1.PruningService: the Prune RPC on the one job reactor
+// (JobStreamReactor): its checks are ValidatePruneRequest, its job
+// RunPruneJob, its result the PruneResult (in chunks when large).
 #ifndef QUANTD_SERVER_PRUNING_SERVICE_H_
 #define QUANTD_SERVER_PRUNING_SERVICE_H_
 

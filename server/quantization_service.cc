@@ -2,7 +2,7 @@
 
 #include "absl/time/clock.h"
 #include "core/executor/executor.h"
-#include "server/quantize_reactor.h"
+#include "server/quantize_rpc.h"
 #include "server/status_util.h"
 #include "server/upload_reactor.h"
 
@@ -30,7 +30,7 @@ grpc::ServerUnaryReactor* QuantizationServiceImpl::Unary(
 
 grpc::ServerWriteReactor<v1::JobEvent>* QuantizationServiceImpl::Quantize(
     grpc::CallbackServerContext* ctx, const v1::QuantizeRequest* request) {
-  return new QuantizeReactor(service_, ctx, request);
+  return JobStreamReactor<QuantizeRpc>::Start(service_, ctx, request);
 }
 
 grpc::ServerReadReactor<v1::UploadChunk>* QuantizationServiceImpl::UploadModel(

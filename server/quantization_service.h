@@ -1,6 +1,7 @@
 // quantd.v1.QuantizationService on gRPC's callback API. Handlers never block:
-// Quantize and UploadModel get their own reactors, the unary RPCs answer
-// from in-memory state.
+// Quantize runs on the one job reactor (JobStreamReactor with QuantizeRpc),
+// UploadModel on its own reactor, the unary RPCs answer from in-memory
+// state.
 #ifndef QUANTD_SERVER_QUANTIZATION_SERVICE_H_
 #define QUANTD_SERVER_QUANTIZATION_SERVICE_H_
 

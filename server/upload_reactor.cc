@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "server/admission.h"
 #include "server/json_log.h"
 #include "server/status_util.h"
 
@@ -23,7 +24,7 @@ UploadReactor::UploadReactor(ServiceContext* service,
   absl::Status status = principal.status();
   if (status.ok()) principal_ = *std::move(principal);
   if (status.ok() && service_->draining.load()) {
-    status = absl::UnavailableError("server is draining");
+    status = DrainingError();
   }
   if (!status.ok()) {
     End(status);

@@ -1,6 +1,7 @@
 // The GenerateData RPC on the real quantd binary: the images equal the
 // in-process generation's byte for byte, progress then results on the
-// stream, a model without BatchNormalization named, cancellation.
+// stream, a model without BatchNormalization named, cancellation, and
+// heartbeats while the job is busy.
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "clients/cpp/client.h"
 #include "core/datagen/data_generation.h"
@@ -317,6 +319,42 @@ TEST_F(GenerateDataRpcTest, CancelledQuantizeStopsInTheGenerateStage) {
   std::vector<v1::GenerateDataEvent> events;
   grpc::Status st = Generate(GenDataRequest(true, 2), &events);
   EXPECT_TRUE(st.ok()) << st.error_message();
+}
+
+// The job reactor's heartbeats reach a GenerateData stream whose job is
+// busy: here stalled in its generate stage (--fault_injection) until the
+// client cancels, so nothing but heartbeats can arrive after the stall's
+// warning.
+TEST(GenerateDataStreamTest, HeartbeatsArriveWhileTheJobIsStalled) {
+  auto server = ServerProcess::Start({"--workers=1", "--heartbeat_seconds=1",
+                                      "--fault_injection=stall:generate@1"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto stub = v1::DataGenerationService::NewStub(grpc::CreateChannel(
+      (*server)->target(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  // A stream without heartbeats fails here instead of hanging.
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(2));
+  auto reader = stub->GenerateData(&ctx, GenDataRequest(true, 2));
+  v1::GenerateDataEvent e;
+  bool stalled = false;
+  bool heartbeat_after_stall = false;
+  while (!heartbeat_after_stall && reader->Read(&e)) {
+    EXPECT_FALSE(e.has_result());
+    if (e.has_warning() &&
+        absl::StrContains(e.warning().message(), "fault injected")) {
+      stalled = true;
+    }
+    if (e.has_heartbeat() && stalled) {
+      heartbeat_after_stall = true;
+      EXPECT_GE(e.heartbeat().elapsed_seconds(), 0);
+    }
+  }
+  EXPECT_TRUE(stalled);
+  EXPECT_TRUE(heartbeat_after_stall);
+  ctx.TryCancel();
+  while (reader->Read(&e)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
 }
 
 }  // namespace

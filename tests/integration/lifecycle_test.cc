@@ -1,17 +1,23 @@
 // SIGTERM handling of the real quantd binary: readiness turns NOT_SERVING
 // while draining (liveness stays SERVING), new jobs are refused with
 // UNAVAILABLE, and the process exits 0.
+#include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "clients/cpp/client.h"
 #include "gmock/gmock.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
+#include "quantd/v1/data_generation_service.grpc.pb.h"
+#include "quantd/v1/pruning_service.grpc.pb.h"
+#include "quantd/v1/quantization_service.grpc.pb.h"
 #include "tests/integration/server_process.h"
 #include "tests/testing/subprocess.h"
 
@@ -119,6 +125,68 @@ TEST(LifecycleTest, ReadinessIsNotServingWhileDraining) {
 
   watch_ctx.TryCancel();
   watch->Finish();
+  (*server)->Signal(SIGTERM);  // ends the drain delay early
+  auto code = (*server)->WaitExit();
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(*code, 0);
+}
+
+// While draining, every call that would start work is refused with
+// UNAVAILABLE and the same words (docs/service.md, Errors), whichever RPC.
+TEST(LifecycleTest, EveryCallRefusedWhileDrainingSaysTheSameWords) {
+  constexpr char kDraining[] =
+      "server is draining and accepts no new calls; retry on another replica";
+  auto server = ServerProcess::Start({"--drain_delay_seconds=120"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  (*server)->Signal(SIGTERM);
+  ASSERT_TRUE((*server)->WaitForLog("draining").ok());
+  auto channel = grpc::CreateChannel((*server)->target(),
+                                     grpc::InsecureChannelCredentials());
+  std::vector<std::pair<std::string, grpc::Status>> refused;
+  {
+    grpc::ClientContext ctx;
+    v1::QuantizeRequest r;
+    r.set_onnx_model("m");
+    auto reader = v1::QuantizationService::NewStub(channel)->Quantize(&ctx, r);
+    v1::JobEvent e;
+    while (reader->Read(&e)) {
+    }
+    refused.emplace_back("Quantize", reader->Finish());
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::PruneRequest r;
+    r.set_onnx_model("m");
+    auto reader = v1::PruningService::NewStub(channel)->Prune(&ctx, r);
+    v1::PruneEvent e;
+    while (reader->Read(&e)) {
+    }
+    refused.emplace_back("Prune", reader->Finish());
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::GenerateDataRequest r;
+    r.set_onnx_model("m");
+    r.set_count(1);
+    auto reader =
+        v1::DataGenerationService::NewStub(channel)->GenerateData(&ctx, r);
+    v1::GenerateDataEvent e;
+    while (reader->Read(&e)) {
+    }
+    refused.emplace_back("GenerateData", reader->Finish());
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::UploadReceipt receipt;
+    auto writer =
+        v1::QuantizationService::NewStub(channel)->UploadModel(&ctx, &receipt);
+    writer->WritesDone();
+    refused.emplace_back("UploadModel", writer->Finish());
+  }
+  for (const auto& [rpc, status] : refused) {
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << rpc;
+    EXPECT_EQ(status.error_message(), kDraining) << rpc;
+  }
   (*server)->Signal(SIGTERM);  // ends the drain delay early
   auto code = (*server)->WaitExit();
   ASSERT_TRUE(code.ok()) << code.status();

@@ -147,7 +147,7 @@ TEST_F(MetricsTest, UploadStoreBytesCountStoredUploads) {
 }
 
 // While the job calibrates, its reservation is the admission estimate
-// refined from the parsed model (server/quantize_reactor.cc): the larger of
+// refined from the parsed model (server/quantize_rpc.cc): the larger of
 // the estimate before import and the full one with compute threads + 1
 // samples in flight. Once it is cancelled the budget is free again.
 TEST_F(MetricsTest, MemoryReservedIsTheJobsEstimateWhileItRuns) {

@@ -1,12 +1,15 @@
 // The Prune RPC on the real quantd binary: progress then the result on the
-// stream, a result above the max message size in verified chunks, and bad
-// requests as statuses naming what is missing.
+// stream, a result above the max message size in verified chunks, bad
+// requests as statuses naming what is missing, and what every job stream
+// has (heartbeats while the job is busy, the job id in the metadata).
 #include <grpcpp/grpcpp.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "clients/cpp/result_assembler.h"
 #include "core/graph/onnx_import.h"
 #include "core/pipeline/job/samples.h"
@@ -217,6 +220,60 @@ TEST_F(PruneRpcTest, MissingTargetIsInvalidArgument) {
   EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(st.error_message(), HasSubstr("weights_memory_fraction"));
   EXPECT_TRUE(events.empty());
+}
+
+// The job reactor's heartbeats reach a Prune stream whose job is busy: here
+// stalled inside its importance stage (--fault_injection) until the client
+// cancels, so nothing but heartbeats can arrive after the stall's warning.
+TEST(PruneStreamTest, HeartbeatsArriveWhileTheJobIsStalled) {
+  auto server = ServerProcess::Start({"--workers=1", "--heartbeat_seconds=1",
+                                      "--fault_injection=stall:importance@1"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto stub = v1::PruningService::NewStub(grpc::CreateChannel(
+      (*server)->target(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  // A stream without heartbeats fails here instead of hanging.
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(2));
+  v1::PruneRequest request = DeadChannelRequest(true);
+  request.set_request_id("prune-heartbeat");
+  auto reader = stub->Prune(&ctx, request);
+  v1::PruneEvent e;
+  bool stalled = false;
+  bool heartbeat_after_stall = false;
+  while (!heartbeat_after_stall && reader->Read(&e)) {
+    EXPECT_FALSE(e.has_result());
+    if (e.has_warning() &&
+        absl::StrContains(e.warning().message(), "fault injected")) {
+      stalled = true;
+    }
+    if (e.has_heartbeat() && stalled) {
+      heartbeat_after_stall = true;
+      EXPECT_GE(e.heartbeat().elapsed_seconds(), 0);
+    }
+  }
+  EXPECT_TRUE(stalled);
+  EXPECT_TRUE(heartbeat_after_stall);
+  // Every job stream names its job in the initial metadata.
+  const auto& metadata = ctx.GetServerInitialMetadata();
+  const auto job_id = metadata.find("x-job-id");
+  ASSERT_NE(job_id, metadata.end());
+  EXPECT_THAT(std::string(job_id->second.data(), job_id->second.size()),
+              ::testing::MatchesRegex("[0-9a-f]{16}"));
+  const auto request_id = metadata.find("x-request-id");
+  ASSERT_NE(request_id, metadata.end());
+  EXPECT_EQ(std::string(request_id->second.data(), request_id->second.size()),
+            "prune-heartbeat");
+  ctx.TryCancel();
+  while (reader->Read(&e)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  // The job reactor's log line for the cancelled job.
+  auto finished =
+      (*server)->WaitForLog("job finished", {{"rpc", "Prune"},
+                                             {"request_id", "prune-heartbeat"},
+                                             {"status", "CANCELLED"}});
+  ASSERT_TRUE(finished.ok()) << finished.status();
+  EXPECT_TRUE(finished->contains("cancel_seconds"));
 }
 
 }  // namespace

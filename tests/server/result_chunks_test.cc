@@ -6,6 +6,7 @@
 #include "core/util/sha256.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "quantd/v1/pruning.pb.h"
 
 namespace quantd::server {
 namespace {
@@ -77,6 +78,33 @@ TEST(ResultChunksTest, ClientCapsTheClaimedSize) {
   chunk.set_total_size(int64_t{1} << 40);
   client::ResultAssembler assembler(1 << 20);
   EXPECT_EQ(assembler.Add(chunk).code(), absl::StatusCode::kDataLoss);
+}
+
+// What the job reactor sends for a Prune result: one `result` event when it
+// fits the max send size with the envelope, else chunk events the client
+// reassembles into the same PruneResult.
+TEST(ResultChunksTest, ResultEventsFitOneMessageOrChunk) {
+  v1::PruneResult result;
+  result.set_pruned_onnx(std::string(10000, 'p'));
+  result.set_tpc("imx500@4.0");
+  const int64_t fits = result.ByteSizeLong() + kEventEnvelopeBytes;
+  const auto one = ResultEvents<v1::PruneEvent>(result, fits);
+  ASSERT_EQ(one.size(), 1u);
+  ASSERT_TRUE(one[0].has_result());
+  EXPECT_EQ(one[0].result().SerializeAsString(), result.SerializeAsString());
+
+  // One byte less: chunks of size - 1 bytes (the max send size less the
+  // envelope), so two events.
+  const auto chunked = ResultEvents<v1::PruneEvent>(result, fits - 1);
+  ASSERT_EQ(chunked.size(), 2u);
+  client::ResultAssembler assembler;
+  for (const v1::PruneEvent& e : chunked) {
+    ASSERT_TRUE(e.has_result_chunk());
+    ASSERT_TRUE(assembler.Add(e.result_chunk()).ok());
+  }
+  v1::PruneResult back;
+  ASSERT_TRUE(assembler.FinishInto(&back).ok());
+  EXPECT_EQ(back.SerializeAsString(), result.SerializeAsString());
 }
 
 }  // namespace
