@@ -231,7 +231,10 @@ absl::Status AnalysisRun::RunFull(size_t begin, std::vector<Tensors>* floats,
 
 // Task 2u: only unit u quantized (its cone in the float form, fed from the
 // float cache); task 2u+1: only unit u float (its cone in the fake-quant
-// model, fed from the fake-quant cache).
+// model, fed from the fake-quant cache). A run stops once the unit's change
+// is absorbed (ConeDivergence): its outputs are then the cache's, and so is
+// every output the run leaves as the cache has it (the float output's noise
+// 0, the fake-quant output's noise the full model's).
 absl::Status AnalysisRun::RunTask(size_t t, size_t begin,
                                   const std::vector<Tensors>& floats,
                                   const std::vector<Tensors>& fakes) {
@@ -249,24 +252,41 @@ absl::Status AnalysisRun::RunTask(size_t t, size_t begin,
   const ActivationFakeQuantizer quantizer(activations);
   ASSIGN_OR_RETURN(std::unique_ptr<Executor> exec,
                    Executor::Create(std::shared_ptr<const Model>(cone.model)));
-  RunOptions run;
-  run.cancel = cancel_;
-  run.rewriter = &quantizer.rewriter();
+  const ConeDivergence divergence(cone);
   const auto& outputs = quantized_.graph.outputs;
   for (size_t s = 0; s < floats.size(); ++s) {
     const Tensors& cache = only_quantized ? floats[s] : fakes[s];
     ASSIGN_OR_RETURN(Tensors feeds, DownstreamConeFeeds(cone, cache));
-    ASSIGN_OR_RETURN(Tensors got, exec->Run(feeds, run));
+    // The run's own token: cancelled when the run has converged, or when
+    // the job's is (polled after every node).
+    CancellationToken stop;
+    ConeDivergence::Tracker tracker(divergence, cache,
+                                    [&stop] { stop.Cancel(); });
+    const TensorObserver observer = [&](const Node& node, int output,
+                                        const Tensor& value) {
+      tracker.observer()(node, output, value);
+      if (cancel_ != nullptr) {
+        absl::Status job = cancel_->Check();
+        if (!job.ok()) stop.Cancel(job);
+      }
+    };
+    RunOptions run;
+    run.cancel = &stop;
+    run.rewriter = &quantizer.rewriter();
+    run.observer = &observer;
+    absl::StatusOr<Tensors> got = exec->Run(feeds, run);
+    if (cancel_ != nullptr) RETURN_IF_ERROR(cancel_->Check());
+    if (!got.ok() && !tracker.converged()) return got.status();
     double noise = 0;
     for (size_t o = 0; o < outputs.size(); ++o) {
       const std::string& name = outputs[o].name;
-      if (!cone.produced.count(name)) {
+      if (!tracker.Differs(name)) {
         if (!only_quantized) noise += full_noise_[o][begin + s];
         continue;
       }
       auto f = floats[s].find(name);
-      auto q = got.find(name);
-      if (f != floats[s].end() && q != got.end()) {
+      auto q = got->find(name);
+      if (f != floats[s].end() && q != got->end()) {
         noise += Noise(f->second, q->second);
       }
     }

@@ -127,5 +127,113 @@ TEST(DownstreamCone, AStartMakingAPointEndsThereAtDepthOne) {
   EXPECT_THAT(cone.inputs, ElementsAre("a"));
 }
 
+// ConeDivergence on a = x + 0.5 (A), r = Relu(a) (B), s = Exp(r) (C), and
+// with `reread`, y = Max(s, a) (D) reading `a` again; else y = s. A run fed
+// an x that differs only where a stays negative differs at `a` only: Relu
+// absorbs it (by hand: relu(-4.5) = relu(-0.5) = 0; max(exp(0), a < 0) = 1).
+Model AbsorbingModel(bool reread) {
+  OnnxModelBuilder b(13);
+  b.Input("x", DType::kFloat, {4});
+  b.Initializer("k", Tensor::FromVector<float>({0.5f}, {}));
+  b.AddNode("Add", {"x", "k"}, {"a"}, "A");
+  b.AddNode("Relu", {"a"}, {"r"}, "B");
+  b.AddNode("Exp", {"r"}, {reread ? "s" : "y"}, "C");
+  if (reread) b.AddNode("Max", {"s", "a"}, {"y"}, "D");
+  b.Output("y", DType::kFloat);
+  auto m = ImportOnnxModel(b.Build());
+  EXPECT_TRUE(m.ok()) << m.status();
+  return *m;
+}
+
+const std::vector<float> kCachedX = {-1, -2, 3, 4};
+
+// A run's values of every tensor (the cache a cone is fed from).
+std::map<std::string, Tensor> RunAll(const Model& m, std::vector<float> x) {
+  auto exec = Executor::Create(m);
+  EXPECT_TRUE(exec.ok()) << exec.status();
+  RunOptions all;
+  for (const Node& n : m.graph.nodes) {
+    if (n.outputs[0] != "y") all.extra_outputs.push_back(n.outputs[0]);
+  }
+  std::map<std::string, Tensor> feeds = {
+      {"x", Tensor::FromVector<float>(x, {4})}};
+  auto out = (*exec)->Run(feeds, all);
+  EXPECT_TRUE(out.ok()) << out.status();
+  out->insert(feeds.begin(), feeds.end());
+  return *out;
+}
+
+struct DivergenceRun {
+  absl::Status status;
+  std::vector<std::string> nodes_run;  // observed, in order
+  std::string converged_at;            // the node after which it converged
+  std::map<std::string, bool> differs;
+};
+
+// The cone of A run on `x`, tracked against the run on kCachedX and
+// cancelled when it converges.
+DivergenceRun RunTracked(const Model& m, std::vector<float> x) {
+  const auto cache = RunAll(m, kCachedX);
+  const DownstreamCone cone = BuildDownstreamCone(m, 0, {});
+  const ConeDivergence divergence(cone);
+  CancellationToken stop;
+  DivergenceRun r;
+  ConeDivergence::Tracker tracker(divergence, cache, [&] {
+    r.converged_at = r.nodes_run.back();
+    stop.Cancel();
+  });
+  const TensorObserver observer = [&](const Node& n, int k, const Tensor& v) {
+    r.nodes_run.push_back(n.name);
+    tracker.observer()(n, k, v);
+  };
+  RunOptions options;
+  options.observer = &observer;
+  options.cancel = &stop;
+  auto exec = Executor::Create(std::shared_ptr<const Model>(cone.model));
+  EXPECT_TRUE(exec.ok()) << exec.status();
+  r.status = (*exec)
+                 ->Run({{"x", Tensor::FromVector<float>(x, {4})}}, options)
+                 .status();
+  EXPECT_EQ(tracker.converged(), !r.converged_at.empty());
+  for (const char* t : {"a", "r", "s", "y"}) r.differs[t] = tracker.Differs(t);
+  return r;
+}
+
+TEST(ConeDivergence, AChangeAbsorbedByARelUStopsTheRunThere) {
+  const DivergenceRun r = RunTracked(AbsorbingModel(false), {-5, -7, 3, 4});
+  EXPECT_EQ(r.converged_at, "B");
+  EXPECT_THAT(r.nodes_run, ElementsAre("A", "B"));  // C never runs
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kCancelled);
+  EXPECT_TRUE(r.differs.at("a"));
+  EXPECT_FALSE(r.differs.at("r"));
+  EXPECT_FALSE(r.differs.at("y"));
+}
+
+// `a` differs and D still has to read it: no convergence before D.
+TEST(ConeDivergence, ADifferingTensorWithAConsumerLeftHoldsTheRun) {
+  const DivergenceRun r = RunTracked(AbsorbingModel(true), {-5, -7, 3, 4});
+  EXPECT_EQ(r.converged_at, "D");
+  EXPECT_THAT(r.nodes_run, ElementsAre("A", "B", "C", "D"));
+  EXPECT_FALSE(r.differs.at("y"));
+}
+
+TEST(ConeDivergence, AChangeReachingAnOutputNeverConverges) {
+  const DivergenceRun r = RunTracked(AbsorbingModel(true), {-1, -2, 3, 5});
+  EXPECT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.converged_at, "");
+  EXPECT_THAT(r.nodes_run, ElementsAre("A", "B", "C", "D"));
+  EXPECT_TRUE(r.differs.at("a"));
+  EXPECT_TRUE(r.differs.at("y"));
+}
+
+// The start is compared even though its cone inputs come from the cache:
+// the same feed gives the cache's values, converged at once.
+TEST(ConeDivergence, AnUnchangedStartConvergesAtOnce) {
+  const DivergenceRun r = RunTracked(AbsorbingModel(true), kCachedX);
+  EXPECT_EQ(r.converged_at, "A");
+  EXPECT_THAT(r.nodes_run, ElementsAre("A"));
+  EXPECT_FALSE(r.differs.at("a"));
+}
+
 }  // namespace
 }  // namespace quantd

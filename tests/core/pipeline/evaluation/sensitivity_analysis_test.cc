@@ -5,11 +5,16 @@
 #include "core/pipeline/evaluation/sensitivity_analysis.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "core/executor/executor.h"
 #include "core/graph/onnx_import.h"
+#include "core/pipeline/export/fake_quant.h"
+#include "core/runtime/thread_pool.h"
 #include "gtest/gtest.h"
 #include "tests/data/onnx/model_builder.h"
 
@@ -225,6 +230,160 @@ TEST(SensitivityAnalysis, ACorrectedBiasBelongsToItsNode) {
   EXPECT_EQ((*r)[0].node, "mm2");
   EXPECT_EQ((*r)[0].sqnr_only_quantized_db,
             std::numeric_limits<double>::infinity());
+}
+
+// The oracle of the figures below: the whole model run through the
+// executor with only `sub`'s Q/DQ (its weights fake-quantized, its
+// activations and graph inputs fake-quantized as the report's fake-quant
+// run does), against the float model, over every sample and output.
+double FullRunSqnr(const Model& m, const QdqPlan& sub) {
+  auto fq_model = WithFakeQuantWeights(m, sub);
+  EXPECT_TRUE(fq_model.ok()) << fq_model.status();
+  auto float_exec = Executor::Create(m);
+  auto fq_exec = Executor::Create(*fq_model);
+  EXPECT_TRUE(float_exec.ok() && fq_exec.ok());
+  const ActivationFakeQuantizer quantizer(sub);
+  RunOptions fq;
+  fq.rewriter = &quantizer.rewriter();
+  double signal = 0, noise = 0;
+  for (const SampleFeeds& sample : Samples()) {
+    auto f = (*float_exec)->Run(sample);
+    auto q = (*fq_exec)->Run(quantizer.FakeQuantizeFeeds(sample), fq);
+    EXPECT_TRUE(f.ok() && q.ok());
+    for (const auto& out : m.graph.outputs) {
+      auto a = f->at(out.name).span<float>();
+      auto b = q->at(out.name).span<float>();
+      for (size_t i = 0; i < a.size(); ++i) {
+        signal += static_cast<double>(a[i]) * a[i];
+        noise += (static_cast<double>(a[i]) - b[i]) * (a[i] - b[i]);
+      }
+    }
+  }
+  return 10 * std::log10(signal / noise);
+}
+
+// The part of `plan` that is node `node`'s (keep = true) or every other
+// node's (keep = false): its weights and the activations it produces.
+QdqPlan PartOf(const Model& m, const QdqPlan& plan, const std::string& node,
+               bool keep) {
+  std::set<std::string> outputs;
+  for (const Node& n : m.graph.nodes) {
+    if (n.name == node) outputs.insert(n.outputs.begin(), n.outputs.end());
+  }
+  QdqPlan part;
+  for (const QdqWeight& w : plan.weights) {
+    if ((w.node == node) == keep) part.weights.push_back(w);
+  }
+  for (const QdqActivation& a : plan.activations) {
+    if ((outputs.count(a.tensor) > 0) == keep) part.activations.push_back(a);
+  }
+  return part;
+}
+
+// x -> MatMul(W1 exact on its 1/4 grid) -> h on a fine 1/64 grid -> Relu ->
+// r on a coarse 1/2 grid -> MatMul(W2) -> y: leaving h float moves it by at
+// most 1/128, which r's grid mostly rounds away (the analysis's runs stop
+// there), and where it does not, the change reaches y.
+QdqPlan AbsorbingPlan() {
+  QdqPlan plan;
+  const std::vector<float> w1 = OnGrid(kW1, kW1Scale);
+  plan.weights.push_back(Weight("mm1", w1, {4, 3}, kW1Scale));
+  QdqActivation h;
+  h.tensor = "h";
+  h.storage = {DType::kInt8, -128, 127};
+  h.scale = 1.0f / 64;
+  plan.activations.push_back(h);
+  QdqActivation r;
+  r.tensor = "r";
+  r.storage = {DType::kUint8, 0, 255};
+  r.scale = 0.5f;
+  plan.activations.push_back(r);
+  return plan;
+}
+
+Model AbsorbingModel() {
+  Model m = TwoLayerModel();
+  m.graph.initializers["w1"] =
+      Tensor::FromVector<float>(OnGrid(kW1, kW1Scale), {4, 3});
+  return m;
+}
+
+void ExpectSqnr(double got, double oracle, const std::string& node) {
+  if (std::isinf(oracle)) {
+    EXPECT_EQ(got, oracle) << node;
+  } else {
+    EXPECT_NEAR(got, oracle, 1e-9) << node;
+  }
+}
+
+void ExpectFiguresOfFullRuns(const Model& m, const QdqPlan& plan) {
+  auto r = AnalyzeLayerSensitivity(m, m, plan, Samples(),
+                                   SensitivityAnalysisOptions(), nullptr,
+                                   nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_FALSE(r->empty());
+  for (const LayerSensitivity& s : *r) {
+    ExpectSqnr(s.sqnr_only_quantized_db,
+               FullRunSqnr(m, PartOf(m, plan, s.node, true)), s.node);
+    ExpectSqnr(s.sqnr_only_float_db,
+               FullRunSqnr(m, PartOf(m, plan, s.node, false)), s.node);
+  }
+}
+
+TEST(SensitivityAnalysis, FiguresAreThoseOfFullRunsWithOnlyThatPartOfThePlan) {
+  ExpectFiguresOfFullRuns(TwoLayerModel(), Plan());
+}
+
+// Runs that stop where a quantizer absorbs the change give the figures of
+// the full runs too.
+TEST(SensitivityAnalysis, AnAbsorbedChangeGivesTheFullRunsFigures) {
+  const Model m = AbsorbingModel();
+  // The case arises: on some sample, r is the same bytes with mm1 float.
+  int absorbed = 0;
+  for (const SampleFeeds& sample : Samples()) {
+    std::vector<Tensor> r;
+    for (bool keep : {true, false}) {
+      const QdqPlan part = PartOf(m, AbsorbingPlan(), "mm1", keep);
+      const QdqPlan& plan = keep ? AbsorbingPlan() : part;
+      const ActivationFakeQuantizer quantizer(plan);
+      auto exec = Executor::Create(*WithFakeQuantWeights(m, plan));
+      ASSERT_TRUE(exec.ok());
+      RunOptions options;
+      options.rewriter = &quantizer.rewriter();
+      options.extra_outputs = {"r"};
+      auto out = (*exec)->Run(sample, options);
+      ASSERT_TRUE(out.ok()) << out.status();
+      r.push_back(out->at("r"));
+    }
+    absorbed += std::memcmp(r[0].raw(), r[1].raw(), r[0].byte_size()) == 0;
+  }
+  EXPECT_GT(absorbed, 0);
+  ExpectFiguresOfFullRuns(m, AbsorbingPlan());
+}
+
+TEST(SensitivityAnalysis, FiguresAreTheSameOnAnyThreadCount) {
+  const Model m = AbsorbingModel();
+  std::vector<std::vector<LayerSensitivity>> runs;
+  for (int threads : {0, 1, 3}) {
+    ThreadPool pool(threads);
+    auto r = AnalyzeLayerSensitivity(m, m, AbsorbingPlan(), Samples(),
+                                     SensitivityAnalysisOptions(), &pool,
+                                     nullptr, nullptr);
+    ASSERT_TRUE(r.ok()) << r.status();
+    runs.push_back(*r);
+  }
+  for (size_t k = 1; k < runs.size(); ++k) {
+    ASSERT_EQ(runs[k].size(), runs[0].size());
+    for (size_t u = 0; u < runs[0].size(); ++u) {
+      EXPECT_EQ(runs[k][u].node, runs[0][u].node);
+      EXPECT_EQ(std::memcmp(&runs[k][u].sqnr_only_quantized_db,
+                            &runs[0][u].sqnr_only_quantized_db, 8),
+                0);
+      EXPECT_EQ(std::memcmp(&runs[k][u].sqnr_only_float_db,
+                            &runs[0][u].sqnr_only_float_db, 8),
+                0);
+    }
+  }
 }
 
 }  // namespace
