@@ -7,11 +7,15 @@
 namespace quantd::train {
 namespace {
 
-using RowMajor =
-    Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <typename T>
+using RowMajorOf =
+    Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using RowMajor = RowMajorOf<double>;
 using Stride = Eigen::OuterStride<>;
 using ConstBlock = Eigen::Map<const RowMajor, 0, Stride>;
 using Block = Eigen::Map<RowMajor, 0, Stride>;
+using ConstBlockF = Eigen::Map<const RowMajorOf<float>, 0, Stride>;
+using BlockF = Eigen::Map<RowMajorOf<float>, 0, Stride>;
 
 // Ungrouped products split on a pool into slices of this many rows (the
 // forward) or outputs (the weight gradient): the dimension Eigen walks in
@@ -140,6 +144,102 @@ void GroupedLinearBackwardGroup(const LinearShape& s, int64_t g,
     Block dp(dpg, s.rows, s.in, Stride(s.groups * s.in));
     dp.noalias() = dyg * wg;
   }
+}
+
+namespace {
+
+// Groups per task of the depthwise kernels.
+constexpr int64_t kDepthwiseGroupsPerChunk = 32;
+
+bool IsDepthwise(const LinearShape& s) {
+  return s.groups > 1 && s.out == s.groups;
+}
+
+}  // namespace
+
+void GroupedLinearForward(const LinearShape& s, const float* p, const float* w,
+                          float* y, ThreadPool* pool) {
+  const int64_t mg = s.out / s.groups, cols = s.groups * s.in;
+  if (IsDepthwise(s)) {
+    ParallelForChunks(pool, s.groups, kDepthwiseGroupsPerChunk,
+                      [&](int64_t g0, int64_t g1) {
+                        for (int64_t r = 0; r < s.rows; ++r) {
+                          const float* pr = p + r * cols;
+                          float* yr = y + r * s.out;
+                          for (int64_t g = g0; g < g1; ++g) {
+                            const float* pg = pr + g * s.in;
+                            const float* wg = w + g * s.in;
+                            float acc = 0;
+                            for (int64_t j = 0; j < s.in; ++j)
+                              acc += pg[j] * wg[j];
+                            yr[g] = acc;
+                          }
+                        }
+                      });
+    return;
+  }
+  const auto rows = [&](int64_t g, int64_t r0, int64_t r1) {
+    ConstBlockF pg(p + r0 * cols + g * s.in, r1 - r0, s.in, Stride(cols));
+    ConstBlockF wg(w + g * mg * s.in, mg, s.in, Stride(s.in));
+    BlockF yg(y + r0 * s.out + g * mg, r1 - r0, mg, Stride(s.out));
+    yg.noalias() = pg * wg.transpose();
+  };
+  if (s.groups > 1) {
+    ParallelForChunks(pool, s.groups, 1, [&](int64_t b, int64_t e) {
+      for (int64_t g = b; g < e; ++g) rows(g, 0, s.rows);
+    });
+    return;
+  }
+  const int64_t slices = Slices(pool, s.rows, s.out);
+  ParallelForChunks(pool, slices, 1, [&](int64_t b, int64_t e) {
+    for (int64_t c = b; c < e; ++c) {
+      const auto [r0, r1] = Slice(c, slices, s.rows);
+      rows(0, r0, r1);
+    }
+  });
+}
+
+void GroupedLinearWeightGradient(const LinearShape& s, const float* p,
+                                 const float* dy, float* dw, ThreadPool* pool) {
+  const int64_t mg = s.out / s.groups, cols = s.groups * s.in;
+  if (IsDepthwise(s)) {
+    ParallelForChunks(pool, s.groups, kDepthwiseGroupsPerChunk,
+                      [&](int64_t g0, int64_t g1) {
+                        std::fill(dw + g0 * s.in, dw + g1 * s.in, 0.0f);
+                        for (int64_t r = 0; r < s.rows; ++r) {
+                          const float* pr = p + r * cols;
+                          const float* dyr = dy + r * s.out;
+                          for (int64_t g = g0; g < g1; ++g) {
+                            const float d = dyr[g];
+                            const float* pg = pr + g * s.in;
+                            float* dwg = dw + g * s.in;
+                            for (int64_t j = 0; j < s.in; ++j)
+                              dwg[j] += d * pg[j];
+                          }
+                        }
+                      });
+    return;
+  }
+  // Outputs [m0, m1) of group g: dW = dY^T P.
+  const auto outputs = [&](int64_t g, int64_t m0, int64_t m1) {
+    ConstBlockF pg(p + g * s.in, s.rows, s.in, Stride(cols));
+    ConstBlockF dyc(dy + g * mg + m0, s.rows, m1 - m0, Stride(s.out));
+    BlockF dwc(dw + (g * mg + m0) * s.in, m1 - m0, s.in, Stride(s.in));
+    dwc.noalias() = dyc.transpose() * pg;
+  };
+  if (s.groups > 1) {
+    ParallelForChunks(pool, s.groups, 1, [&](int64_t b, int64_t e) {
+      for (int64_t g = b; g < e; ++g) outputs(g, 0, mg);
+    });
+    return;
+  }
+  const int64_t slices = Slices(pool, s.out, s.in);
+  ParallelForChunks(pool, slices, 1, [&](int64_t b, int64_t e) {
+    for (int64_t c = b; c < e; ++c) {
+      const auto [m0, m1] = Slice(c, slices, s.out);
+      outputs(0, m0, m1);
+    }
+  });
 }
 
 }  // namespace quantd::train

@@ -127,33 +127,59 @@ absl::StatusOr<ActivationGridSpec> ActivationSpecOf(
   return s;
 }
 
+namespace {
+
+// The spec of `config` and its grid with the channel layout of `shape`.
+absl::Status SpecAndGrid(const v1::TrainableQuantizerWeightsConfig& config,
+                         const std::vector<int64_t>& shape, size_t weights,
+                         WeightGridSpec* spec, QuantGrid* grid) {
+  auto s = WeightSpecOf(config);
+  if (!s.ok()) return s.status();
+  if (static_cast<int64_t>(weights) != NumElements(shape)) {
+    return absl::InvalidArgumentError("weights do not match their shape");
+  }
+  *spec = *std::move(s);
+  *grid = GridOf(*spec);
+  return SetChannelLayout(shape,
+                          config.weights_per_channel_threshold()
+                              ? config.weights_channels_axis()
+                              : -1,
+                          grid);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SoftRoundingAdam>> MakeSoftRoundingAdam(
+    const v1::TrainableQuantizerWeightsConfig& config,
+    const std::vector<int64_t>& shape, const std::vector<double>& w,
+    double learning_rate, ThreadPool* pool) {
+  WeightGridSpec spec;
+  QuantGrid grid;
+  if (auto st = SpecAndGrid(config, shape, w.size(), &spec, &grid); !st.ok()) {
+    return st;
+  }
+  return std::make_unique<SoftRoundingAdam>(spec, std::move(grid), w,
+                                            learning_rate, pool);
+}
+
 absl::StatusOr<std::unique_ptr<TrainableWeightQuantizer>> MakeWeightQuantizer(
     const v1::TrainableQuantizerWeightsConfig& config,
     const std::vector<int64_t>& shape, std::vector<double> w) {
-  auto spec = WeightSpecOf(config);
-  if (!spec.ok()) return spec.status();
-  if (static_cast<int64_t>(w.size()) != NumElements(shape)) {
-    return absl::InvalidArgumentError("weights do not match their shape");
-  }
-  QuantGrid grid = GridOf(*spec);
-  if (auto st = SetChannelLayout(shape,
-                                 config.weights_per_channel_threshold()
-                                     ? config.weights_channels_axis()
-                                     : -1,
-                                 &grid);
-      !st.ok()) {
+  WeightGridSpec spec;
+  QuantGrid grid;
+  if (auto st = SpecAndGrid(config, shape, w.size(), &spec, &grid); !st.ok()) {
     return st;
   }
   switch (config.training_method()) {
     case v1::TRAINING_METHOD_UNSPECIFIED:
     case v1::TRAINING_METHOD_STE:
-      return MakeSteWeightQuantizer(*spec, std::move(grid), std::move(w));
+      return MakeSteWeightQuantizer(spec, std::move(grid), std::move(w));
     case v1::TRAINING_METHOD_LSQ:
-      return MakeLsqWeightQuantizer(*spec, std::move(grid), std::move(w));
+      return MakeLsqWeightQuantizer(spec, std::move(grid), std::move(w));
     case v1::TRAINING_METHOD_SOFT_ROUNDING:
-      return MakeSoftRoundingQuantizer(*spec, std::move(grid), std::move(w));
+      return MakeSoftRoundingQuantizer(spec, std::move(grid), std::move(w));
     case v1::TRAINING_METHOD_GPTQ_STE:
-      return MakeGptqSteQuantizer(*spec, std::move(grid), std::move(w));
+      return MakeGptqSteQuantizer(spec, std::move(grid), std::move(w));
     default:
       return absl::InvalidArgumentError(absl::StrCat(
           "training_method ", config.training_method(), " unknown"));

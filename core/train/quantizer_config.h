@@ -10,7 +10,9 @@
 
 #include "absl/status/statusor.h"
 #include "core/qdq/quantization_params.h"
+#include "core/runtime/thread_pool.h"
 #include "core/train/activation_quantizers.h"
+#include "core/train/soft_rounding_adam.h"
 #include "core/train/weight_quantizers.h"
 #include "quantd/v1/trainable_quantizer.pb.h"
 
@@ -32,6 +34,12 @@ absl::StatusOr<ActivationGridSpec> ActivationSpecOf(
 absl::StatusOr<std::unique_ptr<TrainableWeightQuantizer>> MakeWeightQuantizer(
     const v1::TrainableQuantizerWeightsConfig& config,
     const std::vector<int64_t>& shape, std::vector<double> w);
+// Soft rounding fused with its Adam and regularizer (soft_rounding_adam.h),
+// whatever `config.training_method`.
+absl::StatusOr<std::unique_ptr<SoftRoundingAdam>> MakeSoftRoundingAdam(
+    const v1::TrainableQuantizerWeightsConfig& config,
+    const std::vector<int64_t>& shape, const std::vector<double>& w,
+    double learning_rate, ThreadPool* pool = nullptr);
 // STE (also when freeze_quant_params) or LSQ; `channels` scales LSQ's
 // gradient.
 absl::StatusOr<std::unique_ptr<TrainableActivationQuantizer>>

@@ -23,10 +23,10 @@ TrainableParam WeightsParam(std::vector<double> w) {
   return p;
 }
 
-// The fixed result: `ints` on `grid`, with the thresholds (or ranges) of
-// `spec` the grid came from.
-FixedWeights FixedOnGrid(const WeightGridSpec& spec, QuantGrid grid,
-                         std::vector<int32_t> ints) {
+}  // namespace
+
+FixedWeights FixedWeightsOnGrid(const WeightGridSpec& spec, QuantGrid grid,
+                                std::vector<int32_t> ints) {
   FixedWeights out;
   out.grid = std::move(grid);
   out.ints = std::move(ints);
@@ -45,6 +45,8 @@ FixedWeights FixedOnGrid(const WeightGridSpec& spec, QuantGrid grid,
   }
   return out;
 }
+
+namespace {
 
 // Rounds float weights to the nearest point of `g` (clipped).
 std::vector<int32_t> RoundToGrid(const std::vector<double>& w,
@@ -76,7 +78,7 @@ class FrozenGridQuantizer : public TrainableWeightQuantizer {
     for (size_t i = 0; i < size_; ++i) {
       ints[i] = static_cast<int32_t>(ClipToGrid(HardLevel(i)));
     }
-    return FixedOnGrid(spec_, grid_, std::move(ints));
+    return FixedWeightsOnGrid(spec_, grid_, std::move(ints));
   }
 
  protected:
@@ -313,7 +315,7 @@ class LsqWeightQuantizer final : public TrainableWeightQuantizer {
     grid.channels = grid_.channels;
     grid.inner = grid_.inner;
     std::vector<int32_t> ints = RoundToGrid(w_.value, grid);
-    return FixedOnGrid(learned, std::move(grid), std::move(ints));
+    return FixedWeightsOnGrid(learned, std::move(grid), std::move(ints));
   }
 
  private:

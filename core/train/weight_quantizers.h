@@ -73,6 +73,12 @@ struct WeightGridSpec {
 // layout (see SetChannelLayout).
 QuantGrid GridOf(const WeightGridSpec& spec);
 
+// The fixed result: `ints` on `grid`, with the thresholds (or ranges) of
+// `spec` the grid came from (PoT thresholds snapped, UNIFORM ranges fixed to
+// include zero).
+FixedWeights FixedWeightsOnGrid(const WeightGridSpec& spec, QuantGrid grid,
+                                std::vector<int32_t> ints);
+
 // Factories: `grid` is GridOf(spec) with the tensor's channel layout set; `w`
 // the float weights, flattened.
 

@@ -16,6 +16,7 @@
 #include "core/train/adam.h"
 #include "core/train/quantizer_config.h"
 #include "core/train/rounding_regularizer.h"
+#include "core/train/soft_rounding_adam.h"
 #include "core/util/status_macros.h"
 
 namespace quantd {
@@ -26,29 +27,22 @@ class KernelLayout {
  public:
   KernelLayout(bool transposed, int64_t out, int64_t in)
       : transposed_(transposed), out_(out), in_(in) {}
-  void ToLinear(const std::vector<double>& stored,
-                std::vector<double>* linear) const {
-    if (!transposed_) {
-      *linear = stored;
-      return;
-    }
-    linear->resize(stored.size());
+  bool transposed() const { return transposed_; }
+  template <typename From, typename To>
+  void ToLinear(const From* stored, To* linear) const {
     for (int64_t k = 0; k < in_; ++k) {
       for (int64_t m = 0; m < out_; ++m) {
-        (*linear)[m * in_ + k] = stored[k * out_ + m];
+        linear[m * in_ + k] =
+            static_cast<To>(stored[transposed_ ? k * out_ + m : m * in_ + k]);
       }
     }
   }
-  void ToStored(const std::vector<double>& linear,
-                std::vector<double>* stored) const {
-    if (!transposed_) {
-      *stored = linear;
-      return;
-    }
-    stored->resize(linear.size());
+  template <typename From, typename To>
+  void ToStored(const From* linear, To* stored) const {
     for (int64_t k = 0; k < in_; ++k) {
       for (int64_t m = 0; m < out_; ++m) {
-        (*stored)[k * out_ + m] = linear[m * in_ + k];
+        stored[transposed_ ? k * out_ + m : m * in_ + k] =
+            static_cast<To>(linear[m * in_ + k]);
       }
     }
   }
@@ -58,7 +52,9 @@ class KernelLayout {
   int64_t out_, in_;
 };
 
-// The student's forward and backward on a batch of rows.
+// The student's forward and backward on a batch of rows: the products in
+// float32 (core/train's GroupedLinear), the bias, activations and output
+// quantizer on the [rows, out] outputs in double.
 class Student {
  public:
   Student(const GptqBlock& block,
@@ -66,12 +62,20 @@ class Student {
           ThreadPool* pool)
       : block_(block), out_q_(std::move(out_q)), pool_(pool) {}
 
-  // y = (1 - f) a + f q(a), a = acts(W p + b).
-  void Forward(const train::LinearShape& s, const std::vector<double>& p,
-               const std::vector<double>& w, const std::vector<double>& bias,
-               double f, std::vector<double>* y) {
+  // y = (1 - f) a + f q(a), a = acts(W p + b); w in the linear layout.
+  void Forward(const train::LinearShape& s, const float* p, const float* w,
+               const std::vector<double>& bias, double f,
+               std::vector<double>* y) {
     pre_.resize(block_.activations.size() + 1);
-    train::GroupedLinearForward(s, p, w, bias, &pre_[0], pool_);
+    yf_.resize(s.rows * s.out);
+    train::GroupedLinearForward(s, p, w, yf_.data(), pool_);
+    std::vector<double>& a0 = pre_[0];
+    a0.resize(yf_.size());
+    for (int64_t r = 0; r < s.rows; ++r) {
+      for (int64_t m = 0; m < s.out; ++m) {
+        a0[r * s.out + m] = static_cast<double>(yf_[r * s.out + m]) + bias[m];
+      }
+    }
     for (size_t k = 0; k < block_.activations.size(); ++k) {
       train::ActivationForward(block_.activations[k], pre_[k], &pre_[k + 1]);
     }
@@ -88,21 +92,26 @@ class Student {
     }
   }
 
-  // dw (linear layout) and db accumulated from dy.
-  void Backward(const train::LinearShape& s, const std::vector<double>& p,
-                const std::vector<double>& w, const std::vector<double>& dy,
-                std::vector<double>* dw, std::vector<double>* db) {
-    std::vector<double> g = dy;
+  // dw (linear layout, overwritten) and db (accumulated into) from dy.
+  void Backward(const train::LinearShape& s, const float* p,
+                const std::vector<double>& dy, float* dw,
+                std::vector<double>* db) {
+    g_ = dy;
     if (f_ != 0.0) {
       out_q_->Backward(dy, &dq_);
-      for (size_t i = 0; i < g.size(); ++i) {
-        g[i] = (1 - f_) * dy[i] + f_ * dq_[i];
+      for (size_t i = 0; i < g_.size(); ++i) {
+        g_[i] = (1 - f_) * dy[i] + f_ * dq_[i];
       }
     }
     for (size_t k = block_.activations.size(); k-- > 0;) {
-      train::ActivationBackward(block_.activations[k], pre_[k], g, &g);
+      train::ActivationBackward(block_.activations[k], pre_[k], g_, &g_);
     }
-    train::GroupedLinearBackward(s, p, w, g, nullptr, dw, db, pool_);
+    // Each output's sum over the rows in row order.
+    for (int64_t r = 0; r < s.rows; ++r) {
+      for (int64_t m = 0; m < s.out; ++m) (*db)[m] += g_[r * s.out + m];
+    }
+    gf_.assign(g_.begin(), g_.end());
+    train::GroupedLinearWeightGradient(s, p, gf_.data(), dw, pool_);
   }
 
  private:
@@ -110,7 +119,8 @@ class Student {
   std::unique_ptr<train::TrainableActivationQuantizer> out_q_;
   ThreadPool* pool_;
   std::vector<std::vector<double>> pre_;
-  std::vector<double> q_, dq_;
+  std::vector<double> q_, dq_, g_;
+  std::vector<float> yf_, gf_;
   double f_ = 0;
 };
 
@@ -118,18 +128,17 @@ class Student {
 // layout), in slices of rows (a multiple of 4: the products' bits do not
 // depend on them, grouped_linear.h), the sums in row order.
 double BlockSqnrDb(Student& student, const GptqBlockData& data,
-                   const std::vector<double>& w_linear,
+                   const std::vector<float>& w_linear,
                    const std::vector<double>& bias) {
   const train::LinearShape& shape = data.shape;
   const int64_t cols = shape.groups * shape.in;
-  std::vector<double> p, y;
+  std::vector<double> y;
   double signal = 0, noise = 0;
   for (int64_t r0 = 0; r0 < shape.rows; r0 += kGptqEvaluationRows) {
     train::LinearShape slice = shape;
     slice.rows = std::min(kGptqEvaluationRows, shape.rows - r0);
-    p.assign(data.patches.begin() + r0 * cols,
-             data.patches.begin() + (r0 + slice.rows) * cols);
-    student.Forward(slice, p, w_linear, bias, 1.0, &y);
+    student.Forward(slice, data.patches.data() + r0 * cols, w_linear.data(),
+                    bias, 1.0, &y);
     const float* t = data.target.data() + r0 * shape.out;
     for (size_t i = 0; i < y.size(); ++i) {
       const double ti = t[i];
@@ -142,22 +151,22 @@ double BlockSqnrDb(Student& student, const GptqBlockData& data,
 
 // The fixed weights as the exported model holds them (float32), in the
 // linear layout.
-std::vector<double> FixedWeightsLinear(const train::FixedWeights& w,
-                                       const KernelLayout& layout) {
-  std::vector<double> stored(w.ints.size()), linear;
+std::vector<float> FixedWeightsLinear(const train::FixedWeights& w,
+                                      const KernelLayout& layout) {
+  std::vector<float> stored(w.ints.size()), linear(w.ints.size());
   for (size_t i = 0; i < stored.size(); ++i) {
     const int64_t c = w.grid.ChannelOf(i);
     stored[i] = static_cast<float>((w.ints[i] - w.grid.zero_point[c]) *
                                    static_cast<float>(w.grid.scale[c]));
   }
-  layout.ToLinear(stored, &linear);
+  layout.ToLinear(stored.data(), linear.data());
   return linear;
 }
 
-// The rows order[start, start + n) of the block's data, widened to double.
+// The rows order[start, start + n) of the block's data.
 void GatherBatch(const GptqBlockData& data, const std::vector<int64_t>& order,
                  int64_t start, int64_t n, ThreadPool* pool,
-                 std::vector<double>* patches, std::vector<double>* targets) {
+                 std::vector<float>* patches, std::vector<float>* targets) {
   const int64_t cols = data.shape.groups * data.shape.in;
   const int64_t out = data.shape.out;
   patches->resize(n * cols);
@@ -173,70 +182,90 @@ void GatherBatch(const GptqBlockData& data, const std::vector<int64_t>& order,
   });
 }
 
-// What training moves: the weight quantizer's parameters (Adam at the
-// rounding rate) and the bias (Adam at the bias rate, when trained).
+// What training moves: the rounding (soft rounding fused with its Adam and
+// regularizer, or another quantizer with Adam at the rounding rate) and the
+// bias (Adam at the bias rate, when trained).
 struct Trainables {
+  std::unique_ptr<train::SoftRoundingAdam> soft;
   std::unique_ptr<train::TrainableWeightQuantizer> quantizer;
   train::TrainableParam bias;
   train::Adam aux, rest;
-  // Soft rounding's V, and its sigmoid as of the quantizer's last Forward.
-  train::TrainableParam* soft_v = nullptr;
-  const std::vector<double>* soft_sigmoid = nullptr;
-  Trainables(std::unique_ptr<train::TrainableWeightQuantizer> q,
+  Trainables(std::unique_ptr<train::SoftRoundingAdam> soft_rounding,
+             std::unique_ptr<train::TrainableWeightQuantizer> q,
              std::vector<double> b, const GptqOptions& options,
              bool bias_trainable)
-      : quantizer(std::move(q)),
+      : soft(std::move(soft_rounding)),
+        quantizer(std::move(q)),
         aux(options.lr_rounding),
         rest(options.lr_bias) {
     bias.name = "bias";
     bias.group = train::VariableGroup::kBias;
     bias.value = std::move(b);
     bias.ZeroGrad();
-    for (train::TrainableParam* p : quantizer->Params()) {
-      aux.Add(p);
-      if (p->name == "soft_rounding_v") soft_v = p;
+    if (quantizer != nullptr) {
+      for (train::TrainableParam* p : quantizer->Params()) aux.Add(p);
     }
-    soft_sigmoid = train::SoftRoundingSigmoids(*quantizer);
     if (options.train_bias && bias_trainable) rest.Add(&bias);
+  }
+  train::FixedWeights Convert() const {
+    return soft != nullptr ? soft->Convert() : quantizer->Convert();
   }
 };
 
 // A step's buffers, reused from step to step.
 struct StepBuffers {
-  std::vector<double> wq_stored, wq, y, dy, dw, dw_stored;
+  std::vector<double> wq_stored, y, dy, dw_stored;
+  std::vector<float> wq, dw;
 };
 
 // One gradient step on a batch: f is the output quantizer's share, beta
 // the regularizer's exponent (off when not positive).
 void TrainStep(const train::LinearShape& batch_shape,
-               const std::vector<double>& pb, const std::vector<double>& tb,
+               const std::vector<float>& pb, const std::vector<float>& tb,
                double f, double beta, const KernelLayout& layout,
                const GptqOptions& options, ThreadPool* pool, Student& student,
                Trainables& t, StepBuffers& s) {
-  auto& [wq_stored, wq, y, dy, dw, dw_stored] = s;
-  dw.assign(batch_shape.out * batch_shape.in, 0.0);
-  t.quantizer->Forward(&wq_stored);
-  layout.ToLinear(wq_stored, &wq);
-  student.Forward(batch_shape, pb, wq, t.bias.value, f, &y);
+  const int64_t n = batch_shape.out * batch_shape.in;
+  s.wq.resize(n);
+  s.dw.resize(n);
+  const float* wq = s.wq.data();
+  if (t.soft != nullptr) {
+    if (layout.transposed()) {
+      layout.ToLinear(t.soft->weights(), s.wq.data());
+    } else {
+      wq = t.soft->weights();
+    }
+  } else {
+    t.quantizer->Forward(&s.wq_stored);
+    layout.ToLinear(s.wq_stored.data(), s.wq.data());
+  }
+  student.Forward(batch_shape, pb.data(), wq, t.bias.value, f, &s.y);
   // Loss: squared error summed over outputs, mean over positions
   // (AdaRound's ||W x - W~ x||^2 per position).
-  dy.resize(y.size());
-  for (size_t i = 0; i < y.size(); ++i) {
-    dy[i] = 2.0 * (y[i] - tb[i]) / static_cast<double>(batch_shape.rows);
+  s.dy.resize(s.y.size());
+  for (size_t i = 0; i < s.y.size(); ++i) {
+    s.dy[i] = 2.0 * (s.y[i] - tb[i]) / static_cast<double>(batch_shape.rows);
   }
-  student.Backward(batch_shape, pb, wq, dy, &dw, &t.bias.grad);
-  layout.ToStored(dw, &dw_stored);
-  t.quantizer->Backward(dw_stored);
-  if (t.soft_v != nullptr && t.soft_sigmoid != nullptr && beta > 0 &&
-      options.regularization_factor > 0) {
-    // sigmoid(V) of this step's Forward: V has not moved since.
-    train::AddRoundingRegularizationGradient(
-        options.regularization_factor, beta, *t.soft_sigmoid, t.soft_v, pool);
+  // The weight gradient straight into soft rounding's buffer when the
+  // layouts agree.
+  float* dw = t.soft != nullptr && !layout.transposed()
+                  ? t.soft->weight_gradient()
+                  : s.dw.data();
+  student.Backward(batch_shape, pb.data(), s.dy, dw, &t.bias.grad);
+  if (t.soft != nullptr) {
+    if (layout.transposed()) {
+      layout.ToStored(s.dw.data(), t.soft->weight_gradient());
+    }
+    t.soft->Step(options.regularization_factor, beta, pool);
+  } else {
+    s.dw_stored.resize(n);
+    layout.ToStored(s.dw.data(), s.dw_stored.data());
+    t.quantizer->Backward(s.dw_stored);
+    t.aux.Step(pool);
+    t.quantizer->AfterStep();
+    t.aux.ZeroGrad();
   }
-  t.aux.Step(pool);
   if (!t.rest.empty()) t.rest.Step(pool);
-  t.quantizer->AfterStep();
-  t.aux.ZeroGrad();
   t.bias.ZeroGrad();
 }
 
@@ -263,10 +292,19 @@ absl::StatusOr<GptqBlockResult> TrainGptqBlock(
 
   ASSIGN_OR_RETURN(v1::TrainableQuantizerWeightsConfig wconfig,
                    train::WeightsConfigFromPtq(ptq_weight, options.rounding));
-  ASSIGN_OR_RETURN(
-      std::unique_ptr<train::TrainableWeightQuantizer> quantizer,
-      train::MakeWeightQuantizer(wconfig, weight.shape(), w_stored));
-  quantizer->set_pool(pool);
+  // Soft rounding (the default) trains in one fused pass a step; the other
+  // methods through their quantizer and Adam.
+  std::unique_ptr<train::SoftRoundingAdam> soft;
+  std::unique_ptr<train::TrainableWeightQuantizer> quantizer;
+  if (options.rounding == v1::TRAINING_METHOD_SOFT_ROUNDING) {
+    ASSIGN_OR_RETURN(
+        soft, train::MakeSoftRoundingAdam(wconfig, weight.shape(), w_stored,
+                                          options.lr_rounding, pool));
+  } else {
+    ASSIGN_OR_RETURN(quantizer, train::MakeWeightQuantizer(
+                                    wconfig, weight.shape(), w_stored));
+    quantizer->set_pool(pool);
+  }
   std::unique_ptr<train::TrainableActivationQuantizer> out_q;
   if (block.output_quantization.has_value()) {
     ASSIGN_OR_RETURN(auto aconfig,
@@ -279,14 +317,12 @@ absl::StatusOr<GptqBlockResult> TrainGptqBlock(
   GptqBlockResult result;
   {
     ASSIGN_OR_RETURN(Tensor ptq, DequantizedWeight(ptq_weight));
-    std::vector<double> stored(ptq.span<float>().begin(),
-                               ptq.span<float>().end()),
-        linear;
-    layout.ToLinear(stored, &linear);
+    std::vector<float> linear(ptq.num_elements());
+    layout.ToLinear(ptq.span<float>().data(), linear.data());
     result.sqnr_before_db = BlockSqnrDb(student, data, linear, bias);
   }
 
-  Trainables t(std::move(quantizer), std::move(bias), options,
+  Trainables t(std::move(soft), std::move(quantizer), std::move(bias), options,
                block.bias_trainable);
   const int64_t batch = std::min<int64_t>(options.batch_rows, rows);
   const int64_t steps_per_epoch = (rows + batch - 1) / batch;
@@ -295,7 +331,7 @@ absl::StatusOr<GptqBlockResult> TrainGptqBlock(
   std::mt19937_64 rng(0x5eed0000u + block.kernel_node);
   std::vector<int64_t> order(rows);
   for (int64_t r = 0; r < rows; ++r) order[r] = r;
-  std::vector<double> pb, tb;
+  std::vector<float> pb, tb;
   StepBuffers buffers;
   int64_t step = 0;
   for (int epoch = 0; epoch < options.n_epochs; ++epoch) {
@@ -316,7 +352,7 @@ absl::StatusOr<GptqBlockResult> TrainGptqBlock(
     if (on_epoch) on_epoch(epoch);
   }
   result.steps = static_cast<int>(step);
-  result.weights = t.quantizer->Convert();
+  result.weights = t.Convert();
   // The exported bias is float32.
   for (double& v : t.bias.value) v = static_cast<float>(v);
   result.sqnr_after_db = BlockSqnrDb(
