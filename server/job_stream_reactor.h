@@ -23,7 +23,7 @@
 //   using Request = v1::...Request;  // has request_id
 //   using Event = v1::...Event;      // has progress, warning, heartbeat
 //   static constexpr char kMethod[] = "Prune";  // in metrics and logs
-//   explicit Rpc(const Request* request);
+//   explicit Rpc(const Request* request);  // or Request*, see Start
 //   // gRPC thread: cheap checks (no model parsed); the admission estimate.
 //   absl::StatusOr<int64_t> Check(ServiceContext& service,
 //                                 const std::string& principal);
@@ -118,10 +118,13 @@ class JobStreamReactor final
   using Request = typename Rpc::Request;
 
   // The RPC handler's body: checks and admits the call, then schedules its
-  // job or finishes the call with the reason.
+  // job or finishes the call with the reason. `request` is what Rpc's
+  // constructor takes: `const Request*`, or `Request*` when the RPC frees
+  // parts of it (OwnedRequestStreamingHandler).
+  template <typename RequestPtr>
   static grpc::ServerWriteReactor<Event>* Start(
       ServiceContext* service, grpc::CallbackServerContext* ctx,
-      const Request* request) {
+      RequestPtr request) {
     std::shared_ptr<JobStreamReactor> reactor(
         new JobStreamReactor(service, ctx, request));
     reactor->self_ = reactor;  // gRPC's reference, dropped in OnDone
@@ -165,8 +168,9 @@ class JobStreamReactor final
   }
 
  private:
+  template <typename RequestPtr>
   JobStreamReactor(ServiceContext* service, grpc::CallbackServerContext* ctx,
-                   const Request* request)
+                   RequestPtr request)
       : rpc_(request),
         service_(service),
         ctx_(ctx),
@@ -225,11 +229,7 @@ class JobStreamReactor final
       heartbeat_id_ = heartbeat_id;
     }
     service_->job_pool->Schedule(
-        [reactor = this->shared_from_this()]() mutable {
-          const int64_t reserved_bytes = reactor->RunOnWorker();
-          reactor.reset();
-          TrimHeapAfterJob(reserved_bytes);
-        });
+        [reactor = this->shared_from_this()] { reactor->RunOnWorker(); });
     // Logged once the job is on its way, so the log line (a write to
     // stdout) does not delay the job's start. Only a job that had ended
     // already (it takes milliseconds) could log `job finished` first.
@@ -264,9 +264,8 @@ class JobStreamReactor final
     }
   }
 
-  // The job on a worker; what it had reserved when it ended.
-  int64_t RunOnWorker() {
-    if (!TryStart()) return 0;
+  void RunOnWorker() {
+    if (!TryStart()) return;
     JobCall call;
     call.service = service_;
     call.principal = principal_;
@@ -288,12 +287,10 @@ class JobStreamReactor final
       result = absl::InternalError(absl::StrCat("job failed: ", e.what()));
     }
     if (result.ok()) {
-      End(absl::OkStatus(), *std::move(result));
+      End(absl::OkStatus(), *std::move(result), /*job_ran=*/true);
     } else {
-      End(result.status());
+      End(result.status(), {}, /*job_ran=*/true);
     }
-    absl::MutexLock lock(&mu_);
-    return reserved_bytes_;
   }
 
   // False if the job was abandoned while queued: it must not run, the
@@ -329,8 +326,9 @@ class JobStreamReactor final
   }
 
   // Ends the job and the stream with `status`, after the `results` events;
-  // later calls do nothing.
-  void End(absl::Status status, std::vector<Event> results = {}) {
+  // later calls do nothing. `job_ran`: on the worker, after the job.
+  void End(absl::Status status, std::vector<Event> results = {},
+           bool job_ran = false) {
     std::unique_ptr<AdmissionTicket> ticket;
     int64_t heartbeat_id = -1;
     bool admitted = false;
@@ -341,7 +339,6 @@ class JobStreamReactor final
       if (ended_) return;
       ended_ = true;
       admitted = ticket_ != nullptr;
-      if (admitted) reserved_bytes_ = ticket_->memory_bytes();
       ticket = std::move(ticket_);
       heartbeat_id = heartbeat_id_;
       stage = stage_;
@@ -363,9 +360,12 @@ class JobStreamReactor final
     }
     if (held.has_value()) events_.Post(*std::move(held), false);
     if (heartbeat_id >= 0) service_->heartbeats->Unregister(heartbeat_id);
-    // Free the worker slot and memory budget before the client learns the
-    // outcome, so that its next request is admitted.
+    // Free the worker slot and memory budget, and give the heap's free
+    // memory back, before the client learns the outcome: its next request
+    // is admitted, and the server's memory is what it was before the job.
+    const int64_t reserved_bytes = admitted ? ticket->memory_bytes() : 0;
     ticket.reset();
+    if (job_ran) TrimHeapAfterJob(reserved_bytes);
     if (admitted) LogFinished(status, stage, cancelled_at);
     if (results.empty()) {
       events_.Close(std::move(status));
@@ -518,7 +518,6 @@ class JobStreamReactor final
   bool started_running_ ABSL_GUARDED_BY(mu_) = false;
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
   bool cancelling_ ABSL_GUARDED_BY(mu_) = false;
-  int64_t reserved_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time cancelled_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   absl::Time deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   std::string stage_ ABSL_GUARDED_BY(mu_);

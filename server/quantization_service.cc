@@ -2,6 +2,8 @@
 
 #include "absl/time/clock.h"
 #include "core/executor/executor.h"
+#include "google/protobuf/descriptor.h"
+#include "server/owned_request_handler.h"
 #include "server/quantize_rpc.h"
 #include "server/status_util.h"
 #include "server/upload_reactor.h"
@@ -28,9 +30,20 @@ grpc::ServerUnaryReactor* QuantizationServiceImpl::Unary(
   return reactor;
 }
 
-grpc::ServerWriteReactor<v1::JobEvent>* QuantizationServiceImpl::Quantize(
-    grpc::CallbackServerContext* ctx, const v1::QuantizeRequest* request) {
-  return JobStreamReactor<QuantizeRpc>::Start(service_, ctx, request);
+QuantizationServiceImpl::QuantizationServiceImpl(ServiceContext* service)
+    : service_(service) {
+  const int quantize =
+      google::protobuf::DescriptorPool::generated_pool()
+          ->FindServiceByName(v1::QuantizationService::service_full_name())
+          ->FindMethodByName("Quantize")
+          ->index();
+  MarkMethodCallback(
+      quantize,
+      new OwnedRequestStreamingHandler<v1::QuantizeRequest, v1::JobEvent>(
+          [this](grpc::CallbackServerContext* ctx,
+                 v1::QuantizeRequest* request) {
+            return JobStreamReactor<QuantizeRpc>::Start(service_, ctx, request);
+          }));
 }
 
 grpc::ServerReadReactor<v1::UploadChunk>* QuantizationServiceImpl::UploadModel(

@@ -13,12 +13,11 @@ namespace quantd::server {
 class QuantizationServiceImpl final
     : public v1::QuantizationService::CallbackService {
  public:
-  explicit QuantizationServiceImpl(ServiceContext* service)
-      : service_(service) {}
+  // Installs Quantize's handler (OwnedRequestStreamingHandler): its
+  // reactor gets the request as mutable, and the generated
+  // Quantize(ctx, const QuantizeRequest*) is never called.
+  explicit QuantizationServiceImpl(ServiceContext* service);
 
-  grpc::ServerWriteReactor<v1::JobEvent>* Quantize(
-      grpc::CallbackServerContext* ctx,
-      const v1::QuantizeRequest* request) override;
   grpc::ServerReadReactor<v1::UploadChunk>* UploadModel(
       grpc::CallbackServerContext* ctx, v1::UploadReceipt* receipt) override;
   grpc::ServerUnaryReactor* ListTpcs(grpc::CallbackServerContext* ctx,

@@ -124,23 +124,10 @@ absl::StatusOr<ResolvedUploads> ResolveUploads(
 // the request's bytes of them (most of a request: MobileNetV2's 64 samples
 // are 37 MiB) are freed instead of living until the call ends. Evaluation
 // samples stay: the job asks whether any were sent.
-//
-// The one cast of the server. gRPC 1.51 hands a server-streaming handler
-// `const Request*`, yet the request is this call's own, non-const object:
-// CallbackServerStreamingHandler::Deserialize (grpcpp/impl/codegen/
-// server_callback_handlers.h) placement-news a `RequestType()` in the call's
-// arena, gRPC does not read it after passing it to the handler, and
-// ~ServerCallbackWriterImpl destroys it after OnDone. No owned, mutable copy
-// is to be had without doubling the request's memory: the callback API has
-// a MessageAllocator for unary methods only (the generated code has
-// SetMessageAllocatorFor_ListTpcs..., none for Quantize), and a raw method's
-// request is a `const grpc::ByteBuffer*` whose slices live as long. Casting
-// away const from an object that is not const is defined behaviour.
-void ReleaseDecodedPayload(const v1::QuantizeRequest* request) {
-  auto* owned = const_cast<v1::QuantizeRequest*>(request);
+void ReleaseDecodedPayload(v1::QuantizeRequest* request) {
   google::protobuf::RepeatedPtrField<v1::Sample>().Swap(
-      owned->mutable_calibration_samples());
-  std::string().swap(*owned->mutable_onnx_model());
+      request->mutable_calibration_samples());
+  std::string().swap(*request->mutable_onnx_model());
 }
 
 }  // namespace

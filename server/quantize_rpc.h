@@ -28,7 +28,9 @@ class QuantizeRpc : public JobRpcDefaults<v1::JobEvent> {
   // Announced as it begins: its report would go out with the result anyway.
   static constexpr const char* kLastStage = stage::kReport;
 
-  explicit QuantizeRpc(const Request* request) : request_(request) {}
+  // Mutable: the job's import frees the request's payload (on_preflight);
+  // OwnedRequestStreamingHandler hands it over.
+  explicit QuantizeRpc(Request* request) : request_(request) {}
 
   absl::StatusOr<int64_t> Check(ServiceContext& service,
                                 const std::string& principal);
@@ -42,7 +44,7 @@ class QuantizeRpc : public JobRpcDefaults<v1::JobEvent> {
   absl::StatusOr<std::vector<v1::JobEvent>> Run(const JobCall& call);
 
  private:
-  const Request* const request_;
+  Request* const request_;
   ResolvedTpc tpc_;  // by Check; the job runs with it (JobContext.sources)
 };
 
