@@ -116,13 +116,13 @@ void RunModel(const std::string& cache, const std::string& name, int samples,
     return;
   }
   JobState state;
-  state.options = input->options;
+  state.options = input->spec.ptq;
   state.model = input->model;
   std::map<std::string, std::vector<int64_t>> shapes;
   for (const auto& [n, t] : input->calibration[0]) shapes[n] = t.shape();
   absl::Status s =
       PrepareGraph(state.options, shapes, &state.model, &state.warnings);
-  if (s.ok()) s = AttachTpc(input->tpc.tpc, r.quantization(), 0, &state);
+  if (s.ok()) s = AttachTpc(input->tpc.tpc, input->spec.attach, &state);
   if (!s.ok()) {
     std::printf("%-12s prepare: %s\n", name.c_str(),
                 std::string(s.message()).c_str());

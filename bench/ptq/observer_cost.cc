@@ -66,7 +66,7 @@ absl::StatusOr<Seconds> TimeFloatPass(const JobInput& input, ThreadPool* pool) {
     for (const auto& [name, t] : input.calibration[0]) shapes[name] = t.shape();
   }
   std::vector<std::string> warnings;
-  RETURN_IF_ERROR(PrepareGraph(input.options, shapes, &model, &warnings));
+  RETURN_IF_ERROR(PrepareGraph(input.spec.ptq, shapes, &model, &warnings));
   const Seconds start = Now();
   ExecutorOptions options;
   options.pool = pool;

@@ -21,8 +21,8 @@ bool IsLut(v1::QuantizationMethod m) {
          m == v1::QUANTIZATION_METHOD_LUT_SYM_QUANTIZER;
 }
 
-absl::StatusOr<QdqActivation> LowerActivation(
-    const ActivationParams& a, const v1::ExportOptions& options) {
+absl::StatusOr<QdqActivation> LowerActivation(const ActivationParams& a,
+                                              const ExportOptions& options) {
   QdqActivation q;
   q.tensor = a.tensor;
   const bool is_signed = !IsUniform(a.method) && a.is_signed;
@@ -38,10 +38,9 @@ absl::StatusOr<QdqActivation> LowerActivation(
   // and the grid (same real values); int8 unless asked otherwise (job.proto,
   // ActivationStorage: ORT's U8S8 kernels saturate on CPUs without VNNI).
   if (a.n_bits <= 8) {
-    const v1::ActivationStorage storage = options.activation_storage();
-    const bool want_unsigned = storage == v1::ACTIVATION_STORAGE_UINT8;
-    const bool want_signed = storage == v1::ACTIVATION_STORAGE_INT8 ||
-                             storage == v1::ACTIVATION_STORAGE_UNSPECIFIED;
+    const ActivationStorage storage = options.activation_storage;
+    const bool want_unsigned = storage == ActivationStorage::kUint8;
+    const bool want_signed = storage == ActivationStorage::kInt8;
     const bool stored_signed = q.storage.dtype == DType::kInt8;
     if ((want_unsigned && stored_signed) || (want_signed && !stored_signed)) {
       const int64_t shift = stored_signed ? 128 : -128;
@@ -67,7 +66,7 @@ absl::StatusOr<QdqActivation> LowerActivation(
 
 absl::StatusOr<QdqWeight> LowerWeight(const Node& node, const WeightParams& w,
                                       const Tensor& weight,
-                                      const v1::ExportOptions& options) {
+                                      const ExportOptions& options) {
   const std::string what = absl::StrCat(node.Label(), " input ", w.input_index);
   QdqWeight q;
   q.node = node.name;
@@ -83,7 +82,7 @@ absl::StatusOr<QdqWeight> LowerWeight(const Node& node, const WeightParams& w,
   if (IsLut(w.method)) {
     // value = lut / 2^7 * T per channel.
     for (double t : w.thresholds) q.scales.push_back(static_cast<float>(t));
-    if (options.lut_snap_to_int8()) {
+    if (options.lut_snap_to_int8) {
       // Exact: lut * (T / 2^7) with integer lut in [-128, 127].
       for (float& s : q.scales) s /= 128.0f;
       int32_t* v = q.int_values.mutable_data<int32_t>();
@@ -158,13 +157,13 @@ ModelQuantization QuantizationOf(const JobState& state) {
 }
 
 absl::StatusOr<QdqPlan> LowerToQdqPlan(const JobState& state,
-                                       const v1::ExportOptions& options) {
+                                       const ExportOptions& options) {
   return LowerToQdqPlan(state.model.graph, QuantizationOf(state), options);
 }
 
 absl::StatusOr<QdqPlan> LowerToQdqPlan(const Graph& g,
                                        const ModelQuantization& quantization,
-                                       const v1::ExportOptions& options) {
+                                       const ExportOptions& options) {
   QdqPlan plan;
   std::map<std::string, const Node*> nodes;
   for (const Node& n : g.nodes) nodes[n.name] = &n;
@@ -253,7 +252,7 @@ absl::StatusOr<QdqPlan> LowerToQdqPlan(const Graph& g,
     for (float s : bias.scales) ok = ok && s > 0;
     if (ok) plan.weights.push_back(std::move(bias));
   }
-  if (options.weight_storage() == v1::WEIGHT_STORAGE_UINT8) {
+  if (options.weight_storage == WeightStorage::kUint8) {
     for (QdqWeight& w : plan.weights) {
       auto n = nodes.find(w.node);
       if (n != nodes.end() && RunsOnIntegerGemm(*n->second, w.input_index)) {

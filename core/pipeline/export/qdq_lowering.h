@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/graph/graph.h"
+#include "core/pipeline/export/export_options.h"
 #include "core/pipeline/job/job_state.h"
 #include "core/qdq/qdq_plan.h"
 #include "core/qdq/quantization_params.h"
@@ -24,11 +25,11 @@ ModelQuantization QuantizationOf(const JobState& state);
 // (INVALID_ARGUMENT naming a node or input that is not there).
 absl::StatusOr<QdqPlan> LowerToQdqPlan(const Graph& graph,
                                        const ModelQuantization& quantization,
-                                       const v1::ExportOptions& options);
+                                       const ExportOptions& options);
 
 // Every decision of the job state.
 absl::StatusOr<QdqPlan> LowerToQdqPlan(const JobState& state,
-                                       const v1::ExportOptions& options);
+                                       const ExportOptions& options);
 
 }  // namespace quantd
 

@@ -228,11 +228,10 @@ absl::Status WriteBias(const GptqBlock& block, const std::vector<double>& bias,
 absl::StatusOr<bool> CollectQuantizedInputs(
     const GptqBlock& block, const BlockTargets& block_targets,
     const std::vector<SampleFeeds>& samples,
-    const v1::ExportOptions& export_options,
-    const ExecutorOptions& exec_options, const std::string& label,
-    const CancellationToken* cancel, const JobState& state,
-    QuantizedInputsCache* cache, GptqBlockData* block_data,
-    int64_t* block_cols) {
+    const ExportOptions& export_options, const ExecutorOptions& exec_options,
+    const std::string& label, const CancellationToken* cancel,
+    const JobState& state, QuantizedInputsCache* cache,
+    GptqBlockData* block_data, int64_t* block_cols) {
   GptqBlockData& data = *block_data;
   int64_t& cols = *block_cols;
   ASSIGN_OR_RETURN(QdqPlan plan, LowerToQdqPlan(state, export_options));
@@ -349,7 +348,7 @@ absl::StatusOr<std::vector<double>> CurrentBias(const GptqBlock& block,
 
 absl::Status RunGptq(const GptqOptions& options, const Executor& float_exec,
                      const std::vector<SampleFeeds>& all_samples,
-                     const v1::ExportOptions& export_options, JobState* state,
+                     const ExportOptions& export_options, JobState* state,
                      ThreadPool* pool, const CancellationToken* cancel,
                      ProgressSink* progress) {
   std::vector<SampleFeeds> samples = all_samples;

@@ -16,13 +16,13 @@
 
 #include "absl/status/status.h"
 #include "core/executor/executor.h"
+#include "core/pipeline/export/export_options.h"
 #include "core/pipeline/gptq/gptq_options.h"
 #include "core/pipeline/job/job_state.h"
 #include "core/pipeline/job/samples.h"
 #include "core/runtime/cancellation.h"
 #include "core/runtime/progress.h"
 #include "core/runtime/thread_pool.h"
-#include "quantd/v1/job.pb.h"
 
 namespace quantd {
 
@@ -30,7 +30,7 @@ namespace quantd {
 // from; results per block go to state->gptq_layers.
 absl::Status RunGptq(const GptqOptions& options, const Executor& float_exec,
                      const std::vector<SampleFeeds>& samples,
-                     const v1::ExportOptions& export_options, JobState* state,
+                     const ExportOptions& export_options, JobState* state,
                      ThreadPool* pool, const CancellationToken* cancel,
                      ProgressSink* progress);
 

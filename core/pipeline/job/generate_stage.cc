@@ -12,10 +12,8 @@ namespace quantd {
 absl::Status GenerateCalibration(ThreadPool* pool,
                                  const CancellationToken* cancel,
                                  ProgressSink* progress, JobInput* input) {
-  const v1::QuantizeRequest& request = *input->request;
-  ASSIGN_OR_RETURN(datagen::DataGenOptions options,
-                   datagen::DataGenOptionsFromGeneratedCalibration(
-                       request.generated_calibration()));
+  const JobSpec& spec = input->spec;
+  const datagen::DataGenOptions& options = *spec.generate;
   // The model's tensors are shared, not copied.
   ASSIGN_OR_RETURN(
       datagen::GeneratedData data,
@@ -29,14 +27,14 @@ absl::Status GenerateCalibration(ThreadPool* pool,
   for (Tensor& t : data.samples) {
     input->calibration.push_back({{data.input_name, std::move(t)}});
   }
-  const int max_calibration = input->options.max_calibration_samples;
+  const int max_calibration = spec.ptq.max_calibration_samples;
   if (max_calibration > 0 &&
       static_cast<int>(input->calibration.size()) > max_calibration) {
     input->calibration.resize(max_calibration);
   }
-  if (request.evaluation_samples_size() == 0) {
+  if (!input->evaluation_samples_sent) {
     input->evaluation = input->calibration;
-    const int n = ReportSampleCount(request.report_samples());
+    const int n = spec.report_samples;
     if (n >= 0 && static_cast<int>(input->evaluation.size()) > n) {
       input->evaluation.resize(n);
     }

@@ -9,15 +9,11 @@
 #include "core/graph/onnx_import.h"
 #include "core/hessian/weights_hessian.h"
 #include "core/pipeline/evaluation/kept_float_values.h"
-#include "core/pipeline/export/export_formats.h"
 #include "core/pipeline/gptq/gptq_options.h"
 #include "core/pipeline/job/activation_sizes.h"
 #include "core/pipeline/mixed_precision/mixed_precision_stage.h"
 #include "core/pipeline/mixed_precision/sensitivity.h"
-#include "core/pipeline/quality_target/quality_target.h"
-#include "core/pipeline/quality_target/target_gptq_trial.h"
 #include "core/quantizers/types.h"
-#include "core/tpc/framework_info.h"
 #include "core/tpc/json_io.h"
 #include "core/tpc/tpc_ref.h"
 #include "core/util/request_checks.h"
@@ -25,29 +21,6 @@
 #include "core/util/status_macros.h"
 
 namespace quantd {
-namespace {
-
-// Options the pipeline cannot honour are rejected, never ignored.
-absl::Status RejectUnsupported(const v1::QuantizeRequest& r,
-                               const PtqOptions& o) {
-  const auto unimplemented = [](const std::string& what) {
-    return absl::UnimplementedError(
-        absl::StrCat(what, " is not implemented by this quantd version"));
-  };
-  RETURN_IF_ERROR(ValidateMixedPrecisionConfig(r.mixed_precision()));
-  if (GptqMayRun(r)) {
-    RETURN_IF_ERROR(ResolveGptqOptions(r.gptq()).status());
-  }
-  if (o.weights_second_moment_correction) {
-    return unimplemented("quantization.weights_second_moment_correction");
-  }
-  if (o.shift_negative_threshold_recalculation) {
-    return unimplemented("quantization.shift_negative_threshold_recalculation");
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 ImportOptions ImportOptionsFor(const JobLimits& limits) {
   ImportOptions options;
@@ -117,18 +90,36 @@ int64_t BodyConstantBytes(const Graph& graph) {
   return bytes;
 }
 
-GptqStageMemory GptqStageFor(const v1::QuantizeRequest& request,
-                             const Model& model, int64_t samples) {
-  if (!GptqMayRun(request)) return {};
-  auto options = ResolveGptqOptions(request.gptq());
-  if (!options.ok()) return {};
-  if (options->max_samples > 0) {
-    samples = std::min<int64_t>(samples, options->max_samples);
+GptqStageMemory GptqStageFor(const JobSpec& spec, const Model& model,
+                             int64_t samples) {
+  if (!spec.gptq.has_value()) return {};
+  if (spec.gptq->max_samples > 0) {
+    samples = std::min<int64_t>(samples, spec.gptq->max_samples);
   }
-  return EstimateGptqStageMemory(model, *options, samples);
+  return EstimateGptqStageMemory(model, *spec.gptq, samples);
 }
 
 namespace {
+
+// One wording each, wherever the job finds the model or the samples
+// missing.
+absl::Status NoModelError() {
+  return absl::InvalidArgumentError(
+      "onnx_model: empty (send the model bytes or a model_ref)");
+}
+// A model_ref or samples_ref the caller did not resolve (the server reads
+// uploads in place, JobContext.sources).
+absl::Status UnresolvedRefError(const char* field) {
+  return absl::FailedPreconditionError(
+      absl::StrCat(field,
+                   ": uploads must be resolved by the server before the job "
+                   "runs"));
+}
+absl::Status NoSamplesError() {
+  return absl::InvalidArgumentError(
+      "calibration_samples: no samples (at least one is needed, or "
+      "generated_calibration)");
+}
 
 // Exactly one of calibration_samples, samples_ref and generated_calibration.
 absl::Status ValidateCalibrationSource(const v1::QuantizeRequest& request,
@@ -145,25 +136,17 @@ absl::Status ValidateCalibrationSource(const v1::QuantizeRequest& request,
     return datagen::ValidateGeneratedCalibration(
         request.generated_calibration(), limits.max_samples);
   }
-  if (!samples) {
-    return absl::InvalidArgumentError(
-        "calibration_samples: no samples (at least one is needed, or "
-        "generated_calibration)");
-  }
+  if (!samples) return NoSamplesError();
   return absl::OkStatus();
 }
 
 // The input shape of the images the job will generate: what the
 // activation estimate infers the model's shapes for. Empty when the shape
 // is not known. Nothing is allocated: an image of any size is estimated.
-InputShapes GeneratedShapeProbe(const v1::QuantizeRequest& request,
-                                const Model& model) {
-  if (!request.has_generated_calibration() || model.graph.inputs.empty()) {
-    return {};
-  }
+InputShapes GeneratedShapeProbe(const JobSpec& spec, const Model& model) {
+  if (!spec.generate.has_value() || model.graph.inputs.empty()) return {};
   const ValueInfo& in = model.graph.inputs[0];
-  std::vector<int64_t> shape(request.generated_calibration().shape().begin(),
-                             request.generated_calibration().shape().end());
+  std::vector<int64_t> shape = spec.generate->shape;
   if (shape.empty() && in.has_shape) shape = in.shape;
   if (shape.size() < 3) return {};
   std::vector<int64_t> image = {1, shape[shape.size() - 3],
@@ -176,22 +159,16 @@ InputShapes GeneratedShapeProbe(const v1::QuantizeRequest& request,
 
 // The generated images' raw bytes (count float images of the probe's
 // shape), saturating at 2^50.
-int64_t GeneratedSampleBytes(const v1::QuantizeRequest& request,
-                             const InputShapes& probe) {
+int64_t GeneratedSampleBytes(const JobSpec& spec, const InputShapes& probe) {
   if (probe.empty()) return 0;
   constexpr double kCap = static_cast<double>(int64_t{1} << 50);
-  double bytes = 4.0 * static_cast<double>(std::max<int64_t>(
-                           0, request.generated_calibration().count()));
+  double bytes =
+      4.0 * static_cast<double>(std::max<int64_t>(0, spec.generate->count));
   for (int64_t d : probe.begin()->second) bytes *= static_cast<double>(d);
   return static_cast<int64_t>(std::min(bytes, kCap));
 }
 
 }  // namespace
-
-int ReportSampleCount(int report_samples) {
-  if (report_samples == 0) return kDefaultReportSamples;
-  return report_samples < 0 ? -1 : report_samples;
-}
 
 absl::StatusOr<ResolvedTpc> ResolveTpc(const v1::TpcRef& ref,
                                        const TpcRegistry& registry) {
@@ -238,8 +215,7 @@ absl::StatusOr<ResolvedTpc> ResolveTpc(const v1::TpcRef& ref,
 absl::Status ValidateQuantizeRequest(const v1::QuantizeRequest& request,
                                      const JobLimits& limits) {
   if (request.onnx_model().empty() && request.model_ref().empty()) {
-    return absl::InvalidArgumentError(
-        "onnx_model: empty (send the model bytes or a model_ref)");
+    return NoModelError();
   }
   if (static_cast<int64_t>(request.onnx_model().size()) >
       limits.max_model_bytes) {
@@ -267,45 +243,9 @@ absl::Status ValidateQuantizeRequest(const v1::QuantizeRequest& request,
     default:
       break;
   }
-  if (request.report_samples() < -1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "report_samples: must be -1 (all), 0 (the default, 16) or a count, "
-        "got ",
-        request.report_samples()));
-  }
-  if (request.has_quality_target()) {
-    RETURN_IF_ERROR(ValidateQualityTarget(request.quality_target()));
-  }
   RETURN_IF_ERROR(CheckRequestId(request.request_id()));
   RETURN_IF_ERROR(CheckNumThreads(request.num_threads(), "num_threads"));
-  if (!v1::ActivationStorage_IsValid(
-          request.export_options().activation_storage())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "export_options.activation_storage: ",
-        request.export_options().activation_storage(),
-        " is not ACTIVATION_STORAGE_UNSPECIFIED, _UINT8, _INT8 or _AUTO"));
-  }
-  if (!v1::WeightStorage_IsValid(request.export_options().weight_storage())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("export_options.weight_storage: ",
-                     request.export_options().weight_storage(),
-                     " is not WEIGHT_STORAGE_UNSPECIFIED, _INT8 or _UINT8"));
-  }
-  if (request.quantization().has_framework_info()) {
-    // Checked here, not first when the TPC is attached after import.
-    tpc::OnnxFrameworkInfo framework_info = tpc::OnnxFrameworkInfo::Default();
-    if (absl::Status st = framework_info.ApplyOverride(
-            request.quantization().framework_info());
-        !st.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("quantization.", st.message()));
-    }
-  }
-  RETURN_IF_ERROR(ValidateExportFormats(request.export_options()));
-  ASSIGN_OR_RETURN(
-      PtqOptions options,
-      ResolvePtqOptions(request.quantization(), request.gptq().enabled()));
-  RETURN_IF_ERROR(RejectUnsupported(request, options));
+  RETURN_IF_ERROR(ResolveJobSpec(request).status());
   // What the checks above do not name: enums and numbers anywhere else.
   return CheckEnumsAndNumbers(request);
 }
@@ -315,12 +255,12 @@ absl::StatusOr<JobInput> PreflightJob(
     const google::protobuf::RepeatedPtrField<v1::Sample>& calibration_samples,
     ResolvedTpc tpc, const JobLimits& limits) {
   JobInput input;
-  input.request = &request;
+  ASSIGN_OR_RETURN(input.spec, ResolveJobSpec(request));
+  const JobSpec& spec = input.spec;
   input.tpc = std::move(tpc);
-  ASSIGN_OR_RETURN(input.options, ResolvePtqOptions(request.quantization(),
-                                                    request.gptq().enabled()));
   if (model_bytes.empty()) {
-    return absl::InvalidArgumentError("onnx_model: empty");
+    return request.model_ref().empty() ? NoModelError()
+                                       : UnresolvedRefError("model_ref");
   }
   if (&calibration_samples != &request.calibration_samples()) {
     // From a samples_ref: not seen by ValidateQuantizeRequest.
@@ -328,16 +268,17 @@ absl::StatusOr<JobInput> PreflightJob(
         ValidateSampleProtos(calibration_samples, "calibration_samples",
                              limits.max_samples, limits.max_sample_bytes));
   }
-  const bool generated = request.has_generated_calibration();
+  const bool generated = spec.generate.has_value();
   if (calibration_samples.empty() && !generated) {
-    return absl::InvalidArgumentError(
-        "calibration_samples: no samples (at least one is needed)");
+    return request.samples_ref().empty() ? NoSamplesError()
+                                         : UnresolvedRefError("samples_ref");
   }
   auto imported = ImportOnnx(model_bytes, ImportOptionsFor(limits));
   if (!imported.ok()) return Prefixed("onnx_model", imported.status());
   input.model = *std::move(imported);
   input.model_bytes = static_cast<int64_t>(model_bytes.size());
   input.model_sha256 = Sha256Hex(model_bytes);
+  input.evaluation_samples_sent = request.evaluation_samples_size() > 0;
   input.body_constant_bytes = BodyConstantBytes(input.model.graph);
   input.sample_bytes = RawSampleBytes(calibration_samples) +
                        RawSampleBytes(request.evaluation_samples());
@@ -351,23 +292,19 @@ absl::StatusOr<JobInput> PreflightJob(
   const int64_t max_bytes = limits.max_sample_bytes;
   if (generated) {
     // The generate stage fills calibration (and evaluation) later.
-    const InputShapes probe = GeneratedShapeProbe(request, input.model);
-    input.sample_bytes += GeneratedSampleBytes(request, probe);
+    const InputShapes probe = GeneratedShapeProbe(spec, input.model);
+    input.sample_bytes += GeneratedSampleBytes(spec, probe);
     Model shaped = input.model;
     const bool inferred = InferSampleShapes(probe, &shaped);
     input.activations = ActivationBytesPerSample(
-        shaped, inferred, probe, request.mixed_precision().sensitivity_depth());
-    if (GptqMayRun(request)) {
+        shaped, inferred, probe, spec.mixed_precision.sensitivity_depth);
+    if (spec.GptqMayRun()) {
       // The generated images' shapes are not counted: the declared ones.
       Model declared = input.model;
       InferSampleShapes(InputShapes{}, &declared);
-      input.gptq_stage = GptqStageFor(request, declared,
-                                      request.generated_calibration().count());
+      input.gptq_stage = GptqStageFor(spec, declared, spec.generate->count);
     }
-    ASSIGN_OR_RETURN(input.generate_options,
-                     datagen::DataGenOptionsFromGeneratedCalibration(
-                         request.generated_calibration()));
-    if (request.evaluation_samples_size() > 0) {
+    if (input.evaluation_samples_sent) {
       ASSIGN_OR_RETURN(
           input.evaluation,
           DecodeSamples(request.evaluation_samples(), input.model.graph.inputs,
@@ -378,19 +315,19 @@ absl::StatusOr<JobInput> PreflightJob(
   ASSIGN_OR_RETURN(input.calibration,
                    DecodeSamples(calibration_samples, input.model.graph.inputs,
                                  "calibration_samples", max_bytes));
-  const int max_calibration = input.options.max_calibration_samples;
+  const int max_calibration = spec.ptq.max_calibration_samples;
   if (max_calibration > 0 &&
       static_cast<int>(input.calibration.size()) > max_calibration) {
     input.calibration.resize(max_calibration);
   }
-  if (request.evaluation_samples_size() > 0) {
+  if (input.evaluation_samples_sent) {
     ASSIGN_OR_RETURN(
         input.evaluation,
         DecodeSamples(request.evaluation_samples(), input.model.graph.inputs,
                       "evaluation_samples", max_bytes));
   } else {
     input.evaluation = input.calibration;
-    const int n = ReportSampleCount(request.report_samples());
+    const int n = spec.report_samples;
     if (n >= 0 && static_cast<int>(input.evaluation.size()) > n) {
       input.evaluation.resize(n);
     }
@@ -399,9 +336,9 @@ absl::StatusOr<JobInput> PreflightJob(
   const bool inferred = InferSampleShapes(input.calibration, &shaped);
   input.activations =
       ActivationBytesPerSample(shaped, inferred, input.calibration,
-                               request.mixed_precision().sensitivity_depth());
+                               spec.mixed_precision.sensitivity_depth);
   input.gptq_stage = GptqStageFor(
-      request, shaped, static_cast<int64_t>(input.calibration.size()));
+      spec, shaped, static_cast<int64_t>(input.calibration.size()));
   return input;
 }
 
@@ -409,25 +346,15 @@ absl::StatusOr<JobInput> PreflightJob(const v1::QuantizeRequest& request,
                                       const TpcRegistry& registry,
                                       const JobLimits& limits) {
   RETURN_IF_ERROR(ValidateQuantizeRequest(request, limits));
-  if (request.onnx_model().empty()) {
-    return absl::FailedPreconditionError(
-        "model_ref: uploaded models must be resolved to onnx_model by the "
-        "server before the job runs");
-  }
-  if (request.calibration_samples_size() == 0 &&
-      !request.has_generated_calibration()) {
-    return absl::FailedPreconditionError(
-        "samples_ref: uploaded samples must be resolved by the server before "
-        "the job runs");
-  }
   ASSIGN_OR_RETURN(ResolvedTpc tpc, ResolveTpc(request.tpc(), registry));
   return PreflightJob(request, request.onnx_model(),
                       request.calibration_samples(), std::move(tpc), limits);
 }
 
-bool KeepsFloatValuesForReport(const v1::QuantizeRequest& request) {
-  return request.evaluation_samples_size() == 0 && !request.gptq().enabled() &&
-         !MixedPrecisionRequested(request.mixed_precision());
+bool KeepsFloatValuesForReport(const JobSpec& spec,
+                               bool evaluation_samples_sent) {
+  return !evaluation_samples_sent && !spec.gptq_enabled &&
+         !spec.mixed_precision.Requested();
 }
 
 }  // namespace quantd

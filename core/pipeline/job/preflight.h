@@ -22,7 +22,7 @@
 #include "core/graph/onnx_import.h"
 #include "core/pipeline/gptq/gptq_memory.h"
 #include "core/pipeline/job/activation_sizes.h"
-#include "core/pipeline/job/ptq_options.h"
+#include "core/pipeline/job/job_spec.h"
 #include "core/pipeline/job/samples.h"
 #include "core/tpc/registry.h"
 #include "quantd/v1/job.pb.h"
@@ -55,32 +55,24 @@ struct ResolvedTpc {
 absl::StatusOr<ResolvedTpc> ResolveTpc(const v1::TpcRef& ref,
                                        const TpcRegistry& registry);
 
-// Without evaluation samples the report evaluates on the first 16
-// calibration samples: enough for stable per-layer SQNR figures at a
-// quarter of the cost of 64.
-inline constexpr int kDefaultReportSamples = 16;
-// QuantizeRequest.report_samples as a count; -1 = all.
-int ReportSampleCount(int report_samples);
-
 // Cheap checks that need no model parsing: sizes, sample tensors (dtype,
-// dims vs bytes, NaN/Inf), option ranges, TPC reference syntax.
+// dims vs bytes, NaN/Inf), TPC reference syntax, and every option
+// (ResolveJobSpec).
 absl::Status ValidateQuantizeRequest(const v1::QuantizeRequest& request,
                                      const JobLimits& limits);
 
 // The request parsed once: everything the engine reads from it.
 struct JobInput {
-  // The request's settings (quantization, mixed precision, GPTQ, export).
-  // Not owned: it must outlive the job. Its model bytes and samples are not
-  // read again.
-  const v1::QuantizeRequest* request = nullptr;
-  PtqOptions options;
+  // Every option of the request; the engine never reads the request.
+  JobSpec spec;
   ResolvedTpc tpc;
   Model model;  // as imported
   // At most options.max_calibration_samples.
   std::vector<SampleFeeds> calibration;
-  // The evaluation samples, or (none sent) the first
-  // ReportSampleCount(request.report_samples) calibration samples.
+  // The evaluation samples, or (none sent) the first spec.report_samples
+  // calibration samples.
   std::vector<SampleFeeds> evaluation;
+  bool evaluation_samples_sent = false;
   int64_t model_bytes = 0;  // serialized
   // Of those, the constants inside If/Loop bodies (BodyConstantBytes).
   int64_t body_constant_bytes = 0;
@@ -96,10 +88,6 @@ struct JobInput {
   // GPTQ's stage when the request asks for it (zeros otherwise), from the
   // same inferred shapes.
   GptqStageMemory gptq_stage;
-  // With generated_calibration: the generate stage's options (its memory
-  // estimate reads them); calibration and evaluation stay empty until that
-  // stage (generate_stage.h) fills them.
-  std::optional<datagen::DataGenOptions> generate_options;
   // Warnings of the stages before RunStages (the generate stage's), carried
   // into the report.
   std::vector<std::string> warnings;
@@ -123,7 +111,8 @@ absl::StatusOr<JobInput> PreflightJob(const v1::QuantizeRequest& request,
 // (kept_float_values.h): not when evaluation samples were sent, nor with
 // GPTQ or mixed precision, whose stages would hold them for long. The
 // estimates count them, up to kKeptFloatValuesBudgetBytes.
-bool KeepsFloatValuesForReport(const v1::QuantizeRequest& request);
+bool KeepsFloatValuesForReport(const JobSpec& spec,
+                               bool evaluation_samples_sent);
 
 // Pieces of the preflight that the memory model (job_memory.h) shares.
 // The import's limits.
@@ -134,12 +123,10 @@ int64_t RawSampleBytes(
 // Bytes of the constants only If/Loop/Scan bodies use: their own, and the
 // main graph's initializers that only bodies read (from the outer scope).
 int64_t BodyConstantBytes(const Graph& graph);
-// GPTQ's stage when the request asks for it (EstimateGptqStageMemory), for
-// `samples` samples of the shapes `model` holds (InferSampleShapes); its
-// options were validated by ValidateQuantizeRequest (unresolvable ones count
-// nothing: the job fails before the stage).
-GptqStageMemory GptqStageFor(const v1::QuantizeRequest& request,
-                             const Model& model, int64_t samples);
+// GPTQ's stage when the job may run it (EstimateGptqStageMemory), for
+// `samples` samples of the shapes `model` holds (InferSampleShapes).
+GptqStageMemory GptqStageFor(const JobSpec& spec, const Model& model,
+                             int64_t samples);
 
 }  // namespace quantd
 

@@ -20,7 +20,6 @@
 #include "core/pipeline/corrections/corrections.h"
 #include "core/pipeline/evaluation/evaluation.h"
 #include "core/pipeline/evaluation/sensitivity_analysis.h"
-#include "core/pipeline/export/export_formats.h"
 #include "core/pipeline/export/float_weight_guard.h"
 #include "core/pipeline/export/qdq_lowering.h"
 #include "core/pipeline/gptq/gptq_options.h"
@@ -166,19 +165,9 @@ absl::StatusOr<JobInput> Preflight(const v1::QuantizeRequest& request,
   }
   const absl::string_view model_bytes =
       sources.model_bytes.empty() ? request.onnx_model() : sources.model_bytes;
-  if (model_bytes.empty()) {
-    return absl::FailedPreconditionError(
-        "model_ref: uploaded models must be resolved by the server before "
-        "the job runs");
-  }
   const auto& samples = sources.calibration_samples != nullptr
                             ? *sources.calibration_samples
                             : request.calibration_samples();
-  if (samples.empty() && !request.samples_ref().empty()) {
-    return absl::FailedPreconditionError(
-        "samples_ref: uploaded samples must be resolved by the server before "
-        "the job runs");
-  }
   RETURN_IF_ERROR(clock.Begin(stage::kImport, "parsing the ONNX model"));
   ASSIGN_OR_RETURN(JobInput input,
                    PreflightJob(request, model_bytes, samples, std::move(tpc),
@@ -222,11 +211,12 @@ StatisticsRequest StatisticsRequestFor(const JobState& state) {
 // The report evaluates on the first calibration samples unless evaluation
 // samples were sent: calibration keeps their float values (every node
 // output of the float model), within a budget (KeepsFloatValuesForReport).
-KeepFloatValuesRequest KeepForReport(const v1::QuantizeRequest& request,
-                                     const Model& float_model,
+KeepFloatValuesRequest KeepForReport(const Model& float_model,
                                      const JobInput& input) {
   KeepFloatValuesRequest keep;
-  if (!KeepsFloatValuesForReport(request)) return keep;
+  if (!KeepsFloatValuesForReport(input.spec, input.evaluation_samples_sent)) {
+    return keep;
+  }
   // Preflight's count of the prepared model's activations decides.
   keep.samples =
       SamplesKeptWhole(input.activations.prepared,
@@ -269,13 +259,11 @@ absl::StatusOr<StatisticsResult> Calibrate(
 
 // The QDQ and MCTQ models the request asks for, into `result`. The declared
 // inputs and outputs go back into each (dynamic_shapes.h).
-absl::Status ExportModels(const v1::QuantizeRequest& request,
-                          const ResolvedTpc& tpc, const QdqPlan& plan,
-                          const Model& float_model, JobState* state,
-                          StageClock& clock, v1::QuantizeResult* result) {
-  const v1::ExportOptions& options = request.export_options();
-  if (WantsExportFormat(options, v1::EXPORT_FORMAT_QDQ) &&
-      !options.skip_qdq_onnx()) {
+absl::Status ExportModels(const ExportOptions& options, const ResolvedTpc& tpc,
+                          const QdqPlan& plan, const Model& float_model,
+                          JobState* state, StageClock& clock,
+                          v1::QuantizeResult* result) {
+  if (options.qdq) {
     Model export_model = state->model;
     const int64_t need = RequiredQdqOpset(plan);
     if (export_model.DefaultOpset() < need) {
@@ -289,7 +277,7 @@ absl::Status ExportModels(const v1::QuantizeRequest& request,
     ASSIGN_OR_RETURN(std::string bytes, ExportOnnx(qdq));
     result->set_qdq_onnx(std::move(bytes));
   }
-  if (WantsExportFormat(options, v1::EXPORT_FORMAT_MCTQ)) {
+  if (options.mctq) {
     RETURN_IF_ERROR(clock.Begin(stage::kExport, "writing the MCTQ model"));
     ASSIGN_OR_RETURN(std::string bytes,
                      ExportMctq(state->model, QuantizationOf(*state), *tpc.tpc,
@@ -303,13 +291,13 @@ absl::Status ExportModels(const v1::QuantizeRequest& request,
 // its channel-equalization trial) is over, unless best effort was asked for
 // (the final check then warns).
 absl::Status CheckTargetBeforeGptq(
-    const v1::QuantizeRequest& request, const std::string& tpc,
+    const JobSpec& spec, const std::string& tpc,
     const std::optional<QualityTargetOutcome>& t) {
-  if (!t.has_value() || t->report.met || request.gptq().enabled() ||
-      request.quality_target().best_effort()) {
+  if (!t.has_value() || t->report.met || spec.gptq_enabled ||
+      spec.target->best_effort) {
     return absl::OkStatus();
   }
-  return TargetOutOfReachError(request.quality_target(), tpc, t->best_figure,
+  return TargetOutOfReachError(*spec.target, tpc, t->best_figure,
                                t->best_description,
                                t->report.baseline.value_or(0.0));
 }
@@ -361,7 +349,6 @@ absl::StatusOr<Calibration> PrepareAndCalibrate(const JobInput& input,
                                                 const JobContext& context,
                                                 StageClock& clock,
                                                 JobState* state) {
-  const v1::QuantizeRequest& request = *input.request;
   RETURN_IF_ERROR(clock.Begin(stage::kPrepare, "preparing the graph"));
   RETURN_IF_ERROR(PrepareGraph(
       state->options, CommonInputShapes(input.calibration, input.evaluation),
@@ -370,9 +357,7 @@ absl::StatusOr<Calibration> PrepareAndCalibrate(const JobInput& input,
     RETURN_IF_ERROR(EqualizeChannelsFromData(input.calibration, context,
                                              clock.sink(), state));
   }
-  RETURN_IF_ERROR(AttachTpc(input.tpc.tpc, request.quantization(),
-                            request.mixed_precision().kernel_weights_bits(),
-                            state));
+  RETURN_IF_ERROR(AttachTpc(input.tpc.tpc, input.spec.attach, state));
   RETURN_IF_ERROR(clock.Begin(stage::kCalibrate, "collecting statistics"));
   Calibration cal;
   cal.exec_options.pool = context.pool;
@@ -381,7 +366,7 @@ absl::StatusOr<Calibration> PrepareAndCalibrate(const JobInput& input,
                                     cal.exec_options));
   ASSIGN_OR_RETURN(cal.stats,
                    Calibrate(*cal.float_exec, input.calibration,
-                             KeepForReport(request, state->model, input), state,
+                             KeepForReport(state->model, input), state,
                              context.pool, context.cancel, clock.sink()));
   // HMSE weights: Hessian scores of the kernels (ptq/hessian_scores.h).
   if (NeedsHessianScores(state->options)) {
@@ -398,7 +383,7 @@ absl::StatusOr<Calibration> PrepareAndCalibrate(const JobInput& input,
 QualityTargetInputs TargetInputs(
     const JobInput& input, Calibration* cal,
     const std::vector<std::string>* reuse_options = nullptr) {
-  return {input.request,      cal->float_exec.get(), &input.evaluation,
+  return {&input.spec,        cal->float_exec.get(), &input.evaluation,
           &input.calibration, &cal->stats.shapes,    input.activations.total,
           reuse_options};
 }
@@ -418,11 +403,11 @@ absl::StatusOr<Decisions> Decide(
     const JobInput& input, const JobContext& context, StageClock& clock,
     Calibration* cal, JobState* state,
     const std::vector<std::string>* reuse_options = nullptr) {
-  const v1::QuantizeRequest& request = *input.request;
+  const JobSpec& spec = input.spec;
   ThreadPool* pool = context.pool;
   const CancellationToken* cancel = context.cancel;
   // The quality-target search re-selects from here.
-  const bool has_target = QualityTargetRequested(request);
+  const bool has_target = spec.target.has_value();
   std::optional<JobState> calibrated;
   if (has_target) calibrated = *state;
   RETURN_IF_ERROR(
@@ -433,14 +418,13 @@ absl::StatusOr<Decisions> Decide(
     RETURN_IF_ERROR(RunShiftNegativeStage(state, &cal->stats.shapes, cancel));
   }
   Decisions d;
-  if (MixedPrecisionRequested(request.mixed_precision())) {
+  if (spec.mixed_precision.Requested()) {
     RETURN_IF_ERROR(
         clock.Begin(stage::kMixedPrecision, "searching the bit allocation"));
-    ASSIGN_OR_RETURN(
-        d.mixed_precision,
-        RunMixedPrecision(request.mixed_precision(), kMpSimdPadding,
-                          cal->stats.shapes, input.calibration, state, pool,
-                          cancel, clock.sink()));
+    ASSIGN_OR_RETURN(d.mixed_precision,
+                     RunMixedPrecision(spec.mixed_precision, kMpSimdPadding,
+                                       cal->stats.shapes, input.calibration,
+                                       state, pool, cancel, clock.sink()));
   }
   if (has_target) {
     RETURN_IF_ERROR(
@@ -472,7 +456,7 @@ absl::Status TryChannelEqualization(const JobInput& input,
   const auto start = std::chrono::steady_clock::now();
   cal->stats.kept = KeptFloatRuns();
   JobState alt;
-  alt.options = input.options;  // without the first graph's Hessian scores
+  alt.options = input.spec.ptq;  // without the first graph's Hessian scores
   alt.options.data_channel_equalization = true;
   alt.model = imported;
   alt.warnings = std::move(warnings);
@@ -515,10 +499,10 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
                                              const JobContext& context,
                                              StageClock& clock,
                                              JobArtifacts* artifacts) {
-  const v1::QuantizeRequest& request = *input.request;
+  const JobSpec& spec = input.spec;
   const ResolvedTpc& tpc = input.tpc;
   JobState state;
-  state.options = input.options;
+  state.options = spec.ptq;
   state.model = std::move(input.model);
   state.warnings = std::move(input.warnings);
   // The model as imported (its tensors shared copy-on-write): its declared
@@ -529,33 +513,31 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
                    PrepareAndCalibrate(input, context, clock, &state));
   ASSIGN_OR_RETURN(Decisions decisions,
                    Decide(input, context, clock, &cal, &state));
-  if (request.strict() && !state.unmatched_filters.empty()) {
+  if (spec.strict && !state.unmatched_filters.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(absl::StrJoin(state.unmatched_filters, ", "),
                      ": matches no node (strict)"));
   }
   if (decisions.target.has_value() && !decisions.target->report.met &&
-      !request.quantization().has_data_channel_equalization()) {
+      !spec.data_channel_equalization_set) {
     RETURN_IF_ERROR(TryChannelEqualization(input, context, clock, float_model,
                                            import_warnings, &cal, &state,
                                            &decisions));
   }
   if (decisions.target.has_value() && !decisions.target->report.met &&
-      TargetTriesGptq(request)) {
+      spec.TargetTriesGptq()) {
     RETURN_IF_ERROR(
         clock.Begin(stage::kGptq, "GPTQ, the quality target's trial"));
-    ASSIGN_OR_RETURN(GptqOptions gptq, ResolveGptqOptions(request.gptq()));
-    RETURN_IF_ERROR(TryGptqForTarget(TargetInputs(input, &cal), gptq, &state,
+    RETURN_IF_ERROR(TryGptqForTarget(TargetInputs(input, &cal), &state,
                                      &*decisions.target, context.pool,
                                      context.cancel, clock.sink()));
   }
-  RETURN_IF_ERROR(CheckTargetBeforeGptq(request, tpc.ref, decisions.target));
+  RETURN_IF_ERROR(CheckTargetBeforeGptq(spec, tpc.ref, decisions.target));
   // GPTQ (the float model: the targets, before the corrections).
-  if (request.gptq().enabled()) {
+  if (spec.gptq_enabled) {
     RETURN_IF_ERROR(clock.Begin(stage::kGptq, "gradient-based rounding"));
-    ASSIGN_OR_RETURN(GptqOptions gptq, ResolveGptqOptions(request.gptq()));
-    RETURN_IF_ERROR(RunGptq(gptq, *cal.float_exec, input.calibration,
-                            request.export_options(), &state, context.pool,
+    RETURN_IF_ERROR(RunGptq(*spec.gptq, *cal.float_exec, input.calibration,
+                            spec.export_options, &state, context.pool,
                             context.cancel, clock.sink()));
   }
 
@@ -563,20 +545,19 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
   // model and the fake-quant evaluation share.
   RETURN_IF_ERROR(clock.Begin(stage::kExport, "lowering to Q/DQ"));
   v1::QuantizeResult result;
-  ASSIGN_OR_RETURN(QdqPlan plan,
-                   LowerToQdqPlan(state, request.export_options()));
+  ASSIGN_OR_RETURN(QdqPlan plan, LowerToQdqPlan(state, spec.export_options));
   plan.metadata = {{"quantd.tpc", tpc.ref}, {"quantd.tpc_digest", tpc.digest}};
   for (std::string& w :
        PlaceSingleChannelGuards(state.model, float_model.graph.inputs, &plan)) {
     state.warnings.push_back(std::move(w));
   }
   RETURN_IF_ERROR(clock.Check());
-  RETURN_IF_ERROR(
-      ExportModels(request, tpc, plan, float_model, &state, clock, &result));
+  RETURN_IF_ERROR(ExportModels(spec.export_options, tpc, plan, float_model,
+                               &state, clock, &result));
 
   // Per-layer sensitivity (if asked), on the report's samples.
   std::vector<LayerSensitivity> sensitivity;
-  if (request.sensitivity_analysis()) {
+  if (spec.sensitivity_analysis) {
     RETURN_IF_ERROR(clock.Begin(stage::kAnalyze, "per-layer sensitivity"));
     // Chunks sized to the cache budget (the memory model counts the same).
     SensitivityAnalysisOptions analysis;
@@ -590,7 +571,7 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
 
   RETURN_IF_ERROR(clock.Begin(stage::kReport, "evaluating against float"));
   ReportStageInputs report_inputs;
-  report_inputs.request = &request;
+  report_inputs.spec = &spec;
   report_inputs.tpc = &tpc;
   report_inputs.float_model = cal.float_exec.get();
   report_inputs.exec_options = &cal.exec_options;
@@ -632,7 +613,7 @@ absl::StatusOr<v1::QuantizeResult> RunQuantizeJobWithArtifacts(
   StageClock clock(context.progress != nullptr ? &progress : nullptr,
                    context.cancel, context.on_stage_start);
   ASSIGN_OR_RETURN(JobInput input, Preflight(request, context, clock));
-  if (request.has_generated_calibration()) {
+  if (input.spec.generate.has_value()) {
     RETURN_IF_ERROR(
         clock.Begin(stage::kGenerate, "generating calibration data"));
     RETURN_IF_ERROR(GenerateCalibration(context.pool, context.cancel,

@@ -51,7 +51,8 @@ struct JobContext {
   // Called once the model is imported and the samples decoded, before any
   // stage runs on them; an error ends the job with it. The server refines
   // the job's admission ticket with EstimateJobMemoryBytes here, and frees
-  // the request's model bytes and calibration samples (JobInput.request).
+  // the request's model bytes and calibration samples, which the job does
+  // not read again (JobInput.request_payload_bytes).
   std::function<absl::Status(const JobInput& input)> on_preflight;
 };
 

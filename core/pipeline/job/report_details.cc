@@ -96,11 +96,11 @@ std::string OptionsText(const v1::QuantizeRequest& request) {
 }
 
 void AddReportDetails(const JobState& state, const v1::QuantizedGraph& qg,
-                      const v1::QuantizeRequest& request,
+                      const std::string& options_text,
                       const std::string& model_sha256, ReportData* report) {
   report->model_sha256 = model_sha256;
   report->quantd_version = QuantdVersion();
-  report->options = OptionsText(request);
+  report->options = options_text;
   std::map<std::string, const v1::QuantizedNode*> nodes;
   for (const v1::QuantizedNode& n : qg.nodes()) nodes[n.name()] = &n;
   for (LayerReport& l : report->layers) {

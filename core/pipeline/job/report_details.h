@@ -28,9 +28,10 @@ ActivationHistogram CoarseHistogram(const quantizers::Histogram& histogram,
 std::string OptionsText(const v1::QuantizeRequest& request);
 
 // Fills the layers' details from the QuantizedGraph (matched by node name)
-// and the statistics, and the report's header fields.
+// and the statistics, and the report's header fields (`options_text`:
+// JobSpec::options_text).
 void AddReportDetails(const JobState& state, const v1::QuantizedGraph& qg,
-                      const v1::QuantizeRequest& request,
+                      const std::string& options_text,
                       const std::string& model_sha256, ReportData* report);
 
 }  // namespace quantd

@@ -96,12 +96,12 @@ double WorstCosine(const EvaluationResult& eval) {
 
 // The quality target on the final model (after GPTQ, when it ran), into
 // the outcome's report; FAILED_PRECONDITION when it falls short.
-absl::Status CheckFinalFigure(const v1::QualityTarget& target,
+absl::Status CheckFinalFigure(const QualityTargetOptions& target,
                               const std::string& tpc, bool after_gptq,
                               const EvaluationResult& eval,
                               QualityTargetOutcome* outcome) {
   QualityTargetReport& q = outcome->report;
-  const double reached = target.metric() == v1::QualityTarget::METRIC_COSINE
+  const double reached = target.metric == QualityTargetOptions::Metric::kCosine
                              ? WorstCosine(eval)
                              : eval.output_sqnr_db.value_or(0.0);
   q.reached = reached;
@@ -150,17 +150,17 @@ absl::StatusOr<JobReport> BuildJobReport(
     state->warnings.push_back(std::move(w));
   }
   if (target.has_value()) {
-    const v1::QualityTarget& goal = in.request->quality_target();
-    absl::Status met = CheckFinalFigure(
-        goal, tpc.ref, in.request->gptq().enabled(), eval, &*target);
-    if (!met.ok() && !goal.best_effort()) return met;
+    const QualityTargetOptions& goal = *in.spec->target;
+    absl::Status met =
+        CheckFinalFigure(goal, tpc.ref, in.spec->gptq_enabled, eval, &*target);
+    if (!met.ok() && !goal.best_effort) return met;
     // Best effort: the best configuration found, and why it falls short.
     if (!met.ok()) state->warnings.push_back(std::string(met.message()));
     report.quality_target = std::move(target->report);
   }
   report.warnings = state->warnings;
-  AddReportDetails(*state, out.quantized_graph, *in.request, *in.model_sha256,
-                   &report);
+  AddReportDetails(*state, out.quantized_graph, in.spec->options_text,
+                   *in.model_sha256, &report);
   return out;
 }
 

@@ -24,14 +24,13 @@
 #include "core/report/report.h"
 #include "core/runtime/cancellation.h"
 #include "core/runtime/progress.h"
-#include "quantd/v1/job.pb.h"
 #include "quantd/v1/quantized_graph.pb.h"
 
 namespace quantd {
 
 // What the report is built from besides the job state and the Q/DQ plan.
 struct ReportStageInputs {
-  const v1::QuantizeRequest* request = nullptr;
+  const JobSpec* spec = nullptr;
   const ResolvedTpc* tpc = nullptr;
   // The float model as calibrated (before the corrections): the reference.
   const Executor* float_model = nullptr;

@@ -11,13 +11,11 @@
 #include "core/hessian/weights_hessian.h"
 #include "core/pipeline/evaluation/kept_float_values.h"
 #include "core/pipeline/evaluation/sensitivity_analysis.h"
-#include "core/pipeline/export/export_formats.h"
 #include "core/pipeline/job/activation_sizes.h"
 #include "core/pipeline/job/samples.h"
 #include "core/pipeline/mixed_precision/mixed_precision_stage.h"
 #include "core/pipeline/mixed_precision/sensitivity.h"
 #include "core/pipeline/quality_target/quality_target.h"
-#include "core/pipeline/quality_target/target_gptq_trial.h"
 #include "core/quantizers/types.h"
 
 namespace quantd {
@@ -41,9 +39,8 @@ namespace {
 //   (HistogramBytes).
 int64_t BaseEstimate(int64_t sample_bytes, int64_t model_bytes,
                      int64_t body_constant_bytes,
-                     const v1::ExportOptions& export_options) {
-  const int64_t model_copies =
-      9 + (WantsExportFormat(export_options, v1::EXPORT_FORMAT_MCTQ) ? 2 : 0);
+                     const ExportOptions& export_options) {
+  const int64_t model_copies = 9 + (export_options.mctq ? 2 : 0);
   const int64_t bodies =
       std::clamp<int64_t>(body_constant_bytes, 0, model_bytes);
   return sample_bytes * 2 + (model_bytes - bodies) * model_copies + bodies * 5 +
@@ -84,19 +81,10 @@ int64_t HistogramBytes(const ActivationSizes& per, int num_samples) {
 
 // Whether the `hessian` stage (HMSE weights) may run: asked for, or tried by
 // the quality target's search when GPTQ runs.
-bool MayComputeHessianScores(const v1::QuantizeRequest& request) {
-  return request.gptq().enabled() &&
-         (request.quantization().weights_error_method() ==
-              v1::ERROR_METHOD_HMSE ||
-          QualityTargetRequested(request));
-}
-
-// Whether shift-negative correction runs: PtqOptions' default unless the
-// request sets it.
-bool CorrectsShiftNegative(const v1::QuantizationConfig& q) {
-  return q.has_shift_negative_activation_correction()
-             ? q.shift_negative_activation_correction()
-             : PtqOptions().shift_negative_activation_correction;
+bool MayComputeHessianScores(const JobSpec& spec) {
+  return spec.gptq_enabled &&
+         (spec.ptq.weights_error_method == quantizers::ErrorMethod::kHmse ||
+          spec.target.has_value());
 }
 
 // The activations the job holds at its peak: calibration's samples in
@@ -107,33 +95,33 @@ bool CorrectsShiftNegative(const v1::QuantizationConfig& q) {
 // cones the tasks' 2x the sample always exceeds those runs) when it
 // searches, whichever is larger (the
 // stages run after calibration, which has released its own).
-int64_t PeakActivations(const v1::QuantizeRequest& request,
-                        const ActivationSizes& sizes, int samples_in_flight,
-                        int num_samples, int64_t model_bytes) {
+int64_t PeakActivations(const JobSpec& spec, const ActivationSizes& sizes,
+                        int samples_in_flight, int num_samples,
+                        int64_t model_bytes) {
   const int64_t per_sample = sizes.total;
   int64_t calibration =
       ActivationsInFlight(sizes, samples_in_flight, num_samples) +
       HistogramBytes(sizes, num_samples);
-  if (MayComputeHessianScores(request)) {
+  if (MayComputeHessianScores(spec)) {
     calibration = std::max(calibration,
                            hessian::EstimateHmseMemoryBytes(
                                model_bytes / 4, per_sample, samples_in_flight));
   }
-  const v1::MixedPrecisionConfig& mp = request.mixed_precision();
-  if (!MixedPrecisionSearches(mp)) return calibration;
+  const MixedPrecisionOptions& mp = spec.mixed_precision;
+  if (!mp.Searches()) return calibration;
   // A weights target searches the kernels' bits alone; any other makes
   // nearly every node a cone's start, whose cache keeps nearly every
   // activation. Shift-negative correction (before the search) adds its
   // copies.
-  const bool kernels_only = MixedPrecisionSearchesWeightsOnly(mp);
+  const bool kernels_only = mp.SearchesWeightsOnly();
   const int64_t kept =
       (kernels_only ? sizes.sensitivity_kept : per_sample) +
-      (CorrectsShiftNegative(request.quantization()) ? sizes.shift_negative
+      (spec.ptq.shift_negative_activation_correction ? sizes.shift_negative
                                                      : 0);
   const int sensitivity_samples =
       MixedPrecisionSensitivitySamples(mp, num_samples);
   // A cut cone's task makes that cone's bytes, not the whole sample's.
-  const int64_t cone_bytes = kernels_only && mp.sensitivity_depth() > 0
+  const int64_t cone_bytes = kernels_only && mp.sensitivity_depth > 0
                                  ? std::min(per_sample, sizes.sensitivity_cone)
                                  : per_sample;
   return std::max(
@@ -163,31 +151,28 @@ int64_t AnalysisCacheBytes(const ActivationSizes& sizes, int samples_in_flight,
                static_cast<double>(int64_t{1} << 50)));
 }
 
-int64_t AnalysisBytes(const v1::QuantizeRequest& request,
-                      const ActivationSizes& sizes, int samples_in_flight,
-                      int num_samples) {
-  if (!request.sensitivity_analysis()) return 0;
+int64_t AnalysisBytes(const JobSpec& spec, const ActivationSizes& sizes,
+                      int samples_in_flight, int num_samples) {
+  if (!spec.sensitivity_analysis) return 0;
   return AnalysisCacheBytes(sizes, samples_in_flight, num_samples);
 }
 
 // The quality target's stage (quality_target.h): its upgrade ranking (when
 // the ceiling reaches the target, or under a budget) runs the analysis on
 // kTargetRankingSamples samples, after calibration has released its own;
-// its GPTQ trial is counted as GPTQ (GptqMayRun, JobActivations); below the
-// target without a data channel equalization
-// setting, the job calibrates again for the equalization trial while the
-// first calibration's state is held (TryChannelEqualization): half the
-// calibration's peak more. Fitted with bench/service/memory_bench
+// its GPTQ trial is counted as GPTQ (JobSpec::GptqMayRun, JobActivations);
+// below the target without a data channel equalization setting, the job
+// calibrates again for the equalization trial while the first calibration's
+// state is held (TryChannelEqualization): half the calibration's peak more.
+// Fitted with bench/service/memory_bench
 // --target_sqnr=30 (ppocr_rec, which runs that trial, +0%; oww_embedding
 // -9%; ppocr_cls, which reaches the target before it, +29%).
-int64_t TargetBytes(const v1::QuantizeRequest& request,
-                    const ActivationSizes& sizes, int samples_in_flight,
-                    int64_t calibration) {
-  if (!QualityTargetRequested(request)) return 0;
+int64_t TargetBytes(const JobSpec& spec, const ActivationSizes& sizes,
+                    int samples_in_flight, int64_t calibration) {
+  if (!spec.target.has_value()) return 0;
   const int64_t ranking =
       AnalysisCacheBytes(sizes, samples_in_flight, kTargetRankingSamples);
-  const bool equalization_trial =
-      !request.quantization().has_data_channel_equalization();
+  const bool equalization_trial = !spec.data_channel_equalization_set;
   return std::max(ranking, calibration) +
          (equalization_trial ? calibration / 2 : 0);
 }
@@ -195,9 +180,9 @@ int64_t TargetBytes(const v1::QuantizeRequest& request,
 // What calibration keeps for the report (KeepsFloatValuesForReport): every
 // activation of the report's samples that fit the budget whole (the job
 // starts keeping no more: KeepForReport in quantize_job.cc).
-int64_t KeptForReport(const v1::QuantizeRequest& request, int64_t per_sample,
-                      int64_t report_samples) {
-  if (!KeepsFloatValuesForReport(request)) return 0;
+int64_t KeptForReport(const JobSpec& spec, bool evaluation_samples_sent,
+                      int64_t per_sample, int64_t report_samples) {
+  if (!KeepsFloatValuesForReport(spec, evaluation_samples_sent)) return 0;
   if (per_sample <= 0) return 0;  // no shapes: no activations counted
   const int64_t n = std::clamp<int64_t>(report_samples, 0, 1 << 20);
   return SamplesKeptWhole(per_sample, n) * per_sample;
@@ -208,8 +193,7 @@ int64_t KeptForReport(const v1::QuantizeRequest& request, int64_t per_sample,
 // which runs after them. Its passes hold the samples in flight (the
 // histograms have merged, the Hessian stage's tapes are gone); the HMSE
 // scores, a float a weight (model_bytes), stay with the job.
-int64_t JobActivations(const v1::QuantizeRequest& request,
-                       const ActivationSizes& sizes,
+int64_t JobActivations(const JobSpec& spec, const ActivationSizes& sizes,
                        const GptqStageMemory& gptq, int samples_in_flight,
                        int num_samples, int64_t model_bytes,
                        int64_t kept_for_report) {
@@ -217,28 +201,30 @@ int64_t JobActivations(const v1::QuantizeRequest& request,
       ActivationsInFlight(sizes, samples_in_flight, num_samples) +
       HistogramBytes(sizes, num_samples);
   const int64_t peak =
-      std::max({PeakActivations(request, sizes, samples_in_flight, num_samples,
+      std::max({PeakActivations(spec, sizes, samples_in_flight, num_samples,
                                 model_bytes),
-                AnalysisBytes(request, sizes, samples_in_flight, num_samples),
-                TargetBytes(request, sizes, samples_in_flight, calibration)});
-  if (!GptqMayRun(request)) return peak + kept_for_report;
+                AnalysisBytes(spec, sizes, samples_in_flight, num_samples),
+                TargetBytes(spec, sizes, samples_in_flight, calibration)});
+  if (!spec.GptqMayRun()) return peak + kept_for_report;
   const int64_t passes =
       ActivationsInFlight(sizes, samples_in_flight, num_samples);
   const int64_t scores =
-      MayComputeHessianScores(request) ? std::max<int64_t>(0, model_bytes) : 0;
+      MayComputeHessianScores(spec) ? std::max<int64_t>(0, model_bytes) : 0;
   return std::max(peak + kept_for_report, gptq.PeakBytes(passes) + scores);
 }
 
 // The request's sample bytes, and its generated images of a shape given in
 // the request (else counted after the import, from the model's input).
-int64_t RequestSampleBytes(const v1::QuantizeRequest& request) {
+int64_t RequestSampleBytes(const v1::QuantizeRequest& request,
+                           const JobSpec& spec) {
   int64_t generated = 0;
-  const v1::GeneratedCalibration& g = request.generated_calibration();
-  if (g.shape_size() >= 3) {
+  if (spec.generate.has_value() && spec.generate->shape.size() >= 3) {
+    const std::vector<int64_t>& shape = spec.generate->shape;
     // In double, capped: the request is untrusted.
-    double bytes = 4.0 * static_cast<double>(std::max<int64_t>(0, g.count()));
-    for (int i = g.shape_size() - 3; i < g.shape_size(); ++i) {
-      bytes *= static_cast<double>(std::max<int64_t>(0, g.shape(i)));
+    double bytes =
+        4.0 * static_cast<double>(std::max<int64_t>(0, spec.generate->count));
+    for (size_t i = shape.size() - 3; i < shape.size(); ++i) {
+      bytes *= static_cast<double>(std::max<int64_t>(0, shape[i]));
     }
     generated = static_cast<int64_t>(
         std::min(bytes, static_cast<double>(int64_t{1} << 50)));
@@ -248,47 +234,51 @@ int64_t RequestSampleBytes(const v1::QuantizeRequest& request) {
 }
 
 // EstimateJobMemoryBytesBeforeImport with the bodies' constants known.
-int64_t BeforeImport(const v1::QuantizeRequest& request,
+int64_t BeforeImport(const v1::QuantizeRequest& request, const JobSpec& spec,
                      int64_t body_constant_bytes) {
-  return BaseEstimate(RequestSampleBytes(request),
+  return BaseEstimate(RequestSampleBytes(request, spec),
                       static_cast<int64_t>(request.onnx_model().size()),
-                      body_constant_bytes, request.export_options());
+                      body_constant_bytes, spec.export_options);
+}
+
+// The spec of a request that may not have been validated (tools, tests,
+// fuzzing): the defaults where it does not resolve, whose estimate is the
+// plain job's (the job itself then fails on the spec).
+JobSpec SpecOrDefaults(const v1::QuantizeRequest& request) {
+  absl::StatusOr<JobSpec> spec = ResolveJobSpec(request);
+  return spec.ok() ? *std::move(spec) : JobSpec();
 }
 
 // The Quantize estimate of `request` on `model` (as imported) for samples
 // of the input shapes `shapes`: BaseEstimate of `sample_bytes` and
 // `model_bytes` less `payload` (what the server frees after the import),
 // and the larger of the generate stage and the job's activations.
-int64_t QuantizeEstimate(const v1::QuantizeRequest& request, Model model,
-                         const InputShapes& shapes, int64_t model_bytes,
-                         int64_t sample_bytes, int64_t payload, int calibration,
+int64_t QuantizeEstimate(const JobSpec& spec, bool evaluation_samples_sent,
+                         Model model, const InputShapes& shapes,
+                         int64_t model_bytes, int64_t sample_bytes,
+                         int64_t payload, int calibration,
                          int samples_in_flight) {
   const int64_t body_constant_bytes = BodyConstantBytes(model.graph);
   const bool inferred = InferSampleShapes(shapes, &model);
   const ActivationSizes per_sample = ActivationBytesPerSample(
-      model, inferred, shapes, request.mixed_precision().sensitivity_depth());
-  const GptqStageMemory gptq = GptqStageFor(request, model, calibration);
-  int64_t generate = 0;
-  if (request.has_generated_calibration()) {
-    auto options = datagen::DataGenOptionsFromGeneratedCalibration(
-        request.generated_calibration());
-    if (options.ok()) {
-      generate =
-          EstimateGenerateMemoryBytes(model, *options, samples_in_flight);
-    }
-  }
-  const int report = ReportSampleCount(request.report_samples());
+      model, inferred, shapes, spec.mixed_precision.sensitivity_depth);
+  const GptqStageMemory gptq = GptqStageFor(spec, model, calibration);
+  const int64_t generate = spec.generate.has_value()
+                               ? EstimateGenerateMemoryBytes(
+                                     model, *spec.generate, samples_in_flight)
+                               : 0;
+  const int report = spec.report_samples;
   return BaseEstimate(sample_bytes, model_bytes, body_constant_bytes,
-                      request.export_options()) -
+                      spec.export_options) -
          payload +
-         std::max(
-             generate,
-             JobActivations(
-                 request, per_sample, gptq, samples_in_flight, calibration,
-                 model_bytes,
-                 KeptForReport(request, per_sample.prepared,
-                               report < 0 ? calibration
-                                          : std::min(report, calibration))));
+         std::max(generate,
+                  JobActivations(
+                      spec, per_sample, gptq, samples_in_flight, calibration,
+                      model_bytes,
+                      KeptForReport(
+                          spec, evaluation_samples_sent, per_sample.prepared,
+                          report < 0 ? calibration
+                                     : std::min(report, calibration))));
 }
 
 }  // namespace
@@ -296,41 +286,44 @@ int64_t QuantizeEstimate(const v1::QuantizeRequest& request, Model model,
 // Before the import the bodies are unknown: every byte counts as a quantized
 // model's (the larger estimate).
 int64_t EstimateJobMemoryBytesBeforeImport(const v1::QuantizeRequest& request) {
-  return BeforeImport(request, /*body_constant_bytes=*/0);
+  return BeforeImport(request, SpecOrDefaults(request),
+                      /*body_constant_bytes=*/0);
 }
 
 int64_t EstimateJobMemoryBytes(const JobInput& input, int samples_in_flight) {
   // Generated calibration: the count is known before the images are.
-  const bool generated = input.request->has_generated_calibration();
+  const JobSpec& spec = input.spec;
+  const bool generated = spec.generate.has_value();
   const int64_t count = generated
-                            ? input.request->generated_calibration().count()
+                            ? spec.generate->count
                             : static_cast<int64_t>(input.calibration.size());
   int64_t evaluated = static_cast<int64_t>(input.evaluation.size());
-  if (generated && input.request->evaluation_samples_size() == 0) {
-    const int n = ReportSampleCount(input.request->report_samples());
+  if (generated && !input.evaluation_samples_sent) {
+    const int n = spec.report_samples;
     evaluated = n < 0 ? count : std::min<int64_t>(n, count);
   }
   const int64_t activations = JobActivations(
-      *input.request, input.activations, input.gptq_stage, samples_in_flight,
+      spec, input.activations, input.gptq_stage, samples_in_flight,
       static_cast<int>(std::min<int64_t>(count, 1 << 20)), input.model_bytes,
-      KeptForReport(*input.request, input.activations.prepared, evaluated));
+      KeptForReport(spec, input.evaluation_samples_sent,
+                    input.activations.prepared, evaluated));
   // The generate stage runs before calibration: the larger of the two.
   // BaseEstimate counts the payload's bytes once more than the job holds
   // once the server has freed them (memory_bench: MobileNetV2's peak fell
   // by 77 MiB, its 37 MiB of samples and 13 MiB model).
   const int64_t generate =
-      input.generate_options.has_value()
-          ? EstimateGenerateMemoryBytes(input.model, *input.generate_options,
-                                        samples_in_flight)
-          : 0;
+      generated ? EstimateGenerateMemoryBytes(input.model, *spec.generate,
+                                              samples_in_flight)
+                : 0;
   return BaseEstimate(input.sample_bytes, input.model_bytes,
-                      input.body_constant_bytes,
-                      input.request->export_options()) -
+                      input.body_constant_bytes, spec.export_options) -
          input.request_payload_bytes + std::max(activations, generate);
 }
 
 int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
                                const JobLimits& limits, int samples_in_flight) {
+  const JobSpec spec = SpecOrDefaults(request);
+  const bool evaluation_sent = request.evaluation_samples_size() > 0;
   const int64_t model_size = static_cast<int64_t>(request.onnx_model().size());
   // As the server runs it: the request's payload freed after the import.
   const int64_t payload =
@@ -340,8 +333,8 @@ int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
                    : ImportOnnx(request.onnx_model(), ImportOptionsFor(limits));
   if (!model.ok()) {  // no activations counted: the job fails on the import
     const int calibration = request.calibration_samples_size();
-    return BeforeImport(request, 0) - payload +
-           JobActivations(request, {}, {}, samples_in_flight, calibration,
+    return BeforeImport(request, spec, 0) - payload +
+           JobActivations(spec, {}, {}, samples_in_flight, calibration,
                           model_size, 0);
   }
   // Only the first sample's shapes matter: decode that one.
@@ -352,10 +345,10 @@ int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
   auto first = DecodeSamples(head, model->graph.inputs, "calibration_samples",
                              limits.max_sample_bytes);
   return QuantizeEstimate(
-      request, *std::move(model),
+      spec, evaluation_sent, *std::move(model),
       first.ok() ? FirstSampleShapes(*first) : InputShapes(), model_size,
-      RequestSampleBytes(request), payload, request.calibration_samples_size(),
-      samples_in_flight);
+      RequestSampleBytes(request, spec), payload,
+      request.calibration_samples_size(), samples_in_flight);
 }
 
 namespace {
@@ -519,8 +512,8 @@ int64_t EstimatePruneMemoryBytes(const v1::PruneRequest& request,
                     : RawSampleBytes(request.calibration_samples())) +
         RawSampleBytes(request.evaluation_samples());
     quantize = static_cast<double>(QuantizeEstimate(
-                   q, shaped, shapes,
-                   static_cast<int64_t>(request.onnx_model().size()),
+                   SpecOrDefaults(q), q.evaluation_samples_size() > 0, shaped,
+                   shapes, static_cast<int64_t>(request.onnx_model().size()),
                    sample_bytes, /*payload=*/0,
                    static_cast<int>(std::clamp<int64_t>(samples, 0, 1 << 20)),
                    threads)) +

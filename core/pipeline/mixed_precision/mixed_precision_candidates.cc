@@ -28,7 +28,7 @@ namespace {
 
 // The error for a node whose overrides no candidate fits, with the bits its
 // candidates offer.
-absl::Status NoFittingCandidateError(const v1::MixedPrecisionConfig& config,
+absl::Status NoFittingCandidateError(const MixedPrecisionOptions& options,
                                      const std::vector<int>& overrides,
                                      const Node& node, const NodePlan& p) {
   const auto& configs = p.qco.quantization_configurations();
@@ -41,12 +41,10 @@ absl::Status NoFittingCandidateError(const v1::MixedPrecisionConfig& config,
   }
   std::vector<std::string> asked;
   for (int k : overrides) {
-    const auto& o = config.bit_width_overrides(k);
-    asked.push_back(absl::StrCat(
-        "bit_width_overrides[", k, "] ",
-        o.target() == v1::BitWidthOverride::TARGET_WEIGHTS ? "weights"
-                                                           : "activation",
-        "=", o.bits()));
+    const BitWidthOverride& o = options.overrides[k];
+    asked.push_back(absl::StrCat("bit_width_overrides[", k, "] ",
+                                 o.weights ? "weights" : "activation", "=",
+                                 o.bits));
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "mixed_precision: ", node.Label(), ": no candidate of op set '", p.op_set,
@@ -68,7 +66,7 @@ int ShiftNegativeAddAfter(const Graph& g, const GraphIndex& index,
 // The overrides that select node `n`. An activation override of a node
 // shift-negative correction pinned at 16 bits selects its Add instead,
 // which carries the grid the node had.
-std::vector<int> NodeOverrides(const v1::MixedPrecisionConfig& config,
+std::vector<int> NodeOverrides(const MixedPrecisionOptions& options,
                                const Graph& g, const GraphIndex& index,
                                const std::vector<NodePlan>& plans, int n) {
   const Node& node = g.nodes[n];
@@ -78,14 +76,13 @@ std::vector<int> NodeOverrides(const v1::MixedPrecisionConfig& config,
     corrected = index.Producer(node.Input(0));
   }
   std::vector<int> out;
-  for (int k = 0; k < config.bit_width_overrides_size(); ++k) {
-    const auto& o = config.bit_width_overrides(k);
-    const bool activation =
-        o.target() == v1::BitWidthOverride::TARGET_ACTIVATION;
-    if (MatchesNodeFilter(o.filter(), node)) {
+  for (int k = 0; k < static_cast<int>(options.overrides.size()); ++k) {
+    const BitWidthOverride& o = options.overrides[k];
+    const bool activation = !o.weights;
+    if (MatchesNodeFilter(o.filter, node)) {
       if (!(pinned && activation)) out.push_back(k);
     } else if (activation && corrected >= 0 &&
-               MatchesNodeFilter(o.filter(), g.nodes[corrected])) {
+               MatchesNodeFilter(o.filter, g.nodes[corrected])) {
       out.push_back(k);
     }
   }
@@ -95,7 +92,7 @@ std::vector<int> NodeOverrides(const v1::MixedPrecisionConfig& config,
 }  // namespace
 
 absl::StatusOr<std::vector<NodeSpace>> BuildNodeSpaces(
-    const v1::MixedPrecisionConfig& config, const SearchScope& scope,
+    const MixedPrecisionOptions& options, const SearchScope& scope,
     JobState* state) {
   const bool search = scope.search;
   const bool weights_only = scope.weights_only;
@@ -104,7 +101,7 @@ absl::StatusOr<std::vector<NodeSpace>> BuildNodeSpaces(
   const int n = static_cast<int>(g.nodes.size());
   GraphIndex index(g);
   std::vector<NodeSpace> spaces;
-  std::vector<bool> override_used(config.bit_width_overrides_size(), false);
+  std::vector<bool> override_used(options.overrides.size(), false);
   for (int i = 0; i < n; ++i) {
     NodePlan& p = state->plans[i];
     const Node& node = g.nodes[i];
@@ -121,7 +118,7 @@ absl::StatusOr<std::vector<NodeSpace>> BuildNodeSpaces(
         has_act ? ConsumerInputLimit(g, index, state->plans, i) : (1 << 30);
     const auto& configs = p.qco.quantization_configurations();
     const std::vector<int> overrides =
-        NodeOverrides(config, g, index, state->plans, i);
+        NodeOverrides(options, g, index, state->plans, i);
     NodeSpace space;
     space.node = i;
     std::set<std::pair<int, int>> seen;
@@ -149,20 +146,17 @@ absl::StatusOr<std::vector<NodeSpace>> BuildNodeSpaces(
         // Overrides only: the non-overridden dimension keeps its bits.
         bool w_over = false, a_over = false;
         for (int k : overrides) {
-          (config.bit_width_overrides(k).target() ==
-                   v1::BitWidthOverride::TARGET_WEIGHTS
-               ? w_over
-               : a_over) = true;
+          (options.overrides[k].weights ? w_over : a_over) = true;
         }
         if (has_kernel && !w_over && wb != KernelBits(p.config)) continue;
         if (has_act && !a_over && ab != p.config.activation_n_bits()) continue;
       }
       bool ok = true;
       for (int k : overrides) {
-        const auto& o = config.bit_width_overrides(k);
-        if (o.target() == v1::BitWidthOverride::TARGET_WEIGHTS) {
-          if (has_kernel && wb != o.bits()) ok = false;
-        } else if (has_act && ab != o.bits()) {
+        const BitWidthOverride& o = options.overrides[k];
+        if (o.weights) {
+          if (has_kernel && wb != o.bits) ok = false;
+        } else if (has_act && ab != o.bits) {
           ok = false;
         }
       }
@@ -172,15 +166,12 @@ absl::StatusOr<std::vector<NodeSpace>> BuildNodeSpaces(
       space.bits.push_back({wb, ab});
     }
     for (int k : overrides) {
-      const auto& o = config.bit_width_overrides(k);
-      const bool applies = o.target() == v1::BitWidthOverride::TARGET_WEIGHTS
-                               ? has_kernel
-                               : has_act;
+      const bool applies = options.overrides[k].weights ? has_kernel : has_act;
       if (applies) override_used[k] = true;
     }
     if (space.configs.empty()) {
       if (overrides.empty()) continue;  // nothing fits: keep the base config
-      return NoFittingCandidateError(config, overrides, node, p);
+      return NoFittingCandidateError(options, overrides, node, p);
     }
     std::set<int> wset, aset;
     for (const auto& b : space.bits) {
@@ -194,11 +185,11 @@ absl::StatusOr<std::vector<NodeSpace>> BuildNodeSpaces(
     }
     spaces.push_back(std::move(space));
   }
-  for (int k = 0; k < config.bit_width_overrides_size(); ++k) {
+  for (size_t k = 0; k < options.overrides.size(); ++k) {
     if (!override_used[k]) {
-      state->unmatched_filters.push_back(absl::StrCat(
-          "mixed_precision.bit_width_overrides[", k, "] (",
-          NodeFilterText(config.bit_width_overrides(k).filter()), ")"));
+      state->unmatched_filters.push_back(
+          absl::StrCat("mixed_precision.bit_width_overrides[", k, "] (",
+                       NodeFilterText(options.overrides[k].filter), ")"));
       state->warnings.push_back(absl::StrCat(state->unmatched_filters.back(),
                                              ": matches no quantized node"));
     }

@@ -25,7 +25,7 @@ namespace mp = ::quantd::mixed_precision;
 
 // Sensitivity: only the searched node quantized, at each candidate; sets
 // the `sensitivity` of every searched space.
-absl::Status ComputeSpaceSensitivities(const v1::MixedPrecisionConfig& config,
+absl::Status ComputeSpaceSensitivities(const MixedPrecisionOptions& options,
                                        const std::vector<int>& searched,
                                        const std::vector<SampleFeeds>& samples,
                                        JobState* state, ThreadPool* pool,
@@ -55,47 +55,19 @@ absl::Status ComputeSpaceSensitivities(const v1::MixedPrecisionConfig& config,
   std::vector<SampleFeeds> used(
       samples.begin(),
       samples.begin() + MixedPrecisionSensitivitySamples(
-                            config, static_cast<int>(samples.size())));
+                            options, static_cast<int>(samples.size())));
   SensitivityOptions so;
-  so.depth = config.sensitivity_depth();
-  switch (config.distance_weighting_method()) {
-    case v1::DISTANCE_WEIGHTING_LAST_LAYER:
-      so.weighting.method = mp::DistanceWeighting::kLastLayer;
-      break;
-    case v1::DISTANCE_WEIGHTING_EXP:
-      so.weighting.method = mp::DistanceWeighting::kExp;
-      break;
-    case v1::DISTANCE_WEIGHTING_HESSIAN:
-      return absl::UnimplementedError(
-          "mixed_precision.distance_weighting_method: HESSIAN is not "
-          "implemented by this quantd version");
-    default:
-      so.weighting.method = mp::DistanceWeighting::kAvg;
-  }
-  if (config.use_hessian_based_scores()) {
-    return absl::UnimplementedError(
-        "mixed_precision.use_hessian_based_scores is not implemented by "
-        "this quantd version");
-  }
-  if (config.has_exp_distance_weighting_sigma()) {
-    so.weighting.exp_sigma = config.exp_distance_weighting_sigma();
-  }
-  const double factor = config.has_num_interest_points_factor()
-                            ? config.num_interest_points_factor()
-                            : 1.0;
-  if (!(factor > 0) || factor > 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("mixed_precision.num_interest_points_factor: ", factor,
-                     " is not in (0, 1]"));
-  }
+  so.depth = options.sensitivity_depth;
+  so.weighting.method = options.weighting;
+  so.weighting.exp_sigma = options.exp_distance_weighting_sigma;
+  const double factor = options.num_interest_points_factor;
   ASSIGN_OR_RETURN(
       auto sens,
       ComputeSensitivities(state->model, sens_nodes,
                            MpInterestPoints(state->model, state->plans, factor),
                            MpOutputPoints(state->model), used, so, pool, cancel,
                            progress));
-  const double eps =
-      config.has_metric_epsilon() ? config.metric_epsilon() : 1e-6;
+  const double eps = options.metric_epsilon;
   for (size_t k = 0; k < searched.size(); ++k) {
     NodeSpace& sp = spaces[searched[k]];
     int max_bit = 0;
@@ -204,7 +176,7 @@ mp::BitAllocationProblem BuildAllocationProblem(
 // Solves `problem` (refined as MCT does); with a BOPs target, tightens its
 // budget until the exact figure holds. The candidate per searched node.
 absl::StatusOr<std::vector<int>> SolveAllocation(
-    const v1::MixedPrecisionConfig& config, const PlanLayout& pl,
+    const MixedPrecisionOptions& options, const PlanLayout& pl,
     const JobState& state, const std::vector<NodeSpace>& spaces,
     const std::vector<int>& searched, const ResourceBits& min_bits,
     bool simd_padding, const CancellationToken* cancel, ProgressSink* progress,
@@ -213,9 +185,7 @@ absl::StatusOr<std::vector<int>> SolveAllocation(
   MixedPrecisionOutcome& outcome = *outcome_io;
   const bool b_r = outcome.targets.bops.has_value();
   mp::MilpOptions milp;
-  if (config.has_solver_time_limit_seconds()) {
-    milp.time_limit_seconds = config.solver_time_limit_seconds();
-  }
+  milp.time_limit_seconds = options.solver_time_limit_seconds;
   if (cancel != nullptr) {
     milp.interrupted = [cancel] { return cancel->IsCancelled(); };
   }
@@ -238,9 +208,8 @@ absl::StatusOr<std::vector<int>> SolveAllocation(
     }
     outcome.proven_optimal = solved->proven_optimal;
     solution = solved->candidate;
-    const bool refine =
-        !config.has_refine_mp_solution() || config.refine_mp_solution();
-    if (refine) solution = mp::RefineBitAllocation(problem, solution);
+    if (options.refine_solution)
+      solution = mp::RefineBitAllocation(problem, solution);
     if (!b_r) break;
     ResourceBits b = min_bits;
     for (size_t k = 0; k < searched.size(); ++k) {
@@ -267,7 +236,7 @@ absl::StatusOr<std::vector<int>> SolveAllocation(
 }  // namespace
 
 absl::Status SearchBitAllocation(
-    const v1::MixedPrecisionConfig& config, bool search, const PlanLayout& pl,
+    const MixedPrecisionOptions& options, bool search, const PlanLayout& pl,
     bool simd_padding, const std::vector<SampleFeeds>& samples, JobState* state,
     ThreadPool* pool, const CancellationToken* cancel, ProgressSink* progress,
     std::vector<NodeSpace>* node_spaces, MixedPrecisionOutcome* outcome) {
@@ -279,7 +248,7 @@ absl::Status SearchBitAllocation(
   outcome->configurable_nodes = static_cast<int>(searched.size());
   if (search && !searched.empty()) {
     // Sensitivity: only the searched node quantized, at each candidate.
-    RETURN_IF_ERROR(ComputeSpaceSensitivities(config, searched, samples, state,
+    RETURN_IF_ERROR(ComputeSpaceSensitivities(options, searched, samples, state,
                                               pool, cancel, progress, &spaces));
     ResourceBits min_bits;
     mp::BitAllocationProblem problem =
@@ -287,7 +256,7 @@ absl::Status SearchBitAllocation(
                                simd_padding, &min_bits);
     ASSIGN_OR_RETURN(
         std::vector<int> solution,
-        SolveAllocation(config, pl, *state, spaces, searched, min_bits,
+        SolveAllocation(options, pl, *state, spaces, searched, min_bits,
                         simd_padding, cancel, progress, &problem, outcome));
     for (size_t k = 0; k < searched.size(); ++k) {
       spaces[searched[k]].chosen = solution[k];

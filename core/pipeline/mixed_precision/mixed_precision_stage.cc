@@ -21,170 +21,55 @@ namespace {
 
 namespace mpi = ::quantd::mp_internal;
 
-using mpi::kMaxWeightBits;
-
-bool AnySet(const v1::ResourceUtilization& r) {
-  return r.has_weights_memory_bytes() || r.has_activation_memory_bytes() ||
-         r.has_total_memory_bytes() || r.has_bops();
-}
-
-absl::StatusOr<std::optional<double>> ResolveTarget(bool has_abs, double abs,
-                                                    bool has_frac, double frac,
-                                                    double baseline,
-                                                    const std::string& field) {
-  std::optional<double> out;
-  if (has_abs) {
-    if (!std::isfinite(abs) || abs < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("mixed_precision.target.", field, ": ", abs,
-                       " is not a finite value >= 0"));
-    }
-    out = abs;
-  }
-  if (has_frac) {
-    if (!std::isfinite(frac) || !(frac > 0)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("mixed_precision.target_fraction.", field, ": ", frac,
-                       " is not a finite value > 0"));
-    }
-    const double f = frac * baseline;
+// The smaller of the absolute target and the fraction of the 8-bit figure.
+std::optional<double> ResolveTarget(const std::optional<double>& abs,
+                                    const std::optional<double>& frac,
+                                    double baseline) {
+  std::optional<double> out = abs;
+  if (frac) {
+    const double f = *frac * baseline;
     out = out ? std::min(*out, f) : f;
   }
   return out;
 }
 
-// The absolute targets of the request, against the 8-bit figure of the
+// The absolute targets of the job, against the 8-bit figure of the
 // attached plan.
-absl::Status ResolveTargets(const v1::MixedPrecisionConfig& config,
-                            const mpi::PlanLayout& pl, const JobState& state,
-                            bool simd_padding,
-                            mixed_precision::ResourceFigures* targets) {
+mixed_precision::ResourceFigures ResolveTargets(
+    const MixedPrecisionOptions& options, const mpi::PlanLayout& pl,
+    const JobState& state, bool simd_padding) {
   const ResourceBreakdown base8 = EvaluateResources(
       pl.layout, mpi::CurrentBits(pl, state, simd_padding, 8));
-  const auto& ta = config.target();
-  const auto& tf = config.target_fraction();
-  ASSIGN_OR_RETURN(
-      targets->weights_memory_bytes,
-      ResolveTarget(ta.has_weights_memory_bytes(), ta.weights_memory_bytes(),
-                    tf.has_weights_memory_bytes(), tf.weights_memory_bytes(),
-                    base8.weights, "weights_memory_bytes"));
-  ASSIGN_OR_RETURN(targets->activation_memory_bytes,
-                   ResolveTarget(ta.has_activation_memory_bytes(),
-                                 ta.activation_memory_bytes(),
-                                 tf.has_activation_memory_bytes(),
-                                 tf.activation_memory_bytes(), base8.activation,
-                                 "activation_memory_bytes"));
-  ASSIGN_OR_RETURN(
-      targets->total_memory_bytes,
-      ResolveTarget(ta.has_total_memory_bytes(), ta.total_memory_bytes(),
-                    tf.has_total_memory_bytes(), tf.total_memory_bytes(),
-                    base8.total, "total_memory_bytes"));
-  ASSIGN_OR_RETURN(targets->bops,
-                   ResolveTarget(ta.has_bops(), ta.bops(), tf.has_bops(),
-                                 tf.bops(), base8.bops, "bops"));
-  return absl::OkStatus();
+  const ResourceTargets& ta = options.target;
+  const ResourceTargets& tf = options.target_fraction;
+  mixed_precision::ResourceFigures targets;
+  targets.weights_memory_bytes = ResolveTarget(
+      ta.weights_memory_bytes, tf.weights_memory_bytes, base8.weights);
+  targets.activation_memory_bytes = ResolveTarget(
+      ta.activation_memory_bytes, tf.activation_memory_bytes, base8.activation);
+  targets.total_memory_bytes =
+      ResolveTarget(ta.total_memory_bytes, tf.total_memory_bytes, base8.total);
+  targets.bops = ResolveTarget(ta.bops, tf.bops, base8.bops);
+  return targets;
 }
 
 }  // namespace
 
-bool MixedPrecisionRequested(const v1::MixedPrecisionConfig& config) {
-  return AnySet(config.target()) || AnySet(config.target_fraction()) ||
-         config.bit_width_overrides_size() > 0;
-}
-
-bool MixedPrecisionSearches(const v1::MixedPrecisionConfig& config) {
-  return AnySet(config.target()) || AnySet(config.target_fraction());
-}
-
-bool MixedPrecisionSearchesWeightsOnly(const v1::MixedPrecisionConfig& config) {
-  auto others = [](const v1::ResourceUtilization& r) {
-    return r.has_activation_memory_bytes() || r.has_total_memory_bytes() ||
-           r.has_bops();
-  };
-  return MixedPrecisionSearches(config) && !others(config.target()) &&
-         !others(config.target_fraction());
-}
-
-int MixedPrecisionSensitivitySamples(const v1::MixedPrecisionConfig& config,
+int MixedPrecisionSensitivitySamples(const MixedPrecisionOptions& options,
                                      int calibration) {
-  const int images = config.num_of_images() > 0 ? config.num_of_images()
-                                                : mpi::kDefaultNumImages;
-  return std::max(0, std::min(images, calibration));
-}
-
-absl::Status ValidateMixedPrecisionConfig(
-    const v1::MixedPrecisionConfig& config) {
-  for (int k = 0; k < config.bit_width_overrides_size(); ++k) {
-    const auto& o = config.bit_width_overrides(k);
-    const std::string path =
-        absl::StrCat("mixed_precision.bit_width_overrides[", k, "]");
-    if (o.filter().filter_case() == v1::NodeFilter::FILTER_NOT_SET) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ".filter: no node_type, node_name or name_scope"));
-    }
-    if (o.target() == v1::BitWidthOverride::TARGET_UNSPECIFIED) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ".target: WEIGHTS or ACTIVATION required"));
-    }
-    if (o.bits() <= 0 || o.bits() > 32) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ".bits: ", o.bits(), " is not in [1, 32]"));
-    }
-    if (!o.attr().empty() && o.attr() != tpc::kKernelAttr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ".attr: '", o.attr(),
-                       "' (only kernel_attr has per-candidate bits)"));
-    }
-  }
-  if (config.sensitivity_depth() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "mixed_precision.sensitivity_depth: ", config.sensitivity_depth(),
-        " < 0"));
-  }
-  if (config.num_of_images() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "mixed_precision.num_of_images: ", config.num_of_images(), " < 0"));
-  }
-  if (config.has_solver_time_limit_seconds() &&
-      !(config.solver_time_limit_seconds() > 0)) {
-    return absl::InvalidArgumentError(
-        "mixed_precision.solver_time_limit_seconds: must be > 0");
-  }
-  // `!(x >= lo)` also catches NaN.
-  if (config.has_metric_epsilon() && !(std::isfinite(config.metric_epsilon()) &&
-                                       config.metric_epsilon() >= 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "mixed_precision.metric_epsilon: ", config.metric_epsilon(),
-        " is not a finite number >= 0"));
-  }
-  if (config.has_exp_distance_weighting_sigma() &&
-      !(std::isfinite(config.exp_distance_weighting_sigma()) &&
-        config.exp_distance_weighting_sigma() > 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "mixed_precision.exp_distance_weighting_sigma: ",
-        config.exp_distance_weighting_sigma(), " is not a finite number > 0"));
-  }
-  if (config.kernel_weights_bits() < 0 ||
-      config.kernel_weights_bits() > kMaxWeightBits) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "mixed_precision.kernel_weights_bits: ", config.kernel_weights_bits(),
-        " is not in [1, ", kMaxWeightBits, "] (0 = unset)"));
-  }
-  return absl::OkStatus();
+  return std::max(0, std::min(options.num_of_images, calibration));
 }
 
 absl::StatusOr<MixedPrecisionOutcome> RunMixedPrecision(
-    const v1::MixedPrecisionConfig& config, bool simd_padding,
+    const MixedPrecisionOptions& options, bool simd_padding,
     const std::map<std::string, std::vector<int64_t>>& shapes,
     const std::vector<SampleFeeds>& samples, JobState* state, ThreadPool* pool,
     const CancellationToken* cancel, ProgressSink* progress) {
-  RETURN_IF_ERROR(ValidateMixedPrecisionConfig(config));
   MixedPrecisionOutcome outcome;
 
   // 1. Targets against the 8-bit figure of the attached plan.
   mpi::PlanLayout pl = mpi::BuildPlanLayout(*state, shapes);
-  RETURN_IF_ERROR(
-      ResolveTargets(config, pl, *state, simd_padding, &outcome.targets));
+  outcome.targets = ResolveTargets(options, pl, *state, simd_padding);
   const bool w_r = outcome.targets.weights_memory_bytes.has_value();
   const bool a_r = outcome.targets.activation_memory_bytes.has_value();
   const bool t_r = outcome.targets.total_memory_bytes.has_value();
@@ -196,7 +81,7 @@ absl::StatusOr<MixedPrecisionOutcome> RunMixedPrecision(
 
   // 2. Candidate lists (mixed_precision_candidates.cc).
   ASSIGN_OR_RETURN(std::vector<mpi::NodeSpace> spaces,
-                   mpi::BuildNodeSpaces(config, scope, state));
+                   mpi::BuildNodeSpaces(options, scope, state));
 
   // 3. Parameters per candidate (the costly searches, in parallel).
   RETURN_IF_ERROR(
@@ -204,7 +89,7 @@ absl::StatusOr<MixedPrecisionOutcome> RunMixedPrecision(
 
   // 4. Search (mixed_precision_search.cc).
   RETURN_IF_ERROR(mpi::SearchBitAllocation(
-      config, scope.search, pl, simd_padding, samples, state, pool, cancel,
+      options, scope.search, pl, simd_padding, samples, state, pool, cancel,
       progress, &spaces, &outcome));
 
   // 5. Apply the chosen candidates (mixed_precision_apply.cc).

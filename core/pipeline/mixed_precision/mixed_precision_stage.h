@@ -21,10 +21,10 @@
 #include "core/mixed_precision/resource_figures.h"
 #include "core/pipeline/job/job_state.h"
 #include "core/pipeline/job/samples.h"
+#include "core/pipeline/mixed_precision/mixed_precision_options.h"
 #include "core/runtime/cancellation.h"
 #include "core/runtime/progress.h"
 #include "core/runtime/thread_pool.h"
-#include "quantd/v1/job.pb.h"
 
 namespace quantd {
 
@@ -36,27 +36,10 @@ namespace quantd {
 // as in MCT. The calculator supports it (resource_calculator_test).
 inline constexpr bool kMpSimdPadding = false;
 
-// True when the request sets a target (absolute or fractional) or an
-// override, i.e. the stage has something to do.
-bool MixedPrecisionRequested(const v1::MixedPrecisionConfig& config);
-
-// True when the request sets a target (absolute or fractional): the stage
-// measures sensitivities and solves an allocation.
-bool MixedPrecisionSearches(const v1::MixedPrecisionConfig& config);
-
-// True when it searches for a weights target alone: then only the kernels'
-// bits vary (MCT's rule, the stage's SearchScope.weights_only).
-bool MixedPrecisionSearchesWeightsOnly(const v1::MixedPrecisionConfig& config);
-
 // The samples the sensitivity runs on: the first num_of_images (MCT's
 // default 32) of the `calibration` ones.
-int MixedPrecisionSensitivitySamples(const v1::MixedPrecisionConfig& config,
+int MixedPrecisionSensitivitySamples(const MixedPrecisionOptions& options,
                                      int calibration);
-
-// Checks the request's mixed-precision fields (finite, positive targets;
-// overrides with a filter, a target and bits > 0; kernel_attr only).
-absl::Status ValidateMixedPrecisionConfig(
-    const v1::MixedPrecisionConfig& config);
 
 struct MixedPrecisionOutcome {
   // The resolved absolute targets (unset = unrestricted).
@@ -69,7 +52,7 @@ struct MixedPrecisionOutcome {
 };
 
 absl::StatusOr<MixedPrecisionOutcome> RunMixedPrecision(
-    const v1::MixedPrecisionConfig& config, bool simd_padding,
+    const MixedPrecisionOptions& options, bool simd_padding,
     const std::map<std::string, std::vector<int64_t>>& shapes,
     const std::vector<SampleFeeds>& samples, JobState* state, ThreadPool* pool,
     const CancellationToken* cancel, ProgressSink* progress);

@@ -249,9 +249,8 @@ absl::StatusOr<ConeRunner> SensitivityRun::MakeRunner(const Task& task) const {
   const Cone& cone = cones_[task.k];
   const ModelQuantization quantization =
       SingleNodeQuantization(g_.nodes[sn.node], sn.candidates[task.j]);
-  ASSIGN_OR_RETURN(QdqPlan plan,
-                   LowerToQdqPlan(cone.cone.model->graph, quantization,
-                                  v1::ExportOptions()));
+  ASSIGN_OR_RETURN(QdqPlan plan, LowerToQdqPlan(cone.cone.model->graph,
+                                                quantization, ExportOptions()));
   ASSIGN_OR_RETURN(Model fq, WithFakeQuantWeights(*cone.cone.model, plan));
   ConeRunner runner;
   ASSIGN_OR_RETURN(runner.exec,

@@ -24,9 +24,6 @@
 namespace quantd {
 namespace {
 
-// Weight configs of more than 16 bits are MCT's FLOAT_BITWIDTH (32): float.
-constexpr int kMaxWeightBits = 16;
-
 int CountNodes(const Graph& g) {
   int n = 0;
   for (const Node& node : g.nodes) {
@@ -418,20 +415,13 @@ absl::Status ApplyInputBitsFilter(JobState* state) {
 
 // quantization.keep_float (ORT's nodes_to_exclude): the matching nodes keep
 // float weights and outputs, whatever the TPC and the fusing say. Filters
-// that match no node are warnings; an empty filter is an error.
-absl::Status ApplyKeepFloat(const v1::QuantizationConfig& config,
-                            JobState* state) {
+// that match no node are warnings.
+void ApplyKeepFloat(const std::vector<NodeFilter>& keep_float,
+                    JobState* state) {
   const Graph& g = state->model.graph;
-  for (int k = 0; k < config.keep_float_size(); ++k) {
-    const v1::NodeFilter& f = config.keep_float(k);
+  for (size_t k = 0; k < keep_float.size(); ++k) {
+    const NodeFilter& f = keep_float[k];
     const std::string text = NodeFilterText(f);
-    if (f.node_type().empty() && f.node_name().empty() &&
-        f.name_scope().empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("quantization.keep_float[", k,
-                       "]: empty filter (set node_type, node_name or "
-                       "name_scope)"));
-    }
     int matched = 0;
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       if (!MatchesNodeFilter(f, g.nodes[i])) continue;
@@ -450,32 +440,21 @@ absl::Status ApplyKeepFloat(const v1::QuantizationConfig& config,
           absl::StrCat(state->unmatched_filters.back(), ": matches no node"));
     }
   }
-  return absl::OkStatus();
 }
 
 }  // namespace
 
-absl::Status AttachTpc(tpc::TpcPtr tpc_ptr,
-                       const v1::QuantizationConfig& config,
-                       int kernel_weights_bits, JobState* state) {
+absl::Status AttachTpc(tpc::TpcPtr tpc_ptr, const AttachOptions& options,
+                       JobState* state) {
   const v1::TargetPlatformCapabilities& tpc = *tpc_ptr;
   const v1::OpsetLayerMapping* custom =
-      config.custom_tpc_opset_to_layer().entries_size() > 0
-          ? &config.custom_tpc_opset_to_layer()
-          : nullptr;
+      options.custom_opset_mapping ? &*options.custom_opset_mapping : nullptr;
   auto attachment = tpc::OnnxTpcAttachment::Create(tpc_ptr, custom);
   if (!attachment.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("tpc does not fit ONNX: ", attachment.status().message()));
   }
-  tpc::OnnxFrameworkInfo fi = tpc::OnnxFrameworkInfo::Default();
-  if (config.has_framework_info()) {
-    absl::Status st = fi.ApplyOverride(config.framework_info());
-    if (!st.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("quantization.framework_info: ", st.message()));
-    }
-  }
+  const tpc::OnnxFrameworkInfo& fi = options.framework_info;
   Graph& g = state->model.graph;
   state->plans.assign(g.nodes.size(), NodePlan());
   std::map<std::string, int> index_of;
@@ -484,12 +463,12 @@ absl::Status AttachTpc(tpc::TpcPtr tpc_ptr,
   // Op set, candidates, config, weights, ranges per node.
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     RETURN_IF_ERROR(AttachNode(g.nodes[i], g, *attachment, fi,
-                               kernel_weights_bits, &state->plans[i]));
+                               options.kernel_weights_bits, &state->plans[i]));
   }
 
   ApplyFusing(tpc, index_of, state);
   RETURN_IF_ERROR(ApplyInputBitsFilter(state));
-  RETURN_IF_ERROR(ApplyKeepFloat(config, state));
+  ApplyKeepFloat(options.keep_float, state);
 
   // Graph inputs: MCT's input layer takes the default config.
   if (tpc.default_qco().quantization_configurations_size() > 0) {

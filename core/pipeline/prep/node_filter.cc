@@ -5,30 +5,32 @@
 
 namespace quantd {
 
-bool MatchesNodeFilter(const v1::NodeFilter& filter, const Node& node) {
-  switch (filter.filter_case()) {
-    case v1::NodeFilter::kNodeType:
-      return node.op_type == filter.node_type();
-    case v1::NodeFilter::kNodeName:
-      return node.name == filter.node_name();
-    case v1::NodeFilter::kNameScope:
-      return absl::StrContains(node.name, filter.name_scope());
-    default:
+bool MatchesNodeFilter(const NodeFilter& filter, const Node& node) {
+  switch (filter.by) {
+    case NodeFilter::By::kType:
+      return node.op_type == filter.value;
+    case NodeFilter::By::kName:
+      return node.name == filter.value;
+    case NodeFilter::By::kScope:
+      return absl::StrContains(node.name, filter.value);
+    case NodeFilter::By::kNone:
       return false;
   }
+  return false;
 }
 
-std::string NodeFilterText(const v1::NodeFilter& filter) {
-  switch (filter.filter_case()) {
-    case v1::NodeFilter::kNodeType:
-      return absl::StrCat("type:", filter.node_type());
-    case v1::NodeFilter::kNodeName:
-      return absl::StrCat("name:", filter.node_name());
-    case v1::NodeFilter::kNameScope:
-      return absl::StrCat("scope:", filter.name_scope());
-    default:
+std::string NodeFilterText(const NodeFilter& filter) {
+  switch (filter.by) {
+    case NodeFilter::By::kType:
+      return absl::StrCat("type:", filter.value);
+    case NodeFilter::By::kName:
+      return absl::StrCat("name:", filter.value);
+    case NodeFilter::By::kScope:
+      return absl::StrCat("scope:", filter.value);
+    case NodeFilter::By::kNone:
       return "no filter";
   }
+  return "no filter";
 }
 
 }  // namespace quantd

@@ -8,6 +8,9 @@
 
 namespace quantd {
 
+// Weight configs of more than 16 bits are MCT's FLOAT_BITWIDTH (32): float.
+inline constexpr int kMaxWeightBits = 16;
+
 // The kernel attribute's weights bits; 0 when the config has no kernel
 // config or does not quantize it.
 int KernelBits(const v1::OpQuantizationConfig& c);

@@ -115,7 +115,7 @@ class TargetSearch {
                std::shared_ptr<const QualityMeter> meter, ThreadPool* pool,
                const CancellationToken* cancel, ProgressSink* progress)
       : in_(in),
-        target_(in.request->quality_target()),
+        target_(*in.spec->target),
         calibrated_(calibrated),
         meter_(std::move(meter)),
         pool_(pool),
@@ -156,7 +156,7 @@ class TargetSearch {
                                               MixedPrecisionOutcome* mp);
 
   const QualityTargetInputs& in_;
-  const v1::QualityTarget& target_;
+  const QualityTargetOptions& target_;
   const JobState& calibrated_;
   std::shared_ptr<const QualityMeter> meter_;  // and the outcome's
   ThreadPool* pool_;
@@ -216,7 +216,6 @@ absl::StatusOr<Trial> TargetSearch::Try(const PtqOptions& options,
   }
   ++trials_;
   const auto start = std::chrono::steady_clock::now();
-  const v1::QuantizeRequest& request = *in_.request;
   RETURN_IF_ERROR(Select(options));
   Trial t;
   t.state = selected_;
@@ -231,8 +230,8 @@ absl::StatusOr<Trial> TargetSearch::Try(const PtqOptions& options,
   RETURN_IF_ERROR(ApplyCorrections(&t.state, cancel_));
   ASSIGN_OR_RETURN(
       QualityFigures f,
-      meter_->Measure(t.state, request.export_options(), pool_, cancel_));
-  t.figure = Figure(f, target_.metric());
+      meter_->Measure(t.state, in_.spec->export_options, pool_, cancel_));
+  t.figure = Figure(f, target_.metric);
   outcome_.report.steps.push_back(
       {action, t.figure, false, SecondsSince(start)});
   if (trials_ == 1 || t.figure > outcome_.best_figure) {
@@ -244,16 +243,15 @@ absl::StatusOr<Trial> TargetSearch::Try(const PtqOptions& options,
 
 absl::Status TargetSearch::Select(const PtqOptions& options) {
   if (SameSelection(options, selected_options_)) return absl::OkStatus();
-  const v1::QuantizeRequest& request = *in_.request;
   selected_ = calibrated_;
   selected_.options = options;
   RETURN_IF_ERROR(SelectAllParams(&selected_, pool_, cancel_, nullptr));
   RETURN_IF_ERROR(RunShiftNegativeStage(&selected_, in_.shapes, cancel_));
   selected_mp_ = MixedPrecisionOutcome();
-  if (MixedPrecisionRequested(request.mixed_precision())) {
+  if (in_.spec->mixed_precision.Requested()) {
     ASSIGN_OR_RETURN(
         selected_mp_,
-        RunMixedPrecision(request.mixed_precision(), kMpSimdPadding,
+        RunMixedPrecision(in_.spec->mixed_precision, kMpSimdPadding,
                           *in_.shapes, *in_.calibration, &selected_, pool_,
                           cancel_, nullptr));
   }
@@ -271,8 +269,7 @@ std::string TargetSearch::OptionsText() const {
 
 // Stage (a): each option edit kept when it helps.
 absl::Status TargetSearch::TryOptions(PtqOptions* options, Trial* best) {
-  for (const OptionEdit& e :
-       OptionEdits(*options, in_.request->gptq().enabled())) {
+  for (const OptionEdit& e : OptionEdits(*options, in_.spec->gptq_enabled)) {
     if (Met(best->figure)) break;
     PtqOptions o = *options;
     e.apply(&o);
@@ -334,7 +331,7 @@ absl::Status TargetSearch::RevertOptions(
 absl::StatusOr<std::vector<BitUpgrade>> TargetSearch::RankedUpgrades(
     const Trial& at, std::vector<BitUpgrade> ups) {
   ASSIGN_OR_RETURN(QdqPlan plan,
-                   LowerToQdqPlan(at.state, in_.request->export_options()));
+                   LowerToQdqPlan(at.state, in_.spec->export_options));
   // The ranking needs an estimate, not the figure: a few samples (the
   // analysis costs two cone runs per node and sample).
   const size_t n = std::min(in_.evaluation->size(),
@@ -349,14 +346,14 @@ absl::StatusOr<std::vector<BitUpgrade>> TargetSearch::RankedUpgrades(
       AnalyzeLayerSensitivity(in_.float_model->model(), at.state.model, plan,
                               ranking, analysis, pool_, cancel_, nullptr));
   double now_db = at.figure;
-  if (target_.metric() == v1::QualityTarget::METRIC_COSINE ||
+  if (target_.metric == QualityTargetOptions::Metric::kCosine ||
       n < in_.evaluation->size()) {
     ASSIGN_OR_RETURN(
         QualityMeter meter,
         QualityMeter::Create(*in_.float_model, ranking, pool_, cancel_));
     ASSIGN_OR_RETURN(
         QualityFigures now,
-        meter.Measure(at.state, in_.request->export_options(), pool_, cancel_));
+        meter.Measure(at.state, in_.spec->export_options, pool_, cancel_));
     now_db = now.sqnr_db;
   }
   std::map<std::string, double> gain;
@@ -433,8 +430,7 @@ absl::StatusOr<Trial> TargetSearch::UpgradeSearch(
 // search), applied at once.
 absl::StatusOr<PtqOptions> TargetSearch::ReuseOptions(PtqOptions options) {
   const PtqOptions requested = options;
-  for (const OptionEdit& e :
-       OptionEdits(requested, in_.request->gptq().enabled())) {
+  for (const OptionEdit& e : OptionEdits(requested, in_.spec->gptq_enabled)) {
     if (std::find(in_.reuse_options->begin(), in_.reuse_options->end(),
                   e.name) == in_.reuse_options->end()) {
       continue;
@@ -466,8 +462,8 @@ void TargetSearch::RecordUpgrades(const std::vector<BitUpgrade>& chosen) {
 absl::StatusOr<QualityTargetOutcome> TargetSearch::Run(
     JobState* state, MixedPrecisionOutcome* mp) {
   QualityTargetReport& report = outcome_.report;
-  report.metric = MetricName(target_.metric());
-  report.target = target_.value();
+  report.metric = MetricName(target_.metric);
+  report.target = target_.value;
   selected_ = *state;
   selected_options_ = state->options;
   selected_mp_ = *mp;
@@ -494,7 +490,7 @@ absl::StatusOr<QualityTargetOutcome> TargetSearch::Run(
   }
   RETURN_IF_ERROR(Select(options));
   std::vector<BitUpgrade> ups =
-      ListBitUpgrades(selected_, *in_.shapes, in_.request->mixed_precision());
+      ListBitUpgrades(selected_, *in_.shapes, in_.spec->mixed_precision);
   // With a mixed-precision budget the ceiling is the longest ranked prefix
   // that keeps within it, so the ranking comes first.
   std::optional<std::vector<BitUpgrade>> ranked;
@@ -589,39 +585,16 @@ absl::StatusOr<QualityTargetOutcome> TargetSearch::Finish(
 
 }  // namespace
 
-bool QualityTargetRequested(const v1::QuantizeRequest& request) {
-  return request.has_quality_target();
+std::string MetricName(QualityTargetOptions::Metric metric) {
+  return metric == QualityTargetOptions::Metric::kCosine ? "cosine" : "sqnr";
 }
 
-absl::Status ValidateQualityTarget(const v1::QualityTarget& t) {
-  if (!v1::QualityTarget::Metric_IsValid(t.metric())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "quality_target.metric: ", t.metric(),
-        " is not METRIC_UNSPECIFIED, METRIC_SQNR or METRIC_COSINE"));
-  }
-  if (!std::isfinite(t.value())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("quality_target.value: must be finite, got ", t.value()));
-  }
-  if (t.metric() == v1::QualityTarget::METRIC_COSINE &&
-      !(t.value() > -1 && t.value() <= 1)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "quality_target.value: a cosine target must be in (-1, 1], got ",
-        t.value()));
-  }
-  return absl::OkStatus();
+bool TargetMet(const QualityTargetOptions& target, double figure) {
+  return figure >= target.value;
 }
 
-std::string MetricName(v1::QualityTarget::Metric metric) {
-  return metric == v1::QualityTarget::METRIC_COSINE ? "cosine" : "sqnr";
-}
-
-bool TargetMet(const v1::QualityTarget& target, double figure) {
-  return figure >= target.value();
-}
-
-double GainEpsilon(const v1::QualityTarget& target) {
-  return target.metric() == v1::QualityTarget::METRIC_COSINE ? 1e-6 : 0.01;
+double GainEpsilon(const QualityTargetOptions& target) {
+  return target.metric == QualityTargetOptions::Metric::kCosine ? 1e-6 : 0.01;
 }
 
 bool SkipsTheTrial(const absl::Status& status) {
@@ -642,16 +615,16 @@ absl::StatusOr<QualityTargetOutcome> RunQualityTarget(
   return search.Run(state, mixed_precision);
 }
 
-absl::Status TargetOutOfReachError(const v1::QualityTarget& target,
+absl::Status TargetOutOfReachError(const QualityTargetOptions& target,
                                    const std::string& tpc, double best,
                                    const std::string& how, double baseline) {
-  const bool db = target.metric() != v1::QualityTarget::METRIC_COSINE;
+  const bool db = target.metric != QualityTargetOptions::Metric::kCosine;
   const auto fmt = [&](double v) {
     return db ? absl::StrFormat("%.2f dB", v) : absl::StrFormat("%.5f", v);
   };
   return absl::FailedPreconditionError(
-      absl::StrCat("quality_target: ", MetricName(target.metric()), " ",
-                   fmt(target.value()), " out of reach of ", tpc, ": best ",
+      absl::StrCat("quality_target: ", MetricName(target.metric), " ",
+                   fmt(target.value), " out of reach of ", tpc, ": best ",
                    fmt(best), " (", how, "); as configured ", fmt(baseline)));
 }
 

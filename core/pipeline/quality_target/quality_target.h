@@ -29,6 +29,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/executor/executor.h"
+#include "core/pipeline/job/job_spec.h"
 #include "core/pipeline/job/job_state.h"
 #include "core/pipeline/job/samples.h"
 #include "core/pipeline/mixed_precision/mixed_precision_stage.h"
@@ -37,29 +38,22 @@
 #include "core/runtime/cancellation.h"
 #include "core/runtime/progress.h"
 #include "core/runtime/thread_pool.h"
-#include "quantd/v1/job.pb.h"
 
 namespace quantd {
-
-bool QualityTargetRequested(const v1::QuantizeRequest& request);
 
 // Samples the upgrade ranking's sensitivity analysis runs on: the ranking
 // needs an estimate, not the figure.
 inline constexpr int kTargetRankingSamples = 4;
 
-// quality_target.metric is a known value, value is finite (cosine in
-// (-1, 1]); errors name the field.
-absl::Status ValidateQualityTarget(const v1::QualityTarget& target);
-
 // "sqnr" or "cosine".
-std::string MetricName(v1::QualityTarget::Metric metric);
+std::string MetricName(QualityTargetOptions::Metric metric);
 
 // Whether `figure` reaches the target.
-bool TargetMet(const v1::QualityTarget& target, double figure);
+bool TargetMet(const QualityTargetOptions& target, double figure);
 
 // The least gain that keeps (or undoes) a trial's change: 0.01 dB, 1e-6
 // cosine.
-double GainEpsilon(const v1::QualityTarget& target);
+double GainEpsilon(const QualityTargetOptions& target);
 
 // A trial that cannot run on this model (no backward pass for an op,
 // nothing to train: UNIMPLEMENTED or FAILED_PRECONDITION) is skipped, not
@@ -67,7 +61,7 @@ double GainEpsilon(const v1::QualityTarget& target);
 bool SkipsTheTrial(const absl::Status& status);
 
 struct QualityTargetInputs {
-  const v1::QuantizeRequest* request = nullptr;
+  const JobSpec* spec = nullptr;          // spec->target is set
   const Executor* float_model = nullptr;  // before the corrections
   const std::vector<SampleFeeds>* evaluation = nullptr;
   const std::vector<SampleFeeds>* calibration = nullptr;  // mixed precision
@@ -106,7 +100,7 @@ absl::StatusOr<QualityTargetOutcome> RunQualityTarget(
 // FAILED_PRECONDITION "quality_target: sqnr 40.00 dB out of reach of
 // imx500@1.0: best 31.20 dB (what that trial changed); as configured
 // 29.80 dB".
-absl::Status TargetOutOfReachError(const v1::QualityTarget& target,
+absl::Status TargetOutOfReachError(const QualityTargetOptions& target,
                                    const std::string& tpc, double best,
                                    const std::string& how, double baseline);
 

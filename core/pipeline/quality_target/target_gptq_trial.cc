@@ -20,22 +20,13 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
-bool TargetTriesGptq(const v1::QuantizeRequest& request) {
-  return QualityTargetRequested(request) && !request.gptq().enabled() &&
-         !request.quality_target().skip_gptq();
-}
-
-bool GptqMayRun(const v1::QuantizeRequest& request) {
-  return request.gptq().enabled() || TargetTriesGptq(request);
-}
-
 absl::Status TryGptqForTarget(const QualityTargetInputs& inputs,
-                              const GptqOptions& options, JobState* state,
-                              QualityTargetOutcome* outcome, ThreadPool* pool,
-                              const CancellationToken* cancel,
+                              JobState* state, QualityTargetOutcome* outcome,
+                              ThreadPool* pool, const CancellationToken* cancel,
                               ProgressSink* progress) {
-  const v1::QuantizeRequest& request = *inputs.request;
-  const v1::QualityTarget& target = request.quality_target();
+  const JobSpec& spec = *inputs.spec;
+  const GptqOptions& options = *spec.gptq;
+  const QualityTargetOptions& target = *spec.target;
   QualityTargetReport& report = outcome->report;
   const auto start = std::chrono::steady_clock::now();
   const std::string action =
@@ -43,7 +34,7 @@ absl::Status TryGptqForTarget(const QualityTargetInputs& inputs,
   JobState trial = *state;
   absl::Status trained =
       RunGptq(options, *inputs.float_model, *inputs.calibration,
-              request.export_options(), &trial, pool, cancel, progress);
+              spec.export_options, &trial, pool, cancel, progress);
   // A model GPTQ cannot train (an op without a backward pass, no kernel
   // the outputs depend on) skips the trial, not the job.
   if (!trained.ok()) {
@@ -53,13 +44,10 @@ absl::Status TryGptqForTarget(const QualityTargetInputs& inputs,
          false, SecondsSince(start)});
     return absl::OkStatus();
   }
-  ASSIGN_OR_RETURN(QualityMeter meter,
-                   QualityMeter::Create(*inputs.float_model, *inputs.evaluation,
-                                        pool, cancel));
   ASSIGN_OR_RETURN(
       QualityFigures f,
-      meter.Measure(trial, request.export_options(), pool, cancel));
-  const double figure = Figure(f, target.metric());
+      outcome->meter->Measure(trial, spec.export_options, pool, cancel));
+  const double figure = Figure(f, target.metric);
   const double before = report.reached.value_or(outcome->best_figure);
   const bool kept = figure > before + GainEpsilon(target);
   report.steps.push_back({action, figure, kept, SecondsSince(start)});

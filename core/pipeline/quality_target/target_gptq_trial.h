@@ -12,27 +12,16 @@
 #include "core/runtime/cancellation.h"
 #include "core/runtime/progress.h"
 #include "core/runtime/thread_pool.h"
-#include "quantd/v1/job.pb.h"
 
 namespace quantd {
 
-// Whether a target still out of reach after the search (and its channel
-// equalization trial) gets a GPTQ trial: a target without gptq.enabled
-// and without quality_target.skip_gptq.
-bool TargetTriesGptq(const v1::QuantizeRequest& request);
-
-// GPTQ enabled, or tried by the quality target: what validation checks and
-// the memory model counts.
-bool GptqMayRun(const v1::QuantizeRequest& request);
-
-// GPTQ on a copy of `state`, measured by the search's meter
+// GPTQ (inputs.spec->gptq) on a copy of `state`, measured by the search's meter
 // (`outcome->meter`); kept (state replaced, report updated) when the figure
 // rises. A model GPTQ cannot train gets a step saying why, and the job goes
 // on.
 absl::Status TryGptqForTarget(const QualityTargetInputs& inputs,
-                              const GptqOptions& options, JobState* state,
-                              QualityTargetOutcome* outcome, ThreadPool* pool,
-                              const CancellationToken* cancel,
+                              JobState* state, QualityTargetOutcome* outcome,
+                              ThreadPool* pool, const CancellationToken* cancel,
                               ProgressSink* progress);
 
 }  // namespace quantd

@@ -71,7 +71,7 @@ absl::StatusOr<QualityMeter> QualityMeter::Create(
 }
 
 absl::StatusOr<QualityFigures> QualityMeter::Measure(
-    const JobState& state, const v1::ExportOptions& export_options,
+    const JobState& state, const ExportOptions& export_options,
     ThreadPool* pool, const CancellationToken* cancel) const {
   ASSIGN_OR_RETURN(QdqPlan plan, LowerToQdqPlan(state, export_options));
   ASSIGN_OR_RETURN(Model fq_model, WithFakeQuantWeights(state.model, plan));
@@ -127,8 +127,8 @@ absl::StatusOr<QualityFigures> QualityMeter::Measure(
   return out;
 }
 
-double Figure(const QualityFigures& f, v1::QualityTarget::Metric metric) {
-  return metric == v1::QualityTarget::METRIC_COSINE ? f.cosine : f.sqnr_db;
+double Figure(const QualityFigures& f, QualityTargetOptions::Metric metric) {
+  return metric == QualityTargetOptions::Metric::kCosine ? f.cosine : f.sqnr_db;
 }
 
 }  // namespace quantd

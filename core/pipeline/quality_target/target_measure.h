@@ -15,11 +15,12 @@
 #include "absl/status/statusor.h"
 #include "core/executor/executor.h"
 #include "core/graph/tensor.h"
+#include "core/pipeline/export/export_options.h"
 #include "core/pipeline/job/job_state.h"
 #include "core/pipeline/job/samples.h"
+#include "core/pipeline/quality_target/quality_target_options.h"
 #include "core/runtime/cancellation.h"
 #include "core/runtime/thread_pool.h"
-#include "quantd/v1/job.pb.h"
 
 namespace quantd {
 
@@ -36,9 +37,10 @@ class QualityMeter {
       ThreadPool* pool, const CancellationToken* cancel);
 
   // The figures of the state's decisions (after the corrections).
-  absl::StatusOr<QualityFigures> Measure(
-      const JobState& state, const v1::ExportOptions& export_options,
-      ThreadPool* pool, const CancellationToken* cancel) const;
+  absl::StatusOr<QualityFigures> Measure(const JobState& state,
+                                         const ExportOptions& export_options,
+                                         ThreadPool* pool,
+                                         const CancellationToken* cancel) const;
 
  private:
   const std::vector<SampleFeeds>* samples_ = nullptr;
@@ -47,7 +49,7 @@ class QualityMeter {
 };
 
 // The figure of `metric` (SQNR when unspecified).
-double Figure(const QualityFigures& f, v1::QualityTarget::Metric metric);
+double Figure(const QualityFigures& f, QualityTargetOptions::Metric metric);
 
 }  // namespace quantd
 

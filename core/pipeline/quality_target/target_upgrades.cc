@@ -11,19 +11,15 @@
 namespace quantd {
 namespace {
 
-// Weight configs above 16 bits are MCT's FLOAT_BITWIDTH (as the
-// mixed-precision candidates).
-constexpr int kMaxWeightBits = 16;
-
 int64_t Elements(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= std::max<int64_t>(d, 1);
   return n;
 }
 
-bool Pinned(const Node& node, const v1::MixedPrecisionConfig& config) {
-  for (const auto& o : config.bit_width_overrides()) {
-    if (MatchesNodeFilter(o.filter(), node)) return true;
+bool Pinned(const Node& node, const MixedPrecisionOptions& options) {
+  for (const BitWidthOverride& o : options.overrides) {
+    if (MatchesNodeFilter(o.filter, node)) return true;
   }
   return false;
 }
@@ -33,14 +29,14 @@ bool Pinned(const Node& node, const v1::MixedPrecisionConfig& config) {
 std::vector<BitUpgrade> ListBitUpgrades(
     const JobState& state,
     const std::map<std::string, std::vector<int64_t>>& shapes,
-    const v1::MixedPrecisionConfig& user_config) {
+    const MixedPrecisionOptions& user_options) {
   const Graph& g = state.model.graph;
   GraphIndex index(g);
   std::vector<BitUpgrade> out;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const NodePlan& p = state.plans[i];
     const Node& node = g.nodes[i];
-    if (Pinned(node, user_config)) continue;
+    if (Pinned(node, user_options)) continue;
     const WeightSlot* kernel = nullptr;
     for (const WeightSlot& w : p.weights) {
       if (w.attr == tpc::kKernelAttr) kernel = &w;
@@ -88,16 +84,13 @@ std::vector<BitUpgrade> ListBitUpgrades(
   return out;
 }
 
-v1::MixedPrecisionConfig OverridesFor(const std::vector<BitUpgrade>& upgrades) {
-  v1::MixedPrecisionConfig config;
+MixedPrecisionOptions OverridesFor(const std::vector<BitUpgrade>& upgrades) {
+  MixedPrecisionOptions options;
   for (const BitUpgrade& u : upgrades) {
-    v1::BitWidthOverride* o = config.add_bit_width_overrides();
-    o->mutable_filter()->set_node_name(u.node_name);
-    o->set_target(u.weights ? v1::BitWidthOverride::TARGET_WEIGHTS
-                            : v1::BitWidthOverride::TARGET_ACTIVATION);
-    o->set_bits(u.to_bits);
+    options.overrides.push_back(
+        {{NodeFilter::By::kName, u.node_name}, u.weights, u.to_bits});
   }
-  return config;
+  return options;
 }
 
 }  // namespace quantd

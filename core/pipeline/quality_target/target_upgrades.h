@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/pipeline/job/job_state.h"
-#include "quantd/v1/job.pb.h"
+#include "core/pipeline/mixed_precision/mixed_precision_options.h"
 
 namespace quantd {
 
@@ -31,10 +31,10 @@ struct BitUpgrade {
 std::vector<BitUpgrade> ListBitUpgrades(
     const JobState& state,
     const std::map<std::string, std::vector<int64_t>>& shapes,
-    const v1::MixedPrecisionConfig& user_config);
+    const MixedPrecisionOptions& user_options);
 
 // One bit_width_override per upgrade (by node name).
-v1::MixedPrecisionConfig OverridesFor(const std::vector<BitUpgrade>& upgrades);
+MixedPrecisionOptions OverridesFor(const std::vector<BitUpgrade>& upgrades);
 
 }  // namespace quantd
 

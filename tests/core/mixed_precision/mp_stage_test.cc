@@ -277,7 +277,7 @@ void NaiveDistances(const Model& model, const std::vector<SampleFeeds>& samples,
   const std::vector<WeightParams> weights = {wq};
   ModelQuantization quantization;
   quantization.nodes.push_back({"pwconv", {}, &weights});
-  auto plan = LowerToQdqPlan(model.graph, quantization, v1::ExportOptions());
+  auto plan = LowerToQdqPlan(model.graph, quantization, ExportOptions());
   ASSERT_TRUE(plan.ok()) << plan.status();
   auto fq_model = WithFakeQuantWeights(model, *plan);
   ASSERT_TRUE(fq_model.ok());

@@ -24,17 +24,12 @@
 #include "core/pipeline/job/samples.h"
 #include "core/pipeline/mixed_precision/mixed_precision_resources.h"
 #include "core/pipeline/mixed_precision/mixed_precision_stage.h"
+#include "core/pipeline/prep/op_config_bits.h"
 #include "core/runtime/cancellation.h"
 #include "core/runtime/progress.h"
 #include "core/runtime/thread_pool.h"
-#include "quantd/v1/job.pb.h"
 
 namespace quantd::mp_internal {
-
-// MCT's MP_DEFAULT_NUM_SAMPLES.
-inline constexpr int kDefaultNumImages = 32;
-// Weight configs above 16 bits are MCT's FLOAT_BITWIDTH: float (attach.cc).
-inline constexpr int kMaxWeightBits = 16;
 
 // Which resource kinds the request restricts, as the candidate filter needs
 // them.
@@ -106,7 +101,7 @@ std::vector<double> Elements(const ResourceBreakdown& r,
 // change (TPC candidates filtered by `scope`, the consumers' supported input
 // bits and the overrides); warns about overrides that match no node.
 absl::StatusOr<std::vector<NodeSpace>> BuildNodeSpaces(
-    const v1::MixedPrecisionConfig& config, const SearchScope& scope,
+    const MixedPrecisionOptions& options, const SearchScope& scope,
     JobState* state);
 
 // Selects the weight and activation parameters of every candidate (the
@@ -123,7 +118,7 @@ absl::Status SelectCandidateParams(bool search, JobState* state,
 // candidate and sets each one's `chosen` candidate from the solver; sets
 // outcome->configurable_nodes and proven_optimal.
 absl::Status SearchBitAllocation(
-    const v1::MixedPrecisionConfig& config, bool search, const PlanLayout& pl,
+    const MixedPrecisionOptions& options, bool search, const PlanLayout& pl,
     bool simd_padding, const std::vector<SampleFeeds>& samples, JobState* state,
     ThreadPool* pool, const CancellationToken* cancel, ProgressSink* progress,
     std::vector<NodeSpace>* spaces, MixedPrecisionOutcome* outcome);

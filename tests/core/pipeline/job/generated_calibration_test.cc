@@ -250,8 +250,8 @@ TEST_F(GeneratedCalibrationTest, MemoryEstimateCountsTheGenerateStage) {
   datagen::DataGenOptions o;
   o.count = 64;
   o.extra_pixels = 2;
-  ASSERT_TRUE(input->generate_options.has_value());
-  EXPECT_EQ(input->generate_options->count, 64);
+  ASSERT_TRUE(input->spec.generate.has_value());
+  EXPECT_EQ(input->spec.generate->count, 64);
   const int64_t generate = EstimateGenerateMemoryBytes(*model, o, 1);
   EXPECT_GE(EstimateJobMemoryBytes(*input, 1), generate);
   // The 64 images (3x8x8 floats) count as samples too.

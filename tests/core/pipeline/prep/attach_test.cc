@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/graph/onnx_import.h"
+#include "core/pipeline/job/job_spec.h"
 #include "core/pipeline/job/job_state.h"
 #include "core/pipeline/prep/graph_prep.h"
 #include "core/tpc/builtins.h"
@@ -45,6 +46,18 @@ Model ChainModel() {
   return *m;
 }
 
+// The attach options of a request with `config` and `kernel_bits`, as the
+// job spec resolves them.
+absl::StatusOr<AttachOptions> OptionsFor(int kernel_bits,
+                                         const v1::QuantizationConfig& config) {
+  v1::QuantizeRequest request;
+  *request.mutable_quantization() = config;
+  request.mutable_mixed_precision()->set_kernel_weights_bits(kernel_bits);
+  absl::StatusOr<JobSpec> spec = ResolveJobSpec(request);
+  if (!spec.ok()) return spec.status();
+  return spec->attach;
+}
+
 JobState Attach(Model model, const v1::TargetPlatformCapabilities& tpc,
                 int kernel_bits = 0,
                 const v1::QuantizationConfig& config = {}) {
@@ -53,8 +66,11 @@ JobState Attach(Model model, const v1::TargetPlatformCapabilities& tpc,
   std::vector<std::string> warnings;
   absl::Status st = PrepareGraph(state.options, {}, &state.model, &warnings);
   EXPECT_TRUE(st.ok()) << st;
-  st = AttachTpc(std::make_shared<v1::TargetPlatformCapabilities>(tpc), config,
-                 kernel_bits, &state);
+  absl::StatusOr<AttachOptions> options = OptionsFor(kernel_bits, config);
+  EXPECT_TRUE(options.ok()) << options.status();
+  if (!options.ok()) return state;
+  st = AttachTpc(std::make_shared<v1::TargetPlatformCapabilities>(tpc),
+                 *options, &state);
   EXPECT_TRUE(st.ok()) << st;
   return state;
 }
@@ -128,13 +144,9 @@ TEST(AttachTpc, KeepFloatFilterMatchingNothingIsAWarning) {
 }
 
 TEST(AttachTpc, EmptyKeepFloatFilterIsRejected) {
-  JobState state;
-  state.model = ChainModel();
   v1::QuantizationConfig config;
   config.add_keep_float()->set_node_name("");
-  absl::Status st = AttachTpc(
-      std::make_shared<v1::TargetPlatformCapabilities>(tpc::Imx500Tpc("1.0")),
-      config, 0, &state);
+  absl::Status st = OptionsFor(0, config).status();
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(st.message()),
               HasSubstr("quantization.keep_float[0]: empty filter"));
@@ -260,9 +272,11 @@ TEST(AttachTpc, KernelWeightsBitsPicksTheMatchingCandidate) {
 TEST(AttachTpc, KernelWeightsBitsWithoutCandidateNamesTheNode) {
   JobState state;
   state.model = ChainModel();
+  absl::StatusOr<AttachOptions> options = OptionsFor(3, {});
+  ASSERT_TRUE(options.ok()) << options.status();
   absl::Status st = AttachTpc(
       std::make_shared<v1::TargetPlatformCapabilities>(tpc::Imx500Tpc("1.0")),
-      {}, 3, &state);
+      *options, &state);
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(st.message()), HasSubstr("node 'conv' (Conv)"));
   EXPECT_THAT(std::string(st.message()), HasSubstr("3-bit kernel"));
