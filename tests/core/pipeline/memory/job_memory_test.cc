@@ -1,12 +1,14 @@
-// EstimateJobMemoryBytes: the admission estimate counts the activations
-// from the model's inferred shapes (docs/reliability.md, load test).
+// The memory model (core/pipeline/memory/job_memory.h): each job kind's
+// estimate re-derived by hand from the model's inferred shapes and the
+// documented terms (docs/service.md, the admission estimate).
+#include "core/pipeline/memory/job_memory.h"
+
 #include <algorithm>
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
 #include "core/pipeline/job/preflight.h"
 #include "core/pipeline/job/quantize_job.h"
-#include "core/pipeline/memory/job_memory.h"
 #include "core/tpc/registry.h"
 #include "gtest/gtest.h"
 #include "tests/data/onnx/model_builder.h"
@@ -89,6 +91,37 @@ TEST(EstimateJobMemoryBytes, MctqExportCountsTwoMoreModelCopies) {
   const int64_t qdq_only = EstimateJobMemoryBytes(r, JobLimits{}, 1);
   r.mutable_export_options()->add_formats(v1::EXPORT_FORMAT_MCTQ);
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1), qdq_only + 2 * model);
+}
+
+// A quality target holds what calibration holds, and half of it again for
+// the channel-equalization trial's second calibration (no
+// data_channel_equalization set): 2048 live x2 + 8 x kHistogram = 69120,
+// +34560. Its upgrade ranking's analysis caches (4 samples, 0.8 x 2 caches x
+// 1024 bytes each + 0.1 x 1024 for the task: 6656) stay below that. GPTQ's
+// trial is skipped here.
+TEST(EstimateJobMemoryBytes, QualityTargetCountsTheEqualizationTrial) {
+  v1::QuantizeRequest r = testing::ConvJob(3, 8, 4, 4, "r");
+  const int64_t plain = EstimateJobMemoryBytes(r, JobLimits{}, 1);
+  r.mutable_quality_target()->set_value(30);
+  r.mutable_quality_target()->set_skip_gptq(true);
+  EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1), plain + 34560);
+  // With data_channel_equalization set either way there is no second
+  // calibration.
+  r.mutable_quantization()->set_data_channel_equalization(false);
+  EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1), plain);
+}
+
+// The per-layer analysis holds a float and a fake-quant cache of every
+// activation of one chunk of samples (here both samples: 256 MiB fits 56
+// of them), 0.8x each, and 0.1x a sample per sample in flight for its cone
+// tasks: 0.8 x 2 x 2 x 2359296 + 0.1 x 2359296 = 7785676 (.8 dropped),
+// replacing calibration's 2 x 2359296 + 4 x kHistogram = 4752128.
+TEST(EstimateJobMemoryBytes, AnalysisCountsItsTwoCaches) {
+  v1::QuantizeRequest r = testing::ConvJob(4, 96, 64, 2, "r");
+  const int64_t plain = EstimateJobMemoryBytes(r, JobLimits{}, 1);
+  r.set_sensitivity_analysis(true);
+  EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1),
+            plain + 7785676 - (2 * 2359296 + 4 * kHistogram));
 }
 
 // Each sample in flight after the first adds 0.4x its activations:
