@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/autodiff/op_gradient.h"
+#include "core/graph/validation.h"
 #include "core/util/status_macros.h"
 
 namespace quantd::autodiff {
@@ -13,10 +14,6 @@ namespace {
 using internal::FindOpGradient;
 using internal::OpGradContext;
 using internal::OpGradient;
-
-bool IsDefaultDomain(const Node& n) {
-  return n.domain.empty() || n.domain == "ai.onnx";
-}
 
 void Accumulate(Tensor g, const std::string& name,
                 std::map<std::string, Tensor>* grads) {
@@ -60,12 +57,12 @@ absl::StatusOr<std::unique_ptr<GradientGraph>> GradientGraph::Create(
     for (const std::string& in : n.inputs) {
       any |= !in.empty() && self->differentiable_.count(in) > 0;
     }
-    if (!any ||
-        (IsDefaultDomain(n) && internal::IsNonDifferentiableOp(n.op_type))) {
+    if (!any || (IsDefaultDomain(n.domain) &&
+                 internal::IsNonDifferentiableOp(n.op_type))) {
       continue;
     }
     const OpGradient* op =
-        IsDefaultDomain(n) ? FindOpGradient(n.op_type) : nullptr;
+        IsDefaultDomain(n.domain) ? FindOpGradient(n.op_type) : nullptr;
     if (op == nullptr) {
       return absl::UnimplementedError(
           absl::StrCat(n.Label(), ": no gradient for op ", n.op_type,

@@ -28,7 +28,8 @@ v1::GenerateDataRequest AsGenerateDataRequest(
   return r;
 }
 
-absl::Status Prefixed(const absl::Status& status) {
+// The status with its field under generated_calibration.
+absl::Status UnderGeneratedCalibration(const absl::Status& status) {
   if (status.ok()) return status;
   return absl::Status(status.code(), absl::StrCat(kField, status.message()));
 }
@@ -49,14 +50,14 @@ absl::Status ValidateGeneratedCalibration(const v1::GeneratedCalibration& g,
                                           : "learning_rate",
                      ": must not be negative (0 takes the default)"));
   }
-  return Prefixed(
+  return UnderGeneratedCalibration(
       ValidateGenerateDataRequest(AsGenerateDataRequest(g), max_count));
 }
 
 absl::StatusOr<DataGenOptions> DataGenOptionsFromGeneratedCalibration(
     const v1::GeneratedCalibration& g) {
   auto options = DataGenOptionsFromRequest(AsGenerateDataRequest(g));
-  if (!options.ok()) return Prefixed(options.status());
+  if (!options.ok()) return UnderGeneratedCalibration(options.status());
   if (g.batch_size() == 0) {
     options->batch_size = std::min<int64_t>(options->count, 32);
   }
