@@ -147,11 +147,23 @@ absl::Status ComputeConvTranspose(KernelContext& ctx,
   // its col2im/crop by output channel, which write disjoint outputs with the
   // same arithmetic: the split depends on N * G only, never on the pool.
   ThreadPool* inner_pool = N * G == 1 ? ctx.pool() : nullptr;
+  // Non-overlapping 2-D taps (stride = kernel, no dilation) and no crop
+  // (the 2x2 stride-2 upsampling of decoders): every output element takes
+  // exactly one tap, so the zero fill, col2im's scatter-add and the crop
+  // below collapse into one strided write of (0 + tap) + bias per element,
+  // the same float operations in the same order.
+  bool direct = r == 2;
+  for (int d = 0; d < r && direct; ++d) {
+    direct = s.geo.stride[d] == s.geo.kernel[d] && s.geo.dilation[d] == 1 &&
+             begin[d] == 0 && out[d] == s.geo.in[d] &&
+             s.geo.in[d] == s.geo.out[d] * s.geo.kernel[d];
+  }
   ParallelFor(ctx.pool(), N * G, 1, [&](int64_t ib, int64_t ie) {
     // Not zero-filled: the GEMM writes all of `col`, and each channel's
     // part of `full` is zeroed just before its col2im.
     const std::unique_ptr<float[]> col(new float[MK * s.out_size]);
-    const std::unique_ptr<float[]> full(new float[Mg * s.in_size]);
+    const std::unique_ptr<float[]> full(direct ? nullptr
+                                               : new float[Mg * s.in_size]);
     for (int64_t item = ib; item < ie; ++item) {
       const int64_t n = item / G, g = item % G;
       const float* wg = wp + g * Cg * MK;
@@ -173,7 +185,26 @@ absl::Status ComputeConvTranspose(KernelContext& ctx,
           });
       ParallelFor(inner_pool, Mg, 1, [&](int64_t mb, int64_t me) {
         std::vector<int64_t> idx(r, 0);
-        for (int64_t m = mb; m < me; ++m) {
+        for (int64_t m = mb; m < me && direct; ++m) {
+          const int64_t oc = g * Mg + m;
+          float* yc = yp + (n * M + oc) * out_size;
+          const float bv = b ? b->data<float>()[oc] : 0.0f;
+          const int64_t KH = s.geo.kernel[0], KW = s.geo.kernel[1];
+          const int64_t H = s.geo.out[0], W = s.geo.out[1], FW = s.geo.in[1];
+          const float* src = col.get() + m * s.kernel_size * s.out_size;
+          for (int64_t kh = 0; kh < KH; ++kh) {
+            for (int64_t kw = 0; kw < KW; ++kw, src += s.out_size) {
+              for (int64_t h = 0; h < H; ++h) {
+                float* yr = yc + (h * KH + kh) * FW + kw;
+                const float* sr = src + h * W;
+                for (int64_t w = 0; w < W; ++w) {
+                  yr[w * KW] = (0.0f + sr[w]) + bv;
+                }
+              }
+            }
+          }
+        }
+        for (int64_t m = mb; m < me && !direct; ++m) {
           float* fc = full.get() + m * s.in_size;
           std::fill_n(fc, s.in_size, 0.0f);
           Col2Im(s, col.get() + m * s.kernel_size * s.out_size, 1, fc);

@@ -36,7 +36,11 @@ using Tensors = std::map<std::string, Tensor>;
 // points, then outputs at num_points + o) it produces.
 struct Cone {
   DownstreamCone cone;
+  // The rows measured, and (row, measured row) for a row that compares the
+  // same tensor with the same distance as an earlier one (an interest point
+  // that is also a graph output): its distances are copied.
   std::vector<int> rows;
+  std::vector<std::pair<int, int>> copies;
   // The produced points that are not outputs of the cone's model.
   std::vector<std::string> extra_outputs;
 };
@@ -167,6 +171,16 @@ absl::Status SensitivityRun::Validate() const {
 absl::Status SensitivityRun::Prepare() {
   std::set<std::string> keep, summed, points;
   for (size_t r = 0; r < num_points_; ++r) points.insert(rows_[r].tensor);
+  // The first row of each (tensor, distance).
+  std::map<std::pair<std::string, DistanceKind>, int> first_row;
+  std::vector<int> measured_as(rows_.size());
+  for (size_t r = 0; r < rows_.size(); ++r) {
+    measured_as[r] =
+        first_row
+            .emplace(std::make_pair(rows_[r].tensor, rows_[r].kind),
+                     static_cast<int>(r))
+            .first->second;
+  }
   for (const SensitivityNode& n : nodes_) {
     Cone& cone = cones_.emplace_back();
     cone.cone = BuildDownstreamCone(model_, n.node, {}, points, options_.depth);
@@ -178,6 +192,10 @@ absl::Status SensitivityRun::Prepare() {
     for (size_t r = 0; r < rows_.size(); ++r) {
       const InterestPoint& ip = rows_[r];
       if (!produced.count(ip.tensor)) continue;
+      if (measured_as[r] != static_cast<int>(r)) {
+        cone.copies.emplace_back(static_cast<int>(r), measured_as[r]);
+        continue;
+      }
       cone.rows.push_back(static_cast<int>(r));
       keep.insert(ip.tensor);
       if (ip.kind != DistanceKind::kKl) summed.insert(ip.tensor);
@@ -249,8 +267,8 @@ absl::StatusOr<ConeRunner> SensitivityRun::MakeRunner(const Task& task) const {
   const Cone& cone = cones_[task.k];
   const ModelQuantization quantization =
       SingleNodeQuantization(g_.nodes[sn.node], sn.candidates[task.j]);
-  ASSIGN_OR_RETURN(QdqPlan plan, LowerToQdqPlan(cone.cone.model->graph,
-                                                quantization, ExportOptions()));
+  ASSIGN_OR_RETURN(QdqPlan plan,
+                   LowerToQdqPlan(cone.cone.model->graph, quantization, {}));
   ASSIGN_OR_RETURN(Model fq, WithFakeQuantWeights(*cone.cone.model, plan));
   ConeRunner runner;
   ASSIGN_OR_RETURN(runner.exec,
@@ -290,6 +308,10 @@ absl::Status SensitivityRun::MeasureTask(const Task& task, size_t begin,
     for (int row : cone.rows) {
       RETURN_IF_ERROR(MeasureRow(row, floats, got, lanes, begin + s0, d));
     }
+  }
+  for (const auto& [row, from] : cone.copies) {
+    std::copy_n(d->data() + from * num_samples_ + begin, cache.size(),
+                d->data() + row * num_samples_ + begin);
   }
   return absl::OkStatus();
 }
