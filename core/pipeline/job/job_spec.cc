@@ -127,8 +127,9 @@ absl::Status ResolveAttach(const v1::QuantizeRequest& r, AttachOptions* out) {
   if (q.has_framework_info()) {
     if (absl::Status st = out->framework_info.ApplyOverride(q.framework_info());
         !st.ok()) {
+      // The message names the field under framework_info.
       return absl::InvalidArgumentError(
-          absl::StrCat("quantization.framework_info: ", st.message()));
+          absl::StrCat("quantization.", st.message()));
     }
   }
   if (q.custom_tpc_opset_to_layer().entries_size() > 0) {
