@@ -199,40 +199,30 @@ absl::Status AnalysisRun::Prepare() {
 }
 
 // The float form and the fake-quant model on samples [begin, begin + size),
-// every tensor kept (feeds included, fake-quantized for the latter). The
-// two runs of a sample are two tasks: a chunk of one sample still keeps
-// two threads busy.
+// every tensor kept (feeds included, fake-quantized for the latter).
 absl::Status AnalysisRun::RunFull(size_t begin, std::vector<Tensors>* floats,
                                   std::vector<Tensors>* fakes) {
   const auto& outputs = quantized_.graph.outputs;
   RETURN_IF_ERROR(ParallelForSamples(
-      2 * static_cast<int64_t>(floats->size()), pool_, cancel_,
-      SampleProgress(), [&](int64_t task) -> absl::Status {
-        const SampleFeeds& sample = samples_[begin + task / 2];
-        if (task % 2 == 0) {
-          Tensors& cache = (*floats)[task / 2];
-          ASSIGN_OR_RETURN(cache, float_exec_->Run(sample, keep_all_));
-          for (const auto& [name, t] : sample) cache[name] = t;
-        } else {
-          Tensors& cache = (*fakes)[task / 2];
-          RunOptions fq = keep_all_;
-          fq.rewriter = &full_quantizer_->rewriter();
-          const SampleFeeds fq_feeds =
-              full_quantizer_->FakeQuantizeFeeds(sample);
-          ASSIGN_OR_RETURN(cache, fake_exec_->Run(fq_feeds, fq));
-          for (const auto& [name, t] : fq_feeds) cache[name] = t;
+      static_cast<int64_t>(floats->size()), pool_, cancel_, SampleProgress(),
+      [&](int64_t s) -> absl::Status {
+        const SampleFeeds& sample = samples_[begin + s];
+        ASSIGN_OR_RETURN((*floats)[s], float_exec_->Run(sample, keep_all_));
+        for (const auto& [name, t] : sample) (*floats)[s][name] = t;
+        RunOptions fq = keep_all_;
+        fq.rewriter = &full_quantizer_->rewriter();
+        const SampleFeeds fq_feeds = full_quantizer_->FakeQuantizeFeeds(sample);
+        ASSIGN_OR_RETURN((*fakes)[s], fake_exec_->Run(fq_feeds, fq));
+        for (const auto& [name, t] : fq_feeds) (*fakes)[s][name] = t;
+        for (size_t o = 0; o < outputs.size(); ++o) {
+          auto f = (*floats)[s].find(outputs[o].name);
+          auto q = (*fakes)[s].find(outputs[o].name);
+          if (f == (*floats)[s].end() || q == (*fakes)[s].end()) continue;
+          signal_[begin + s] += Energy(f->second);
+          full_noise_[o][begin + s] = Noise(f->second, q->second);
         }
         return absl::OkStatus();
       }));
-  for (size_t s = 0; s < floats->size(); ++s) {
-    for (size_t o = 0; o < outputs.size(); ++o) {
-      auto f = (*floats)[s].find(outputs[o].name);
-      auto q = (*fakes)[s].find(outputs[o].name);
-      if (f == (*floats)[s].end() || q == (*fakes)[s].end()) continue;
-      signal_[begin + s] += Energy(f->second);
-      full_noise_[o][begin + s] = Noise(f->second, q->second);
-    }
-  }
   if (dtypes_.empty() && !floats->empty()) {
     for (const auto& [name, t] : (*floats)[0]) dtypes_[name] = t.dtype();
   }
