@@ -21,40 +21,9 @@ namespace {
 
 // Checks that belong to the service rather than the pipeline: which of the
 // alternative fields are set, and that referenced uploads exist.
-absl::Status CheckRequestShape(const v1::QuantizeRequest& request,
-                               const ServerOptions& options,
-                               UploadStore& uploads,
-                               const std::string& principal,
-                               int64_t* ref_bytes) {
-  const bool has_model = !request.onnx_model().empty();
-  const bool has_model_ref = !request.model_ref().empty();
-  if (has_model && has_model_ref) {
-    return absl::InvalidArgumentError(
-        "onnx_model and model_ref are both set; send exactly one");
-  }
-  if (!has_model && !has_model_ref) {
-    return absl::InvalidArgumentError(
-        "onnx_model: empty; send the model bytes or upload them and set "
-        "model_ref");
-  }
-  const int64_t max_model_bytes = options.max_model_mb << 20;
-  if (static_cast<int64_t>(request.onnx_model().size()) > max_model_bytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("onnx_model: ", request.onnx_model().size(),
-                     " bytes exceeds the limit of ", max_model_bytes,
-                     " bytes (--max_model_mb)"));
-  }
-  if (request.calibration_samples_size() > options.max_samples) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "calibration_samples: ", request.calibration_samples_size(),
-        " samples exceed the limit of ", options.max_samples,
-        " (--max_samples)"));
-  }
-  if (!request.samples_ref().empty() &&
-      request.calibration_samples_size() > 0) {
-    return absl::InvalidArgumentError(
-        "calibration_samples and samples_ref are both set; send exactly one");
-  }
+absl::Status CheckUploadRefs(const v1::QuantizeRequest& request,
+                             UploadStore& uploads, const std::string& principal,
+                             int64_t* ref_bytes) {
   *ref_bytes = 0;
   const struct {
     const char* field;
@@ -134,15 +103,18 @@ void ReleaseDecodedPayload(v1::QuantizeRequest* request) {
 
 absl::StatusOr<int64_t> QuantizeRpc::Check(ServiceContext& service,
                                            const std::string& principal) {
+  // What only the server has (the uploads, the TPC catalog) between the
+  // engine's own checks, which the job does not repeat (JobContext.sources).
+  const JobLimits limits = JobLimitsFor(service.options);
+  RETURN_IF_ERROR(CheckModelAndSampleSources(*request_, limits));
   int64_t ref_bytes = 0;
-  RETURN_IF_ERROR(CheckRequestShape(*request_, service.options,
-                                    *service.uploads, principal, &ref_bytes));
+  RETURN_IF_ERROR(
+      CheckUploadRefs(*request_, *service.uploads, principal, &ref_bytes));
   absl::StatusOr<ResolvedTpc> tpc = service.tpcs->Resolve(request_->tpc());
   service.tpcs->UpdateCacheMetrics(*service.metrics);
   if (!tpc.ok()) return tpc.status();
   tpc_ = *std::move(tpc);
-  RETURN_IF_ERROR(
-      ValidateQuantizeRequest(*request_, JobLimitsFor(service.options)));
+  RETURN_IF_ERROR(ValidateQuantizeRequest(*request_, limits));
   // Only what is known without parsing the model, whose copies cover the
   // import: a job that cannot fit is rejected before anything is parsed.
   // The worker refines it from the parsed model (JobContext.on_preflight).

@@ -295,7 +295,7 @@ TEST_F(ServiceBasicsTest, ModelOverMaxModelMbIsInvalidArgument) {
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(status.message()),
               HasSubstr("onnx_model: 1572864 bytes exceeds the limit of "
-                        "1048576 bytes (--max_model_mb)"));
+                        "1048576 bytes"));
 }
 
 TEST_F(ServiceBasicsTest, MessageOverMaxMessageMbIsRejectedByTransport) {

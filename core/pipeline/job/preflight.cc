@@ -212,17 +212,32 @@ absl::StatusOr<ResolvedTpc> ResolveTpc(const v1::TpcRef& ref,
   return out;
 }
 
-absl::Status ValidateQuantizeRequest(const v1::QuantizeRequest& request,
-                                     const JobLimits& limits) {
+absl::Status CheckModelAndSampleSources(const v1::QuantizeRequest& request,
+                                        const JobLimits& limits) {
+  if (!request.onnx_model().empty() && !request.model_ref().empty()) {
+    return absl::InvalidArgumentError(
+        "onnx_model and model_ref are both set; send exactly one");
+  }
   if (request.onnx_model().empty() && request.model_ref().empty()) {
     return NoModelError();
   }
   if (static_cast<int64_t>(request.onnx_model().size()) >
       limits.max_model_bytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("onnx_model: ", request.onnx_model().size(),
-                     " bytes, the limit is ", limits.max_model_bytes));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "onnx_model: ", request.onnx_model().size(),
+        " bytes exceeds the limit of ", limits.max_model_bytes, " bytes"));
   }
+  if (!request.samples_ref().empty() &&
+      request.calibration_samples_size() > 0) {
+    return absl::InvalidArgumentError(
+        "calibration_samples and samples_ref are both set; send exactly one");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateQuantizeRequest(const v1::QuantizeRequest& request,
+                                     const JobLimits& limits) {
+  RETURN_IF_ERROR(CheckModelAndSampleSources(request, limits));
   RETURN_IF_ERROR(ValidateCalibrationSource(request, limits));
   RETURN_IF_ERROR(
       ValidateSampleProtos(request.calibration_samples(), "calibration_samples",

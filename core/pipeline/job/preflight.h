@@ -55,6 +55,13 @@ struct ResolvedTpc {
 absl::StatusOr<ResolvedTpc> ResolveTpc(const v1::TpcRef& ref,
                                        const TpcRegistry& registry);
 
+// The first of ValidateQuantizeRequest's checks, for callers that look
+// uploads up before the rest: the model as bytes or a model_ref (not both,
+// within the size limit), the samples inline or as a samples_ref (not
+// both).
+absl::Status CheckModelAndSampleSources(const v1::QuantizeRequest& request,
+                                        const JobLimits& limits);
+
 // Cheap checks that need no model parsing: sizes, sample tensors (dtype,
 // dims vs bytes, NaN/Inf), TPC reference syntax, and every option
 // (ResolveJobSpec).
