@@ -155,33 +155,69 @@ bool IsDepthwise(const LinearShape& s) {
   return s.groups > 1 && s.out == s.groups;
 }
 
-}  // namespace
+template <typename T>
+using ConstBlockOf = Eigen::Map<const RowMajorOf<T>, 0, Stride>;
+template <typename T>
+using BlockOf = Eigen::Map<RowMajorOf<T>, 0, Stride>;
 
-void GroupedLinearForward(const LinearShape& s, const float* p, const float* w,
-                          float* y, ThreadPool* pool) {
+// Depthwise forward, groups [g0, g1): each output's sum over j in order,
+// four rows at a time (four independent sums in flight).
+template <typename T>
+void DepthwiseRows(const LinearShape& s, const T* p, const T* w, T* y,
+                   int64_t g0, int64_t g1) {
+  const int64_t cols = s.groups * s.in;
+  int64_t r = 0;
+  for (; r + 4 <= s.rows; r += 4) {
+    const T* p0 = p + r * cols;
+    const T* p1 = p0 + cols;
+    const T* p2 = p1 + cols;
+    const T* p3 = p2 + cols;
+    T* y0 = y + r * s.out;
+    for (int64_t g = g0; g < g1; ++g) {
+      const int64_t o = g * s.in;
+      const T* wg = w + o;
+      T a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+      for (int64_t j = 0; j < s.in; ++j) {
+        a0 += p0[o + j] * wg[j];
+        a1 += p1[o + j] * wg[j];
+        a2 += p2[o + j] * wg[j];
+        a3 += p3[o + j] * wg[j];
+      }
+      y0[g] = a0;
+      y0[s.out + g] = a1;
+      y0[2 * s.out + g] = a2;
+      y0[3 * s.out + g] = a3;
+    }
+  }
+  for (; r < s.rows; ++r) {
+    const T* pr = p + r * cols;
+    T* yr = y + r * s.out;
+    for (int64_t g = g0; g < g1; ++g) {
+      const T* pg = pr + g * s.in;
+      const T* wg = w + g * s.in;
+      T acc = 0;
+      for (int64_t j = 0; j < s.in; ++j) acc += pg[j] * wg[j];
+      yr[g] = acc;
+    }
+  }
+}
+
+// The raw forms of GroupedLinearForward.
+
+template <typename T>
+void RawForward(const LinearShape& s, const T* p, const T* w, T* y,
+                ThreadPool* pool) {
   const int64_t mg = s.out / s.groups, cols = s.groups * s.in;
   if (IsDepthwise(s)) {
-    ParallelForChunks(pool, s.groups, kDepthwiseGroupsPerChunk,
-                      [&](int64_t g0, int64_t g1) {
-                        for (int64_t r = 0; r < s.rows; ++r) {
-                          const float* pr = p + r * cols;
-                          float* yr = y + r * s.out;
-                          for (int64_t g = g0; g < g1; ++g) {
-                            const float* pg = pr + g * s.in;
-                            const float* wg = w + g * s.in;
-                            float acc = 0;
-                            for (int64_t j = 0; j < s.in; ++j)
-                              acc += pg[j] * wg[j];
-                            yr[g] = acc;
-                          }
-                        }
-                      });
+    ParallelForChunks(
+        pool, s.groups, kDepthwiseGroupsPerChunk,
+        [&](int64_t g0, int64_t g1) { DepthwiseRows(s, p, w, y, g0, g1); });
     return;
   }
   const auto rows = [&](int64_t g, int64_t r0, int64_t r1) {
-    ConstBlockF pg(p + r0 * cols + g * s.in, r1 - r0, s.in, Stride(cols));
-    ConstBlockF wg(w + g * mg * s.in, mg, s.in, Stride(s.in));
-    BlockF yg(y + r0 * s.out + g * mg, r1 - r0, mg, Stride(s.out));
+    ConstBlockOf<T> pg(p + r0 * cols + g * s.in, r1 - r0, s.in, Stride(cols));
+    ConstBlockOf<T> wg(w + g * mg * s.in, mg, s.in, Stride(s.in));
+    BlockOf<T> yg(y + r0 * s.out + g * mg, r1 - r0, mg, Stride(s.out));
     yg.noalias() = pg * wg.transpose();
   };
   if (s.groups > 1) {
@@ -197,6 +233,18 @@ void GroupedLinearForward(const LinearShape& s, const float* p, const float* w,
       rows(0, r0, r1);
     }
   });
+}
+
+}  // namespace
+
+void GroupedLinearForward(const LinearShape& s, const float* p, const float* w,
+                          float* y, ThreadPool* pool) {
+  RawForward(s, p, w, y, pool);
+}
+
+void GroupedLinearForward(const LinearShape& s, const double* p,
+                          const double* w, double* y, ThreadPool* pool) {
+  RawForward(s, p, w, y, pool);
 }
 
 void GroupedLinearWeightGradient(const LinearShape& s, const float* p,

@@ -50,14 +50,17 @@ void GroupedLinearBackwardGroup(const LinearShape& s, int64_t g,
                                 const double* pg, const double* w,
                                 const double* dy, double* dpg, double* dw);
 
-// Float32 forms for GPTQ's training step (MCT trains in float32), without
-// bias and input gradient: y [R, M] and dw [M, J] are overwritten. Split on
-// `pool` as the double forms, so the same bits on any thread count. A
-// depthwise layer (one output per group) runs a direct kernel instead of a
-// matrix-vector product per group: each output's sum over the group's J
-// inputs (forward) or over the R rows (weight gradient) in index order.
+// Raw forms for GPTQ's training step, without bias and input gradient: y
+// [R, M] and dw [M, J] are overwritten. Split on `pool` as the vector forms,
+// so the same bits on any thread count. A depthwise layer (one output per
+// group) runs a direct kernel instead of a matrix-vector product per group:
+// each output's sum over the group's J inputs (forward) or over the R rows
+// (weight gradient) in index order.
 void GroupedLinearForward(const LinearShape& s, const float* p, const float* w,
                           float* y, ThreadPool* pool = nullptr);
+void GroupedLinearForward(const LinearShape& s, const double* p,
+                          const double* w, double* y,
+                          ThreadPool* pool = nullptr);
 void GroupedLinearWeightGradient(const LinearShape& s, const float* p,
                                  const float* dy, float* dw,
                                  ThreadPool* pool = nullptr);

@@ -1,5 +1,6 @@
-// GPTQ's float32 training step against the double pieces it replaces:
-// the float grouped-linear products (direct kernel for depthwise layers)
+// GPTQ's training step against the double pieces it replaces: the float
+// grouped-linear products and the raw double forward (direct kernel for
+// depthwise layers)
 // against the double products (themselves checked by finite differences
 // in op_gradients_test), and the fused soft rounding + regularizer + Adam
 // against SoftRoundingQuantizer, AddRoundingRegularizationGradient and Adam
@@ -100,6 +101,33 @@ TEST(FloatTraining, GroupedLinearEqualsOneThreadBitForBit) {
                                one.dw.size() * sizeof(float)))
           << s.rows << "x" << s.out << "x" << s.in << " g" << s.groups;
     }
+  }
+}
+
+// The double raw forward (GPTQ's forward product) against the vector form:
+// the same Eigen product bit for bit, the depthwise kernel to double
+// rounding; and on a pool bit for bit.
+TEST(FloatTraining, DoubleRawForwardMatchesTheVectorForm) {
+  ThreadPool pool(2);
+  for (const LinearShape& s : Shapes()) {
+    const Values p = RandomFloats(s.rows * s.groups * s.in, 7);
+    const Values w = RandomFloats(s.out * s.in, 8);
+    std::vector<double> expected;
+    GroupedLinearForward(s, p.d, w.d, {}, &expected);
+    std::vector<double> one(s.rows * s.out), many(s.rows * s.out);
+    GroupedLinearForward(s, p.d.data(), w.d.data(), one.data(), nullptr);
+    GroupedLinearForward(s, p.d.data(), w.d.data(), many.data(), &pool);
+    const bool depthwise = s.groups > 1 && s.groups == s.out;
+    for (size_t i = 0; i < one.size(); ++i) {
+      if (depthwise) {
+        ASSERT_NEAR(one[i], expected[i], 1e-12 * s.in * 25) << i;
+      } else {
+        ASSERT_EQ(one[i], expected[i]) << i;
+      }
+    }
+    EXPECT_EQ(0,
+              std::memcmp(one.data(), many.data(), one.size() * sizeof(double)))
+        << s.rows << "x" << s.out << "x" << s.in << " g" << s.groups;
   }
 }
 
