@@ -18,7 +18,7 @@
 #include "core/pipeline/job/samples.h"
 #include "core/tpc/registry.h"
 #include "gtest/gtest.h"
-#include "tests/core/mixed_precision/activation_mp_tpc.h"
+#include "tests/core/pipeline/mixed_precision/activation_mp_tpc.h"
 #include "tests/data/onnx/model_builder.h"
 #include "tests/testing/job_fixture.h"
 

@@ -2,8 +2,8 @@
 // test TPCs do the same): every 8-bit output config of an operator set gets
 // 4- and 2-bit twins, and every config accepts 2..16-bit inputs (so no
 // consumer filters a candidate out). Shared by the tests of mp_stage_test.
-#ifndef QUANTD_TESTS_CORE_MIXED_PRECISION_ACTIVATION_MP_TPC_H_
-#define QUANTD_TESTS_CORE_MIXED_PRECISION_ACTIVATION_MP_TPC_H_
+#ifndef QUANTD_TESTS_CORE_PIPELINE_MIXED_PRECISION_ACTIVATION_MP_TPC_H_
+#define QUANTD_TESTS_CORE_PIPELINE_MIXED_PRECISION_ACTIVATION_MP_TPC_H_
 
 #include <vector>
 
@@ -54,4 +54,4 @@ inline v1::TargetPlatformCapabilities ActivationMpTpc() {
 
 }  // namespace quantd
 
-#endif  // QUANTD_TESTS_CORE_MIXED_PRECISION_ACTIVATION_MP_TPC_H_
+#endif  // QUANTD_TESTS_CORE_PIPELINE_MIXED_PRECISION_ACTIVATION_MP_TPC_H_
