@@ -22,6 +22,7 @@
 #include "quantd/v1/data_generation_service.grpc.pb.h"
 #include "tests/data/onnx/model_builder.h"
 #include "tests/integration/server_process.h"
+#include "tests/integration/stall_heartbeats.h"
 
 namespace quantd::testing {
 namespace {
@@ -335,22 +336,8 @@ TEST(GenerateDataStreamTest, HeartbeatsArriveWhileTheJobIsStalled) {
   // A stream without heartbeats fails here instead of hanging.
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(2));
   auto reader = stub->GenerateData(&ctx, GenDataRequest(true, 2));
+  testing::ExpectHeartbeatsAfterTheStall<v1::GenerateDataEvent>(reader.get());
   v1::GenerateDataEvent e;
-  bool stalled = false;
-  bool heartbeat_after_stall = false;
-  while (!heartbeat_after_stall && reader->Read(&e)) {
-    EXPECT_FALSE(e.has_result());
-    if (e.has_warning() &&
-        absl::StrContains(e.warning().message(), "fault injected")) {
-      stalled = true;
-    }
-    if (e.has_heartbeat() && stalled) {
-      heartbeat_after_stall = true;
-      EXPECT_GE(e.heartbeat().elapsed_seconds(), 0);
-    }
-  }
-  EXPECT_TRUE(stalled);
-  EXPECT_TRUE(heartbeat_after_stall);
   ctx.TryCancel();
   while (reader->Read(&e)) {
   }

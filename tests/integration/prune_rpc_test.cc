@@ -19,6 +19,7 @@
 #include "quantd/v1/pruning_service.grpc.pb.h"
 #include "tests/data/onnx/model_builder.h"
 #include "tests/integration/server_process.h"
+#include "tests/integration/stall_heartbeats.h"
 #include "tests/integration/test_jobs.h"
 
 namespace quantd::testing {
@@ -237,22 +238,8 @@ TEST(PruneStreamTest, HeartbeatsArriveWhileTheJobIsStalled) {
   v1::PruneRequest request = DeadChannelRequest(true);
   request.set_request_id("prune-heartbeat");
   auto reader = stub->Prune(&ctx, request);
+  testing::ExpectHeartbeatsAfterTheStall<v1::PruneEvent>(reader.get());
   v1::PruneEvent e;
-  bool stalled = false;
-  bool heartbeat_after_stall = false;
-  while (!heartbeat_after_stall && reader->Read(&e)) {
-    EXPECT_FALSE(e.has_result());
-    if (e.has_warning() &&
-        absl::StrContains(e.warning().message(), "fault injected")) {
-      stalled = true;
-    }
-    if (e.has_heartbeat() && stalled) {
-      heartbeat_after_stall = true;
-      EXPECT_GE(e.heartbeat().elapsed_seconds(), 0);
-    }
-  }
-  EXPECT_TRUE(stalled);
-  EXPECT_TRUE(heartbeat_after_stall);
   // Every job stream names its job in the initial metadata.
   const auto& metadata = ctx.GetServerInitialMetadata();
   const auto job_id = metadata.find("x-job-id");
