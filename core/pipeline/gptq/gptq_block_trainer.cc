@@ -30,19 +30,25 @@ class KernelLayout {
   bool transposed() const { return transposed_; }
   template <typename From, typename To>
   void ToLinear(const From* stored, To* linear) const {
+    if (!transposed_) {
+      std::copy(stored, stored + out_ * in_, linear);
+      return;
+    }
     for (int64_t k = 0; k < in_; ++k) {
       for (int64_t m = 0; m < out_; ++m) {
-        linear[m * in_ + k] =
-            static_cast<To>(stored[transposed_ ? k * out_ + m : m * in_ + k]);
+        linear[m * in_ + k] = static_cast<To>(stored[k * out_ + m]);
       }
     }
   }
   template <typename From, typename To>
   void ToStored(const From* linear, To* stored) const {
+    if (!transposed_) {
+      std::copy(linear, linear + out_ * in_, stored);
+      return;
+    }
     for (int64_t k = 0; k < in_; ++k) {
       for (int64_t m = 0; m < out_; ++m) {
-        stored[transposed_ ? k * out_ + m : m * in_ + k] =
-            static_cast<To>(linear[m * in_ + k]);
+        stored[k * out_ + m] = static_cast<To>(linear[m * in_ + k]);
       }
     }
   }
