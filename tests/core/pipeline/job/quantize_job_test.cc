@@ -317,8 +317,8 @@ TEST_F(QuantizeJobTest, UnknownTpcIsNotFound) {
   EXPECT_EQ(result.status().code(), absl::StatusCode::kNotFound);
 }
 
-// Mixed precision runs (tests/core/pipeline/mixed_precision/mp_stage_test.cc); only
-// its Hessian distance weighting is not implemented.
+// Mixed precision runs (tests/core/pipeline/mixed_precision/mp_stage_test.cc);
+// only its Hessian distance weighting is not implemented.
 TEST_F(QuantizeJobTest, MixedPrecisionHessianWeightingIsRejected) {
   v1::QuantizeRequest r = ExampleRequest();
   r.mutable_mixed_precision()
