@@ -249,36 +249,63 @@ JobSpec SpecOrDefaults(const v1::QuantizeRequest& request) {
   return spec.ok() ? *std::move(spec) : JobSpec();
 }
 
-// The Quantize estimate of `request` on `model` (as imported) for samples
-// of the input shapes `shapes`: BaseEstimate of `sample_bytes` and
-// `model_bytes` less `payload` (what the server frees after the import),
-// and the larger of the generate stage and the job's activations.
-int64_t QuantizeEstimate(const JobSpec& spec, bool evaluation_samples_sent,
-                         Model model, const InputShapes& shapes,
-                         int64_t model_bytes, int64_t sample_bytes,
-                         int64_t payload, int calibration,
-                         int samples_in_flight) {
-  const int64_t body_constant_bytes = BodyConstantBytes(model.graph);
-  const bool inferred = InferSampleShapes(shapes, &model);
-  const ActivationSizes per_sample = ActivationBytesPerSample(
-      model, inferred, shapes, spec.mixed_precision.sensitivity_depth);
-  const GptqStageMemory gptq = GptqStageFor(spec, model, calibration);
-  const int64_t generate = spec.generate.has_value()
-                               ? EstimateGenerateMemoryBytes(
-                                     model, *spec.generate, samples_in_flight)
-                               : 0;
-  const int report = spec.report_samples;
-  return BaseEstimate(sample_bytes, model_bytes, body_constant_bytes,
+// What the Quantize estimate is made of, however it is gathered: from the
+// preflight's JobInput, or from a model and a request before a job exists
+// (tools, tests, the quantize job of a Prune).
+struct QuantizeTerms {
+  const JobSpec* spec = nullptr;
+  bool evaluation_samples_sent = false;
+  ActivationSizes activations;  // one sample's
+  GptqStageMemory gptq;
+  const Model* model = nullptr;  // as imported: the generate stage's
+  int64_t model_bytes = 0, body_constant_bytes = 0;
+  int64_t sample_bytes = 0;
+  int64_t payload = 0;      // what the server frees after the import
+  int64_t calibration = 0;  // the samples calibrated on
+  int64_t evaluated = 0;    // the report's samples
+};
+
+// BaseEstimate less the payload, and the larger of the generate stage
+// (before calibration) and the job's activations.
+int64_t QuantizeEstimate(const QuantizeTerms& t, int samples_in_flight) {
+  const JobSpec& spec = *t.spec;
+  const int64_t activations = JobActivations(
+      spec, t.activations, t.gptq, samples_in_flight,
+      static_cast<int>(std::clamp<int64_t>(t.calibration, 0, 1 << 20)),
+      t.model_bytes,
+      KeptForReport(spec, t.evaluation_samples_sent, t.activations.prepared,
+                    t.evaluated));
+  const int64_t generate =
+      spec.generate.has_value()
+          ? EstimateGenerateMemoryBytes(*t.model, *spec.generate,
+                                        samples_in_flight)
+          : 0;
+  return BaseEstimate(t.sample_bytes, t.model_bytes, t.body_constant_bytes,
                       spec.export_options) -
-         payload +
-         std::max(generate,
-                  JobActivations(
-                      spec, per_sample, gptq, samples_in_flight, calibration,
-                      model_bytes,
-                      KeptForReport(
-                          spec, evaluation_samples_sent, per_sample.prepared,
-                          report < 0 ? calibration
-                                     : std::min(report, calibration))));
+         t.payload + std::max(activations, generate);
+}
+
+// The terms of `spec` on `model` (as imported) for samples of the input
+// shapes `shapes`; `shaped` receives the model with the shapes inferred
+// (the terms point to it).
+QuantizeTerms TermsOnModel(const JobSpec& spec, bool evaluation_samples_sent,
+                           const Model& model, const InputShapes& shapes,
+                           int64_t calibration, Model* shaped) {
+  QuantizeTerms t;
+  t.spec = &spec;
+  t.evaluation_samples_sent = evaluation_samples_sent;
+  t.body_constant_bytes = BodyConstantBytes(model.graph);
+  *shaped = model;
+  t.model = shaped;
+  const bool inferred = InferSampleShapes(shapes, shaped);
+  t.activations = ActivationBytesPerSample(
+      *shaped, inferred, shapes, spec.mixed_precision.sensitivity_depth);
+  t.gptq = GptqStageFor(spec, *shaped, calibration);
+  t.calibration = calibration;
+  const int report = spec.report_samples;
+  t.evaluated =
+      report < 0 ? calibration : std::min<int64_t>(report, calibration);
+  return t;
 }
 
 }  // namespace
@@ -291,33 +318,30 @@ int64_t EstimateJobMemoryBytesBeforeImport(const v1::QuantizeRequest& request) {
 }
 
 int64_t EstimateJobMemoryBytes(const JobInput& input, int samples_in_flight) {
-  // Generated calibration: the count is known before the images are.
   const JobSpec& spec = input.spec;
-  const bool generated = spec.generate.has_value();
-  const int64_t count = generated
-                            ? spec.generate->count
-                            : static_cast<int64_t>(input.calibration.size());
-  int64_t evaluated = static_cast<int64_t>(input.evaluation.size());
-  if (generated && !input.evaluation_samples_sent) {
-    const int n = spec.report_samples;
-    evaluated = n < 0 ? count : std::min<int64_t>(n, count);
-  }
-  const int64_t activations = JobActivations(
-      spec, input.activations, input.gptq_stage, samples_in_flight,
-      static_cast<int>(std::min<int64_t>(count, 1 << 20)), input.model_bytes,
-      KeptForReport(spec, input.evaluation_samples_sent,
-                    input.activations.prepared, evaluated));
-  // The generate stage runs before calibration: the larger of the two.
+  QuantizeTerms t;
+  t.spec = &spec;
+  t.evaluation_samples_sent = input.evaluation_samples_sent;
+  t.activations = input.activations;
+  t.gptq = input.gptq_stage;
+  t.model = &input.model;
+  t.model_bytes = input.model_bytes;
+  t.body_constant_bytes = input.body_constant_bytes;
+  t.sample_bytes = input.sample_bytes;
   // BaseEstimate counts the payload's bytes once more than the job holds
   // once the server has freed them (memory_bench: MobileNetV2's peak fell
   // by 77 MiB, its 37 MiB of samples and 13 MiB model).
-  const int64_t generate =
-      generated ? EstimateGenerateMemoryBytes(input.model, *spec.generate,
-                                              samples_in_flight)
-                : 0;
-  return BaseEstimate(input.sample_bytes, input.model_bytes,
-                      input.body_constant_bytes, spec.export_options) -
-         input.request_payload_bytes + std::max(activations, generate);
+  t.payload = input.request_payload_bytes;
+  // Generated calibration: the count is known before the images are.
+  const bool generated = spec.generate.has_value();
+  t.calibration = generated ? spec.generate->count
+                            : static_cast<int64_t>(input.calibration.size());
+  t.evaluated = static_cast<int64_t>(input.evaluation.size());
+  if (generated && !input.evaluation_samples_sent) {
+    const int n = spec.report_samples;
+    t.evaluated = n < 0 ? t.calibration : std::min<int64_t>(n, t.calibration);
+  }
+  return QuantizeEstimate(t, samples_in_flight);
 }
 
 int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
@@ -344,11 +368,15 @@ int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,
   }
   auto first = DecodeSamples(head, model->graph.inputs, "calibration_samples",
                              limits.max_sample_bytes);
-  return QuantizeEstimate(
-      spec, evaluation_sent, *std::move(model),
-      first.ok() ? FirstSampleShapes(*first) : InputShapes(), model_size,
-      RequestSampleBytes(request, spec), payload,
-      request.calibration_samples_size(), samples_in_flight);
+  Model shaped;
+  QuantizeTerms t =
+      TermsOnModel(spec, evaluation_sent, *model,
+                   first.ok() ? FirstSampleShapes(*first) : InputShapes(),
+                   request.calibration_samples_size(), &shaped);
+  t.model_bytes = model_size;
+  t.sample_bytes = RequestSampleBytes(request, spec);
+  t.payload = payload;
+  return QuantizeEstimate(t, samples_in_flight);
 }
 
 namespace {
@@ -511,13 +539,15 @@ int64_t EstimatePruneMemoryBytes(const v1::PruneRequest& request,
         (images > 0 ? static_cast<int64_t>(images)
                     : RawSampleBytes(request.calibration_samples())) +
         RawSampleBytes(request.evaluation_samples());
-    quantize = static_cast<double>(QuantizeEstimate(
-                   SpecOrDefaults(q), q.evaluation_samples_size() > 0, shaped,
-                   shapes, static_cast<int64_t>(request.onnx_model().size()),
-                   sample_bytes, /*payload=*/0,
-                   static_cast<int>(std::clamp<int64_t>(samples, 0, 1 << 20)),
-                   threads)) +
-               request_bytes;
+    const JobSpec spec = SpecOrDefaults(q);
+    Model quantized;
+    QuantizeTerms t =
+        TermsOnModel(spec, q.evaluation_samples_size() > 0, shaped, shapes,
+                     std::clamp<int64_t>(samples, 0, 1 << 20), &quantized);
+    t.model_bytes = static_cast<int64_t>(request.onnx_model().size());
+    t.sample_bytes = sample_bytes;
+    quantize =
+        static_cast<double>(QuantizeEstimate(t, threads)) + request_bytes;
   }
   return Saturated(std::max({generate, prune, quantize}));
 }

@@ -15,6 +15,10 @@
 //   GenerateData                 EstimateGenerateMemoryBytes
 //   Prune (+ its quantize and    EstimatePruneMemoryBytesBeforeImport,
 //   generated calibration)       EstimatePruneMemoryBytes
+//
+// Every Quantize estimate after the import (the preflight's JobInput, a
+// request alone, a Prune's quantize job) gathers the same terms and sums
+// them in one function (job_memory.cc, QuantizeEstimate).
 #ifndef QUANTD_CORE_PIPELINE_MEMORY_JOB_MEMORY_H_
 #define QUANTD_CORE_PIPELINE_MEMORY_JOB_MEMORY_H_
 
