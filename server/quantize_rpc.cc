@@ -114,13 +114,13 @@ absl::StatusOr<int64_t> QuantizeRpc::Check(ServiceContext& service,
   service.tpcs->UpdateCacheMetrics(*service.metrics);
   if (!tpc.ok()) return tpc.status();
   tpc_ = *std::move(tpc);
-  RETURN_IF_ERROR(ValidateQuantizeRequest(*request_, limits));
+  ASSIGN_OR_RETURN(spec_, ValidateQuantizeRequest(*request_, limits));
   // Only what is known without parsing the model, whose copies cover the
   // import: a job that cannot fit is rejected before anything is parsed.
   // The worker refines it from the parsed model (JobContext.on_preflight).
   // A referenced upload is held by the store and parsed (samples) by the
   // job, hence twice.
-  return EstimateJobMemoryBytesBeforeImport(*request_) + 2 * ref_bytes;
+  return EstimateJobMemoryBytesBeforeImport(*request_, spec_) + 2 * ref_bytes;
 }
 
 bool QuantizeRpc::Accepted(int queue_position, v1::JobEvent* event,
@@ -143,6 +143,7 @@ absl::StatusOr<std::vector<v1::JobEvent>> QuantizeRpc::Run(
   context.progress = call.progress;
   context.limits = JobLimitsFor(service.options);
   context.sources.tpc = &tpc_;
+  context.sources.spec = &spec_;
   if (uploads.model != nullptr) context.sources.model_bytes = *uploads.model;
   if (uploads.samples.has_value()) {
     context.sources.calibration_samples = &uploads.samples->samples();

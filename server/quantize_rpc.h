@@ -45,7 +45,9 @@ class QuantizeRpc : public JobRpcDefaults<v1::JobEvent> {
 
  private:
   Request* const request_;
-  ResolvedTpc tpc_;  // by Check; the job runs with it (JobContext.sources)
+  // By Check; the job runs with them (JobContext.sources).
+  ResolvedTpc tpc_;
+  JobSpec spec_;
 };
 
 }  // namespace quantd::server

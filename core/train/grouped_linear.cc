@@ -39,6 +39,27 @@ std::pair<int64_t, int64_t> Slice(int64_t c, int64_t slices, int64_t n) {
   return {c * kSliceWidth, c + 1 == slices ? n : (c + 1) * kSliceWidth};
 }
 
+// Runs part(g, begin, end) over a product: grouped, each group whole
+// ([0, n)) on the pool; ungrouped, the `n` split rows in Slices(pool, n,
+// other) slices, each on one thread.
+template <typename Part>
+void ForGroupsOrSlices(const LinearShape& s, int64_t n, int64_t other,
+                       ThreadPool* pool, const Part& part) {
+  if (s.groups > 1) {
+    ParallelForChunks(pool, s.groups, 1, [&](int64_t b, int64_t e) {
+      for (int64_t g = b; g < e; ++g) part(g, 0, n);
+    });
+    return;
+  }
+  const int64_t slices = Slices(pool, n, other);
+  ParallelForChunks(pool, slices, 1, [&](int64_t b, int64_t e) {
+    for (int64_t c = b; c < e; ++c) {
+      const auto [b0, b1] = Slice(c, slices, n);
+      part(0, b0, b1);
+    }
+  });
+}
+
 }  // namespace
 
 void GroupedLinearForward(const LinearShape& s, const std::vector<double>& p,
@@ -62,21 +83,13 @@ void GroupedLinearForward(const LinearShape& s, const std::vector<double>& p,
       for (int64_t m = 0; m < s.out; ++m) row[m] += bias[m];
     }
   };
-  if (s.groups > 1) {
-    ParallelForChunks(pool, s.groups, 1, [&](int64_t b, int64_t e) {
-      for (int64_t g = b; g < e; ++g) rows(g, 0, s.rows);
-    });
-    add_bias(0, s.rows);
-    return;
-  }
-  const int64_t slices = Slices(pool, s.rows, s.out);
-  ParallelForChunks(pool, slices, 1, [&](int64_t b, int64_t e) {
-    for (int64_t c = b; c < e; ++c) {
-      const auto [r0, r1] = Slice(c, slices, s.rows);
-      rows(0, r0, r1);
-      add_bias(r0, r1);
-    }
-  });
+  // Ungrouped, each slice adds its bias; grouped, once every group is done.
+  ForGroupsOrSlices(s, s.rows, s.out, pool,
+                    [&](int64_t g, int64_t r0, int64_t r1) {
+                      rows(g, r0, r1);
+                      if (s.groups == 1) add_bias(r0, r1);
+                    });
+  if (s.groups > 1) add_bias(0, s.rows);
 }
 
 void GroupedLinearBackward(const LinearShape& s, const std::vector<double>& p,
@@ -220,19 +233,7 @@ void RawForward(const LinearShape& s, const T* p, const T* w, T* y,
     BlockOf<T> yg(y + r0 * s.out + g * mg, r1 - r0, mg, Stride(s.out));
     yg.noalias() = pg * wg.transpose();
   };
-  if (s.groups > 1) {
-    ParallelForChunks(pool, s.groups, 1, [&](int64_t b, int64_t e) {
-      for (int64_t g = b; g < e; ++g) rows(g, 0, s.rows);
-    });
-    return;
-  }
-  const int64_t slices = Slices(pool, s.rows, s.out);
-  ParallelForChunks(pool, slices, 1, [&](int64_t b, int64_t e) {
-    for (int64_t c = b; c < e; ++c) {
-      const auto [r0, r1] = Slice(c, slices, s.rows);
-      rows(0, r0, r1);
-    }
-  });
+  ForGroupsOrSlices(s, s.rows, s.out, pool, rows);
 }
 
 }  // namespace
@@ -275,19 +276,8 @@ void GroupedLinearWeightGradient(const LinearShape& s, const float* p,
     BlockF dwc(dw + (g * mg + m0) * s.in, m1 - m0, s.in, Stride(s.in));
     dwc.noalias() = dyc.transpose() * pg;
   };
-  if (s.groups > 1) {
-    ParallelForChunks(pool, s.groups, 1, [&](int64_t b, int64_t e) {
-      for (int64_t g = b; g < e; ++g) outputs(g, 0, mg);
-    });
-    return;
-  }
-  const int64_t slices = Slices(pool, s.out, s.in);
-  ParallelForChunks(pool, slices, 1, [&](int64_t b, int64_t e) {
-    for (int64_t c = b; c < e; ++c) {
-      const auto [m0, m1] = Slice(c, slices, s.out);
-      outputs(0, m0, m1);
-    }
-  });
+  // Ungrouped, mg is every output.
+  ForGroupsOrSlices(s, mg, s.in, pool, outputs);
 }
 
 }  // namespace quantd::train

@@ -24,7 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const quantd::JobLimits limits = quantd::fuzz::SmallJobLimits();
   // The server estimates only requests that passed validation.
-  const absl::Status valid = quantd::ValidateQuantizeRequest(request, limits);
+  const absl::Status valid =
+      quantd::ValidateQuantizeRequest(request, limits).status();
   quantd::fuzz::CheckStatusMessageFits(valid);
   if (!valid.ok()) return 0;
   // The estimate parses the model and infers its shapes: never negative.

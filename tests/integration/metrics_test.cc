@@ -155,9 +155,9 @@ TEST_F(MetricsTest, MemoryReservedIsTheJobsEstimateWhileItRuns) {
       {"--workers=1", "--compute_threads=1", "--max_job_memory_mb=4096"});
   if (HasFatalFailure()) return;
   const v1::QuantizeRequest request = LongJob("reserving");
-  const int64_t expected =
-      std::max(EstimateJobMemoryBytesBeforeImport(request),
-               EstimateJobMemoryBytes(request, JobLimits{}, 2));
+  const int64_t expected = std::max(
+      EstimateJobMemoryBytesBeforeImport(request, *ResolveJobSpec(request)),
+      EstimateJobMemoryBytes(request, JobLimits{}, 2));
   client::CallCanceller canceller;
   std::string job_id;
   double reserved = -1, running = -1, queued = -1;

@@ -96,6 +96,86 @@ absl::Status ConvTransposeGeometry(KernelContext& ctx,
   return absl::OkStatus();
 }
 
+// Non-overlapping 2-D taps (stride = kernel, no dilation) and no crop
+// (the 2x2 stride-2 upsampling of decoders): every output element takes
+// exactly one tap, so the zero fill, col2im's scatter-add and the crop
+// collapse into one strided write of (0 + tap) + bias per element, the same
+// float operations in the same order.
+bool TakesOneTapPerOutput(int r, const ConvShape& s,
+                          const std::vector<int64_t>& out,
+                          const std::vector<int64_t>& begin) {
+  bool direct = r == 2;
+  for (int d = 0; d < r && direct; ++d) {
+    direct = s.geo.stride[d] == s.geo.kernel[d] && s.geo.dilation[d] == 1 &&
+             begin[d] == 0 && out[d] == s.geo.in[d] &&
+             s.geo.in[d] == s.geo.out[d] * s.geo.kernel[d];
+  }
+  return direct;
+}
+
+// One output channel of a TakesOneTapPerOutput convolution from its
+// columns `col` (kernel_size x out_size).
+void WriteTapsOfChannel(const ConvShape& s, const float* col, float bias,
+                        float* yc) {
+  const int64_t KH = s.geo.kernel[0], KW = s.geo.kernel[1];
+  const int64_t H = s.geo.out[0], W = s.geo.out[1], FW = s.geo.in[1];
+  const float* src = col;
+  for (int64_t kh = 0; kh < KH; ++kh) {
+    for (int64_t kw = 0; kw < KW; ++kw, src += s.out_size) {
+      for (int64_t h = 0; h < H; ++h) {
+        float* yr = yc + (h * KH + kh) * FW + kw;
+        const float* sr = src + h * W;
+        for (int64_t w = 0; w < W; ++w) {
+          yr[w * KW] = (0.0f + sr[w]) + bias;
+        }
+      }
+    }
+  }
+}
+
+// One output channel through col2im into `full` (in_size floats, zeroed
+// here) and cropped / padded into `yc` with the `begin` offset.
+void Col2ImAndCropChannel(const ConvShape& s, const float* col, float bias,
+                          const std::vector<int64_t>& out,
+                          const std::vector<int64_t>& begin, int64_t out_size,
+                          float* full, float* yc) {
+  const int r = static_cast<int>(out.size());
+  std::fill_n(full, s.in_size, 0.0f);
+  Col2Im(s, col, 1, full);
+  if (r == 2) {
+    const int64_t FH = s.geo.in[0], FW = s.geo.in[1];
+    for (int64_t oh = 0; oh < out[0]; ++oh) {
+      float* yr = yc + oh * out[1];
+      const int64_t fh = oh + begin[0];
+      if (fh < 0 || fh >= FH) {
+        std::fill_n(yr, out[1], bias);
+        continue;
+      }
+      const float* fr = full + fh * FW;
+      for (int64_t ow = 0; ow < out[1]; ++ow) {
+        const int64_t fw = ow + begin[1];
+        yr[ow] = (fw >= 0 && fw < FW ? fr[fw] : 0.0f) + bias;
+      }
+    }
+    return;
+  }
+  std::vector<int64_t> idx(r, 0);
+  for (int64_t p = 0; p < out_size; ++p) {
+    int64_t rem = p, off = 0;
+    bool inside = true;
+    for (int d = r - 1; d >= 0; --d) {
+      idx[d] = rem % out[d];
+      rem /= out[d];
+    }
+    for (int d = 0; d < r; ++d) {
+      const int64_t f = idx[d] + begin[d];
+      inside &= f >= 0 && f < s.geo.in[d];
+      off = off * s.geo.in[d] + f;
+    }
+    yc[p] = (inside ? full[off] : 0.0f) + bias;
+  }
+}
+
 absl::Status ComputeConvTranspose(KernelContext& ctx,
                                   const ConvTransposeAttrs& a) {
   const Tensor& x = *ctx.input(0);
@@ -147,17 +227,7 @@ absl::Status ComputeConvTranspose(KernelContext& ctx,
   // its col2im/crop by output channel, which write disjoint outputs with the
   // same arithmetic: the split depends on N * G only, never on the pool.
   ThreadPool* inner_pool = N * G == 1 ? ctx.pool() : nullptr;
-  // Non-overlapping 2-D taps (stride = kernel, no dilation) and no crop
-  // (the 2x2 stride-2 upsampling of decoders): every output element takes
-  // exactly one tap, so the zero fill, col2im's scatter-add and the crop
-  // below collapse into one strided write of (0 + tap) + bias per element,
-  // the same float operations in the same order.
-  bool direct = r == 2;
-  for (int d = 0; d < r && direct; ++d) {
-    direct = s.geo.stride[d] == s.geo.kernel[d] && s.geo.dilation[d] == 1 &&
-             begin[d] == 0 && out[d] == s.geo.in[d] &&
-             s.geo.in[d] == s.geo.out[d] * s.geo.kernel[d];
-  }
+  const bool direct = TakesOneTapPerOutput(r, s, out, begin);
   ParallelFor(ctx.pool(), N * G, 1, [&](int64_t ib, int64_t ie) {
     // Not zero-filled: the GEMM writes all of `col`, and each channel's
     // part of `full` is zeroed just before its col2im.
@@ -184,64 +254,16 @@ absl::Status ComputeConvTranspose(KernelContext& ctx,
             }
           });
       ParallelFor(inner_pool, Mg, 1, [&](int64_t mb, int64_t me) {
-        std::vector<int64_t> idx(r, 0);
-        for (int64_t m = mb; m < me && direct; ++m) {
+        for (int64_t m = mb; m < me; ++m) {
           const int64_t oc = g * Mg + m;
           float* yc = yp + (n * M + oc) * out_size;
           const float bv = b ? b->data<float>()[oc] : 0.0f;
-          const int64_t KH = s.geo.kernel[0], KW = s.geo.kernel[1];
-          const int64_t H = s.geo.out[0], W = s.geo.out[1], FW = s.geo.in[1];
-          const float* src = col.get() + m * s.kernel_size * s.out_size;
-          for (int64_t kh = 0; kh < KH; ++kh) {
-            for (int64_t kw = 0; kw < KW; ++kw, src += s.out_size) {
-              for (int64_t h = 0; h < H; ++h) {
-                float* yr = yc + (h * KH + kh) * FW + kw;
-                const float* sr = src + h * W;
-                for (int64_t w = 0; w < W; ++w) {
-                  yr[w * KW] = (0.0f + sr[w]) + bv;
-                }
-              }
-            }
-          }
-        }
-        for (int64_t m = mb; m < me && !direct; ++m) {
-          float* fc = full.get() + m * s.in_size;
-          std::fill_n(fc, s.in_size, 0.0f);
-          Col2Im(s, col.get() + m * s.kernel_size * s.out_size, 1, fc);
-          // Crop/pad into y with the begin offset.
-          const int64_t oc = g * Mg + m;
-          float* yc = yp + (n * M + oc) * out_size;
-          const float bv = b ? b->data<float>()[oc] : 0.0f;
-          if (r == 2) {
-            const int64_t FH = s.geo.in[0], FW = s.geo.in[1];
-            for (int64_t oh = 0; oh < out[0]; ++oh) {
-              float* yr = yc + oh * out[1];
-              const int64_t fh = oh + begin[0];
-              if (fh < 0 || fh >= FH) {
-                std::fill_n(yr, out[1], bv);
-                continue;
-              }
-              const float* fr = fc + fh * FW;
-              for (int64_t ow = 0; ow < out[1]; ++ow) {
-                const int64_t fw = ow + begin[1];
-                yr[ow] = (fw >= 0 && fw < FW ? fr[fw] : 0.0f) + bv;
-              }
-            }
-            continue;
-          }
-          for (int64_t p = 0; p < out_size; ++p) {
-            int64_t rem = p, off = 0;
-            bool inside = true;
-            for (int d = r - 1; d >= 0; --d) {
-              idx[d] = rem % out[d];
-              rem /= out[d];
-            }
-            for (int d = 0; d < r; ++d) {
-              const int64_t f = idx[d] + begin[d];
-              inside &= f >= 0 && f < s.geo.in[d];
-              off = off * s.geo.in[d] + f;
-            }
-            yc[p] = (inside ? fc[off] : 0.0f) + bv;
+          const float* cm = col.get() + m * s.kernel_size * s.out_size;
+          if (direct) {
+            WriteTapsOfChannel(s, cm, bv, yc);
+          } else {
+            Col2ImAndCropChannel(s, cm, bv, out, begin, out_size,
+                                 full.get() + m * s.in_size, yc);
           }
         }
       });

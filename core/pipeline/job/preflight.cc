@@ -235,8 +235,8 @@ absl::Status CheckModelAndSampleSources(const v1::QuantizeRequest& request,
   return absl::OkStatus();
 }
 
-absl::Status ValidateQuantizeRequest(const v1::QuantizeRequest& request,
-                                     const JobLimits& limits) {
+absl::StatusOr<JobSpec> ValidateQuantizeRequest(
+    const v1::QuantizeRequest& request, const JobLimits& limits) {
   RETURN_IF_ERROR(CheckModelAndSampleSources(request, limits));
   RETURN_IF_ERROR(ValidateCalibrationSource(request, limits));
   RETURN_IF_ERROR(
@@ -260,17 +260,19 @@ absl::Status ValidateQuantizeRequest(const v1::QuantizeRequest& request,
   }
   RETURN_IF_ERROR(CheckRequestId(request.request_id()));
   RETURN_IF_ERROR(CheckNumThreads(request.num_threads(), "num_threads"));
-  RETURN_IF_ERROR(ResolveJobSpec(request).status());
+  ASSIGN_OR_RETURN(JobSpec spec, ResolveJobSpec(request));
   // What the checks above do not name: enums and numbers anywhere else.
-  return CheckEnumsAndNumbers(request);
+  RETURN_IF_ERROR(CheckEnumsAndNumbers(request));
+  return spec;
 }
 
 absl::StatusOr<JobInput> PreflightJob(
-    const v1::QuantizeRequest& request, absl::string_view model_bytes,
+    const v1::QuantizeRequest& request, JobSpec resolved,
+    absl::string_view model_bytes,
     const google::protobuf::RepeatedPtrField<v1::Sample>& calibration_samples,
     ResolvedTpc tpc, const JobLimits& limits) {
   JobInput input;
-  ASSIGN_OR_RETURN(input.spec, ResolveJobSpec(request));
+  input.spec = std::move(resolved);
   const JobSpec& spec = input.spec;
   input.tpc = std::move(tpc);
   if (model_bytes.empty()) {
@@ -360,9 +362,9 @@ absl::StatusOr<JobInput> PreflightJob(
 absl::StatusOr<JobInput> PreflightJob(const v1::QuantizeRequest& request,
                                       const TpcRegistry& registry,
                                       const JobLimits& limits) {
-  RETURN_IF_ERROR(ValidateQuantizeRequest(request, limits));
+  ASSIGN_OR_RETURN(JobSpec spec, ValidateQuantizeRequest(request, limits));
   ASSIGN_OR_RETURN(ResolvedTpc tpc, ResolveTpc(request.tpc(), registry));
-  return PreflightJob(request, request.onnx_model(),
+  return PreflightJob(request, std::move(spec), request.onnx_model(),
                       request.calibration_samples(), std::move(tpc), limits);
 }
 

@@ -63,10 +63,10 @@ absl::Status CheckModelAndSampleSources(const v1::QuantizeRequest& request,
                                         const JobLimits& limits);
 
 // Cheap checks that need no model parsing: sizes, sample tensors (dtype,
-// dims vs bytes, NaN/Inf), TPC reference syntax, and every option
-// (ResolveJobSpec).
-absl::Status ValidateQuantizeRequest(const v1::QuantizeRequest& request,
-                                     const JobLimits& limits);
+// dims vs bytes, NaN/Inf), TPC reference syntax, and every option: the
+// request's spec (ResolveJobSpec), resolved once for the whole job.
+absl::StatusOr<JobSpec> ValidateQuantizeRequest(
+    const v1::QuantizeRequest& request, const JobLimits& limits);
 
 // The request parsed once: everything the engine reads from it.
 struct JobInput {
@@ -103,9 +103,11 @@ struct JobInput {
 // Imports the model from `model_bytes` and decodes `calibration_samples`
 // (the request's own, or what its model_ref / samples_ref point to) and the
 // request's evaluation samples. The request must have passed
-// ValidateQuantizeRequest; samples from a reference are checked here.
+// ValidateQuantizeRequest, which gave `spec`; samples from a reference are
+// checked here.
 absl::StatusOr<JobInput> PreflightJob(
-    const v1::QuantizeRequest& request, absl::string_view model_bytes,
+    const v1::QuantizeRequest& request, JobSpec spec,
+    absl::string_view model_bytes,
     const google::protobuf::RepeatedPtrField<v1::Sample>& calibration_samples,
     ResolvedTpc tpc, const JobLimits& limits);
 

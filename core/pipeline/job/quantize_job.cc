@@ -154,13 +154,15 @@ absl::StatusOr<JobInput> Preflight(const v1::QuantizeRequest& request,
   const PreflightSources& sources = context.sources;
   RETURN_IF_ERROR(clock.Begin(stage::kImport, "resolving the TPC"));
   ResolvedTpc tpc;
-  if (sources.tpc != nullptr) {
+  JobSpec spec;
+  if (sources.tpc != nullptr && sources.spec != nullptr) {
     tpc = *sources.tpc;
+    spec = *sources.spec;
   } else {
     if (context.registry == nullptr) {
       return absl::InternalError("JobContext.registry is required");
     }
-    RETURN_IF_ERROR(ValidateQuantizeRequest(request, context.limits));
+    ASSIGN_OR_RETURN(spec, ValidateQuantizeRequest(request, context.limits));
     ASSIGN_OR_RETURN(tpc, ResolveTpc(request.tpc(), *context.registry));
   }
   const absl::string_view model_bytes =
@@ -170,8 +172,8 @@ absl::StatusOr<JobInput> Preflight(const v1::QuantizeRequest& request,
                             : request.calibration_samples();
   RETURN_IF_ERROR(clock.Begin(stage::kImport, "parsing the ONNX model"));
   ASSIGN_OR_RETURN(JobInput input,
-                   PreflightJob(request, model_bytes, samples, std::move(tpc),
-                                context.limits));
+                   PreflightJob(request, std::move(spec), model_bytes, samples,
+                                std::move(tpc), context.limits));
   if (context.on_preflight) RETURN_IF_ERROR(context.on_preflight(input));
   return input;
 }

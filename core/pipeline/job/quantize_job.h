@@ -28,9 +28,10 @@ namespace quantd {
 // TPC it named in the Accepted event, an upload's bytes). Views: they must
 // outlive the job.
 struct PreflightSources {
-  // Non-null: the request passed ValidateQuantizeRequest and its TPC is
-  // resolved; neither is done again.
+  // Both non-null: the request passed ValidateQuantizeRequest, which gave
+  // `spec`, and its TPC is resolved; neither is done again.
   const ResolvedTpc* tpc = nullptr;
+  const JobSpec* spec = nullptr;
   // Non-empty: the model bytes (else request.onnx_model).
   absl::string_view model_bytes;
   // Non-null: the calibration samples (else the request's).

@@ -312,9 +312,9 @@ QuantizeTerms TermsOnModel(const JobSpec& spec, bool evaluation_samples_sent,
 
 // Before the import the bodies are unknown: every byte counts as a quantized
 // model's (the larger estimate).
-int64_t EstimateJobMemoryBytesBeforeImport(const v1::QuantizeRequest& request) {
-  return BeforeImport(request, SpecOrDefaults(request),
-                      /*body_constant_bytes=*/0);
+int64_t EstimateJobMemoryBytesBeforeImport(const v1::QuantizeRequest& request,
+                                           const JobSpec& spec) {
+  return BeforeImport(request, spec, /*body_constant_bytes=*/0);
 }
 
 int64_t EstimateJobMemoryBytes(const JobInput& input, int samples_in_flight) {

@@ -35,7 +35,9 @@ namespace quantd {
 // Quantize, the part known without parsing the model: the request's bytes,
 // the model's copies and a fixed overhead. Admission reserves it before the
 // import so that parsing is paid from the budget.
-int64_t EstimateJobMemoryBytesBeforeImport(const v1::QuantizeRequest& request);
+// `spec`: the request's (ValidateQuantizeRequest).
+int64_t EstimateJobMemoryBytesBeforeImport(const v1::QuantizeRequest& request,
+                                           const JobSpec& spec);
 
 // Quantize, the job's peak: the sample bytes, the model's copies and the
 // activations of `samples_in_flight` samples at once (from the sum of every

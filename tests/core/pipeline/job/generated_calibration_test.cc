@@ -99,7 +99,7 @@ class GenerateStageSink : public ProgressSink {
 class GeneratedCalibrationTest : public testing::BuiltinTpcJobTest {
  protected:
   absl::Status Validate(const v1::QuantizeRequest& r) {
-    return ValidateQuantizeRequest(r, JobLimits());
+    return ValidateQuantizeRequest(r, JobLimits()).status();
   }
 };
 

@@ -528,9 +528,10 @@ TEST(EstimateJobMemoryBytes, ConstantsInsideIfBodiesCountFiveCopies) {
   const v1::QuantizeRequest small = IfJob(1000), large = IfJob(3000);
   const int64_t grown = static_cast<int64_t>(large.onnx_model().size() -
                                              small.onnx_model().size());
-  EXPECT_EQ(EstimateJobMemoryBytesBeforeImport(large) -
-                EstimateJobMemoryBytesBeforeImport(small),
-            9 * grown);
+  EXPECT_EQ(
+      EstimateJobMemoryBytesBeforeImport(large, *ResolveJobSpec(large)) -
+          EstimateJobMemoryBytesBeforeImport(small, *ResolveJobSpec(small)),
+      9 * grown);
   EXPECT_EQ(EstimateJobMemoryBytes(large, JobLimits{}, 1) -
                 EstimateJobMemoryBytes(small, JobLimits{}, 1),
             8 * grown - 4 * 8000);

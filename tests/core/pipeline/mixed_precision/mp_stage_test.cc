@@ -168,7 +168,7 @@ TEST_F(MixedPrecisionJobTest, MalformedOverrideIsRejectedUpFront) {
   auto* o = r.mutable_mixed_precision()->add_bit_width_overrides();
   o->set_target(v1::BitWidthOverride::TARGET_WEIGHTS);
   o->set_bits(4);
-  absl::Status st = ValidateQuantizeRequest(r, JobLimits());
+  absl::Status st = ValidateQuantizeRequest(r, JobLimits()).status();
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(st.message(), HasSubstr("bit_width_overrides[0].filter"));
 }
@@ -179,7 +179,7 @@ TEST_F(MixedPrecisionJobTest, NegativeSensitivityDepthIsRejectedUpFront) {
       ->mutable_target_fraction()
       ->set_weights_memory_bytes(0.75);
   r.mutable_mixed_precision()->set_sensitivity_depth(-1);
-  absl::Status st = ValidateQuantizeRequest(r, JobLimits());
+  absl::Status st = ValidateQuantizeRequest(r, JobLimits()).status();
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(st.message(), HasSubstr("mixed_precision.sensitivity_depth"));
 }
