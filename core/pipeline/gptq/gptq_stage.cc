@@ -344,13 +344,120 @@ absl::StatusOr<std::vector<double>> CurrentBias(const GptqBlock& block,
   return bias;
 }
 
+// What every block's training shares within one stage run.
+struct GptqRun {
+  const GptqOptions& options;
+  const std::vector<SampleFeeds>& samples;
+  const ExportOptions& export_options;
+  const std::vector<GptqBlock>& blocks;
+  const std::vector<BlockTargets>& targets;
+  ExecutorOptions exec_options;
+  QuantizedInputsCache* inputs_cache;
+  ThreadPool* pool;
+  const CancellationToken* cancel;
+  ProgressSink* progress;
+};
+
+// Trains block `bi` and writes what improves into `state`; a block that
+// cannot be trained keeps its PTQ weights (a warning says why).
+absl::Status TrainBlock(const GptqRun& run, size_t bi, JobState* state) {
+  const GptqOptions& options = run.options;
+  const std::vector<GptqBlock>& blocks = run.blocks;
+  const GptqBlock& block = blocks[bi];
+  Node& node = state->model.graph.nodes[block.kernel_node];
+  const std::string label = node.Label();
+  if (!run.targets[bi].ok) {
+    state->warnings.push_back(absl::StrCat(
+        "GPTQ keeps the PTQ weights of ", label, ": its output '", block.output,
+        "' is not a float tensor of ", block.out_features, " channels"));
+    return absl::OkStatus();
+  }
+  const double base = static_cast<double>(bi) / blocks.size();
+  if (run.progress != nullptr) {
+    run.progress->Report({stage::kGptq, base,
+                          absl::StrCat("block ", bi + 1, "/", blocks.size(),
+                                       ": ", label, ", collecting inputs")});
+  }
+  GptqBlockData data;
+  int64_t cols = 0;
+  ASSIGN_OR_RETURN(const bool ok,
+                   CollectQuantizedInputs(block, run.targets[bi], run.samples,
+                                          run.export_options, run.exec_options,
+                                          label, run.cancel, *state,
+                                          run.inputs_cache, &data, &cols));
+  if (!ok) {
+    state->warnings.push_back(
+        absl::StrCat("GPTQ keeps the PTQ weights of ", label,
+                     ": its quantized input does not match the float pass"));
+    return absl::OkStatus();
+  }
+  data.shape.out = block.out_features;
+  data.shape.in = block.in_features;
+  data.shape.groups = block.is_conv ? block.conv.groups : 1;
+  data.shape.rows = static_cast<int64_t>(data.patches.size()) / cols;
+  data.target.assign(run.targets[bi].values.begin(),
+                     run.targets[bi].values.end());
+
+  const Graph& g = state->model.graph;
+  const Tensor* weight = g.FindInitializer(node.Input(1));
+  if (weight == nullptr) return absl::InternalError("GPTQ: kernel vanished");
+  const std::string bias_name = node.Input(2);
+  ASSIGN_OR_RETURN(std::vector<double> bias, CurrentBias(block, g, bias_name));
+  GptqBlock current = block;
+  current.bias = bias_name;  // bias correction may have renamed it
+  WeightParams& wq =
+      state->plans[block.kernel_node].weight_results[block.weight_index];
+  const auto on_epoch = [&](int epoch) {
+    if (run.progress == nullptr) return;
+    run.progress->Report(
+        {stage::kGptq,
+         base + (epoch + 1.0) / (options.n_epochs * blocks.size()),
+         absl::StrCat("block ", bi + 1, "/", blocks.size(), ": ", label,
+                      ", epoch ", epoch + 1, "/", options.n_epochs)});
+  };
+  // Training allocates the block's own sizes for seconds; the executor
+  // runs' freed buffers would stay cached beside them (memory_bench: 23
+  // and 49 MiB of oww_embedding's and ppocr_cls's peaks).
+  ReleaseCachedTensorBuffers();
+  auto trained = TrainGptqBlock(current, data, *weight, wq, bias, options,
+                                run.pool, run.cancel, on_epoch);
+  if (!trained.ok()) {
+    const absl::StatusCode code = trained.status().code();
+    if (code == absl::StatusCode::kCancelled ||
+        code == absl::StatusCode::kDeadlineExceeded) {
+      return trained.status();
+    }
+    // A block the trainer cannot handle keeps its PTQ weights.
+    state->warnings.push_back(absl::StrCat("GPTQ keeps the PTQ weights of ",
+                                           label, ": ",
+                                           trained.status().message()));
+    return absl::OkStatus();
+  }
+  const GptqBlockResult& r = *trained;
+  GptqLayerError e;
+  e.node = node.name;
+  e.sqnr_before_db = r.sqnr_before_db;
+  e.sqnr_after_db = r.sqnr_after_db;
+  e.steps = r.steps;
+  e.applied = r.sqnr_after_db > r.sqnr_before_db;
+  if (e.applied) {
+    RETURN_IF_ERROR(train::WriteFixedWeights(r.weights, &wq));
+    if (options.train_bias && current.bias_trainable) {
+      RETURN_IF_ERROR(WriteBias(current, r.bias, state));
+    }
+  }
+  state->gptq_layers.push_back(std::move(e));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RunGptq(const GptqOptions& options, const Executor& float_exec,
                      const std::vector<SampleFeeds>& all_samples,
                      const ExportOptions& export_options, JobState* state,
                      ThreadPool* pool, const CancellationToken* cancel,
-                     ProgressSink* progress) {
+                     ProgressSink* progress,
+                     const GptqAfterBlock& after_block) {
   std::vector<SampleFeeds> samples = all_samples;
   if (options.max_samples > 0 &&
       static_cast<int>(samples.size()) > options.max_samples) {
@@ -369,101 +476,23 @@ absl::Status RunGptq(const GptqOptions& options, const Executor& float_exec,
   std::vector<BlockTargets> targets;
   RETURN_IF_ERROR(CollectTargets(blocks, float_exec, samples, rows_per_sample,
                                  cancel, &targets));
-  ExecutorOptions exec_options;
-  exec_options.pool = pool;
   QuantizedInputsCache inputs_cache(state->model.graph, samples.size());
+  GptqRun run{options, samples,       export_options, blocks, targets,
+              {},      &inputs_cache, pool,           cancel, progress};
+  run.exec_options.pool = pool;
   int previous_kernel = -1;
   for (size_t bi = 0; bi < blocks.size(); ++bi) {
-    const GptqBlock& block = blocks[bi];
     // The cache holds what nodes before the previous kernel computed: valid
     // for blocks in node order only.
-    if (block.kernel_node < previous_kernel) inputs_cache.Clear();
-    previous_kernel = block.kernel_node;
-    Node& node = state->model.graph.nodes[block.kernel_node];
-    const std::string label = node.Label();
+    if (blocks[bi].kernel_node < previous_kernel) inputs_cache.Clear();
+    previous_kernel = blocks[bi].kernel_node;
     if (cancel != nullptr) RETURN_IF_ERROR(cancel->Check());
-    if (!targets[bi].ok) {
-      state->warnings.push_back(absl::StrCat(
-          "GPTQ keeps the PTQ weights of ", label, ": its output '",
-          block.output, "' is not a float tensor of ", block.out_features,
-          " channels"));
-      continue;
+    RETURN_IF_ERROR(TrainBlock(run, bi, state));
+    if (after_block != nullptr) {
+      ASSIGN_OR_RETURN(const bool go_on,
+                       after_block(bi + 1, blocks.size(), *state));
+      if (!go_on) break;
     }
-    const double base = static_cast<double>(bi) / blocks.size();
-    if (progress != nullptr) {
-      progress->Report({stage::kGptq, base,
-                        absl::StrCat("block ", bi + 1, "/", blocks.size(), ": ",
-                                     label, ", collecting inputs")});
-    }
-    GptqBlockData data;
-    int64_t cols = 0;
-    ASSIGN_OR_RETURN(
-        const bool ok,
-        CollectQuantizedInputs(block, targets[bi], samples, export_options,
-                               exec_options, label, cancel, *state,
-                               &inputs_cache, &data, &cols));
-    if (!ok) {
-      state->warnings.push_back(
-          absl::StrCat("GPTQ keeps the PTQ weights of ", label,
-                       ": its quantized input does not match the float pass"));
-      continue;
-    }
-    data.shape.out = block.out_features;
-    data.shape.in = block.in_features;
-    data.shape.groups = block.is_conv ? block.conv.groups : 1;
-    data.shape.rows = static_cast<int64_t>(data.patches.size()) / cols;
-    data.target.assign(targets[bi].values.begin(), targets[bi].values.end());
-
-    const Graph& g = state->model.graph;
-    const Tensor* weight = g.FindInitializer(node.Input(1));
-    if (weight == nullptr) return absl::InternalError("GPTQ: kernel vanished");
-    const std::string bias_name = node.Input(2);
-    ASSIGN_OR_RETURN(std::vector<double> bias,
-                     CurrentBias(block, g, bias_name));
-    GptqBlock current = block;
-    current.bias = bias_name;  // bias correction may have renamed it
-    WeightParams& wq =
-        state->plans[block.kernel_node].weight_results[block.weight_index];
-    const auto on_epoch = [&](int epoch) {
-      if (progress == nullptr) return;
-      progress->Report(
-          {stage::kGptq,
-           base + (epoch + 1.0) / (options.n_epochs * blocks.size()),
-           absl::StrCat("block ", bi + 1, "/", blocks.size(), ": ", label,
-                        ", epoch ", epoch + 1, "/", options.n_epochs)});
-    };
-    // Training allocates the block's own sizes for seconds; the executor
-    // runs' freed buffers would stay cached beside them (memory_bench: 23
-    // and 49 MiB of oww_embedding's and ppocr_cls's peaks).
-    ReleaseCachedTensorBuffers();
-    auto trained = TrainGptqBlock(current, data, *weight, wq, bias, options,
-                                  pool, cancel, on_epoch);
-    if (!trained.ok()) {
-      const absl::StatusCode code = trained.status().code();
-      if (code == absl::StatusCode::kCancelled ||
-          code == absl::StatusCode::kDeadlineExceeded) {
-        return trained.status();
-      }
-      // A block the trainer cannot handle keeps its PTQ weights.
-      state->warnings.push_back(absl::StrCat("GPTQ keeps the PTQ weights of ",
-                                             label, ": ",
-                                             trained.status().message()));
-      continue;
-    }
-    const GptqBlockResult& r = *trained;
-    GptqLayerError e;
-    e.node = node.name;
-    e.sqnr_before_db = r.sqnr_before_db;
-    e.sqnr_after_db = r.sqnr_after_db;
-    e.steps = r.steps;
-    e.applied = r.sqnr_after_db > r.sqnr_before_db;
-    if (e.applied) {
-      RETURN_IF_ERROR(train::WriteFixedWeights(r.weights, &wq));
-      if (options.train_bias && current.bias_trainable) {
-        RETURN_IF_ERROR(WriteBias(current, r.bias, state));
-      }
-    }
-    state->gptq_layers.push_back(std::move(e));
   }
   RemoveUnusedInitializers(&state->model.graph);
   if (progress != nullptr) progress->Report({stage::kGptq, 1.0, "done"});

@@ -12,6 +12,7 @@
 #ifndef QUANTD_CORE_PIPELINE_GPTQ_GPTQ_STAGE_H_
 #define QUANTD_CORE_PIPELINE_GPTQ_GPTQ_STAGE_H_
 
+#include <functional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -26,13 +27,20 @@
 
 namespace quantd {
 
+// Called after each block with the number of blocks done and the total;
+// `state` then holds the blocks trained so far and PTQ weights for the
+// rest, a whole model. Returning false stops the stage there.
+using GptqAfterBlock = std::function<absl::StatusOr<bool>(
+    size_t blocks_done, size_t blocks_total, const JobState& state)>;
+
 // `float_exec` runs the float model (before corrections) the targets come
 // from; results per block go to state->gptq_layers.
 absl::Status RunGptq(const GptqOptions& options, const Executor& float_exec,
                      const std::vector<SampleFeeds>& samples,
                      const ExportOptions& export_options, JobState* state,
                      ThreadPool* pool, const CancellationToken* cancel,
-                     ProgressSink* progress);
+                     ProgressSink* progress,
+                     const GptqAfterBlock& after_block = nullptr);
 
 }  // namespace quantd
 

@@ -15,10 +15,16 @@
 
 namespace quantd {
 
+// After how many of `blocks` the trial measures its model: the first
+// quarter, rounded up.
+size_t GptqCheckpointBlocks(size_t blocks);
+
 // GPTQ (inputs.spec->gptq) on a copy of `state`, measured by the search's meter
 // (`outcome->meter`); kept (state replaced, report updated) when the figure
-// rises. A model GPTQ cannot train gets a step saying why, and the job goes
-// on.
+// rises. The model with the first quarter of the blocks trained (and PTQ
+// weights for the rest) is measured too: a trial that is below its
+// starting figure there stops (GptqCheckpointBlocks). A model GPTQ cannot
+// train gets a step saying why, and the job goes on.
 absl::Status TryGptqForTarget(const QualityTargetInputs& inputs,
                               JobState* state, QualityTargetOutcome* outcome,
                               ThreadPool* pool, const CancellationToken* cancel,
