@@ -7,7 +7,9 @@
 //   target    --target-sqnr 30 --target-best-effort
 //   mp        --mp weights=0.75
 //   gptq      --gptq
-//   analyze   --analyze (per-layer sensitivity on the report's samples)
+//   analyze   --analyze (per-layer sensitivity on the report's samples;
+//             the estimate where the model has a backward pass)
+//   exact     --analyze-method exact (the exact analysis)
 //   budget    --target-sqnr 30 --target-best-effort --mp total=1.5
 //   nogptq    --target-sqnr 30 --target-best-effort --target-skip-gptq
 // Samples: ppocr_cls/det/rec their 16 calibration images (the e2e sets,
@@ -110,7 +112,10 @@ void AddJob(const std::string& job, v1::QuantizeRequest* r) {
         ->set_weights_memory_bytes(0.75);
   }
   if (job == "gptq") r->mutable_gptq()->set_enabled(true);
-  if (job == "analyze") r->set_sensitivity_analysis(true);
+  if (job == "analyze" || job == "exact") r->set_sensitivity_analysis(true);
+  if (job == "exact") {
+    r->set_sensitivity_analysis_method(v1::SENSITIVITY_ANALYSIS_METHOD_EXACT);
+  }
 }
 
 // The child: "estimate_bytes output_sqnr_db memory_vs_8bit qdq_digest".

@@ -229,6 +229,7 @@ absl::Status ApplyJobSettings(const JobFiles& files,
   }
   if (files.gptq) request->mutable_gptq()->set_enabled(true);
   if (files.analyze) request->set_sensitivity_analysis(true);
+  request->set_sensitivity_analysis_method(files.analyze_method);
   if (files.strict) request->set_strict(true);
   if (!files.generated_calibration.empty()) {
     RETURN_IF_ERROR(SetGeneratedCalibration(

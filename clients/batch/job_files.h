@@ -42,8 +42,10 @@ struct JobFiles {
   // `--gptq-config`: GptqConfig fields in text format (implies --gptq).
   std::string gptq_config;
   bool analyze = false;  // QuantizeRequest.sensitivity_analysis
-  bool strict = false;   // QuantizeRequest.strict
-  int threads = 0;       // 0 = server / hardware default
+  v1::SensitivityAnalysisMethod analyze_method =
+      v1::SENSITIVITY_ANALYSIS_METHOD_UNSPECIFIED;
+  bool strict = false;  // QuantizeRequest.strict
+  int threads = 0;      // 0 = server / hardware default
   // QuantizeRequest.report_samples: 0 = 16, -1 = all.
   int report_samples = 0;
   // ONNX formats to write (ParseExportFormats); empty = QDQ only.

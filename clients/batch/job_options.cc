@@ -102,6 +102,20 @@ absl::Status Analyze(const std::string& text, JobFiles* job) {
   return Switch(text, &job->analyze);
 }
 
+absl::Status AnalyzeMethod(const std::string& text, JobFiles* job) {
+  if (text == "estimate") {
+    job->analyze_method = v1::SENSITIVITY_ANALYSIS_METHOD_ESTIMATE;
+  } else if (text == "exact") {
+    job->analyze_method = v1::SENSITIVITY_ANALYSIS_METHOD_EXACT;
+  } else if (text == "auto") {
+    job->analyze_method = v1::SENSITIVITY_ANALYSIS_METHOD_UNSPECIFIED;
+  } else {
+    return Invalid(absl::StrCat("'", text, "' is not estimate, exact or auto"));
+  }
+  job->analyze = true;
+  return absl::OkStatus();
+}
+
 absl::Status Strict(const std::string& text, JobFiles* job) {
   return Switch(text, &job->strict);
 }
@@ -232,6 +246,11 @@ const std::vector<JobOption>& JobOptions() {
        "per-layer sensitivity: output SQNR with only each layer quantized / "
        "only it float, on the report's samples (report.json 'sensitivity')",
        Analyze},
+      {"analyze-method", "estimate|exact|auto",
+       "how the analysis computes its figures (implies --analyze; default "
+       "auto: the first-order estimate when every op on the path has a "
+       "backward pass, else exact; docs/analysis.md)",
+       AnalyzeMethod},
       {"target-sqnr", "DB",
        "quality target: the cheapest configuration the TPC allows whose "
        "output SQNR on the evaluation samples reaches DB "

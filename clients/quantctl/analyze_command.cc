@@ -81,7 +81,10 @@ std::vector<FlagSet> FlagSets() {
   return {Flags(&unused)};
 }
 
-std::string Db(const nlohmann::json& v) {
+// A figure of report.json's `sensitivity` (null: exact, or for the
+// estimate's only-float figure, not estimated).
+std::string Db(const nlohmann::json& v, bool estimated_only_float = false) {
+  if (estimated_only_float) return "-";
   if (!v.is_number()) return "exact";
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.2f", v.get<double>());
@@ -105,10 +108,14 @@ void PrintTable(const v1::QuantizeResult& result, int top) {
     op_type[l["node"].get<std::string>()] = l["op_type"].get<std::string>();
   }
   const int n = std::min<int>(top, static_cast<int>(rows.size()));
+  const bool estimated = rows[0].value("method", "") == "estimate";
   std::printf(
       "%d most sensitive of %zu layers (output SQNR, dB: only this layer "
-      "quantized | all but this layer quantized):\n",
-      n, rows.size());
+      "quantized | all but this layer quantized; %s):\n",
+      n, rows.size(),
+      estimated ? "first-order estimate, --analyze-method exact for the "
+                  "figures themselves"
+                : "exact");
   std::printf("  %-40s %-18s %14s %14s\n", "node", "op", "only quantized",
               "only float");
   for (int i = 0; i < n; ++i) {
@@ -116,7 +123,7 @@ void PrintTable(const v1::QuantizeResult& result, int top) {
     std::printf("  %-40s %-18s %14s %14s\n", node.c_str(),
                 op_type[node].c_str(),
                 Db(rows[i]["sqnr_only_quantized_db"]).c_str(),
-                Db(rows[i]["sqnr_only_float_db"]).c_str());
+                Db(rows[i]["sqnr_only_float_db"], estimated).c_str());
   }
 }
 

@@ -1,5 +1,6 @@
 // Backward passes of the normalisation arithmetic (LayerNorm as exported:
-// ReduceMean, Pow, Sqrt) and of Slice.
+// ReduceMean, Pow, Sqrt) and of Slice and Pad (each output's gradient goes
+// to the input element it copies; none for Pad's constant).
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -201,6 +202,96 @@ absl::Status SliceBackward(const OpGradContext& ctx,
       off += (first[d] + idx[d] * step[d]) * x_stride[d];
     }
     pd[off] += pg[i];
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++idx[d] < dy.dim(d)) break;
+      idx[d] = 0;
+    }
+  }
+  (*grads)[0] = std::move(dx);
+  return absl::OkStatus();
+}
+
+namespace {
+
+// The input coordinate output coordinate `o` copies along one axis (the
+// executor's Pad), -1 for the constant value.
+int64_t PadSource(int64_t o, int64_t pad_begin, int64_t n,
+                  const std::string& mode) {
+  int64_t i = o - pad_begin;
+  if (i >= 0 && i < n) return i;
+  if (mode == "edge") return i < 0 ? 0 : n - 1;
+  if (mode == "reflect") {
+    if (n == 1) return 0;
+    const int64_t period = 2 * (n - 1);
+    i %= period;
+    if (i < 0) i += period;
+    return i < n ? i : period - i;
+  }
+  if (mode == "wrap") {
+    i %= n;
+    return i < 0 ? i + n : i;
+  }
+  return -1;
+}
+
+}  // namespace
+
+absl::Status PadBackward(const OpGradContext& ctx, std::vector<Tensor>* grads) {
+  if (!ctx.wants[0]) return absl::OkStatus();
+  RETURN_IF_ERROR(RequireFloat(ctx, ctx.inputs[0], "input"));
+  const Tensor& x = *ctx.inputs[0];
+  const int64_t rank = x.rank();
+  const std::string mode = ctx.node->GetString("mode", "constant");
+  if (mode != "constant" && mode != "edge" && mode != "reflect" &&
+      mode != "wrap") {
+    return NodeError(ctx, absl::StrCat("unknown mode '", mode, "'"));
+  }
+  std::vector<int64_t> pads;
+  if (ctx.opset < 11) {
+    pads = ctx.node->GetInts("pads", {});
+  } else {
+    const Tensor* p = ctx.inputs.size() > 1 ? ctx.inputs[1] : nullptr;
+    if (p == nullptr || p->dtype() != DType::kInt64) {
+      return NodeError(ctx, "pads must be an int64 input");
+    }
+    pads.assign(p->data<int64_t>(), p->data<int64_t>() + p->num_elements());
+  }
+  const Tensor* axes_in = ctx.inputs.size() > 3 ? ctx.inputs[3] : nullptr;
+  if (axes_in != nullptr && axes_in->num_elements() > 0) {
+    ASSIGN_OR_RETURN(std::vector<int64_t> axes, AxesOf(ctx, 3, rank));
+    if (pads.size() != 2 * axes.size()) {
+      return NodeError(ctx, "pads length does not match axes");
+    }
+    std::vector<int64_t> full(2 * rank, 0);
+    const size_t na = axes.size();
+    for (size_t i = 0; i < na; ++i) {
+      full[axes[i]] = pads[i];
+      full[axes[i] + rank] = pads[i + na];
+    }
+    pads = full;
+  }
+  if (static_cast<int64_t>(pads.size()) != 2 * rank) {
+    return NodeError(ctx, "pads does not match the input rank");
+  }
+  const Tensor dy = OutputGradOrZero(ctx, 0);
+  if (dy.rank() != rank) return NodeError(ctx, "gradient rank mismatch");
+  std::vector<int64_t> x_stride(rank, 1);
+  for (int64_t d = rank - 2; d >= 0; --d) {
+    x_stride[d] = x_stride[d + 1] * x.dim(d + 1);
+  }
+  Tensor dx(DType::kFloat, x.shape());
+  const float* pg = dy.data<float>();
+  float* pd = dx.mutable_data<float>();
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t i = 0; i < dy.num_elements(); ++i) {
+    int64_t off = 0;
+    bool constant = false;
+    for (int64_t d = 0; d < rank && !constant; ++d) {
+      const int64_t src = PadSource(idx[d], pads[d], x.dim(d), mode);
+      if (src < 0) constant = true;
+      off += src * x_stride[d];
+    }
+    if (!constant) pd[off] += pg[i];
     for (int64_t d = rank - 1; d >= 0; --d) {
       if (++idx[d] < dy.dim(d)) break;
       idx[d] = 0;

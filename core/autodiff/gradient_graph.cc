@@ -1,5 +1,6 @@
 #include "core/autodiff/gradient_graph.h"
 
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -34,6 +35,7 @@ absl::StatusOr<std::unique_ptr<GradientGraph>> GradientGraph::Create(
   std::unique_ptr<GradientGraph> self(new GradientGraph());
   const Graph& g = model->graph;
   self->input_gradients_ = options.input_gradients;
+  self->tensor_gradients_ = options.tensor_gradients;
   if (options.input_gradients) {
     for (const ValueInfo& in : g.inputs) self->differentiable_.insert(in.name);
   }
@@ -108,7 +110,8 @@ absl::StatusOr<Tape> GradientGraph::Forward(
 
 absl::StatusOr<Gradients> GradientGraph::Backward(
     const Tape& tape, const std::map<std::string, Tensor>& seeds,
-    const CancellationToken* cancel, Scratch* scratch) const {
+    const CancellationToken* cancel, Scratch* scratch,
+    const GradientObserver* observer) const {
   const Graph& g = model_->graph;
   auto value = [&](const std::string& name) -> const Tensor* {
     if (name.empty()) return nullptr;
@@ -130,10 +133,32 @@ absl::StatusOr<Gradients> GradientGraph::Backward(
     }
     Accumulate(seed.Clone(), name, &grads);
   }
+  // With an observer: the requested tensors not delivered yet, and what
+  // must stay until the end (the returned inputs and initializers).
+  std::set<std::string> to_observe, returned;
+  if (observer != nullptr) {
+    to_observe.insert(tensor_gradients_.begin(), tensor_gradients_.end());
+    if (input_gradients_) {
+      for (const ValueInfo& in : g.inputs) returned.insert(in.name);
+    }
+    returned.insert(wrt_initializers_.begin(), wrt_initializers_.end());
+  }
+  const auto deliver = [&](const std::string& name) {
+    if (to_observe.erase(name) == 0) return;
+    auto git = grads.find(name);
+    if (git != grads.end()) {
+      (*observer)(name, git->second);
+    } else if (const Tensor* v = value(name)) {
+      (*observer)(name, Tensor(DType::kFloat, v->shape()));
+    }
+  };
   const int64_t opset = model_->DefaultOpset();
   for (auto it = backward_nodes_.rbegin(); it != backward_nodes_.rend(); ++it) {
     if (cancel != nullptr) RETURN_IF_ERROR(cancel->Check());
     const Node& n = g.nodes[*it];
+    if (observer != nullptr) {
+      for (const std::string& out : n.outputs) deliver(out);
+    }
     OpGradContext ctx;
     ctx.node = &n;
     ctx.opset = opset;
@@ -172,6 +197,15 @@ absl::StatusOr<Gradients> GradientGraph::Backward(
       }
       Accumulate(std::move(in_grads[k]), n.inputs[k], &grads);
     }
+    if (observer != nullptr) {
+      for (const std::string& out : n.outputs) {
+        if (!returned.count(out)) grads.erase(out);
+      }
+    }
+  }
+  if (observer != nullptr) {
+    const std::set<std::string> rest = to_observe;
+    for (const std::string& name : rest) deliver(name);
   }
   Gradients out;
   auto take = [&](const std::string& name, std::map<std::string, Tensor>* to) {
@@ -183,12 +217,25 @@ absl::StatusOr<Gradients> GradientGraph::Backward(
       (*to)[name] = Tensor(DType::kFloat, v->shape());
     }
   };
+  if (observer == nullptr) {
+    // Copies (sharing the buffers): a requested tensor may be an input.
+    for (const std::string& name : tensor_gradients_) {
+      auto git = grads.find(name);
+      const Tensor* v = value(name);
+      if (git != grads.end()) {
+        out.tensors[name] = git->second;
+      } else if (v != nullptr) {
+        out.tensors[name] = Tensor(DType::kFloat, v->shape());
+      }
+    }
+  }
   if (input_gradients_) {
     for (const ValueInfo& in : g.inputs) take(in.name, &out.inputs);
   }
   for (const std::string& name : wrt_initializers_) {
     take(name, &out.initializers);
   }
+
   return out;
 }
 

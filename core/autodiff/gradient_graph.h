@@ -23,6 +23,7 @@
 #ifndef QUANTD_CORE_AUTODIFF_GRADIENT_GRAPH_H_
 #define QUANTD_CORE_AUTODIFF_GRADIENT_GRAPH_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -45,6 +46,9 @@ struct GradientOptions {
   // nodes between the graph inputs and the first initializer then have no
   // backward pass and Gradients::inputs stays empty.
   bool input_gradients = true;
+  // Tensors of the gradient path whose gradients Backward() also returns
+  // (Gradients::tensors; zeros where the loss does not reach them).
+  std::vector<std::string> tensor_gradients;
   ExecutorOptions executor;
 };
 
@@ -57,7 +61,14 @@ struct Tape {
 struct Gradients {
   std::map<std::string, Tensor> inputs;        // every graph input (if asked)
   std::map<std::string, Tensor> initializers;  // the requested ones
+  std::map<std::string, Tensor> tensors;  // GradientOptions::tensor_gradients
 };
+
+// Receives a tensor's gradient once it is complete (every consumer has
+// added its part): GradientOptions::tensor_gradients, zeros for a tensor the
+// loss does not reach.
+using GradientObserver =
+    std::function<void(const std::string& tensor, const Tensor& gradient)>;
 
 class GradientGraph {
  public:
@@ -71,10 +82,14 @@ class GradientGraph {
   // name off the gradient path or absent from the tape is INVALID_ARGUMENT.
   // `scratch` (optional, one per concurrent call) keeps the kernels'
   // temporaries for the caller's next pass (scratch.h).
-  absl::StatusOr<Gradients> Backward(const Tape& tape,
-                                     const std::map<std::string, Tensor>& seeds,
-                                     const CancellationToken* cancel = nullptr,
-                                     Scratch* scratch = nullptr) const;
+  // With `observer`, the tensor gradients go to it as they complete instead
+  // of into Gradients::tensors, and each intermediate gradient is freed once
+  // its producer's backward has read it: the pass then holds the gradients
+  // of the tensors still live, not of the whole graph.
+  absl::StatusOr<Gradients> Backward(
+      const Tape& tape, const std::map<std::string, Tensor>& seeds,
+      const CancellationToken* cancel = nullptr, Scratch* scratch = nullptr,
+      const GradientObserver* observer = nullptr) const;
 
   // True if `tensor` depends on a graph input or a requested initializer.
   bool IsDifferentiable(const std::string& tensor) const {
@@ -89,6 +104,7 @@ class GradientGraph {
   std::shared_ptr<const Model> model_;
   std::unique_ptr<Executor> executor_;
   std::vector<std::string> wrt_initializers_;
+  std::vector<std::string> tensor_gradients_;
   bool input_gradients_ = true;
   std::set<std::string> differentiable_;
   std::vector<int> backward_nodes_;         // indices, topological order

@@ -41,6 +41,7 @@ const std::map<std::string, OpGradient>& Table() {
       {"Pow", {PowBackward, 1}},
       {"Sqrt", {SqrtBackward, 1}},
       {"Slice", {SliceBackward, 1}},
+      {"Pad", {PadBackward, 1}},
   };
   return *table;
 }

@@ -74,6 +74,7 @@ absl::Status ReduceMeanBackward(const OpGradContext& ctx,
                                 std::vector<Tensor>* grads);
 absl::Status PowBackward(const OpGradContext& ctx, std::vector<Tensor>* grads);
 absl::Status SqrtBackward(const OpGradContext& ctx, std::vector<Tensor>* grads);
+absl::Status PadBackward(const OpGradContext& ctx, std::vector<Tensor>* grads);
 absl::Status SliceBackward(const OpGradContext& ctx,
                            std::vector<Tensor>* grads);
 

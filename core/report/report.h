@@ -56,6 +56,7 @@ struct LayerReport {
   // node's tensors are quantized, and when only they are left float (unset
   // when the analysis did not run).
   std::optional<double> sqnr_only_quantized_db, sqnr_only_float_db;
+  bool sensitivity_estimated = false;  // the first-order estimate's figures
   // The output activation's grid and calibration histogram (unset when the
   // node quantizes no output or no histogram was collected for it).
   std::optional<ActivationGrid> activation_grid;

@@ -81,6 +81,7 @@ Json Sensitivity(const std::vector<LayerReport>& layers) {
     e["node"] = l->node;
     e["sqnr_only_quantized_db"] = Number(l->sqnr_only_quantized_db);
     e["sqnr_only_float_db"] = Number(l->sqnr_only_float_db);
+    e["method"] = l->sensitivity_estimated ? "estimate" : "exact";
     out.push_back(std::move(e));
   }
   return out;

@@ -1,6 +1,7 @@
 // quantctl's flag table (clients/quantctl/flags.h) and the job options it
 // shares with batch manifests (clients/batch/job_options.h).
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -180,6 +181,27 @@ TEST(JobOptionsTest, GptqConfigEnablesGptqWithItsFields) {
   absl::Status bad = ApplyJobOption("gptq_config", "epochs: 20", &job);
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(std::string(bad.message()), HasSubstr("not GptqConfig text"));
+}
+
+// --analyze-method picks the method and turns the analysis on.
+TEST(JobOptionsTest, AnalyzeMethodImpliesTheAnalysis) {
+  for (const auto& [text, method] :
+       std::vector<std::pair<std::string, v1::SensitivityAnalysisMethod>>{
+           {"exact", v1::SENSITIVITY_ANALYSIS_METHOD_EXACT},
+           {"estimate", v1::SENSITIVITY_ANALYSIS_METHOD_ESTIMATE},
+           {"auto", v1::SENSITIVITY_ANALYSIS_METHOD_UNSPECIFIED}}) {
+    JobFiles job;
+    ASSERT_TRUE(ApplyJobOption("analyze_method", text, &job).ok()) << text;
+    v1::QuantizeRequest request;
+    ASSERT_TRUE(ApplyJobSettings(job, &request).ok());
+    EXPECT_TRUE(request.sensitivity_analysis());
+    EXPECT_EQ(request.sensitivity_analysis_method(), method);
+  }
+  JobFiles job;
+  absl::Status bad = ApplyJobOption("analyze-method", "fast", &job);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.message()),
+              HasSubstr("'fast' is not estimate, exact or auto"));
 }
 
 // --mp-config merges into the fields --mp set, not over them.

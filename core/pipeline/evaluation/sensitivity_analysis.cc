@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <memory>
@@ -13,15 +14,15 @@
 #include "core/executor/executor.h"
 #include "core/pipeline/evaluation/downstream_cone.h"
 #include "core/pipeline/evaluation/evaluation.h"
+#include "core/pipeline/evaluation/internal/analysis_run.h"
 #include "core/pipeline/export/fake_quant.h"
 #include "core/pipeline/job/parallel_samples.h"
 #include "core/runtime/stage_names.h"
 #include "core/util/status_macros.h"
 
 namespace quantd {
+namespace analysis_internal {
 namespace {
-
-using Tensors = std::map<std::string, Tensor>;
 
 // True when `f` (float model) is `q` (quantized model) before the job
 // changed its constants: same op, same non-constant inputs, and every input
@@ -62,8 +63,8 @@ Model FloatForm(const Model& float_model, const Model& quantized) {
   return out;
 }
 
-// Node 0 of `cone` (the cone's start, node `index` of its model) takes the
-// inputs `other` gives that node; its constants come along.
+}  // namespace
+
 void TakeNodeFrom(const Model& other, int index, DownstreamCone* cone) {
   const Node& source = other.graph.nodes[index];
   Graph& g = cone->model->graph;
@@ -74,6 +75,8 @@ void TakeNodeFrom(const Model& other, int index, DownstreamCone* cone) {
     }
   }
 }
+
+namespace {
 
 double Noise(const Tensor& f, const Tensor& q) {
   if (f.dtype() != DType::kFloat || q.dtype() != DType::kFloat ||
@@ -90,6 +93,8 @@ double Noise(const Tensor& f, const Tensor& q) {
   return noise;
 }
 
+}  // namespace
+
 double Energy(const Tensor& f) {
   if (f.dtype() != DType::kFloat) return 0;
   double s = 0;
@@ -97,68 +102,9 @@ double Energy(const Tensor& f) {
   return s;
 }
 
-// A node with planned items and its planned output activations.
-struct Unit {
-  int node = 0;
-  std::set<std::string> tensors;  // its planned activations
-};
-
-class AnalysisRun {
- public:
-  AnalysisRun(const Model& float_model, const Model& quantized_model,
-              const QdqPlan& plan, const std::vector<SampleFeeds>& samples,
-              const SensitivityAnalysisOptions& options, ThreadPool* pool,
-              const CancellationToken* cancel, ProgressSink* progress)
-      : float_model_(float_model),
-        quantized_(quantized_model),
-        plan_(plan),
-        samples_(samples),
-        chunk_(std::max(1, options.chunk_samples)),
-        first_task_(options.only_float_runs ? 1 : 0),
-        pool_(pool),
-        cancel_(cancel),
-        progress_(progress) {}
-
-  absl::StatusOr<std::vector<LayerSensitivity>> Run();
-
- private:
-  absl::Status Prepare();
-  absl::Status RunFull(size_t begin, std::vector<Tensors>* floats,
-                       std::vector<Tensors>* fakes);
-  absl::Status RunTask(size_t t, size_t begin,
-                       const std::vector<Tensors>& floats,
-                       const std::vector<Tensors>& fakes);
-  void CountDone();
-
-  const Model& float_model_;
-  const Model& quantized_;
-  const QdqPlan& plan_;
-  const std::vector<SampleFeeds>& samples_;
-  const int chunk_;
-  const size_t first_task_;  // of each node's two: 1 skips only-quantized
-  ThreadPool* pool_;
-  const CancellationToken* cancel_;
-  ProgressSink* progress_;
-
-  Model float_form_;
-  Model fake_quant_;
-  std::unique_ptr<Executor> float_exec_, fake_exec_;
-  std::unique_ptr<ActivationFakeQuantizer> full_quantizer_;
-  RunOptions keep_all_;
-  std::vector<Unit> units_;
-  std::map<std::string, DType> dtypes_;
-  // Per sample: the reference's energy; per output and sample: the fully
-  // quantized model's noise; per task (2 per unit: only quantized, only
-  // float) and sample: the noise.
-  std::vector<double> signal_;
-  std::vector<std::vector<double>> full_noise_;
-  std::vector<std::vector<double>> noise_;
-  int64_t total_work_ = 0;
-  std::atomic<int64_t> done_{0};
-};
-
 absl::Status AnalysisRun::Prepare() {
   float_form_ = FloatForm(float_model_, quantized_);
+
   ASSIGN_OR_RETURN(fake_quant_, WithFakeQuantWeights(quantized_, plan_));
   ASSIGN_OR_RETURN(float_exec_, Executor::Create(float_form_));
   ASSIGN_OR_RETURN(fake_exec_, Executor::Create(fake_quant_));
@@ -195,6 +141,19 @@ absl::Status AnalysisRun::Prepare() {
   noise_.assign(2 * units_.size(), std::vector<double>(n, 0.0));
   total_work_ = static_cast<int64_t>(units_.size() * (2 - first_task_)) *
                 static_cast<int64_t>((n + chunk_ - 1) / chunk_);
+  if (probes_ > 0) {
+    total_work_ = static_cast<int64_t>(n);
+    // Before any run: a model without a backward pass fails at once.
+    autodiff::GradientOptions options;
+    for (const Unit& unit : units_) {
+      for (const auto& out : float_form_.graph.nodes[unit.node].outputs) {
+        if (!out.empty()) options.tensor_gradients.push_back(out);
+      }
+    }
+    ASSIGN_OR_RETURN(gradients_,
+                     autodiff::GradientGraph::Create(
+                         std::make_shared<Model>(float_form_), options));
+  }
   return absl::OkStatus();
 }
 
@@ -209,6 +168,14 @@ absl::Status AnalysisRun::RunFull(size_t begin, std::vector<Tensors>* floats,
         const SampleFeeds& sample = samples_[begin + s];
         ASSIGN_OR_RETURN((*floats)[s], float_exec_->Run(sample, keep_all_));
         for (const auto& [name, t] : sample) (*floats)[s][name] = t;
+        if (probes_ > 0) {  // the estimate reads the float run alone
+          for (size_t o = 0; o < outputs.size(); ++o) {
+            auto f = (*floats)[s].find(outputs[o].name);
+            if (f != (*floats)[s].end())
+              signal_[begin + s] += Energy(f->second);
+          }
+          return absl::OkStatus();
+        }
         RunOptions fq = keep_all_;
         fq.rewriter = &full_quantizer_->rewriter();
         const SampleFeeds fq_feeds = full_quantizer_->FakeQuantizeFeeds(sample);
@@ -312,6 +279,15 @@ absl::StatusOr<std::vector<LayerSensitivity>> AnalysisRun::Run() {
     const size_t size = std::min<size_t>(chunk_, n - begin);
     std::vector<Tensors> floats(size), fakes(size);
     RETURN_IF_ERROR(RunFull(begin, &floats, &fakes));
+    if (probes_ > 0) {
+      // After the first run: the cones' inputs take its dtypes.
+      if (unit_nodes_.empty()) RETURN_IF_ERROR(PrepareEstimate());
+      for (size_t s = 0; s < size; ++s) {
+        RETURN_IF_ERROR(EstimateSample(begin + s, floats[s]));
+        CountDone();
+      }
+      continue;
+    }
     // One node's two tasks per item: the token is checked per node.
     RETURN_IF_ERROR(ParallelForSamples(
         static_cast<int64_t>(units_.size()), pool_, cancel_, SampleProgress(),
@@ -335,18 +311,31 @@ absl::StatusOr<std::vector<LayerSensitivity>> AnalysisRun::Run() {
   for (size_t u = 0; u < units_.size(); ++u) {
     double only_q = 0, only_f = 0;
     for (size_t s = 0; s < n; ++s) {
-      only_q += noise_[2 * u][s];
-      only_f += noise_[2 * u + 1][s];
+      if (probes_ > 0) {
+        only_q += estimate_[u][s];
+      } else {
+        only_q += noise_[2 * u][s];
+        only_f += noise_[2 * u + 1][s];
+      }
     }
-    out.push_back({nodes[units_[u].node].name,
-                   first_task_ == 0 ? SqnrDb(signal, only_q)
-                                    : std::numeric_limits<double>::quiet_NaN(),
-                   SqnrDb(signal, only_f)});
+    LayerSensitivity row;
+    row.node = nodes[units_[u].node].name;
+    row.estimated = probes_ > 0;
+    row.sqnr_only_quantized_db = first_task_ == 0
+                                     ? SqnrDb(signal, only_q)
+                                     : std::numeric_limits<double>::quiet_NaN();
+    // The estimate has no only-float figure: the units' first-order noises
+    // do not add up to the whole model's (docs/analysis.md, *The
+    // estimate*).
+    row.sqnr_only_float_db = probes_ > 0
+                                 ? std::numeric_limits<double>::quiet_NaN()
+                                 : SqnrDb(signal, only_f);
+    out.push_back(std::move(row));
   }
   return out;
 }
 
-}  // namespace
+}  // namespace analysis_internal
 
 int AnalysisChunkSamples(int64_t activation_bytes) {
   constexpr int kMostSamples = SensitivityAnalysisOptions().chunk_samples;
@@ -361,8 +350,9 @@ absl::StatusOr<std::vector<LayerSensitivity>> AnalyzeLayerSensitivity(
     const std::vector<SampleFeeds>& samples,
     const SensitivityAnalysisOptions& options, ThreadPool* pool,
     const CancellationToken* cancel, ProgressSink* progress) {
-  AnalysisRun run(float_model, quantized_model, plan, samples, options, pool,
-                  cancel, progress);
+  analysis_internal::AnalysisRun run(float_model, quantized_model, plan,
+                                     samples, options, 0, pool, cancel,
+                                     progress);
   return run.Run();
 }
 
@@ -374,7 +364,9 @@ void FillLayerSensitivity(const std::vector<LayerSensitivity>& sensitivity,
     auto it = by_node.find(l.node);
     if (it == by_node.end()) continue;
     l.sqnr_only_quantized_db = it->second->sqnr_only_quantized_db;
-    l.sqnr_only_float_db = it->second->sqnr_only_float_db;
+    const double only_float = it->second->sqnr_only_float_db;
+    if (!std::isnan(only_float)) l.sqnr_only_float_db = only_float;
+    l.sensitivity_estimated = it->second->estimated;
   }
 }
 

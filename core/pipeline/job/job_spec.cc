@@ -320,6 +320,21 @@ absl::StatusOr<JobSpec> ResolveJobSpec(const v1::QuantizeRequest& request) {
                          request.generated_calibration()));
   }
   spec.sensitivity_analysis = request.sensitivity_analysis();
+  switch (request.sensitivity_analysis_method()) {
+    case v1::SENSITIVITY_ANALYSIS_METHOD_UNSPECIFIED:
+      spec.sensitivity_method = SensitivityMethod::kAuto;
+      break;
+    case v1::SENSITIVITY_ANALYSIS_METHOD_ESTIMATE:
+      spec.sensitivity_method = SensitivityMethod::kEstimate;
+      break;
+    case v1::SENSITIVITY_ANALYSIS_METHOD_EXACT:
+      spec.sensitivity_method = SensitivityMethod::kExact;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("sensitivity_analysis_method: unknown value ",
+                       request.sensitivity_analysis_method()));
+  }
   spec.strict = request.strict();
   spec.options_text = OptionsText(request);
   return spec;

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/datagen/options.h"
+#include "core/pipeline/evaluation/sensitivity_method.h"
 #include "core/pipeline/export/export_options.h"
 #include "core/pipeline/gptq/gptq_options.h"
 #include "core/pipeline/job/ptq_options.h"
@@ -43,6 +44,7 @@ struct JobSpec {
   // The report's samples without evaluation samples; -1 = all.
   int report_samples = kDefaultReportSamples;
   bool sensitivity_analysis = false;
+  SensitivityMethod sensitivity_method = SensitivityMethod::kAuto;
   // Calibration images generated from the model (generated_calibration).
   std::optional<datagen::DataGenOptions> generate;
   // Filters that match no node fail the job.

@@ -564,11 +564,39 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
     // Chunks sized to the cache budget (the memory model counts the same).
     SensitivityAnalysisOptions analysis;
     analysis.chunk_samples = AnalysisChunkSamples(input.activations.total);
-    ASSIGN_OR_RETURN(
-        sensitivity,
-        AnalyzeLayerSensitivity(cal.float_exec->model(), state.model, plan,
-                                input.evaluation, analysis, context.pool,
-                                context.cancel, clock.sink()));
+    const Model& float_graph = cal.float_exec->model();
+    // Unspecified: decided on the model as imported, as admission did.
+    absl::Status estimable = absl::OkStatus();
+    if (spec.sensitivity_method == SensitivityMethod::kAuto) {
+      estimable = SensitivityEstimateApplies(float_model);
+    }
+    absl::StatusOr<std::vector<LayerSensitivity>> estimated =
+        absl::UnimplementedError("the exact analysis asked for");
+    if (spec.sensitivity_method != SensitivityMethod::kExact) {
+      estimated = estimable.ok()
+                      ? EstimateLayerSensitivity(
+                            float_graph, state.model, plan, input.evaluation,
+                            analysis, kSensitivityEstimateProbes, context.pool,
+                            context.cancel, clock.sink())
+                      : estimable;
+    }
+    if (estimated.ok()) {
+      sensitivity = *std::move(estimated);
+    } else if (estimated.status().code() == absl::StatusCode::kUnimplemented &&
+               spec.sensitivity_method != SensitivityMethod::kEstimate) {
+      if (spec.sensitivity_method == SensitivityMethod::kAuto) {
+        state.warnings.push_back(
+            absl::StrCat("sensitivity analysis: exact, not estimated (",
+                         estimated.status().message(), ")"));
+      }
+      ASSIGN_OR_RETURN(
+          sensitivity,
+          AnalyzeLayerSensitivity(float_graph, state.model, plan,
+                                  input.evaluation, analysis, context.pool,
+                                  context.cancel, clock.sink()));
+    } else {
+      return estimated.status();
+    }
   }
 
   RETURN_IF_ERROR(clock.Begin(stage::kReport, "evaluating against float"));

@@ -151,10 +151,41 @@ int64_t AnalysisCacheBytes(const ActivationSizes& sizes, int samples_in_flight,
                static_cast<double>(int64_t{1} << 50)));
 }
 
+// The analysis's estimate (EstimateLayerSensitivity): the float cache of
+// one chunk (0.8x every activation a sample), each node's change at its
+// outputs for the sample it estimates (0.8x a sample's activations), and
+// the probes' backward passes in flight, 0.1x a sample each (the gradients
+// still live). Fitted like AnalysisCacheBytes (bench/recovery, analyze).
+int64_t AnalysisEstimateBytes(const ActivationSizes& sizes,
+                              int samples_in_flight, int num_samples) {
+  const double total =
+      static_cast<double>(std::min(sizes.total, int64_t{1} << 50));
+  const double chunk = std::clamp(AnalysisChunkSamples(sizes.total), 1,
+                                  std::max(1, num_samples));
+  const double probes =
+      std::clamp(samples_in_flight, 1, kSensitivityEstimateProbes);
+  return static_cast<int64_t>(
+      std::min(0.8 * chunk * total + 0.8 * total + 0.1 * probes * total,
+               static_cast<double>(int64_t{1} << 50)));
+}
+
+// Unspecified (kAuto) may fall back to the exact analysis: the larger.
 int64_t AnalysisBytes(const JobSpec& spec, const ActivationSizes& sizes,
                       int samples_in_flight, int num_samples) {
   if (!spec.sensitivity_analysis) return 0;
-  return AnalysisCacheBytes(sizes, samples_in_flight, num_samples);
+  const int64_t exact =
+      AnalysisCacheBytes(sizes, samples_in_flight, num_samples);
+  const int64_t estimate =
+      AnalysisEstimateBytes(sizes, samples_in_flight, num_samples);
+  switch (spec.sensitivity_method) {
+    case SensitivityMethod::kExact:
+      return exact;
+    case SensitivityMethod::kEstimate:
+      return estimate;
+    case SensitivityMethod::kAuto:
+      break;
+  }
+  return std::max(exact, estimate);
 }
 
 // The quality target's stage (quality_target.h): its upgrade ranking (when
@@ -268,7 +299,12 @@ struct QuantizeTerms {
 // BaseEstimate less the payload, and the larger of the generate stage
 // (before calibration) and the job's activations.
 int64_t QuantizeEstimate(const QuantizeTerms& t, int samples_in_flight) {
-  const JobSpec& spec = *t.spec;
+  // The analysis's method as the job resolves it, on the imported model.
+  JobSpec spec = *t.spec;
+  if (spec.sensitivity_analysis && t.model != nullptr) {
+    spec.sensitivity_method =
+        ResolveSensitivityMethod(spec.sensitivity_method, *t.model);
+  }
   const int64_t activations = JobActivations(
       spec, t.activations, t.gptq, samples_in_flight,
       static_cast<int>(std::clamp<int64_t>(t.calibration, 0, 1 << 20)),

@@ -2,7 +2,10 @@
 #include "core/autodiff/gradient_graph.h"
 
 #include <cmath>
+#include <cstring>
+#include <map>
 #include <memory>
+#include <string>
 
 #include "gtest/gtest.h"
 #include "tests/core/autodiff/fd_check.h"
@@ -47,6 +50,46 @@ TEST(GradientGraphTest, ClassifierMatchesFiniteDifferences) {
   c.feeds = {{"x", RandomTensor({2, 3, 5, 5}, 56)}};
   c.initializers = {"w", "fc"};
   EXPECT_GT(RunFdCheck(c), 0);
+}
+
+// An observer receives each requested tensor's gradient once, equal to the
+// gradient Backward returns without one, and nothing is returned for them.
+TEST(GradientGraphTest, ObserverGetsTheSameTensorGradientsOnce) {
+  GradientOptions options;
+  options.tensor_gradients = {"c", "bn", "h", "logits", "x"};
+  auto g = GradientGraph::Create(
+      std::make_shared<const Model>(SmallClassifier()), options);
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto tape = (*g)->Forward({{"x", RandomTensor({2, 3, 5, 5}, 57)}});
+  ASSERT_TRUE(tape.ok()) << tape.status();
+  const std::map<std::string, Tensor> seeds = {{"y", RandomTensor({2, 5}, 58)}};
+  auto returned = (*g)->Backward(*tape, seeds);
+  ASSERT_TRUE(returned.ok()) << returned.status();
+  ASSERT_EQ(returned->tensors.size(), 5u);
+  std::map<std::string, int> calls;
+  std::map<std::string, Tensor> observed;
+  const GradientObserver observer = [&](const std::string& name,
+                                        const Tensor& grad) {
+    ++calls[name];
+    observed[name] = grad.Clone();
+  };
+  auto with = (*g)->Backward(*tape, seeds, nullptr, nullptr, &observer);
+  ASSERT_TRUE(with.ok()) << with.status();
+  EXPECT_TRUE(with->tensors.empty());
+  for (const auto& [name, grad] : returned->tensors) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(calls[name], 1);
+    ASSERT_EQ(observed[name].shape(), grad.shape());
+    EXPECT_EQ(std::memcmp(observed[name].data<float>(), grad.data<float>(),
+                          grad.num_elements() * sizeof(float)),
+              0);
+  }
+  // The input gradient is still returned.
+  ASSERT_TRUE(with->inputs.count("x"));
+  EXPECT_EQ(std::memcmp(with->inputs["x"].data<float>(),
+                        returned->inputs["x"].data<float>(),
+                        returned->inputs["x"].num_elements() * sizeof(float)),
+            0);
 }
 
 TEST(GradientGraphTest, SeedAtAnIntermediateBackpropagatesFromThere) {

@@ -386,5 +386,24 @@ TEST(ShapeGradientTest, SliceWithAttributesBeforeOpset10MatchesFiniteDiff) {
   EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({2, 4, 5}, 48)}})), 0);
 }
 
+// Constant pads (negative ones crop), then edge / reflect / wrap, whose
+// border outputs add into the input elements they copy.
+TEST(ShapeGradientTest, PadInEveryModeMatchesFiniteDiff) {
+  for (const char* mode : {"constant", "edge", "reflect", "wrap"}) {
+    SCOPED_TRACE(mode);
+    ModelBuilder b(13);
+    const bool constant = std::string(mode) == "constant";
+    b.Input("x")
+        .Initializer("pads",
+                     I64(constant ? std::vector<int64_t>{0, 1, -1, 0, 2, 1}
+                                  : std::vector<int64_t>{0, 2, 1, 0, 1, 3},
+                         {6}))
+        .Add("Pad", {"x", "pads"}, {"p"}, {{"mode", String(mode)}})
+        .Add("Tanh", {"p"}, {"y"})
+        .Output("y");
+    EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({2, 3, 4}, 49)}})), 0);
+  }
+}
+
 }  // namespace
 }  // namespace quantd::autodiff

@@ -477,5 +477,71 @@ TEST_F(QuantizeJobTest, SensitivityAnalysisCoversEveryQuantizedLayer) {
             WithoutTimings(serial->report_json()));
 }
 
+// The default method is the estimate (only-quantized figures, no
+// only-float one); EXACT gives both figures of the cone runs.
+TEST_F(QuantizeJobTest, SensitivityAnalysisMethodIsInEveryRow) {
+  v1::QuantizeRequest r = ExampleRequest();
+  r.set_sensitivity_analysis(true);
+  auto estimated = Run(r);
+  r.set_sensitivity_analysis_method(v1::SENSITIVITY_ANALYSIS_METHOD_EXACT);
+  auto exact = Run(r);
+  ASSERT_TRUE(estimated.ok()) << estimated.status();
+  ASSERT_TRUE(exact.ok()) << exact.status();
+  const auto e = nlohmann::json::parse(estimated->report_json());
+  const auto x = nlohmann::json::parse(exact->report_json());
+  ASSERT_EQ(e["sensitivity"].size(), x["sensitivity"].size());
+  for (const auto& row : e["sensitivity"]) {
+    EXPECT_EQ(row["method"], "estimate");
+    EXPECT_TRUE(row["sqnr_only_float_db"].is_null());
+  }
+  for (const auto& row : x["sensitivity"]) {
+    EXPECT_EQ(row["method"], "exact");
+    EXPECT_TRUE(row["sqnr_only_float_db"].is_number()) << row.dump();
+  }
+}
+
+// A model with an op that has no backward pass (Neg here): the default
+// falls back to the exact analysis with a warning naming the node; asking
+// for the estimate fails with UNIMPLEMENTED naming it.
+TEST_F(QuantizeJobTest, SensitivityEstimateWithoutABackwardPass) {
+  Model m = MakeExampleCnn();
+  Graph& g = m.graph;
+  const std::string input = g.inputs[0].name;
+  for (Node& n : g.nodes) {
+    for (std::string& in : n.inputs) {
+      if (in == input) in = "negated_twice";
+    }
+  }
+  Node first, second;
+  first.op_type = second.op_type = "Neg";
+  first.name = "neg_a";
+  first.inputs = {input};
+  first.outputs = {"negated"};
+  second.name = "neg_b";
+  second.inputs = {"negated"};
+  second.outputs = {"negated_twice"};
+  g.nodes.insert(g.nodes.begin(), {first, second});
+  v1::QuantizeRequest r = ExampleRequest();
+  r.set_onnx_model(*ExportOnnx(m));
+  r.set_sensitivity_analysis(true);
+  auto fallback = Run(r);
+  ASSERT_TRUE(fallback.ok()) << fallback.status();
+  const auto report = nlohmann::json::parse(fallback->report_json());
+  for (const auto& row : report["sensitivity"]) {
+    EXPECT_EQ(row["method"], "exact");
+  }
+  bool warned = false;
+  for (const auto& w : report["warnings"]) {
+    const std::string text = w.get<std::string>();
+    warned |= text.find("sensitivity analysis: exact") != std::string::npos &&
+              text.find("'neg_a' (Neg)") != std::string::npos;
+  }
+  EXPECT_TRUE(warned) << report["warnings"].dump();
+  r.set_sensitivity_analysis_method(v1::SENSITIVITY_ANALYSIS_METHOD_ESTIMATE);
+  auto refused = Run(r);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(refused.status().message(), HasSubstr("(Neg)"));
+}
+
 }  // namespace
 }  // namespace quantd

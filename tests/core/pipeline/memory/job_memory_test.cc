@@ -111,17 +111,25 @@ TEST(EstimateJobMemoryBytes, QualityTargetCountsTheEqualizationTrial) {
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1), plain);
 }
 
-// The per-layer analysis holds a float and a fake-quant cache of every
-// activation of one chunk of samples (here both samples: 256 MiB fits 56
-// of them), 0.8x each, and 0.1x a sample per sample in flight for its cone
-// tasks: 0.8 x 2 x 2 x 2359296 + 0.1 x 2359296 = 7785676 (.8 dropped),
-// replacing calibration's 2 x 2359296 + 4 x kHistogram = 4752128.
-TEST(EstimateJobMemoryBytes, AnalysisCountsItsTwoCaches) {
+// The exact per-layer analysis holds a float and a fake-quant cache of
+// every activation of one chunk of samples (here both samples: 256 MiB
+// fits 56 of them), 0.8x each, and 0.1x a sample per sample in flight for
+// its cone tasks: 0.8 x 2 x 2 x 2359296 + 0.1 x 2359296 = 7785676 (.8
+// dropped), replacing calibration's 2 x 2359296 + 4 x kHistogram =
+// 4752128. The estimate (the default on this Conv model, which has a
+// backward pass) holds the float cache alone, the nodes' changes for one
+// sample and 0.1x a sample per probe in flight: 0.8 x 2 x 2359296 + 0.8 x
+// 2359296 + 0.1 x 2359296 = 5898240.
+TEST(EstimateJobMemoryBytes, AnalysisCountsItsCaches) {
   v1::QuantizeRequest r = testing::ConvJob(4, 96, 64, 2, "r");
   const int64_t plain = EstimateJobMemoryBytes(r, JobLimits{}, 1);
+  const int64_t calibration = 2 * 2359296 + 4 * kHistogram;
   r.set_sensitivity_analysis(true);
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1),
-            plain + 7785676 - (2 * 2359296 + 4 * kHistogram));
+            plain + 5898240 - calibration);
+  r.set_sensitivity_analysis_method(v1::SENSITIVITY_ANALYSIS_METHOD_EXACT);
+  EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1),
+            plain + 7785676 - calibration);
 }
 
 // Each sample in flight after the first adds 0.4x its activations:
