@@ -42,6 +42,8 @@ const std::map<std::string, OpGradient>& Table() {
       {"Sqrt", {SqrtBackward, 1}},
       {"Slice", {SliceBackward, 1}},
       {"Pad", {PadBackward, 1}},
+      {"Resize", {ResizeBackward, 1}},
+      {"ConvTranspose", {ConvTransposeBackward, 3}},
   };
   return *table;
 }

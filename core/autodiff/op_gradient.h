@@ -75,6 +75,10 @@ absl::Status ReduceMeanBackward(const OpGradContext& ctx,
 absl::Status PowBackward(const OpGradContext& ctx, std::vector<Tensor>* grads);
 absl::Status SqrtBackward(const OpGradContext& ctx, std::vector<Tensor>* grads);
 absl::Status PadBackward(const OpGradContext& ctx, std::vector<Tensor>* grads);
+absl::Status ResizeBackward(const OpGradContext& ctx,
+                            std::vector<Tensor>* grads);
+absl::Status ConvTransposeBackward(const OpGradContext& ctx,
+                                   std::vector<Tensor>* grads);
 absl::Status SliceBackward(const OpGradContext& ctx,
                            std::vector<Tensor>* grads);
 

@@ -1,9 +1,11 @@
 // Every differentiable op against central finite differences of quantd's
 // own executor (fd_check.h), on small hand-built graphs.
 #include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "core/autodiff/gradient_graph.h"
 #include "gtest/gtest.h"
 #include "tests/core/autodiff/fd_check.h"
 #include "tests/core/executor/test_util.h"
@@ -403,6 +405,79 @@ TEST(ShapeGradientTest, PadInEveryModeMatchesFiniteDiff) {
         .Output("y");
     EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({2, 3, 4}, 49)}})), 0);
   }
+}
+
+// Nearest Resize up (ppocr_det's FPN: asymmetric, floor) and down (a
+// sampled copy), by scales and by sizes: each input element gets the
+// gradients of the outputs that copy it.
+TEST(ResampleGradientTest, NearestResizeMatchesFiniteDiff) {
+  struct Case {
+    const char* transform;
+    const char* nearest;
+    std::vector<float> scales;
+  };
+  for (const Case& c :
+       {Case{"asymmetric", "floor", {1, 1, 2, 2}},
+        Case{"half_pixel", "round_prefer_floor", {1, 1, 1.5f, 0.5f}},
+        Case{"align_corners", "ceil", {1, 1, 0.75f, 3}}}) {
+    SCOPED_TRACE(c.transform);
+    ModelBuilder b(13);
+    b.Input("x")
+        .Initializer("roi", F({}, {0}))
+        .Initializer("scales", F(c.scales, {4}))
+        .Add("Resize", {"x", "roi", "scales"}, {"r"},
+             {{"mode", String("nearest")},
+              {"coordinate_transformation_mode", String(c.transform)},
+              {"nearest_mode", String(c.nearest)}})
+        .Add("Tanh", {"r"}, {"y"})
+        .Output("y");
+    EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({1, 2, 4, 4}, 60)}})), 0);
+  }
+}
+
+TEST(ResampleGradientTest, LinearResizeIsUnimplemented) {
+  ModelBuilder b(13);
+  b.Input("x")
+      .Initializer("roi", F({}, {0}))
+      .Initializer("scales", F({1, 1, 2, 2}, {4}))
+      .Add("Resize", {"x", "roi", "scales"}, {"y"},
+           {{"mode", String("linear")}})
+      .Output("y");
+  FdCheck c = Check(b, {{"x", RandomTensor({1, 1, 2, 2}, 61)}});
+  auto g = GradientGraph::Create(std::make_shared<const Model>(c.model));
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto tape = (*g)->Forward(c.feeds);
+  ASSERT_TRUE(tape.ok()) << tape.status();
+  auto grads = (*g)->Backward(*tape, {{"y", RandomTensor({1, 1, 4, 4}, 62)}});
+  EXPECT_EQ(grads.status().code(), absl::StatusCode::kUnimplemented)
+      << grads.status();
+}
+
+// ppocr_det's head (kernel 2, stride 2), then pads, dilations, groups and
+// an output padding: the input gradient is the adjoint Conv.
+TEST(ResampleGradientTest, ConvTransposeInputMatchesFiniteDiff) {
+  {
+    ModelBuilder b(13);
+    b.Input("x")
+        .Initializer("w", RandomTensor({3, 2, 2, 2}, 63))
+        .Add("ConvTranspose", {"x", "w"}, {"y"},
+             {{"strides", Ints({2, 2})}, {"kernel_shape", Ints({2, 2})}})
+        .Output("y");
+    EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({1, 3, 3, 4}, 64)}})), 0);
+  }
+  ModelBuilder b(13);
+  b.Input("x")
+      .Initializer("w", RandomTensor({4, 1, 3, 3}, 65))
+      .Initializer("bias", RandomTensor({2}, 66))
+      .Add("ConvTranspose", {"x", "w", "bias"}, {"t"},
+           {{"strides", Ints({2, 1})},
+            {"pads", Ints({1, 0, 0, 1})},
+            {"dilations", Ints({1, 2})},
+            {"group", Int(2)},
+            {"output_padding", Ints({1, 0})}})
+      .Add("Tanh", {"t"}, {"y"})
+      .Output("y");
+  EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({2, 4, 3, 3}, 67)}})), 0);
 }
 
 }  // namespace
