@@ -24,17 +24,11 @@
 #include "core/tpc/registry.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/e2e/e2e_cache.h"
 #include "tests/e2e/e2e_scale.h"
 
 namespace quantd {
 namespace {
-
-std::string CacheDir() {
-  const char* c = std::getenv("QUANTD_CACHE_DIR");
-  if (c != nullptr && *c) return c;
-  const char* s = std::getenv("QUANTD_SOURCE_DIR");
-  return std::string(s != nullptr ? s : ".") + "/.cache";
-}
 
 struct Model {
   std::string bytes;
@@ -42,7 +36,7 @@ struct Model {
 };
 
 bool Load(const std::string& name, Model* out) {
-  const std::string cache = CacheDir();
+  const std::string cache = e2e::CacheDir();
   auto bytes =
       ReadFileLimited(cache + "/models/" + name + ".onnx", int64_t{1} << 30);
   if (!bytes.ok()) return false;

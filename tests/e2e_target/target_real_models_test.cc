@@ -20,23 +20,17 @@
 #include "core/tpc/registry.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/e2e/e2e_cache.h"
 #include "tests/e2e/e2e_scale.h"
 
 namespace quantd {
 namespace {
 
-std::string CacheDir() {
-  const char* c = std::getenv("QUANTD_CACHE_DIR");
-  if (c != nullptr && *c) return c;
-  const char* s = std::getenv("QUANTD_SOURCE_DIR");
-  return std::string(s != nullptr ? s : ".") + "/.cache";
-}
-
 class TargetRealModels : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(registry_.AddBuiltins().ok());
-    const std::string cache = CacheDir();
+    const std::string cache = e2e::CacheDir();
     auto bytes =
         ReadFileLimited(cache + "/models/ppocr_rec.onnx", int64_t{1} << 30);
     auto model =

@@ -16,6 +16,7 @@
 #include "core/pipeline/export/fake_quant.h"
 #include "core/runtime/thread_pool.h"
 #include "gtest/gtest.h"
+#include "tests/core/pipeline/evaluation/hand_qdq_weight.h"
 #include "tests/data/onnx/model_builder.h"
 
 namespace quantd {
@@ -48,24 +49,10 @@ std::vector<float> OnGrid(const std::vector<float>& w, float scale) {
   return q;
 }
 
-QdqWeight Weight(const std::string& node, const std::vector<float>& w,
-                 std::vector<int64_t> shape, float scale) {
-  QdqWeight q;
-  q.node = node;
-  q.input_index = 1;
-  q.storage = {DType::kInt8, -127, 127};
-  q.scales = {scale};
-  std::vector<int32_t> ints;
-  for (float v : w)
-    ints.push_back(static_cast<int32_t>(std::nearbyint(v / scale)));
-  q.int_values = Tensor::FromVector<int32_t>(ints, std::move(shape));
-  return q;
-}
-
 QdqPlan Plan() {
   QdqPlan plan;
-  plan.weights.push_back(Weight("mm1", kW1, {4, 3}, kW1Scale));
-  plan.weights.push_back(Weight("mm2", kW2, {3, 2}, kW2Scale));
+  plan.weights.push_back(testing::HandQdqWeight("mm1", kW1, {4, 3}, kW1Scale));
+  plan.weights.push_back(testing::HandQdqWeight("mm2", kW2, {3, 2}, kW2Scale));
   QdqActivation r;
   r.tensor = "r";
   r.storage = {DType::kUint8, 0, 255};
@@ -221,7 +208,7 @@ TEST(SensitivityAnalysis, ACorrectedBiasBelongsToItsNode) {
   qb.graph.initializers["mm1_bias_corrected"] =
       Tensor::FromVector<float>({0.5f, -0.25f, 0.125f}, {3});
   QdqPlan plan;
-  plan.weights.push_back(Weight("mm2", kW2, {3, 2}, kW2Scale));
+  plan.weights.push_back(testing::HandQdqWeight("mm2", kW2, {3, 2}, kW2Scale));
   auto r = AnalyzeLayerSensitivity(fb, qb, plan, Samples(),
                                    SensitivityAnalysisOptions(), nullptr,
                                    nullptr, nullptr);
@@ -287,7 +274,7 @@ QdqPlan PartOf(const Model& m, const QdqPlan& plan, const std::string& node,
 QdqPlan AbsorbingPlan() {
   QdqPlan plan;
   const std::vector<float> w1 = OnGrid(kW1, kW1Scale);
-  plan.weights.push_back(Weight("mm1", w1, {4, 3}, kW1Scale));
+  plan.weights.push_back(testing::HandQdqWeight("mm1", w1, {4, 3}, kW1Scale));
   QdqActivation h;
   h.tensor = "h";
   h.storage = {DType::kInt8, -128, 127};

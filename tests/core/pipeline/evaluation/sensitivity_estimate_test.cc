@@ -17,6 +17,7 @@
 #include "core/runtime/thread_pool.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/core/pipeline/evaluation/hand_qdq_weight.h"
 #include "tests/data/onnx/model_builder.h"
 
 // Its own namespace: the unity build shares a file with
@@ -47,25 +48,10 @@ Model LinearModel(const std::string& first_op = "") {
   return *m;
 }
 
-QdqWeight Weight(const std::string& node, const std::vector<float>& w,
-                 std::vector<int64_t> shape, float scale) {
-  QdqWeight q;
-  q.node = node;
-  q.input_index = 1;
-  q.storage = {DType::kInt8, -127, 127};
-  q.scales = {scale};
-  std::vector<int32_t> ints;
-  for (float v : w) {
-    ints.push_back(static_cast<int32_t>(std::nearbyint(v / scale)));
-  }
-  q.int_values = Tensor::FromVector<int32_t>(ints, std::move(shape));
-  return q;
-}
-
 QdqPlan Plan() {
   QdqPlan plan;
-  plan.weights.push_back(Weight("mm1", kW1, {4, 3}, 0.25f));
-  plan.weights.push_back(Weight("mm2", kW2, {3, 1}, 0.125f));
+  plan.weights.push_back(testing::HandQdqWeight("mm1", kW1, {4, 3}, 0.25f));
+  plan.weights.push_back(testing::HandQdqWeight("mm2", kW2, {3, 1}, 0.125f));
   QdqActivation h;
   h.tensor = "h";
   h.storage = {DType::kInt8, -128, 127};
