@@ -1,5 +1,6 @@
 // cancel_bench [--threads N] [--mobilenet FILE] [--samples N] [--mp 0|1]
-//              [--gptq 0|1] [--fractions 0.2,0.5,0.8] [--stages a,b]:
+//              [--gptq 0|1] [--analyze 0|1] [--target 0|1]
+//              [--fractions 0.2,0.5,0.8] [--stages a,b]:
 // cancellation latency per job stage. Each case runs once
 // to learn how long each stage takes; then, for every stage and fraction f,
 // the job runs again and another thread cancels its token f of the way into
@@ -10,7 +11,9 @@
 // example CNN and the shared MobileNetV2 (random inputs; timing only), with
 // mixed precision and GPTQ when asked (default: both on the example, neither
 // on MobileNetV2, whose 30 s mixed-precision stage each later trial would
-// repeat).
+// repeat), the per-layer analysis (default on both: the estimate) and a
+// best-effort quality target of 60 dB (default off: its search repeats
+// the PTQ job several times).
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -63,7 +66,8 @@ bool RandomInputs(const quantd::Model& model, int count,
 
 quantd::v1::QuantizeRequest Request(const std::string& model_bytes,
                                     const std::vector<quantd::SampleFeeds>& s,
-                                    bool mp, bool gptq) {
+                                    bool mp, bool gptq, bool analyze,
+                                    bool target) {
   quantd::v1::QuantizeRequest r;
   r.set_onnx_model(model_bytes);
   for (const auto& sample : s) {
@@ -83,6 +87,13 @@ quantd::v1::QuantizeRequest Request(const std::string& model_bytes,
   if (gptq) {
     r.mutable_gptq()->set_enabled(true);
     r.mutable_gptq()->set_n_epochs(1);
+  }
+  r.set_sensitivity_analysis(analyze);
+  if (target) {
+    r.mutable_quality_target()->set_metric(
+        quantd::v1::QualityTarget::METRIC_SQNR);
+    r.mutable_quality_target()->set_value(60);
+    r.mutable_quality_target()->set_best_effort(true);
   }
   return r;
 }
@@ -152,8 +163,8 @@ void RunCase(const std::string& name, const quantd::v1::QuantizeRequest& r,
               Ms(Clock::now() - t0));
   auto timings = nlohmann::json::parse(full->report_json())["timings_seconds"];
   for (const std::string stage :
-       {"import", "prepare", "calibrate", "select", "mixed_precision",
-        "correct", "gptq", "export", "report"}) {
+       {"import", "prepare", "calibrate", "select", "mixed_precision", "target",
+        "correct", "gptq", "export", "analyze", "report"}) {
     if (!timings.contains(stage)) continue;
     if (!only.empty() &&
         std::find(only.begin(), only.end(), stage) == only.end()) {
@@ -191,7 +202,7 @@ void RunCase(const std::string& name, const quantd::v1::QuantizeRequest& r,
 }  // namespace
 
 int main(int argc, char** argv) {
-  int threads = 1, samples = 16, mp = -1, gptq = -1;
+  int threads = 1, samples = 16, mp = -1, gptq = -1, analyze = 1, target = 0;
   std::string mobilenet = "../shared/fixtures/bench-models/mobilenet_v2.onnx";
   std::vector<double> fractions = {0.2, 0.5, 0.8};
   std::vector<std::string> only;  // --stages: these stages only
@@ -201,6 +212,8 @@ int main(int argc, char** argv) {
     if (a == "--samples") (void)absl::SimpleAtoi(argv[i + 1], &samples);
     if (a == "--mp") (void)absl::SimpleAtoi(argv[i + 1], &mp);
     if (a == "--gptq") (void)absl::SimpleAtoi(argv[i + 1], &gptq);
+    if (a == "--analyze") (void)absl::SimpleAtoi(argv[i + 1], &analyze);
+    if (a == "--target") (void)absl::SimpleAtoi(argv[i + 1], &target);
     if (a == "--mobilenet") mobilenet = argv[i + 1];
     if (a == "--stages") only = absl::StrSplit(argv[i + 1], ',');
     if (a == "--fractions") {
@@ -226,14 +239,16 @@ int main(int argc, char** argv) {
 
   RunCase("example_cnn",
           Request(*quantd::ExportOnnx(quantd::MakeExampleCnn()),
-                  quantd::MakeExampleImages(32, 1), mp != 0, gptq != 0),
+                  quantd::MakeExampleImages(32, 1), mp != 0, gptq != 0,
+                  analyze == 1, target == 1),
           ctx, fractions, only);
   auto bytes = quantd::ReadFileLimited(mobilenet, int64_t{1} << 31);
   if (!bytes.ok()) return 0;
   auto model = quantd::ImportOnnx(*bytes);
   std::vector<quantd::SampleFeeds> calib;
   if (!model.ok() || !RandomInputs(*model, samples, &calib)) return 0;
-  RunCase("mobilenet_v2", Request(*bytes, calib, mp == 1, gptq == 1), ctx,
-          fractions, only);
+  RunCase("mobilenet_v2",
+          Request(*bytes, calib, mp == 1, gptq == 1, analyze == 1, target == 1),
+          ctx, fractions, only);
   return 0;
 }
