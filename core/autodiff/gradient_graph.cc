@@ -30,14 +30,12 @@ void Accumulate(Tensor g, const std::string& name,
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<GradientGraph>> GradientGraph::Create(
-    std::shared_ptr<const Model> model, const GradientOptions& options) {
-  std::unique_ptr<GradientGraph> self(new GradientGraph());
-  const Graph& g = model->graph;
-  self->input_gradients_ = options.input_gradients;
-  self->tensor_gradients_ = options.tensor_gradients;
+absl::Status GradientGraph::Plan(const Graph& g,
+                                 const GradientOptions& options) {
+  input_gradients_ = options.input_gradients;
+  tensor_gradients_ = options.tensor_gradients;
   if (options.input_gradients) {
-    for (const ValueInfo& in : g.inputs) self->differentiable_.insert(in.name);
+    for (const ValueInfo& in : g.inputs) differentiable_.insert(in.name);
   }
   for (const std::string& name : options.initializers) {
     const Tensor* t = g.FindInitializer(name);
@@ -49,15 +47,15 @@ absl::StatusOr<std::unique_ptr<GradientGraph>> GradientGraph::Create(
       return absl::InvalidArgumentError(absl::StrCat(
           "initializer '", name, "' is ", t->DebugString(), ", not float"));
     }
-    self->differentiable_.insert(name);
-    self->wrt_initializers_.push_back(name);
+    differentiable_.insert(name);
+    wrt_initializers_.push_back(name);
   }
   std::set<std::string> kept;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     bool any = false;
     for (const std::string& in : n.inputs) {
-      any |= !in.empty() && self->differentiable_.count(in) > 0;
+      any |= !in.empty() && differentiable_.count(in) > 0;
     }
     if (!any || (IsDefaultDomain(n.domain) &&
                  internal::IsNonDifferentiableOp(n.op_type))) {
@@ -76,20 +74,33 @@ absl::StatusOr<std::unique_ptr<GradientGraph>> GradientGraph::Create(
       const bool in_range = op->differentiable_inputs < 0 ||
                             static_cast<int>(k) < op->differentiable_inputs;
       diff_input |= in_range && !n.inputs[k].empty() &&
-                    self->differentiable_.count(n.inputs[k]) > 0;
+                    differentiable_.count(n.inputs[k]) > 0;
     }
     if (!diff_input) continue;  // e.g. only a Reshape's shape depends on x
     if (!n.outputs.empty() && !n.outputs[0].empty()) {
-      self->differentiable_.insert(n.outputs[0]);
+      differentiable_.insert(n.outputs[0]);
     }
-    self->backward_nodes_.push_back(static_cast<int>(i));
+    backward_nodes_.push_back(static_cast<int>(i));
     for (const std::string& in : n.inputs) {
       if (!in.empty() && g.FindInitializer(in) == nullptr) kept.insert(in);
     }
     if (!n.outputs.empty() && !n.outputs[0].empty()) kept.insert(n.outputs[0]);
   }
   for (const ValueInfo& in : g.inputs) kept.erase(in.name);
-  self->extra_outputs_.assign(kept.begin(), kept.end());
+  extra_outputs_.assign(kept.begin(), kept.end());
+  return absl::OkStatus();
+}
+
+absl::Status GradientGraph::CheckPath(const Model& model,
+                                      const GradientOptions& options) {
+  GradientGraph plan;
+  return plan.Plan(model.graph, options);
+}
+
+absl::StatusOr<std::unique_ptr<GradientGraph>> GradientGraph::Create(
+    std::shared_ptr<const Model> model, const GradientOptions& options) {
+  std::unique_ptr<GradientGraph> self(new GradientGraph());
+  RETURN_IF_ERROR(self->Plan(model->graph, options));
   self->model_ = std::move(model);
   ASSIGN_OR_RETURN(self->executor_,
                    Executor::Create(self->model_, options.executor));

@@ -76,6 +76,11 @@ class GradientGraph {
   static absl::StatusOr<std::unique_ptr<GradientGraph>> Create(
       std::shared_ptr<const Model> model, const GradientOptions& options = {});
 
+  // What Create checks (every node on the path has a backward pass, the
+  // initializers exist and are float) without building the executor.
+  static absl::Status CheckPath(const Model& model,
+                                const GradientOptions& options = {});
+
   absl::StatusOr<Tape> Forward(const std::map<std::string, Tensor>& feeds,
                                const CancellationToken* cancel = nullptr) const;
 
@@ -101,6 +106,8 @@ class GradientGraph {
 
  private:
   GradientGraph() = default;
+  // The path and what the tape keeps (all but the model and executor).
+  absl::Status Plan(const Graph& g, const GradientOptions& options);
 
   std::shared_ptr<const Model> model_;
   std::unique_ptr<Executor> executor_;

@@ -174,9 +174,7 @@ absl::StatusOr<std::vector<LayerSensitivity>> EstimateLayerSensitivity(
 }
 
 absl::Status SensitivityEstimateApplies(const Model& float_model) {
-  return autodiff::GradientGraph::Create(
-             std::make_shared<const Model>(float_model))
-      .status();
+  return autodiff::GradientGraph::CheckPath(float_model);
 }
 
 SensitivityMethod ResolveSensitivityMethod(SensitivityMethod method,

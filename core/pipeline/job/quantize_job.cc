@@ -497,6 +497,41 @@ absl::Status TryChannelEqualization(const JobInput& input,
 }
 
 // Every stage after the preflight.
+// The per-layer analysis by `method`: unspecified estimates when the model
+// as imported (`imported`, as admission decided) has a backward pass, else
+// runs the exact analysis with a warning naming the op.
+absl::StatusOr<std::vector<LayerSensitivity>> AnalyzeSensitivity(
+    SensitivityMethod method, const Model& imported, const Model& float_graph,
+    const Model& quantized, const QdqPlan& plan,
+    const std::vector<SampleFeeds>& samples,
+    const SensitivityAnalysisOptions& options, const JobContext& context,
+    StageClock& clock, std::vector<std::string>* warnings) {
+  const auto exact = [&] {
+    return AnalyzeLayerSensitivity(float_graph, quantized, plan, samples,
+                                   options, context.pool, context.cancel,
+                                   clock.sink());
+  };
+  if (method == SensitivityMethod::kExact) return exact();
+  absl::Status estimable = method == SensitivityMethod::kAuto
+                               ? SensitivityEstimateApplies(imported)
+                               : absl::OkStatus();
+  if (estimable.ok()) {
+    auto estimated = EstimateLayerSensitivity(
+        float_graph, quantized, plan, samples, options,
+        kSensitivityEstimateProbes, context.pool, context.cancel, clock.sink());
+    if (estimated.ok() || method == SensitivityMethod::kEstimate ||
+        estimated.status().code() != absl::StatusCode::kUnimplemented) {
+      return estimated;
+    }
+    estimable = estimated.status();  // an op the job's rewrites added
+  }
+  if (method == SensitivityMethod::kEstimate) return estimable;
+  warnings->push_back(
+      absl::StrCat("sensitivity analysis: exact, not estimated (",
+                   estimable.message(), ")"));
+  return exact();
+}
+
 absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
                                              const JobContext& context,
                                              StageClock& clock,
@@ -564,39 +599,11 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
     // Chunks sized to the cache budget (the memory model counts the same).
     SensitivityAnalysisOptions analysis;
     analysis.chunk_samples = AnalysisChunkSamples(input.activations.total);
-    const Model& float_graph = cal.float_exec->model();
-    // Unspecified: decided on the model as imported, as admission did.
-    absl::Status estimable = absl::OkStatus();
-    if (spec.sensitivity_method == SensitivityMethod::kAuto) {
-      estimable = SensitivityEstimateApplies(float_model);
-    }
-    absl::StatusOr<std::vector<LayerSensitivity>> estimated =
-        absl::UnimplementedError("the exact analysis asked for");
-    if (spec.sensitivity_method != SensitivityMethod::kExact) {
-      estimated = estimable.ok()
-                      ? EstimateLayerSensitivity(
-                            float_graph, state.model, plan, input.evaluation,
-                            analysis, kSensitivityEstimateProbes, context.pool,
-                            context.cancel, clock.sink())
-                      : estimable;
-    }
-    if (estimated.ok()) {
-      sensitivity = *std::move(estimated);
-    } else if (estimated.status().code() == absl::StatusCode::kUnimplemented &&
-               spec.sensitivity_method != SensitivityMethod::kEstimate) {
-      if (spec.sensitivity_method == SensitivityMethod::kAuto) {
-        state.warnings.push_back(
-            absl::StrCat("sensitivity analysis: exact, not estimated (",
-                         estimated.status().message(), ")"));
-      }
-      ASSIGN_OR_RETURN(
-          sensitivity,
-          AnalyzeLayerSensitivity(float_graph, state.model, plan,
-                                  input.evaluation, analysis, context.pool,
-                                  context.cancel, clock.sink()));
-    } else {
-      return estimated.status();
-    }
+    ASSIGN_OR_RETURN(sensitivity,
+                     AnalyzeSensitivity(spec.sensitivity_method, float_model,
+                                        cal.float_exec->model(), state.model,
+                                        plan, input.evaluation, analysis,
+                                        context, clock, &state.warnings));
   }
 
   RETURN_IF_ERROR(clock.Begin(stage::kReport, "evaluating against float"));
