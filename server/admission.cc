@@ -23,6 +23,15 @@ absl::Status AdmissionTicket::Grow(int64_t more_bytes) {
   return status;
 }
 
+absl::Status AdmissionTicket::GrowWaiting(int64_t more_bytes,
+                                          const CancellationToken* cancel) {
+  if (more_bytes <= 0) return absl::OkStatus();
+  absl::Status status =
+      owner_->GrowWaiting(memory_bytes_ + more_bytes, more_bytes, cancel);
+  if (status.ok()) memory_bytes_ += more_bytes;
+  return status;
+}
+
 void AdmissionTicket::MarkRunning() {
   if (running_) return;
   running_ = true;
@@ -49,7 +58,8 @@ absl::StatusOr<std::unique_ptr<AdmissionTicket>> AdmissionController::TryAdmit(
                        state_.queued, " queued (--workers=", limits_.workers,
                        ", --max_queued_jobs=", limits_.max_queued_jobs, ")"));
     }
-    if (absl::Status s = CheckMemoryLocked(memory_bytes, memory_bytes);
+    if (absl::Status s =
+            CheckMemoryLocked(memory_bytes, memory_bytes, state_.growing_bytes);
         !s.ok()) {
       return s;
     }
@@ -63,8 +73,14 @@ absl::StatusOr<std::unique_ptr<AdmissionTicket>> AdmissionController::TryAdmit(
       new AdmissionTicket(this, position, memory_bytes));
 }
 
+absl::Status AdmissionController::CheckWholeBudget(int64_t total_bytes) const {
+  absl::MutexLock lock(&mu_);
+  return CheckMemoryLocked(total_bytes, 0);
+}
+
 absl::Status AdmissionController::CheckMemoryLocked(int64_t total_bytes,
-                                                    int64_t more_bytes) const {
+                                                    int64_t more_bytes,
+                                                    int64_t held_bytes) const {
   if (limits_.max_memory_bytes <= 0) return absl::OkStatus();
   if (total_bytes > limits_.max_memory_bytes) {
     // Not RESOURCE_EXHAUSTED: retrying cannot help.
@@ -73,14 +89,17 @@ absl::Status AdmissionController::CheckMemoryLocked(int64_t total_bytes,
         " MiB, more than the whole budget (--max_job_memory_mb=",
         limits_.max_memory_bytes / kMiB, "); it can never be admitted here"));
   }
-  if (state_.memory_bytes + more_bytes > limits_.max_memory_bytes) {
+  const int64_t taken = state_.memory_bytes + held_bytes;
+  if (taken + more_bytes > limits_.max_memory_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "job needs an estimated ", ToMiB(total_bytes), " MiB but only ",
-        (limits_.max_memory_bytes - state_.memory_bytes + total_bytes -
-         more_bytes) /
-            kMiB,
-        " MiB of the budget are free (--max_job_memory_mb=",
-        limits_.max_memory_bytes / kMiB, ")"));
+        (limits_.max_memory_bytes - taken + total_bytes - more_bytes) / kMiB,
+        " MiB of the budget are free",
+        held_bytes > 0 ? absl::StrCat(" (", ToMiB(held_bytes),
+                                      " MiB more are promised to running "
+                                      "jobs that wait to grow)")
+                       : "",
+        " (--max_job_memory_mb=", limits_.max_memory_bytes / kMiB, ")"));
   }
   return absl::OkStatus();
 }
@@ -96,6 +115,44 @@ absl::Status AdmissionController::TryGrow(int64_t total_bytes,
   }
   Notify();
   return absl::OkStatus();
+}
+
+absl::Status AdmissionController::GrowWaiting(int64_t total_bytes,
+                                              int64_t more_bytes,
+                                              const CancellationToken* cancel) {
+  // The wait polls the token this often (stages stop within 100 ms).
+  constexpr absl::Duration kPoll = absl::Milliseconds(20);
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mu_);
+    ++growing_;
+    state_.growing_bytes += more_bytes;
+    while (true) {
+      status = CheckMemoryLocked(total_bytes, more_bytes);
+      if (status.ok()) {
+        state_.memory_bytes += more_bytes;
+        break;
+      }
+      if (status.code() != absl::StatusCode::kResourceExhausted) break;
+      // Only a running job that does not wait itself frees memory (queued
+      // jobs wait for a worker that a growing job holds).
+      if (state_.running - growing_ <= 0) {
+        status = absl::ResourceExhaustedError(
+            absl::StrCat(status.message(),
+                         "; every other running job waits for memory too"));
+        break;
+      }
+      if (cancel != nullptr && cancel->IsCancelled()) {
+        status = cancel->Check();
+        break;
+      }
+      released_.WaitWithTimeout(&mu_, kPoll);
+    }
+    --growing_;
+    state_.growing_bytes -= more_bytes;
+  }
+  Notify();
+  return status;
 }
 
 void AdmissionController::StopAdmitting() {
@@ -127,6 +184,7 @@ void AdmissionController::Release(bool running, int64_t memory_bytes) {
     }
     state_.memory_bytes -= memory_bytes;
   }
+  released_.SignalAll();
   Notify();
 }
 

@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "core/runtime/cancellation.h"
 
 namespace quantd::server {
 
@@ -51,6 +52,14 @@ class AdmissionTicket {
   // one admitted) with TryAdmit's memory checks and messages; on error the
   // ticket keeps what it had.
   absl::Status Grow(int64_t more_bytes);
+  // Raises the ticket's memory by `more_bytes` for a part of the job it
+  // reaches while running (JobMemoryStage): waits for other jobs to release
+  // theirs, polling `cancel` (its status ends the wait). New admissions
+  // leave room for a waiting growth. FAILED_PRECONDITION when the whole need
+  // exceeds the budget; RESOURCE_EXHAUSTED when no running job is left that
+  // could free memory (every other one waits to grow too: the last to ask
+  // gives way). On error the ticket keeps what it had.
+  absl::Status GrowWaiting(int64_t more_bytes, const CancellationToken* cancel);
 
  private:
   friend class AdmissionController;
@@ -72,6 +81,9 @@ class AdmissionController {
     int queued = 0;   // admitted, waiting for a worker
     int running = 0;  // on a worker
     int64_t memory_bytes = 0;
+    // More memory promised to running jobs that wait to grow
+    // (AdmissionTicket::GrowWaiting).
+    int64_t growing_bytes = 0;
   };
   // Called after every change, under the controller's lock (so calls come
   // in order); it must not call back into the controller.
@@ -88,6 +100,11 @@ class AdmissionController {
   absl::StatusOr<std::unique_ptr<AdmissionTicket>> TryAdmit(
       int64_t memory_bytes);
 
+  // FAILED_PRECONDITION when a job needing `total_bytes` at its peak could
+  // never be admitted here (its stages reserved later included: a job is
+  // refused before its work, not when it reaches them).
+  absl::Status CheckWholeBudget(int64_t total_bytes) const;
+
   // New jobs get UNAVAILABLE from now on.
   void StopAdmitting();
 
@@ -98,8 +115,12 @@ class AdmissionController {
   friend class AdmissionTicket;
   void Release(bool running, int64_t memory_bytes);
   absl::Status TryGrow(int64_t total_bytes, int64_t more_bytes);
-  // Whether `memory_bytes` more fit; `total_bytes` is the job's whole need.
-  absl::Status CheckMemoryLocked(int64_t total_bytes, int64_t more_bytes) const
+  absl::Status GrowWaiting(int64_t total_bytes, int64_t more_bytes,
+                           const CancellationToken* cancel);
+  // Whether `more_bytes` more fit besides `held_bytes` promised to others;
+  // `total_bytes` is the job's whole need.
+  absl::Status CheckMemoryLocked(int64_t total_bytes, int64_t more_bytes,
+                                 int64_t held_bytes = 0) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MarkRunning();
   void Notify();
@@ -109,6 +130,9 @@ class AdmissionController {
   mutable absl::Mutex mu_;
   Snapshot state_ ABSL_GUARDED_BY(mu_);
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  // Running jobs waiting in GrowWaiting (their bytes: the snapshot's).
+  int growing_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::CondVar released_;  // signalled when memory is released
 };
 
 }  // namespace quantd::server

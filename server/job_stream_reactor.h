@@ -88,6 +88,9 @@ struct JobCall {
   // Raises the job's admitted memory to `total_bytes` (an estimate from the
   // parsed model); never lowers it. An error stops the job.
   std::function<absl::Status(int64_t total_bytes)> grow_reservation;
+  // The same for a part of the job reached while it runs: waits for other
+  // jobs to release memory (AdmissionTicket::GrowWaiting).
+  std::function<absl::Status(int64_t total_bytes)> grow_reservation_waiting;
 };
 
 // What an RPC may leave to the reactor.
@@ -278,6 +281,9 @@ class JobStreamReactor final
     call.grow_reservation = [this](int64_t total_bytes) {
       return GrowReservation(total_bytes);
     };
+    call.grow_reservation_waiting = [this](int64_t total_bytes) {
+      return GrowReservationWaiting(total_bytes);
+    };
     absl::StatusOr<std::vector<Event>> result;
     try {
       result = rpc_.Run(call);
@@ -309,6 +315,30 @@ class JobStreamReactor final
       return absl::OkStatus();
     }
     return ticket_->Grow(total_bytes - ticket_->memory_bytes());
+  }
+
+  // Without the reactor's lock while waiting: the ticket stays while the
+  // job runs (End takes it only after the job or while it is queued).
+  absl::Status GrowReservationWaiting(int64_t total_bytes) {
+    AdmissionTicket* ticket = nullptr;
+    {
+      absl::MutexLock lock(&mu_);
+      ticket = ticket_.get();
+    }
+    if (ticket == nullptr || total_bytes <= ticket->memory_bytes()) {
+      return absl::OkStatus();
+    }
+    const int64_t more = total_bytes - ticket->memory_bytes();
+    const absl::Time start = absl::Now();
+    absl::Status status = ticket->GrowWaiting(more, &token_);
+    const double waited = Seconds(absl::Now() - start);
+    if (waited >= 1) {
+      LogFields fields = Fields();
+      fields.emplace_back("more_bytes", absl::StrCat(more));
+      fields.emplace_back("waited_seconds", absl::StrCat(waited));
+      Log(LogLevel::kInfo, "job waited for memory", fields);
+    }
+    return status;
   }
 
   // The call's deadline, which the token enforces.
@@ -366,7 +396,7 @@ class JobStreamReactor final
     const int64_t reserved_bytes = admitted ? ticket->memory_bytes() : 0;
     ticket.reset();
     if (job_ran) TrimHeapAfterJob(reserved_bytes);
-    if (admitted) LogFinished(status, stage, cancelled_at);
+    if (admitted) LogFinished(status, stage, cancelled_at, reserved_bytes);
     if (results.empty()) {
       events_.Close(std::move(status));
       return;
@@ -381,7 +411,7 @@ class JobStreamReactor final
   }
 
   void LogFinished(const absl::Status& status, const std::string& stage,
-                   absl::Time cancelled_at) {
+                   absl::Time cancelled_at, int64_t reserved_bytes) {
     service_->metrics->JobFinished(status.code());
     LogFields fields = Fields();
     fields.emplace_back("status", absl::StatusCodeToString(status.code()));
@@ -391,6 +421,8 @@ class JobStreamReactor final
     // cancel (or the deadline) to here, where the worker and the
     // reservation are free (docs/reliability.md, cancellation latency).
     fields.emplace_back("stage", stage);
+    // The most the job reserved: admitted, grown as it reached its stages.
+    fields.emplace_back("reserved_bytes", absl::StrCat(reserved_bytes));
     const bool cancelled = status.code() == absl::StatusCode::kCancelled ||
                            status.code() == absl::StatusCode::kDeadlineExceeded;
     if (cancelled && cancelled_at < absl::InfiniteFuture()) {

@@ -152,9 +152,18 @@ absl::StatusOr<std::vector<v1::JobEvent>> QuantizeRpc::Run(
   // The parsed model refines the reservation admitted before the import.
   // A job runs samples on the shared compute threads and its own worker.
   const int in_flight = service.compute_pool->num_threads() + 1;
-  context.on_preflight = [this, &call, in_flight](const JobInput& input) {
+  // A quality target's trials are reserved for as the job reaches them.
+  JobMemoryReservation reservation;
+  context.on_preflight = [this, &call, &reservation,
+                          in_flight](const JobInput& input) {
     ReleaseDecodedPayload(request_);
-    return call.grow_reservation(EstimateJobMemoryBytes(input, in_flight));
+    reservation = JobMemoryReservation(input, in_flight);
+    RETURN_IF_ERROR(
+        call.service->admission->CheckWholeBudget(reservation.whole()));
+    return call.grow_reservation(reservation.bytes());
+  };
+  context.on_memory_stage = [&call, &reservation](JobMemoryStage stage) {
+    return call.grow_reservation_waiting(reservation.Reach(stage));
   };
   absl::StatusOr<v1::QuantizeResult> result =
       RunQuantizeJob(*request_, context);

@@ -1,8 +1,10 @@
 // Accuracy recovery against plain PTQ on real models: for each model the
 // plain PTQ job, then each recovery job of the same request, each alone in a
 // forked child (its peak RSS is its own). Prints wall and CPU seconds, the
-// ratio to the PTQ job of the same run, peak RSS, the admission estimate
-// (EstimateJobMemoryBytes) against that peak, the report's output SQNR and,
+// ratio to the PTQ job of the same run, peak RSS, the memory the server
+// would have reserved for the job (JobMemoryReservation: admitted, then
+// grown as the job reaches the quality target's trials) against that peak,
+// the report's output SQNR and,
 // for the quality target, its memory against the 8-bit configuration.
 //   target    --target-sqnr 30 --target-best-effort
 //   mp        --mp weights=0.75
@@ -20,6 +22,7 @@
 // (default target,mp,gptq,analyze), --threads=N (2), --tpc=NAME
 // (imx500@5.0), --repeat=N (the calibration set N times: memory must not
 // grow with it).
+#include <algorithm>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -134,7 +137,18 @@ std::string RunJob(const std::string& model, const std::string& job,
   JobContext ctx;
   ctx.registry = &registry;
   ctx.pool = &pool;
-  const int64_t estimate = EstimateJobMemoryBytes(*r, JobLimits(), s.threads);
+  // What the server reserves: admitted, grown at each stage reached.
+  JobMemoryReservation reservation;
+  int64_t estimate = 0;
+  ctx.on_preflight = [&](const JobInput& input) {
+    reservation = JobMemoryReservation(input, s.threads);
+    estimate = reservation.bytes();
+    return absl::OkStatus();
+  };
+  ctx.on_memory_stage = [&](JobMemoryStage stage) {
+    estimate = std::max(estimate, reservation.Reach(stage));
+    return absl::OkStatus();
+  };
   auto result = RunQuantizeJob(*r, ctx);
   if (!result.ok()) {
     std::fprintf(stderr, "%s %s: %s\n", model.c_str(), job.c_str(),

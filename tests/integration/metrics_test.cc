@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "clients/cpp/client.h"
@@ -185,6 +186,44 @@ TEST_F(MetricsTest, MemoryReservedIsTheJobsEstimateWhileItRuns) {
       "job finished", {{"job_id", job_id}, {"status", "CANCELLED"}});
   ASSERT_TRUE(finished.ok()) << finished.status();
   EXPECT_EQ(Metric("quantd_memory_reserved_bytes"), 0);
+}
+
+// A quality target's trials are reserved as the job reaches them: a target
+// met as configured reserves what the plain job does; one that runs every
+// trial (out of reach, best effort) ends with the whole job's estimate
+// (the "job finished" log's reserved_bytes, the most the job held).
+TEST_F(MetricsTest, TargetTrialsAreReservedAsTheJobReachesThem) {
+  StartServer(
+      {"--workers=1", "--compute_threads=1", "--max_job_memory_mb=4096"});
+  if (HasFatalFailure()) return;
+  const v1::QuantizeRequest plain = SmallJob("plain");
+  const auto reserved_by = [&](const v1::QuantizeRequest& r) -> int64_t {
+    auto result = client_->Quantize(r);
+    EXPECT_TRUE(result.ok()) << result.status();
+    auto finished =
+        server_->WaitForLog("job finished", {{"request_id", r.request_id()}});
+    EXPECT_TRUE(finished.ok()) << finished.status();
+    if (!finished.ok()) return -1;
+    int64_t bytes = -1;
+    EXPECT_TRUE(absl::SimpleAtoi(
+        (*finished)["reserved_bytes"].get<std::string>(), &bytes));
+    return bytes;
+  };
+  const int64_t before_import =
+      EstimateJobMemoryBytesBeforeImport(plain, *ResolveJobSpec(plain));
+  v1::QuantizeRequest met = plain;
+  met.set_request_id("met");
+  met.mutable_quality_target()->set_value(1);
+  EXPECT_EQ(
+      reserved_by(met),
+      std::max(before_import, EstimateJobMemoryBytes(plain, JobLimits{}, 2)));
+  v1::QuantizeRequest every = plain;
+  every.set_request_id("every");
+  every.mutable_quality_target()->set_value(200);
+  every.mutable_quality_target()->set_best_effort(true);
+  const int64_t whole = EstimateJobMemoryBytes(every, JobLimits{}, 2);
+  EXPECT_GT(whole, EstimateJobMemoryBytes(plain, JobLimits{}, 2));
+  EXPECT_EQ(reserved_by(every), std::max(before_import, whole));
 }
 
 // Every stage a job passed through has a histogram whose buckets run from

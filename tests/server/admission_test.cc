@@ -1,8 +1,12 @@
 #include "server/admission.h"
 
+#include <atomic>
 #include <memory>
+#include <thread>
 #include <vector>
 
+#include "absl/time/clock.h"
+#include "core/runtime/cancellation.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -108,6 +112,91 @@ TEST(AdmissionTest, SnapshotAndObserverTrackQueuedAndRunning) {
     (*ticket)->MarkRunning();
   }
   EXPECT_EQ(seen, (std::vector<std::pair<int, int>>{{1, 0}, {0, 1}, {0, 0}}));
+}
+
+// Two running jobs of 40 MiB in a 100 MiB budget: the first grows by 50
+// for a stage it reaches, which fits only once the second has finished.
+TEST(AdmissionTest, GrowWaitingWaitsForAnotherJobToRelease) {
+  AdmissionController admission(
+      {.workers = 2, .max_queued_jobs = 1, .max_memory_bytes = 100 * kMiB});
+  auto first = admission.TryAdmit(40 * kMiB);
+  auto second = admission.TryAdmit(40 * kMiB);
+  ASSERT_TRUE(first.ok() && second.ok());
+  (*first)->MarkRunning();
+  (*second)->MarkRunning();
+  std::atomic<bool> grown{false};
+  absl::Status status;
+  std::thread grower([&] {
+    status = (*first)->GrowWaiting(50 * kMiB, nullptr);
+    grown = true;
+  });
+  // While it waits, a new job that would take the room it waits for is
+  // refused (the 20 free MiB are promised), and the growth stays waiting.
+  while (admission.snapshot().growing_bytes == 0) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  EXPECT_EQ(admission.snapshot().growing_bytes, 50 * kMiB);
+  EXPECT_FALSE(grown);
+  auto third = admission.TryAdmit(10 * kMiB);
+  EXPECT_EQ(third.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(third.status().message()),
+              HasSubstr("50 MiB more are promised to running jobs"));
+  second->reset();  // the second job ends
+  grower.join();
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_EQ((*first)->memory_bytes(), 90 * kMiB);
+  EXPECT_EQ(admission.snapshot().memory_bytes, 90 * kMiB);
+}
+
+// No other running job could free memory: the growth fails at once and the
+// ticket keeps what it had. Queued jobs do not count (they wait for the
+// worker the growing job holds).
+TEST(AdmissionTest, GrowWaitingFailsWhenNoRunningJobCouldRelease) {
+  AdmissionController admission(
+      {.workers = 1, .max_queued_jobs = 1, .max_memory_bytes = 100 * kMiB});
+  auto first = admission.TryAdmit(40 * kMiB);
+  auto queued = admission.TryAdmit(40 * kMiB);
+  ASSERT_TRUE(first.ok() && queued.ok());
+  (*first)->MarkRunning();
+  const absl::Status status = (*first)->GrowWaiting(50 * kMiB, nullptr);
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("every other running job waits for memory too"));
+  EXPECT_EQ((*first)->memory_bytes(), 40 * kMiB);
+  // More than the whole budget never fits (and admission can tell first).
+  EXPECT_EQ(admission.CheckWholeBudget(110 * kMiB).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(admission.CheckWholeBudget(100 * kMiB).ok());
+  EXPECT_EQ((*first)->GrowWaiting(70 * kMiB, nullptr).code(),
+            absl::StatusCode::kFailedPrecondition);
+  // What fits is granted at once.
+  EXPECT_TRUE((*first)->GrowWaiting(20 * kMiB, nullptr).ok());
+  EXPECT_EQ(admission.snapshot().memory_bytes, 100 * kMiB);
+}
+
+TEST(AdmissionTest, GrowWaitingEndsWithTheCancellation) {
+  AdmissionController admission(
+      {.workers = 2, .max_queued_jobs = 1, .max_memory_bytes = 100 * kMiB});
+  auto first = admission.TryAdmit(40 * kMiB);
+  auto second = admission.TryAdmit(40 * kMiB);
+  ASSERT_TRUE(first.ok() && second.ok());
+  (*first)->MarkRunning();
+  (*second)->MarkRunning();
+  CancellationToken token;
+  absl::Status status;
+  std::thread grower(
+      [&] { status = (*first)->GrowWaiting(50 * kMiB, &token); });
+  while (admission.snapshot().growing_bytes == 0) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  token.Cancel();
+  grower.join();
+  EXPECT_EQ(status.code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ((*first)->memory_bytes(), 40 * kMiB);
+  EXPECT_EQ(admission.snapshot().memory_bytes, 80 * kMiB);
+  EXPECT_EQ(admission.snapshot().growing_bytes, 0);
+  // Nothing is promised any more: a new job fits the 20 MiB free.
+  EXPECT_TRUE(admission.TryAdmit(20 * kMiB).ok());
 }
 
 TEST(AdmissionTest, DrainingAnswersUnavailable) {

@@ -5,6 +5,8 @@
 #ifndef QUANTD_TESTS_TESTING_JOB_FIXTURE_H_
 #define QUANTD_TESTS_TESTING_JOB_FIXTURE_H_
 
+#include <functional>
+
 #include "absl/status/statusor.h"
 #include "core/pipeline/job/quantize_job.h"
 #include "core/runtime/cancellation.h"
@@ -21,6 +23,7 @@ struct JobRun {
   ThreadPool* pool = nullptr;
   ProgressSink* sink = nullptr;
   const CancellationToken* cancel = nullptr;
+  std::function<absl::Status(JobMemoryStage)> on_memory_stage;
 };
 
 class BuiltinTpcJobTest : public ::testing::Test {
@@ -34,6 +37,7 @@ class BuiltinTpcJobTest : public ::testing::Test {
     ctx.pool = run.pool;
     ctx.progress = run.sink;
     ctx.cancel = run.cancel;
+    ctx.on_memory_stage = run.on_memory_stage;
     return RunQuantizeJob(r, ctx);
   }
 

@@ -1,6 +1,7 @@
 #include "core/pipeline/gptq/gptq_memory.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "core/pipeline/gptq/quantized_inputs_cache.h"
 
@@ -58,8 +59,9 @@ KernelSize SizeOf(const Graph& g, const Node& n) {
 
 }  // namespace
 
-int64_t GptqStageMemory::PeakBytes(int64_t passes) const {
-  return std::min(kCap, targets + std::max(passes, block));
+int64_t GptqStageMemory::PeakBytes(int64_t passes, bool checkpoint) const {
+  return std::min(
+      kCap, targets + std::max(passes, checkpoint ? checkpoint_block : block));
 }
 
 GptqStageMemory EstimateGptqStageMemory(const Model& model,
@@ -70,7 +72,8 @@ GptqStageMemory EstimateGptqStageMemory(const Model& model,
   const int64_t max_rows =
       std::clamp<int64_t>(options.rows_per_block, 1, int64_t{1} << 30);
   const int64_t batch = std::clamp<int64_t>(options.batch_rows, 1, max_rows);
-  int64_t targets = 0, widest = 0, largest = 0;
+  int64_t targets = 0, largest = 0;
+  std::vector<int64_t> own;  // each block's buffers, in the blocks' order
   for (const auto& [name, info] : g.value_info) {
     if (!g.IsConstant(name)) largest = std::max(largest, Elements(info));
   }
@@ -91,10 +94,17 @@ GptqStageMemory EstimateGptqStageMemory(const Model& model,
     const int64_t slices = Mul(std::min(rows, batch) + eval,
                                std::min(kCap / 64, k.width + 4 * k.out));
     const int64_t trainer = Mul(k.weights, kTrainerBytesPerWeight);
-    widest = std::max(widest, std::min(kCap, Mul(Mul(2 * rows, k.width), 4) +
-                                                 Mul(Mul(rows, k.out), 4) +
-                                                 Mul(slices, 8) + trainer));
+    own.push_back(std::min(kCap, Mul(Mul(2 * rows, k.width), 4) +
+                                     Mul(Mul(rows, k.out), 4) + Mul(slices, 8) +
+                                     trainer));
   }
+  const auto widest_of = [&](size_t n) {
+    return own.empty() ? int64_t{0}
+                       : *std::max_element(own.begin(), own.begin() + n);
+  };
+  const int64_t widest = widest_of(own.size());
+  const int64_t checkpoint_widest = widest_of(static_cast<size_t>(
+      GptqCheckpointBlocks(static_cast<int64_t>(own.size()))));
   // The cache holds the tensors live at a block's kernel: two of the
   // largest activation a sample, within its budget.
   const int64_t cache =
@@ -103,7 +113,8 @@ GptqStageMemory EstimateGptqStageMemory(const Model& model,
   // The targets' float pass runs before any block (no cache yet); each
   // block then holds the cache and its own buffers (its collecting pass,
   // cut at the cache, is smaller than the whole pass).
-  return {targets, std::min(kCap, cache + widest)};
+  return {targets, std::min(kCap, cache + widest),
+          std::min(kCap, cache + checkpoint_widest)};
 }
 
 }  // namespace quantd

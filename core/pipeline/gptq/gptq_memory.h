@@ -21,15 +21,22 @@ namespace quantd {
 // Rows of a slice of the trainer's evaluation (gptq_block_trainer.cc).
 inline constexpr int64_t kGptqEvaluationRows = 256;
 
+// After how many of `blocks` a quality target's GPTQ trial measures its
+// model (target_gptq_trial.h): the first quarter, rounded up.
+inline int64_t GptqCheckpointBlocks(int64_t blocks) { return (blocks + 3) / 4; }
+
 // GPTQ's stage in its two parts: the float targets of every block, and the
 // inputs cache with the widest block's buffers.
 struct GptqStageMemory {
   int64_t targets = 0;
   int64_t block = 0;
+  // `block` over the blocks before the checkpoint (GptqCheckpointBlocks of
+  // the kernels): what a trial that stops there holds.
+  int64_t checkpoint_block = 0;
   // The stage's peak: the targets, held from their float pass on, plus the
   // larger of that pass (`passes` = the calibration pass's activations in
-  // flight) and a block's own bytes.
-  int64_t PeakBytes(int64_t passes) const;
+  // flight) and a block's own bytes (up to the checkpoint: `checkpoint`).
+  int64_t PeakBytes(int64_t passes, bool checkpoint = false) const;
 };
 
 // An upper bound over the kernels (Conv, ConvTranspose, Gemm, MatMul with a

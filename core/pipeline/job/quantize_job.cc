@@ -381,13 +381,24 @@ absl::StatusOr<Calibration> PrepareAndCalibrate(const JobInput& input,
   return cal;
 }
 
+// The job reaches `stage` (JobContext.on_memory_stage).
+absl::Status ReachMemoryStage(const JobContext& context, JobMemoryStage stage) {
+  return context.on_memory_stage ? context.on_memory_stage(stage)
+                                 : absl::OkStatus();
+}
+
 // What the quality target's search and trials read of the job.
 QualityTargetInputs TargetInputs(
-    const JobInput& input, Calibration* cal,
+    const JobInput& input, const JobContext& context, Calibration* cal,
     const std::vector<std::string>* reuse_options = nullptr) {
-  return {&input.spec,        cal->float_exec.get(), &input.evaluation,
-          &input.calibration, &cal->stats.shapes,    input.activations.total,
-          reuse_options};
+  QualityTargetInputs in{&input.spec,        cal->float_exec.get(),
+                         &input.evaluation,  &input.calibration,
+                         &cal->stats.shapes, input.activations.total,
+                         reuse_options};
+  in.reach_memory_stage = [&context](JobMemoryStage stage) {
+    return ReachMemoryStage(context, stage);
+  };
+  return in;
 }
 
 // What the decisions leave for the report.
@@ -400,11 +411,14 @@ struct Decisions {
 // correction (its Add/Pad outputs are then searched and priced), mixed
 // precision, then the quality target's trials or the corrections, and GPTQ.
 // `reuse_options`: a previous target search's kept options (the
-// equalization trial), which the search applies at once.
+// equalization trial), which the search applies at once; `reuse_sensitivity`
+// its mixed-precision sensitivities, which the search takes instead of
+// measuring them again (RunMixedPrecision).
 absl::StatusOr<Decisions> Decide(
     const JobInput& input, const JobContext& context, StageClock& clock,
     Calibration* cal, JobState* state,
-    const std::vector<std::string>* reuse_options = nullptr) {
+    const std::vector<std::string>* reuse_options = nullptr,
+    const MixedPrecisionSensitivity* reuse_sensitivity = nullptr) {
   const JobSpec& spec = input.spec;
   ThreadPool* pool = context.pool;
   const CancellationToken* cancel = context.cancel;
@@ -423,16 +437,17 @@ absl::StatusOr<Decisions> Decide(
   if (spec.mixed_precision.Requested()) {
     RETURN_IF_ERROR(
         clock.Begin(stage::kMixedPrecision, "searching the bit allocation"));
-    ASSIGN_OR_RETURN(d.mixed_precision,
-                     RunMixedPrecision(spec.mixed_precision, kMpSimdPadding,
-                                       cal->stats.shapes, input.calibration,
-                                       state, pool, cancel, clock.sink()));
+    ASSIGN_OR_RETURN(
+        d.mixed_precision,
+        RunMixedPrecision(spec.mixed_precision, kMpSimdPadding,
+                          cal->stats.shapes, input.calibration, state, pool,
+                          cancel, clock.sink(), reuse_sensitivity));
   }
   if (has_target) {
     RETURN_IF_ERROR(
         clock.Begin(stage::kTarget, "searching for the quality target"));
     const QualityTargetInputs target_inputs =
-        TargetInputs(input, cal, reuse_options);
+        TargetInputs(input, context, cal, reuse_options);
     ASSIGN_OR_RETURN(d.target, RunQualityTarget(target_inputs, *calibrated,
                                                 state, &d.mixed_precision, pool,
                                                 cancel, clock.sink()));
@@ -456,6 +471,8 @@ absl::Status TryChannelEqualization(const JobInput& input,
                                     Decisions* decisions) {
   QualityTargetOutcome& first = *decisions->target;
   const auto start = std::chrono::steady_clock::now();
+  RETURN_IF_ERROR(
+      ReachMemoryStage(context, JobMemoryStage::kTargetEqualization));
   cal->stats.kept = KeptFloatRuns();
   JobState alt;
   alt.options = input.spec.ptq;  // without the first graph's Hessian scores
@@ -464,8 +481,12 @@ absl::Status TryChannelEqualization(const JobInput& input,
   alt.warnings = std::move(warnings);
   ASSIGN_OR_RETURN(Calibration alt_cal,
                    PrepareAndCalibrate(input, context, clock, &alt));
-  ASSIGN_OR_RETURN(Decisions alt_d, Decide(input, context, clock, &alt_cal,
-                                           &alt, &first.kept_options));
+  const MixedPrecisionSensitivity& sensitivity =
+      decisions->mixed_precision.sensitivity;
+  ASSIGN_OR_RETURN(
+      Decisions alt_d,
+      Decide(input, context, clock, &alt_cal, &alt, &first.kept_options,
+             sensitivity.empty() ? nullptr : &sensitivity));
   QualityTargetOutcome& second = *alt_d.target;
   const bool better = second.best_figure > first.best_figure;
   // Its cost: the second preparation, calibration, selection and search.
@@ -563,9 +584,10 @@ absl::StatusOr<v1::QuantizeResult> RunStages(JobInput input,
   }
   if (decisions.target.has_value() && !decisions.target->report.met &&
       spec.TargetTriesGptq()) {
+    RETURN_IF_ERROR(ReachMemoryStage(context, JobMemoryStage::kTargetGptq));
     RETURN_IF_ERROR(
         clock.Begin(stage::kGptq, "GPTQ, the quality target's trial"));
-    RETURN_IF_ERROR(TryGptqForTarget(TargetInputs(input, &cal), &state,
+    RETURN_IF_ERROR(TryGptqForTarget(TargetInputs(input, context, &cal), &state,
                                      &*decisions.target, context.pool,
                                      context.cancel, clock.sink()));
   }

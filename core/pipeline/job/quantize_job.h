@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/pipeline/job/preflight.h"
+#include "core/pipeline/memory/job_memory_stage.h"
 #include "core/runtime/cancellation.h"
 #include "core/runtime/progress.h"
 #include "core/runtime/thread_pool.h"
@@ -55,6 +56,12 @@ struct JobContext {
   // the request's model bytes and calibration samples, which the job does
   // not read again (JobInput.request_payload_bytes).
   std::function<absl::Status(const JobInput& input)> on_preflight;
+  // Called as the job reaches a part that admission did not reserve for
+  // (job_memory_stage.h; a part may be reached again); an error ends the
+  // job with it. The server admits the job with the estimate of
+  // kAdmitted alone (JobMemoryReservation) and grows its ticket here to
+  // the estimate of every stage reached so far, waiting for room.
+  std::function<absl::Status(JobMemoryStage stage)> on_memory_stage;
 };
 
 // Runs the whole job: preflight (preflight.h) in the "import" stage, then

@@ -188,6 +188,13 @@ int64_t AnalysisBytes(const JobSpec& spec, const ActivationSizes& sizes,
   return std::max(exact, estimate);
 }
 
+// The parts of the quality target that a job has reached (JobMemoryStage);
+// every part for the whole job's estimate.
+struct TargetParts {
+  bool ranking = true, equalization = true;
+  bool gptq_checkpoint = true, gptq_rest = true;
+};
+
 // The quality target's stage (quality_target.h): its upgrade ranking (when
 // the ceiling reaches the target, or under a budget) runs the analysis on
 // kTargetRankingSamples samples, after calibration has released its own;
@@ -199,11 +206,15 @@ int64_t AnalysisBytes(const JobSpec& spec, const ActivationSizes& sizes,
 // --target_sqnr=30 (ppocr_rec, which runs that trial, +0%; oww_embedding
 // -9%; ppocr_cls, which reaches the target before it, +29%).
 int64_t TargetBytes(const JobSpec& spec, const ActivationSizes& sizes,
-                    int samples_in_flight, int64_t calibration) {
+                    int samples_in_flight, int64_t calibration,
+                    const TargetParts& parts) {
   if (!spec.target.has_value()) return 0;
   const int64_t ranking =
-      AnalysisCacheBytes(sizes, samples_in_flight, kTargetRankingSamples);
-  const bool equalization_trial = !spec.data_channel_equalization_set;
+      parts.ranking
+          ? AnalysisCacheBytes(sizes, samples_in_flight, kTargetRankingSamples)
+          : 0;
+  const bool equalization_trial =
+      parts.equalization && !spec.data_channel_equalization_set;
   return std::max(ranking, calibration) +
          (equalization_trial ? calibration / 2 : 0);
 }
@@ -227,21 +238,26 @@ int64_t KeptForReport(const JobSpec& spec, bool evaluation_samples_sent,
 int64_t JobActivations(const JobSpec& spec, const ActivationSizes& sizes,
                        const GptqStageMemory& gptq, int samples_in_flight,
                        int num_samples, int64_t model_bytes,
-                       int64_t kept_for_report) {
+                       int64_t kept_for_report, const TargetParts& parts = {}) {
   const int64_t calibration =
       ActivationsInFlight(sizes, samples_in_flight, num_samples) +
       HistogramBytes(sizes, num_samples);
-  const int64_t peak =
-      std::max({PeakActivations(spec, sizes, samples_in_flight, num_samples,
-                                model_bytes),
-                AnalysisBytes(spec, sizes, samples_in_flight, num_samples),
-                TargetBytes(spec, sizes, samples_in_flight, calibration)});
-  if (!spec.GptqMayRun()) return peak + kept_for_report;
+  const int64_t peak = std::max(
+      {PeakActivations(spec, sizes, samples_in_flight, num_samples,
+                       model_bytes),
+       AnalysisBytes(spec, sizes, samples_in_flight, num_samples),
+       TargetBytes(spec, sizes, samples_in_flight, calibration, parts)});
+  // The target's GPTQ trial, when reached: up to its checkpoint, or whole.
+  const bool trial =
+      spec.TargetTriesGptq() && (parts.gptq_checkpoint || parts.gptq_rest);
+  if (!spec.gptq_enabled && !trial) return peak + kept_for_report;
+  const bool checkpoint = !spec.gptq_enabled && !parts.gptq_rest;
   const int64_t passes =
       ActivationsInFlight(sizes, samples_in_flight, num_samples);
   const int64_t scores =
       MayComputeHessianScores(spec) ? std::max<int64_t>(0, model_bytes) : 0;
-  return std::max(peak + kept_for_report, gptq.PeakBytes(passes) + scores);
+  return std::max(peak + kept_for_report,
+                  gptq.PeakBytes(passes, checkpoint) + scores);
 }
 
 // The request's sample bytes, and its generated images of a shape given in
@@ -298,7 +314,8 @@ struct QuantizeTerms {
 
 // BaseEstimate less the payload, and the larger of the generate stage
 // (before calibration) and the job's activations.
-int64_t QuantizeEstimate(const QuantizeTerms& t, int samples_in_flight) {
+int64_t QuantizeEstimate(const QuantizeTerms& t, int samples_in_flight,
+                         const TargetParts& parts = {}) {
   // The analysis's method as the job resolves it, on the imported model.
   JobSpec spec = *t.spec;
   if (spec.sensitivity_analysis && t.model != nullptr) {
@@ -310,7 +327,8 @@ int64_t QuantizeEstimate(const QuantizeTerms& t, int samples_in_flight) {
       static_cast<int>(std::clamp<int64_t>(t.calibration, 0, 1 << 20)),
       t.model_bytes,
       KeptForReport(spec, t.evaluation_samples_sent, t.activations.prepared,
-                    t.evaluated));
+                    t.evaluated),
+      parts);
   const int64_t generate =
       spec.generate.has_value()
           ? EstimateGenerateMemoryBytes(*t.model, *spec.generate,
@@ -353,8 +371,11 @@ int64_t EstimateJobMemoryBytesBeforeImport(const v1::QuantizeRequest& request,
   return BeforeImport(request, spec, /*body_constant_bytes=*/0);
 }
 
-int64_t EstimateJobMemoryBytes(const JobInput& input, int samples_in_flight) {
-  const JobSpec& spec = input.spec;
+namespace {
+
+// The job's terms as the server runs it, for `spec` (the input's, or the
+// input's with parts of the quality target left out).
+QuantizeTerms TermsOfInput(const JobInput& input, const JobSpec& spec) {
   QuantizeTerms t;
   t.spec = &spec;
   t.evaluation_samples_sent = input.evaluation_samples_sent;
@@ -377,7 +398,36 @@ int64_t EstimateJobMemoryBytes(const JobInput& input, int samples_in_flight) {
     const int n = spec.report_samples;
     t.evaluated = n < 0 ? t.calibration : std::min<int64_t>(n, t.calibration);
   }
-  return QuantizeEstimate(t, samples_in_flight);
+  return t;
+}
+
+}  // namespace
+
+int64_t EstimateJobMemoryBytes(const JobInput& input, int samples_in_flight) {
+  return QuantizeEstimate(TermsOfInput(input, input.spec), samples_in_flight);
+}
+
+JobMemoryReservation::JobMemoryReservation(const JobInput& input,
+                                           int samples_in_flight) {
+  const QuantizeTerms t = TermsOfInput(input, input.spec);
+  if (!input.spec.target.has_value()) {  // one figure throughout
+    by_reached_.fill(QuantizeEstimate(t, samples_in_flight));
+    return;
+  }
+  const auto bit = [](JobMemoryStage s) { return 1u << static_cast<int>(s); };
+  for (unsigned set = 0; set < by_reached_.size(); ++set) {
+    TargetParts parts;
+    parts.ranking = (set & bit(JobMemoryStage::kTargetRanking)) != 0;
+    parts.equalization = (set & bit(JobMemoryStage::kTargetEqualization)) != 0;
+    parts.gptq_checkpoint = (set & bit(JobMemoryStage::kTargetGptq)) != 0;
+    parts.gptq_rest = (set & bit(JobMemoryStage::kTargetGptqRest)) != 0;
+    by_reached_[set] = QuantizeEstimate(t, samples_in_flight, parts);
+  }
+}
+
+int64_t JobMemoryReservation::Reach(JobMemoryStage stage) {
+  reached_ |= 1u << static_cast<int>(stage);
+  return bytes();
 }
 
 int64_t EstimateJobMemoryBytes(const v1::QuantizeRequest& request,

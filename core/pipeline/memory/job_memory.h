@@ -22,11 +22,13 @@
 #ifndef QUANTD_CORE_PIPELINE_MEMORY_JOB_MEMORY_H_
 #define QUANTD_CORE_PIPELINE_MEMORY_JOB_MEMORY_H_
 
+#include <array>
 #include <cstdint>
 
 #include "core/datagen/options.h"
 #include "core/graph/graph.h"
 #include "core/pipeline/job/preflight.h"
+#include "core/pipeline/memory/job_memory_stage.h"
 #include "quantd/v1/job.pb.h"
 #include "quantd/v1/pruning.pb.h"
 
@@ -47,6 +49,26 @@ int64_t EstimateJobMemoryBytesBeforeImport(const v1::QuantizeRequest& request,
 // generated images. As the server runs the job: without the request's
 // payload, which it frees after the import (input.request_payload_bytes).
 int64_t EstimateJobMemoryBytes(const JobInput& input, int samples_in_flight);
+
+// The job's reservation as it reaches the stages admission reserves for
+// only then (job_memory_stage.h): the estimate with every stage reached so
+// far, from bytes() = kAdmitted's alone (a quality target without its
+// ranking, equalization and GPTQ trials) to whole() =
+// EstimateJobMemoryBytes. A job without a quality target has one figure.
+class JobMemoryReservation {
+ public:
+  JobMemoryReservation() = default;
+  JobMemoryReservation(const JobInput& input, int samples_in_flight);
+  // Marks `stage` reached; returns bytes().
+  int64_t Reach(JobMemoryStage stage);
+  int64_t bytes() const { return by_reached_[reached_]; }
+  int64_t whole() const { return by_reached_.back(); }
+
+ private:
+  // By the set of stages reached (bit 1 << stage).
+  std::array<int64_t, 1u << kJobMemoryStages> by_reached_{};
+  unsigned reached_ = 1u << static_cast<int>(JobMemoryStage::kAdmitted);
+};
 
 // The same from a request alone (tools and tests): imports the model; 0
 // activations when it does not parse.

@@ -84,6 +84,32 @@ absl::Status ComputeSpaceSensitivities(const MixedPrecisionOptions& options,
   return absl::OkStatus();
 }
 
+// The sensitivities of every searched space from `reuse` (by node name and
+// TPC candidate); false, with no space changed, when one is missing.
+bool ReuseSensitivities(const MixedPrecisionSensitivity* reuse,
+                        const std::vector<int>& searched, const Graph& g,
+                        std::vector<NodeSpace>* spaces) {
+  if (reuse == nullptr) return false;
+  std::vector<std::vector<double>> found;
+  for (int s : searched) {
+    const NodeSpace& sp = (*spaces)[s];
+    auto it = reuse->find(g.nodes[sp.node].name);
+    if (it == reuse->end()) return false;
+    std::vector<double>& v = found.emplace_back();
+    for (int config : sp.configs) {
+      if (config < 0 || config >= static_cast<int>(it->second.size()) ||
+          it->second[config] < 0) {
+        return false;
+      }
+      v.push_back(it->second[config]);
+    }
+  }
+  for (size_t k = 0; k < searched.size(); ++k) {
+    (*spaces)[searched[k]].sensitivity = std::move(found[k]);
+  }
+  return true;
+}
+
 // The problem, linearized around the minimum-bit configuration; `min_bits`
 // receives the bits of that configuration.
 mp::BitAllocationProblem BuildAllocationProblem(
@@ -239,7 +265,8 @@ absl::Status SearchBitAllocation(
     const MixedPrecisionOptions& options, bool search, const PlanLayout& pl,
     bool simd_padding, const std::vector<SampleFeeds>& samples, JobState* state,
     ThreadPool* pool, const CancellationToken* cancel, ProgressSink* progress,
-    std::vector<NodeSpace>* node_spaces, MixedPrecisionOutcome* outcome) {
+    const MixedPrecisionSensitivity* reuse, std::vector<NodeSpace>* node_spaces,
+    MixedPrecisionOutcome* outcome) {
   std::vector<NodeSpace>& spaces = *node_spaces;
   std::vector<int> searched;  // indices into spaces with > 1 candidate
   for (size_t s = 0; s < spaces.size(); ++s) {
@@ -248,8 +275,10 @@ absl::Status SearchBitAllocation(
   outcome->configurable_nodes = static_cast<int>(searched.size());
   if (search && !searched.empty()) {
     // Sensitivity: only the searched node quantized, at each candidate.
-    RETURN_IF_ERROR(ComputeSpaceSensitivities(options, searched, samples, state,
-                                              pool, cancel, progress, &spaces));
+    if (!ReuseSensitivities(reuse, searched, state->model.graph, &spaces)) {
+      RETURN_IF_ERROR(ComputeSpaceSensitivities(
+          options, searched, samples, state, pool, cancel, progress, &spaces));
+    }
     ResourceBits min_bits;
     mp::BitAllocationProblem problem =
         BuildAllocationProblem(pl, *state, spaces, searched, outcome->targets,

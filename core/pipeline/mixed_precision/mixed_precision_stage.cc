@@ -64,7 +64,8 @@ absl::StatusOr<MixedPrecisionOutcome> RunMixedPrecision(
     const MixedPrecisionOptions& options, bool simd_padding,
     const std::map<std::string, std::vector<int64_t>>& shapes,
     const std::vector<SampleFeeds>& samples, JobState* state, ThreadPool* pool,
-    const CancellationToken* cancel, ProgressSink* progress) {
+    const CancellationToken* cancel, ProgressSink* progress,
+    const MixedPrecisionSensitivity* reuse) {
   MixedPrecisionOutcome outcome;
 
   // 1. Targets against the 8-bit figure of the attached plan.
@@ -90,7 +91,7 @@ absl::StatusOr<MixedPrecisionOutcome> RunMixedPrecision(
   // 4. Search (mixed_precision_search.cc).
   RETURN_IF_ERROR(mpi::SearchBitAllocation(
       options, scope.search, pl, simd_padding, samples, state, pool, cancel,
-      progress, &spaces, &outcome));
+      progress, reuse, &spaces, &outcome));
 
   // 5. Apply the chosen candidates (mixed_precision_apply.cc).
   mpi::ApplyChosenCandidates(spaces, state, &outcome);

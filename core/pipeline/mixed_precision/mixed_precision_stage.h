@@ -41,21 +41,29 @@ inline constexpr bool kMpSimdPadding = false;
 int MixedPrecisionSensitivitySamples(const MixedPrecisionOptions& options,
                                      int calibration);
 
+// Node name -> sensitivity per TPC candidate of the node (same order as
+// its quantization_configurations; -1 = candidate not in the search).
+using MixedPrecisionSensitivity = std::map<std::string, std::vector<double>>;
+
 struct MixedPrecisionOutcome {
   // The resolved absolute targets (unset = unrestricted).
   mixed_precision::ResourceFigures targets;
-  // Node name -> sensitivity per TPC candidate of the node (same order as
-  // its quantization_configurations; -1 = candidate not in the search).
-  std::map<std::string, std::vector<double>> sensitivity;
+  MixedPrecisionSensitivity sensitivity;
   int configurable_nodes = 0;
   bool proven_optimal = true;
 };
 
+// `reuse`: the sensitivities of an earlier search on the same graph (the
+// quality target's trials re-select parameters for other options, and its
+// equalization trial rescales weights; each trial is measured): when it has
+// every candidate of every searched node, the search takes them instead of
+// the cone runs, the cost of the stage (docs/quality_target.md).
 absl::StatusOr<MixedPrecisionOutcome> RunMixedPrecision(
     const MixedPrecisionOptions& options, bool simd_padding,
     const std::map<std::string, std::vector<int64_t>>& shapes,
     const std::vector<SampleFeeds>& samples, JobState* state, ThreadPool* pool,
-    const CancellationToken* cancel, ProgressSink* progress);
+    const CancellationToken* cancel, ProgressSink* progress,
+    const MixedPrecisionSensitivity* reuse = nullptr);
 
 }  // namespace quantd
 

@@ -166,6 +166,10 @@ class TargetSearch {
   JobState selected_;
   PtqOptions selected_options_;
   MixedPrecisionOutcome selected_mp_;
+  // The job's mixed-precision sensitivities, which every re-selection's
+  // search reuses (RunMixedPrecision: they would cost a whole MP stage per
+  // option trial).
+  MixedPrecisionSensitivity sensitivity_;
   QualityTargetOutcome outcome_;
   std::vector<OptionEdit> kept_;  // stage (a)'s, in order
   int trials_ = 0;
@@ -249,11 +253,11 @@ absl::Status TargetSearch::Select(const PtqOptions& options) {
   RETURN_IF_ERROR(RunShiftNegativeStage(&selected_, in_.shapes, cancel_));
   selected_mp_ = MixedPrecisionOutcome();
   if (in_.spec->mixed_precision.Requested()) {
-    ASSIGN_OR_RETURN(
-        selected_mp_,
-        RunMixedPrecision(in_.spec->mixed_precision, kMpSimdPadding,
-                          *in_.shapes, *in_.calibration, &selected_, pool_,
-                          cancel_, nullptr));
+    ASSIGN_OR_RETURN(selected_mp_,
+                     RunMixedPrecision(
+                         in_.spec->mixed_precision, kMpSimdPadding, *in_.shapes,
+                         *in_.calibration, &selected_, pool_, cancel_, nullptr,
+                         sensitivity_.empty() ? nullptr : &sensitivity_));
   }
   selected_options_ = options;
   return absl::OkStatus();
@@ -330,6 +334,9 @@ absl::Status TargetSearch::RevertOptions(
 // layer's gain is what the output SQNR gains when only it is left float.
 absl::StatusOr<std::vector<BitUpgrade>> TargetSearch::RankedUpgrades(
     const Trial& at, std::vector<BitUpgrade> ups) {
+  if (in_.reach_memory_stage) {
+    RETURN_IF_ERROR(in_.reach_memory_stage(JobMemoryStage::kTargetRanking));
+  }
   ASSIGN_OR_RETURN(QdqPlan plan,
                    LowerToQdqPlan(at.state, in_.spec->export_options));
   // The ranking needs an estimate, not the figure: a few samples (the
@@ -467,6 +474,7 @@ absl::StatusOr<QualityTargetOutcome> TargetSearch::Run(
   selected_ = *state;
   selected_options_ = state->options;
   selected_mp_ = *mp;
+  sensitivity_ = mp->sensitivity;
   PtqOptions options = state->options;
   const bool reuse = in_.reuse_options != nullptr;
   std::optional<Trial> best;

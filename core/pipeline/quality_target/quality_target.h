@@ -21,6 +21,7 @@
 #ifndef QUANTD_CORE_PIPELINE_QUALITY_TARGET_QUALITY_TARGET_H_
 #define QUANTD_CORE_PIPELINE_QUALITY_TARGET_QUALITY_TARGET_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -32,6 +33,7 @@
 #include "core/pipeline/job/job_spec.h"
 #include "core/pipeline/job/job_state.h"
 #include "core/pipeline/job/samples.h"
+#include "core/pipeline/memory/job_memory_stage.h"
 #include "core/pipeline/mixed_precision/mixed_precision_stage.h"
 #include "core/pipeline/quality_target/target_measure.h"
 #include "core/report/report.h"
@@ -75,6 +77,10 @@ struct QualityTargetInputs {
   // applied at once, and the search starts at the ceiling (every upgrade).
   // The equalization trial's second search reuses the first's this way.
   const std::vector<std::string>* reuse_options = nullptr;
+  // Called before the parts that hold more memory than the job before them
+  // (the ranking: JobMemoryStage::kTargetRanking; the GPTQ trial past its
+  // checkpoint); an error ends the search. Null: nothing to tell.
+  std::function<absl::Status(JobMemoryStage)> reach_memory_stage;
 };
 
 struct QualityTargetOutcome {

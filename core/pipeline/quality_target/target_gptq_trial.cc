@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/pipeline/gptq/gptq_memory.h"
 #include "core/pipeline/gptq/gptq_stage.h"
 #include "core/pipeline/quality_target/target_measure.h"
 #include "core/util/status_macros.h"
@@ -19,8 +20,6 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 }
 
 }  // namespace
-
-size_t GptqCheckpointBlocks(size_t blocks) { return (blocks + 3) / 4; }
 
 absl::Status TryGptqForTarget(const QualityTargetInputs& inputs,
                               JobState* state, QualityTargetOutcome* outcome,
@@ -43,12 +42,21 @@ absl::Status TryGptqForTarget(const QualityTargetInputs& inputs,
   const GptqAfterBlock checkpoint =
       [&](size_t done, size_t total,
           const JobState& partial) -> absl::StatusOr<bool> {
-    if (done != GptqCheckpointBlocks(total) || done == total) return true;
+    const auto at =
+        static_cast<size_t>(GptqCheckpointBlocks(static_cast<int64_t>(total)));
+    if (done != at || done == total) return true;
     ASSIGN_OR_RETURN(
         QualityFigures f,
         outcome->meter->Measure(partial, spec.export_options, pool, cancel));
     const double figure = Figure(f, target.metric);
-    if (figure >= before) return true;
+    if (figure >= before) {
+      // The rest of the blocks, the widest ones maybe among them.
+      if (inputs.reach_memory_stage) {
+        RETURN_IF_ERROR(
+            inputs.reach_memory_stage(JobMemoryStage::kTargetGptqRest));
+      }
+      return true;
+    }
     stopped_at = figure;
     stopped = absl::StrCat(", stopped after ", done, "/", total,
                            " blocks below the starting figure");

@@ -115,13 +115,15 @@ absl::Status SelectCandidateParams(bool search, JobState* state,
 // --- mixed_precision_search.cc
 
 // With a search, measures the sensitivities of the nodes with more than one
-// candidate and sets each one's `chosen` candidate from the solver; sets
+// candidate (or takes them from `reuse` when it has every one) and sets
+// each one's `chosen` candidate from the solver; sets
 // outcome->configurable_nodes and proven_optimal.
 absl::Status SearchBitAllocation(
     const MixedPrecisionOptions& options, bool search, const PlanLayout& pl,
     bool simd_padding, const std::vector<SampleFeeds>& samples, JobState* state,
     ThreadPool* pool, const CancellationToken* cancel, ProgressSink* progress,
-    std::vector<NodeSpace>* spaces, MixedPrecisionOutcome* outcome);
+    const MixedPrecisionSensitivity* reuse, std::vector<NodeSpace>* spaces,
+    MixedPrecisionOutcome* outcome);
 
 // --- mixed_precision_apply.cc
 

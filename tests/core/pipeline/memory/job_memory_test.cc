@@ -111,6 +111,70 @@ TEST(EstimateJobMemoryBytes, QualityTargetCountsTheEqualizationTrial) {
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1), plain);
 }
 
+// GPTQ's stage up to a quality target trial's checkpoint (the first
+// quarter of the blocks, rounded up: here the first of two) holds the
+// first block's buffers, past it the widest. x[1,3,8,8] -> Conv(4) -> Relu
+// -> Conv(64) -> y[1,64,8,8], 4 samples, rows_per_block = batch_rows = 4.
+// The cache: two of the largest activation (y, 4096 floats) a sample:
+// 2 x 4 x 4096 x 4 = 131072. The first Conv's buffers as derived above:
+// 14048. The second's: patches 2 x 4 rows x 36 x 4 = 1152, targets 4 x 64
+// x 4 = 1024, slices (4 + 4) x (36 + 4 x 64) x 8 = 18688, trainer 2304
+// weights x 96 = 221184: 242048.
+TEST(EstimateJobMemoryBytes, GptqCheckpointHoldsTheFirstQuartersBlocks) {
+  v1::QuantizeRequest r = testing::ConvJob(3, 8, 4, 4, "r");
+  r.set_onnx_model(testing::TwoConvModel(3, 8, 4, 64));
+  r.mutable_gptq()->set_enabled(true);
+  r.mutable_gptq()->set_rows_per_block(4);
+  r.mutable_gptq()->set_batch_rows(4);
+  auto input = Preflight(r);
+  ASSERT_TRUE(input.ok()) << input.status();
+  EXPECT_EQ(input->gptq_stage.checkpoint_block, 131072 + 14048);
+  EXPECT_EQ(input->gptq_stage.block, 131072 + 242048);
+  EXPECT_EQ(GptqCheckpointBlocks(2), 1);
+  EXPECT_EQ(GptqCheckpointBlocks(47), 12);
+}
+
+// A target job's reservation as it reaches its parts: admitted as the
+// plain job, plus the equalization trial's second calibration, then GPTQ's
+// stage up to the checkpoint, then whole (EstimateJobMemoryBytes). A job
+// without a target has one figure.
+TEST(JobMemoryReservation, EachStageAddsWhatItsPartHolds) {
+  v1::QuantizeRequest r = testing::ConvJob(3, 8, 4, 4, "r");
+  r.set_onnx_model(testing::TwoConvModel(3, 8, 4, 64));
+  auto plain_input = Preflight(r);
+  ASSERT_TRUE(plain_input.ok()) << plain_input.status();
+  const int64_t plain = EstimateJobMemoryBytes(*plain_input, 1);
+  JobMemoryReservation none(*plain_input, 1);
+  EXPECT_EQ(none.bytes(), plain);
+  EXPECT_EQ(none.Reach(JobMemoryStage::kTargetGptqRest), plain);
+  r.mutable_quality_target()->set_value(30);
+  r.mutable_gptq()->set_rows_per_block(4);
+  r.mutable_gptq()->set_batch_rows(4);
+  auto input = Preflight(r);
+  ASSERT_TRUE(input.ok()) << input.status();
+  JobMemoryReservation reservation(*input, 1);
+  EXPECT_EQ(reservation.whole(), EstimateJobMemoryBytes(*input, 1));
+  EXPECT_EQ(reservation.bytes(), plain);
+  const int64_t equalization =
+      reservation.Reach(JobMemoryStage::kTargetEqualization);
+  EXPECT_GT(equalization, plain);
+  // Up to the checkpoint GPTQ holds less than calibration here; past it
+  // the second Conv's buffers make it the peak.
+  const int64_t checkpoint = reservation.Reach(JobMemoryStage::kTargetGptq);
+  EXPECT_GE(checkpoint, equalization);
+  const int64_t rest = reservation.Reach(JobMemoryStage::kTargetGptqRest);
+  EXPECT_EQ(rest, reservation.whole());
+  EXPECT_GT(rest, checkpoint);
+  EXPECT_LE(rest - checkpoint,
+            input->gptq_stage.block - input->gptq_stage.checkpoint_block);
+  // The ranking, reached again, changes nothing; reached first, it alone.
+  EXPECT_EQ(reservation.Reach(JobMemoryStage::kTargetRanking),
+            reservation.whole());
+  JobMemoryReservation ranking_only(*input, 1);
+  EXPECT_GE(ranking_only.Reach(JobMemoryStage::kTargetRanking), plain);
+  EXPECT_LT(ranking_only.bytes(), reservation.whole());
+}
+
 // The exact per-layer analysis holds a float and a fake-quant cache of
 // every activation of one chunk of samples (here both samples: 256 MiB
 // fits 56 of them), 0.8x each, and 0.1x a sample per sample in flight for

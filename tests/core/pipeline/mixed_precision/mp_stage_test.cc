@@ -4,6 +4,7 @@
 // naive full-model evaluation.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <set>
@@ -20,6 +21,7 @@
 #include "core/pipeline/job/quantize_job.h"
 #include "core/pipeline/job/samples.h"
 #include "core/pipeline/mixed_precision/sensitivity.h"
+#include "core/runtime/progress.h"
 #include "core/tpc/registry.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -232,6 +234,66 @@ TEST_F(MixedPrecisionJobTest, SameAllocationAndSensitivitiesForAnyThreadCount) {
   ASSERT_TRUE(parallel.ok()) << parallel.status();
   EXPECT_EQ(SerializeDeterministic(serial->quantized_graph()),
             SerializeDeterministic(parallel->quantized_graph()));
+}
+
+// The sensitivity runs a job reports to its progress sink: each run's last
+// report reads "sensitivity T/T".
+class SensitivityRunCounter : public ProgressSink {
+ public:
+  void Report(const Progress& p) override {
+    int done = 0, total = 0;
+    if (std::sscanf(p.message.c_str(), "sensitivity %d/%d", &done, &total) ==
+            2 &&
+        done == total) {
+      ++runs_;
+    }
+  }
+  int runs() const { return runs_; }
+
+ private:
+  int runs_ = 0;
+};
+
+// A quality target under a budget re-runs the mixed-precision search for
+// each re-selection, and its equalization trial the whole MP stage on the
+// equalized graph: both take the job's sensitivities instead of measuring
+// them again (the cone runs: 15x a PTQ job on ppocr_rec). The budget holds.
+TEST_F(MixedPrecisionJobTest, QualityTargetReusesTheSensitivities) {
+  v1::QuantizeRequest r = ExampleRequest();
+  r.mutable_mixed_precision()
+      ->mutable_target_fraction()
+      ->set_weights_memory_bytes(0.6);
+  SensitivityRunCounter plain_runs;
+  auto plain = Run(r, {.sink = &plain_runs});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain_runs.runs(), 1);
+  r.mutable_quality_target()->set_value(200);
+  r.mutable_quality_target()->set_best_effort(true);
+  r.mutable_quality_target()->set_skip_gptq(true);
+  SensitivityRunCounter target_runs;
+  auto target = Run(r, {.sink = &target_runs});
+  ASSERT_TRUE(target.ok()) << target.status();
+  EXPECT_EQ(target_runs.runs(), 1);
+  EXPECT_THAT(target->report_json(),
+              HasSubstr("data_channel_equalization: true"));
+  EXPECT_LE(target->resource_utilization().weights_memory_bytes(),
+            0.6 * target->baseline_8bit().weights_memory_bytes());
+  // Whichever trial won, its sensitivities are the job's own.
+  std::map<std::string, std::vector<double>> measured;
+  for (const auto& n : plain->quantized_graph().nodes()) {
+    measured[n.name()].assign(n.candidate_sensitivity().begin(),
+                              n.candidate_sensitivity().end());
+  }
+  int searched = 0;
+  for (const auto& n : target->quantized_graph().nodes()) {
+    if (n.candidate_sensitivity_size() == 0) continue;
+    ++searched;
+    EXPECT_EQ(std::vector<double>(n.candidate_sensitivity().begin(),
+                                  n.candidate_sensitivity().end()),
+              measured[n.name()])
+        << n.name();
+  }
+  EXPECT_GE(searched, 3);
 }
 
 // pwconv's kernel at 2 bits, per tensor, symmetric threshold = max |w|.

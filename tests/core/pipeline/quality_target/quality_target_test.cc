@@ -132,8 +132,18 @@ TEST_F(QualityTargetTest, PlainJobSitsBetweenTheTwoBounds) {
 TEST_F(QualityTargetTest, UpgradesExactlyTheBottleneckLayer) {
   v1::QuantizeRequest r = SquashRequest("imx500@4.0");
   SetTarget(v1::QualityTarget::METRIC_SQNR, 35, &r);
-  auto result = Run(r);
+  // The ceiling reaches the target: the upgrades are ranked (a memory
+  // stage), and nothing else is tried.
+  std::vector<JobMemoryStage> reached;
+  testing::JobRun run;
+  run.on_memory_stage = [&](JobMemoryStage s) {
+    reached.push_back(s);
+    return absl::OkStatus();
+  };
+  auto result = Run(r, run);
   ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(reached,
+            std::vector<JobMemoryStage>{JobMemoryStage::kTargetRanking});
   EXPECT_GE(result->output_sqnr_db(), 35.0);
   EXPECT_EQ(ActivationBits(*result, "square"), 16);
   EXPECT_EQ(ActivationBits(*result, "squash"), 8);
@@ -168,6 +178,21 @@ TEST_F(QualityTargetTest, TargetMetAsConfiguredChangesNothing) {
   auto q = nlohmann::json::parse(result->report_json())["quality_target"];
   EXPECT_TRUE(q["changes"].empty());
   EXPECT_EQ(q["steps"].size(), 1u);
+}
+
+// The memory stages the job reports (JobContext.on_memory_stage): none for
+// a target met as configured, which holds no more than the plain job.
+TEST_F(QualityTargetTest, TargetMetAsConfiguredReachesNoMemoryStage) {
+  v1::QuantizeRequest r = SquashRequest("imx500@4.0");
+  SetTarget(v1::QualityTarget::METRIC_SQNR, 10, &r);
+  std::vector<JobMemoryStage> reached;
+  testing::JobRun run;
+  run.on_memory_stage = [&](JobMemoryStage s) {
+    reached.push_back(s);
+    return absl::OkStatus();
+  };
+  ASSERT_TRUE(Run(r, run).ok());
+  EXPECT_TRUE(reached.empty());
 }
 
 TEST_F(QualityTargetTest, UnreachableTargetNamesTheBestFigure) {
@@ -277,8 +302,22 @@ TEST_F(QualityTargetTest, GptqIsTheLastTrialWhenTheSearchFallsShort) {
   r.mutable_quality_target()->set_best_effort(true);
   v1::QuantizeRequest skip = r;
   skip.mutable_quality_target()->set_skip_gptq(true);
-  auto without = Run(skip);
-  auto with = Run(r);
+  // The memory stages, in order: the equalization trial, then the GPTQ
+  // trial (the ceiling falls short: no ranking), and past its checkpoint
+  // the rest of it when the trial goes on.
+  std::vector<JobMemoryStage> reached;
+  testing::JobRun run;
+  run.on_memory_stage = [&](JobMemoryStage s) {
+    reached.push_back(s);
+    return absl::OkStatus();
+  };
+  auto without = Run(skip, run);
+  EXPECT_EQ(reached,
+            std::vector<JobMemoryStage>{JobMemoryStage::kTargetEqualization});
+  reached.clear();
+  auto with = Run(r, run);
+  std::vector<JobMemoryStage> stages = {JobMemoryStage::kTargetEqualization,
+                                        JobMemoryStage::kTargetGptq};
   ASSERT_TRUE(without.ok()) << without.status();
   ASSERT_TRUE(with.ok()) << with.status();
   auto q_without =
@@ -304,7 +343,9 @@ TEST_F(QualityTargetTest, GptqIsTheLastTrialWhenTheSearchFallsShort) {
     EXPECT_FALSE(last["kept"].get<bool>());
   } else {
     EXPECT_EQ(action, "gptq: 5 epoch(s)");
+    stages.push_back(JobMemoryStage::kTargetGptqRest);
   }
+  EXPECT_EQ(reached, stages);
   if (last["kept"].get<bool>()) {
     EXPECT_GT(figure, search + 0.01);
     EXPECT_DOUBLE_EQ(with->output_sqnr_db(), figure);
@@ -327,6 +368,23 @@ TEST_F(QualityTargetTest, GptqIsTheLastTrialWhenTheSearchFallsShort) {
       stood_at = step["figure"].get<double>();
     }
   }
+}
+
+// A stage the server cannot reserve for ends the job with its error.
+TEST_F(QualityTargetTest, RefusedMemoryStageEndsTheJob) {
+  v1::QuantizeRequest r = ExampleCnnRequest();
+  SetTarget(v1::QualityTarget::METRIC_SQNR, kOutOfReachDb, &r);
+  r.mutable_quality_target()->set_best_effort(true);
+  testing::JobRun run;
+  run.on_memory_stage = [](JobMemoryStage s) {
+    return s == JobMemoryStage::kTargetGptq
+               ? absl::ResourceExhaustedError("no room for the GPTQ trial")
+               : absl::OkStatus();
+  };
+  auto result = Run(r, run);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(result.status().message()),
+              HasSubstr("no room for the GPTQ trial"));
 }
 
 // A target with a mixed-precision budget never leaves it: the squash graph
