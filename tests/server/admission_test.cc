@@ -1,6 +1,5 @@
 #include "server/admission.h"
 
-#include <atomic>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -114,37 +113,49 @@ TEST(AdmissionTest, SnapshotAndObserverTrackQueuedAndRunning) {
   EXPECT_EQ(seen, (std::vector<std::pair<int, int>>{{1, 0}, {0, 1}, {0, 0}}));
 }
 
-// Two running jobs of 40 MiB in a 100 MiB budget: the first grows by 50
-// for a stage it reaches, which fits only once the second has finished.
-TEST(AdmissionTest, GrowWaitingWaitsForAnotherJobToRelease) {
-  AdmissionController admission(
-      {.workers = 2, .max_queued_jobs = 1, .max_memory_bytes = 100 * kMiB});
-  auto first = admission.TryAdmit(40 * kMiB);
-  auto second = admission.TryAdmit(40 * kMiB);
-  ASSERT_TRUE(first.ok() && second.ok());
-  (*first)->MarkRunning();
-  (*second)->MarkRunning();
-  std::atomic<bool> grown{false};
-  absl::Status status;
-  std::thread grower([&] {
-    status = (*first)->GrowWaiting(50 * kMiB, nullptr);
-    grown = true;
-  });
-  // While it waits, a new job that would take the room it waits for is
-  // refused (the 20 free MiB are promised), and the growth stays waiting.
-  while (admission.snapshot().growing_bytes == 0) {
-    absl::SleepFor(absl::Milliseconds(1));
+// Two running jobs of 40 MiB in a 100 MiB budget (two workers, one queue
+// place); the first grows by 50 for a stage it reaches, on its own thread.
+struct TwoRunningJobs {
+  TwoRunningJobs()
+      : admission({.workers = 2,
+                   .max_queued_jobs = 1,
+                   .max_memory_bytes = 100 * kMiB}),
+        first(*admission.TryAdmit(40 * kMiB)),
+        second(*admission.TryAdmit(40 * kMiB)) {
+    first->MarkRunning();
+    second->MarkRunning();
   }
+  // Starts the growth and returns once the controller counts it.
+  std::thread Grow(const CancellationToken* cancel, absl::Status* status) {
+    std::thread grower([this, cancel, status] {
+      *status = first->GrowWaiting(50 * kMiB, cancel);
+    });
+    while (admission.snapshot().growing_bytes == 0) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    return grower;
+  }
+  AdmissionController admission;
+  std::unique_ptr<AdmissionTicket> first, second;
+};
+
+// The growth fits only once the second job has finished.
+TEST(AdmissionTest, GrowWaitingWaitsForAnotherJobToRelease) {
+  TwoRunningJobs jobs;
+  AdmissionController& admission = jobs.admission;
+  absl::Status status = absl::UnknownError("not grown");
+  std::thread grower = jobs.Grow(nullptr, &status);
   EXPECT_EQ(admission.snapshot().growing_bytes, 50 * kMiB);
-  EXPECT_FALSE(grown);
+  // While it waits, a new job that would take the room it waits for is
+  // refused (the 20 free MiB are promised).
   auto third = admission.TryAdmit(10 * kMiB);
   EXPECT_EQ(third.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(third.status().message()),
               HasSubstr("50 MiB more are promised to running jobs"));
-  second->reset();  // the second job ends
+  jobs.second.reset();  // the second job ends
   grower.join();
   EXPECT_TRUE(status.ok()) << status;
-  EXPECT_EQ((*first)->memory_bytes(), 90 * kMiB);
+  EXPECT_EQ(jobs.first->memory_bytes(), 90 * kMiB);
   EXPECT_EQ(admission.snapshot().memory_bytes, 90 * kMiB);
 }
 
@@ -175,24 +186,15 @@ TEST(AdmissionTest, GrowWaitingFailsWhenNoRunningJobCouldRelease) {
 }
 
 TEST(AdmissionTest, GrowWaitingEndsWithTheCancellation) {
-  AdmissionController admission(
-      {.workers = 2, .max_queued_jobs = 1, .max_memory_bytes = 100 * kMiB});
-  auto first = admission.TryAdmit(40 * kMiB);
-  auto second = admission.TryAdmit(40 * kMiB);
-  ASSERT_TRUE(first.ok() && second.ok());
-  (*first)->MarkRunning();
-  (*second)->MarkRunning();
+  TwoRunningJobs jobs;
+  AdmissionController& admission = jobs.admission;
   CancellationToken token;
   absl::Status status;
-  std::thread grower(
-      [&] { status = (*first)->GrowWaiting(50 * kMiB, &token); });
-  while (admission.snapshot().growing_bytes == 0) {
-    absl::SleepFor(absl::Milliseconds(1));
-  }
+  std::thread grower = jobs.Grow(&token, &status);
   token.Cancel();
   grower.join();
   EXPECT_EQ(status.code(), absl::StatusCode::kCancelled);
-  EXPECT_EQ((*first)->memory_bytes(), 40 * kMiB);
+  EXPECT_EQ(jobs.first->memory_bytes(), 40 * kMiB);
   EXPECT_EQ(admission.snapshot().memory_bytes, 80 * kMiB);
   EXPECT_EQ(admission.snapshot().growing_bytes, 0);
   // Nothing is promised any more: a new job fits the 20 MiB free.

@@ -101,6 +101,19 @@ void SetTarget(v1::QualityTarget::Metric metric, double value,
 
 class QualityTargetTest : public testing::BuiltinTpcJobTest {};
 
+// The memory stages a job reaches (JobContext.on_memory_stage), in order.
+struct StageRecorder {
+  testing::JobRun Run() {
+    testing::JobRun run;
+    run.on_memory_stage = [this](JobMemoryStage s) {
+      reached.push_back(s);
+      return absl::OkStatus();
+    };
+    return run;
+  }
+  std::vector<JobMemoryStage> reached;
+};
+
 int ActivationBits(const v1::QuantizeResult& r, const std::string& node) {
   for (const auto& n : r.quantized_graph().nodes()) {
     if (n.name() == node) return n.activation_bits();
@@ -134,15 +147,10 @@ TEST_F(QualityTargetTest, UpgradesExactlyTheBottleneckLayer) {
   SetTarget(v1::QualityTarget::METRIC_SQNR, 35, &r);
   // The ceiling reaches the target: the upgrades are ranked (a memory
   // stage), and nothing else is tried.
-  std::vector<JobMemoryStage> reached;
-  testing::JobRun run;
-  run.on_memory_stage = [&](JobMemoryStage s) {
-    reached.push_back(s);
-    return absl::OkStatus();
-  };
-  auto result = Run(r, run);
+  StageRecorder stages;
+  auto result = Run(r, stages.Run());
   ASSERT_TRUE(result.ok()) << result.status();
-  EXPECT_EQ(reached,
+  EXPECT_EQ(stages.reached,
             std::vector<JobMemoryStage>{JobMemoryStage::kTargetRanking});
   EXPECT_GE(result->output_sqnr_db(), 35.0);
   EXPECT_EQ(ActivationBits(*result, "square"), 16);
@@ -185,14 +193,9 @@ TEST_F(QualityTargetTest, TargetMetAsConfiguredChangesNothing) {
 TEST_F(QualityTargetTest, TargetMetAsConfiguredReachesNoMemoryStage) {
   v1::QuantizeRequest r = SquashRequest("imx500@4.0");
   SetTarget(v1::QualityTarget::METRIC_SQNR, 10, &r);
-  std::vector<JobMemoryStage> reached;
-  testing::JobRun run;
-  run.on_memory_stage = [&](JobMemoryStage s) {
-    reached.push_back(s);
-    return absl::OkStatus();
-  };
-  ASSERT_TRUE(Run(r, run).ok());
-  EXPECT_TRUE(reached.empty());
+  StageRecorder stages;
+  ASSERT_TRUE(Run(r, stages.Run()).ok());
+  EXPECT_TRUE(stages.reached.empty());
 }
 
 TEST_F(QualityTargetTest, UnreachableTargetNamesTheBestFigure) {
@@ -305,17 +308,11 @@ TEST_F(QualityTargetTest, GptqIsTheLastTrialWhenTheSearchFallsShort) {
   // The memory stages, in order: the equalization trial, then the GPTQ
   // trial (the ceiling falls short: no ranking), and past its checkpoint
   // the rest of it when the trial goes on.
-  std::vector<JobMemoryStage> reached;
-  testing::JobRun run;
-  run.on_memory_stage = [&](JobMemoryStage s) {
-    reached.push_back(s);
-    return absl::OkStatus();
-  };
-  auto without = Run(skip, run);
-  EXPECT_EQ(reached,
+  StageRecorder without_stages, with_stages;
+  auto without = Run(skip, without_stages.Run());
+  EXPECT_EQ(without_stages.reached,
             std::vector<JobMemoryStage>{JobMemoryStage::kTargetEqualization});
-  reached.clear();
-  auto with = Run(r, run);
+  auto with = Run(r, with_stages.Run());
   std::vector<JobMemoryStage> stages = {JobMemoryStage::kTargetEqualization,
                                         JobMemoryStage::kTargetGptq};
   ASSERT_TRUE(without.ok()) << without.status();
@@ -345,7 +342,7 @@ TEST_F(QualityTargetTest, GptqIsTheLastTrialWhenTheSearchFallsShort) {
     EXPECT_EQ(action, "gptq: 5 epoch(s)");
     stages.push_back(JobMemoryStage::kTargetGptqRest);
   }
-  EXPECT_EQ(reached, stages);
+  EXPECT_EQ(with_stages.reached, stages);
   if (last["kept"].get<bool>()) {
     EXPECT_GT(figure, search + 0.01);
     EXPECT_DOUBLE_EQ(with->output_sqnr_db(), figure);
