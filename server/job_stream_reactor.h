@@ -279,10 +279,10 @@ class JobStreamReactor final
     call.progress = faulty != nullptr ? faulty.get() : this;
     call.on_stage_start = service_->faults.HookFor(&token_);
     call.grow_reservation = [this](int64_t total_bytes) {
-      return GrowReservation(total_bytes);
+      return GrowReservation(total_bytes, /*wait=*/false);
     };
     call.grow_reservation_waiting = [this](int64_t total_bytes) {
-      return GrowReservationWaiting(total_bytes);
+      return GrowReservation(total_bytes, /*wait=*/true);
     };
     absl::StatusOr<std::vector<Event>> result;
     try {
@@ -309,17 +309,11 @@ class JobStreamReactor final
     return true;
   }
 
-  absl::Status GrowReservation(int64_t total_bytes) {
-    absl::MutexLock lock(&mu_);
-    if (ticket_ == nullptr || total_bytes <= ticket_->memory_bytes()) {
-      return absl::OkStatus();
-    }
-    return ticket_->Grow(total_bytes - ticket_->memory_bytes());
-  }
-
-  // Without the reactor's lock while waiting: the ticket stays while the
-  // job runs (End takes it only after the job or while it is queued).
-  absl::Status GrowReservationWaiting(int64_t total_bytes) {
+  // Raises the ticket to `total_bytes`, waiting for room (GrowWaiting) or
+  // not. Called on the worker while the job runs, when the ticket stays
+  // (End takes it only after the job or while it is queued): no lock held
+  // while waiting.
+  absl::Status GrowReservation(int64_t total_bytes, bool wait) {
     AdmissionTicket* ticket = nullptr;
     {
       absl::MutexLock lock(&mu_);
@@ -329,6 +323,7 @@ class JobStreamReactor final
       return absl::OkStatus();
     }
     const int64_t more = total_bytes - ticket->memory_bytes();
+    if (!wait) return ticket->Grow(more);
     const absl::Time start = absl::Now();
     absl::Status status = ticket->GrowWaiting(more, &token_);
     const double waited = Seconds(absl::Now() - start);

@@ -22,7 +22,6 @@
 // (default target,mp,gptq,analyze), --threads=N (2), --tpc=NAME
 // (imx500@5.0), --repeat=N (the calibration set N times: memory must not
 // grow with it).
-#include <algorithm>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -139,17 +138,16 @@ std::string RunJob(const std::string& model, const std::string& job,
   ctx.pool = &pool;
   // What the server reserves: admitted, grown at each stage reached.
   JobMemoryReservation reservation;
-  int64_t estimate = 0;
   ctx.on_preflight = [&](const JobInput& input) {
     reservation = JobMemoryReservation(input, s.threads);
-    estimate = reservation.bytes();
     return absl::OkStatus();
   };
   ctx.on_memory_stage = [&](JobMemoryStage stage) {
-    estimate = std::max(estimate, reservation.Reach(stage));
+    reservation.Reach(stage);
     return absl::OkStatus();
   };
   auto result = RunQuantizeJob(*r, ctx);
+  const int64_t estimate = reservation.bytes();  // it never shrinks
   if (!result.ok()) {
     std::fprintf(stderr, "%s %s: %s\n", model.c_str(), job.c_str(),
                  result.status().ToString().c_str());

@@ -481,12 +481,10 @@ absl::Status TryChannelEqualization(const JobInput& input,
   alt.warnings = std::move(warnings);
   ASSIGN_OR_RETURN(Calibration alt_cal,
                    PrepareAndCalibrate(input, context, clock, &alt));
-  const MixedPrecisionSensitivity& sensitivity =
-      decisions->mixed_precision.sensitivity;
   ASSIGN_OR_RETURN(
       Decisions alt_d,
       Decide(input, context, clock, &alt_cal, &alt, &first.kept_options,
-             sensitivity.empty() ? nullptr : &sensitivity));
+             &decisions->mixed_precision.sensitivity));
   QualityTargetOutcome& second = *alt_d.target;
   const bool better = second.best_figure > first.best_figure;
   // Its cost: the second preparation, calibration, selection and search.

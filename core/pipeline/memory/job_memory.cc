@@ -407,26 +407,45 @@ int64_t EstimateJobMemoryBytes(const JobInput& input, int samples_in_flight) {
   return QuantizeEstimate(TermsOfInput(input, input.spec), samples_in_flight);
 }
 
+namespace {
+
+// A target stage's bit in JobMemoryReservation's sets; 0 for kAdmitted.
+unsigned StageBit(JobMemoryStage stage) {
+  const int s = static_cast<int>(stage);
+  return s == 0 ? 0u : 1u << (s - 1);
+}
+
+}  // namespace
+
 JobMemoryReservation::JobMemoryReservation(const JobInput& input,
                                            int samples_in_flight) {
-  const QuantizeTerms t = TermsOfInput(input, input.spec);
-  if (!input.spec.target.has_value()) {  // one figure throughout
+  // The analysis's method resolved once for every set (QuantizeEstimate
+  // keeps a resolved one).
+  JobSpec spec = input.spec;
+  if (spec.sensitivity_analysis) {
+    spec.sensitivity_method =
+        ResolveSensitivityMethod(spec.sensitivity_method, input.model);
+  }
+  const QuantizeTerms t = TermsOfInput(input, spec);
+  if (!spec.target.has_value()) {  // one figure throughout
     by_reached_.fill(QuantizeEstimate(t, samples_in_flight));
     return;
   }
-  const auto bit = [](JobMemoryStage s) { return 1u << static_cast<int>(s); };
   for (unsigned set = 0; set < by_reached_.size(); ++set) {
+    const auto has = [set](JobMemoryStage s) {
+      return (set & StageBit(s)) != 0;
+    };
     TargetParts parts;
-    parts.ranking = (set & bit(JobMemoryStage::kTargetRanking)) != 0;
-    parts.equalization = (set & bit(JobMemoryStage::kTargetEqualization)) != 0;
-    parts.gptq_checkpoint = (set & bit(JobMemoryStage::kTargetGptq)) != 0;
-    parts.gptq_rest = (set & bit(JobMemoryStage::kTargetGptqRest)) != 0;
+    parts.ranking = has(JobMemoryStage::kTargetRanking);
+    parts.equalization = has(JobMemoryStage::kTargetEqualization);
+    parts.gptq_checkpoint = has(JobMemoryStage::kTargetGptq);
+    parts.gptq_rest = has(JobMemoryStage::kTargetGptqRest);
     by_reached_[set] = QuantizeEstimate(t, samples_in_flight, parts);
   }
 }
 
 int64_t JobMemoryReservation::Reach(JobMemoryStage stage) {
-  reached_ |= 1u << static_cast<int>(stage);
+  reached_ |= StageBit(stage);
   return bytes();
 }
 

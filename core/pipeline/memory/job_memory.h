@@ -65,9 +65,10 @@ class JobMemoryReservation {
   int64_t whole() const { return by_reached_.back(); }
 
  private:
-  // By the set of stages reached (bit 1 << stage).
-  std::array<int64_t, 1u << kJobMemoryStages> by_reached_{};
-  unsigned reached_ = 1u << static_cast<int>(JobMemoryStage::kAdmitted);
+  // By the set of the target's stages reached (kAdmitted, always reached,
+  // has no bit: bit stage - 1).
+  std::array<int64_t, 1u << (kJobMemoryStages - 1)> by_reached_{};
+  unsigned reached_ = 0;
 };
 
 // The same from a request alone (tools and tests): imports the model; 0

@@ -253,11 +253,11 @@ absl::Status TargetSearch::Select(const PtqOptions& options) {
   RETURN_IF_ERROR(RunShiftNegativeStage(&selected_, in_.shapes, cancel_));
   selected_mp_ = MixedPrecisionOutcome();
   if (in_.spec->mixed_precision.Requested()) {
-    ASSIGN_OR_RETURN(selected_mp_,
-                     RunMixedPrecision(
-                         in_.spec->mixed_precision, kMpSimdPadding, *in_.shapes,
-                         *in_.calibration, &selected_, pool_, cancel_, nullptr,
-                         sensitivity_.empty() ? nullptr : &sensitivity_));
+    ASSIGN_OR_RETURN(
+        selected_mp_,
+        RunMixedPrecision(in_.spec->mixed_precision, kMpSimdPadding,
+                          *in_.shapes, *in_.calibration, &selected_, pool_,
+                          cancel_, nullptr, &sensitivity_));
   }
   selected_options_ = options;
   return absl::OkStatus();
