@@ -52,7 +52,7 @@ bool InferSampleShapes(const std::vector<SampleFeeds>& calibration,
 // `prepared`: `total` less the tensors preparation folds away (a kernel's
 // output into its BatchNormalization, a swish's inner tensors): what the
 // prepared float model's outputs add up to, which calibration keeps for
-// the report.
+// the report and the mixed-precision search's runs make.
 //
 // `histogrammed`: how many tensors calibration keeps a histogram of for
 // every sample until it merges them (statistics.h): the float graph inputs

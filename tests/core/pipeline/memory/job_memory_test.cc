@@ -306,7 +306,8 @@ TEST(EstimateJobMemoryBytes, SensitivityCacheKeepsConeInputsAndPoints) {
   EXPECT_EQ(input->activations.histogrammed, 4);
   // A weights target's estimate counts what the cache keeps of the one
   // sample; an activation target searches (nearly) every node, whose
-  // cones' cache keeps every activation: 65536 more.
+  // cones' cache keeps every activation of the prepared graph (81920):
+  // 32768 more.
   r.mutable_mixed_precision()
       ->mutable_target_fraction()
       ->set_weights_memory_bytes(0.75);
@@ -315,7 +316,7 @@ TEST(EstimateJobMemoryBytes, SensitivityCacheKeepsConeInputsAndPoints) {
       ->mutable_target_fraction()
       ->set_activation_memory_bytes(0.75);
   EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1) - kernels,
-            114688 - 49152);
+            81920 - 49152);
 }
 
 // Cones cut at the first interest point (sensitivity_depth 1), on
