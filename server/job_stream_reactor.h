@@ -143,7 +143,7 @@ class JobStreamReactor final
     p->set_fraction(progress.fraction);
     p->set_message(progress.message);
     p->set_elapsed_seconds(Seconds(absl::Now() - started_));
-    EnterStage(progress.stage);
+    EnterStage(progress.stage, progress.fraction);
     pacer_->Report(std::move(event), progress.stage);
   }
   void Warn(absl::string_view message) override {
@@ -323,9 +323,17 @@ class JobStreamReactor final
       return absl::OkStatus();
     }
     const int64_t more = total_bytes - ticket->memory_bytes();
-    if (!wait) return ticket->Grow(more);
+    absl::Status status = ticket->Grow(more);
+    if (!wait || status.code() != absl::StatusCode::kResourceExhausted) {
+      return status;
+    }
+    // The client hears why the job stands still (the progress pacing sends
+    // it at the next tick unless the job moves on first).
+    Progress waiting = CurrentProgress();
+    waiting.message = absl::StrCat("waiting for memory: ", status.message());
+    Report(waiting);
     const absl::Time start = absl::Now();
-    absl::Status status = ticket->GrowWaiting(more, &token_);
+    status = ticket->GrowWaiting(more, &token_);
     const double waited = Seconds(absl::Now() - start);
     if (waited >= 1) {
       LogFields fields = Fields();
@@ -473,8 +481,9 @@ class JobStreamReactor final
   }
 
   // Stage bookkeeping: the time of the stage that ends goes to the metrics.
-  void EnterStage(const std::string& stage) {
+  void EnterStage(const std::string& stage, double fraction) {
     absl::MutexLock lock(&mu_);
+    fraction_ = fraction;
     if (stage == stage_) return;
     const absl::Time now = absl::Now();
     if (!stage_.empty()) {
@@ -482,6 +491,15 @@ class JobStreamReactor final
     }
     stage_ = stage;
     stage_started_ = now;
+  }
+
+  // The stage and fraction of the job's last progress report.
+  Progress CurrentProgress() {
+    absl::MutexLock lock(&mu_);
+    Progress progress;
+    progress.stage = stage_;
+    progress.fraction = fraction_;
+    return progress;
   }
 
   Event NewEvent() const {
@@ -548,6 +566,7 @@ class JobStreamReactor final
   absl::Time cancelled_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   absl::Time deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   std::string stage_ ABSL_GUARDED_BY(mu_);
+  double fraction_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time stage_started_ ABSL_GUARDED_BY(mu_);
 };
 

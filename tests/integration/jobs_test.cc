@@ -10,10 +10,12 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "clients/cpp/client.h"
 #include "core/pipeline/job/quantize_job.h"
+#include "core/pipeline/memory/job_memory.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -381,6 +383,79 @@ TEST_F(JobsTest, QueuedJobReportsItsPosition) {
   EXPECT_TRUE(server_->WaitForLog("job cancelled while queued").ok());
   cancel_running.Cancel();
   first.join();
+}
+
+// A quality target reserves each trial as it reaches it (docs/service.md,
+// the memory estimate). With the budget's room held by a running job (it
+// stalls at export), the target's growth waits, and its stream says why,
+// until that job ends; then the target goes on to its own export.
+TEST_F(JobsTest, TargetWaitsForMemoryAndSaysWhy) {
+  constexpr int64_t kMiB = int64_t{1} << 20;
+  constexpr int kInFlight = 2;  // --compute_threads=1 and the worker
+  const v1::QuantizeRequest holder = ConvJob(16, 192, 32, 8, "holder");
+  v1::QuantizeRequest target = ConvJob(8, 64, 16, 4, "target");
+  const v1::QuantizeRequest plain = target;
+  target.mutable_quality_target()->set_value(200);  // out of reach
+  target.mutable_quality_target()->set_best_effort(true);
+  // What each holds once running: the larger of the admission before the
+  // import and the estimate after it (a target without its trials).
+  const auto held = [](const v1::QuantizeRequest& r,
+                       const v1::QuantizeRequest& as) {
+    return std::max(EstimateJobMemoryBytesBeforeImport(r, *ResolveJobSpec(r)),
+                    EstimateJobMemoryBytes(as, JobLimits{}, kInFlight));
+  };
+  const int64_t holder_bytes = held(holder, holder);
+  const int64_t target_start = held(target, plain);
+  const int64_t target_whole =
+      EstimateJobMemoryBytes(target, JobLimits{}, kInFlight);
+  // Both jobs as admitted, with less than a MiB to spare: the trials need
+  // more, and fit once the holder is gone.
+  const int64_t budget_mb = (holder_bytes + target_start) / kMiB + 1;
+  ASSERT_GT(target_whole - target_start, kMiB);
+  ASSERT_LE(target_whole, budget_mb * kMiB);
+  StartServer({"--workers=2", "--compute_threads=1",
+               absl::StrCat("--max_job_memory_mb=", budget_mb),
+               "--fault_injection=stall:export"});
+  if (HasFatalFailure() || IsSkipped()) return;
+  client::CallCanceller cancel_holder, cancel_target;
+  absl::Notification holding;
+  std::thread first([&] {
+    (void)client_->Quantize(holder,
+                            [&](const v1::JobEvent& e) {
+                              if (e.has_progress() &&
+                                  e.progress().stage() == "export" &&
+                                  !holding.HasBeenNotified()) {
+                                holding.Notify();
+                              }
+                            },
+                            {.canceller = &cancel_holder});
+  });
+  holding.WaitForNotification();
+  std::string waiting;
+  bool exported_after_waiting = false;
+  auto result = client_->Quantize(
+      target,
+      [&](const v1::JobEvent& e) {
+        if (!e.has_progress()) return;
+        if (waiting.empty() &&
+            absl::StartsWith(e.progress().message(), "waiting for memory")) {
+          waiting = e.progress().message();
+          cancel_holder.Cancel();  // its room frees: the target goes on
+        }
+        if (e.progress().stage() == "export") {
+          exported_after_waiting = !waiting.empty();
+          cancel_target.Cancel();
+        }
+      },
+      {.deadline = absl::Now() + absl::Seconds(60),
+       .canceller = &cancel_target});
+  cancel_holder.Cancel();  // if the target never asked
+  first.join();
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_THAT(waiting, HasSubstr(absl::StrCat("MiB of the budget are free "
+                                              "(--max_job_memory_mb=",
+                                              budget_mb, ")")));
+  EXPECT_TRUE(exported_after_waiting);
 }
 
 }  // namespace
