@@ -44,8 +44,8 @@ void LaneSumsScalar(const float* const* f, const float* const* q, int64_t n,
 // squares in its own register, then transposed (exact moves) so that row k
 // holds element i+k of every sample. Squaring before the transpose moves
 // the doubles once instead of f and q each: half the shuffles, which bound
-// the loop with the conversions; the additions' latency is the other bound
-// (1.3x the rate of transposing f and q). vcvtps2pd is exact, as the
+// the loop with the conversions; the additions' latency is the other
+// bound. vcvtps2pd is exact, as the
 // scalar promotion; mul and add round separately: this file is compiled
 // with -ffp-contract=off and "avx2" enables no FMA.
 __attribute__((target("avx2"))) void SquaredDiffLaneSumsAvx2(

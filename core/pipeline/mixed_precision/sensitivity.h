@@ -104,8 +104,8 @@ int SensitivityChunkSamples(int64_t kept_bytes_per_sample, int samples,
 // (`fill_bytes`). A task holds its cone's compared tensors for four samples
 // and one run's working set, counted as 2x `cone_bytes` (the activations
 // of a sample its cone makes: every activation of the prepared graph for
-// whole cones; bench/recovery's MP jobs then reserve 0.85-0.89 of their
-// peaks on the PP-OCR models, 1.21 on MobileNetV2).
+// whole cones; bench/recovery's MP jobs then reserve 0.85-0.93 of their
+// peaks on the PP-OCR models, 1.21-1.25 on MobileNetV2).
 int64_t SensitivityMemoryBytes(int64_t kept_bytes_per_sample,
                                int64_t cone_bytes, int64_t fill_bytes,
                                int samples, int threads,
