@@ -45,9 +45,9 @@ void LaneSumsScalar(const float* const* f, const float* const* q, int64_t n,
 // holds element i+k of every sample. Squaring before the transpose moves
 // the doubles once instead of f and q each: half the shuffles, which bound
 // the loop with the conversions; the additions' latency is the other
-// bound. vcvtps2pd is exact, as the
-// scalar promotion; mul and add round separately: this file is compiled
-// with -ffp-contract=off and "avx2" enables no FMA.
+// bound. vcvtps2pd is exact, as the scalar promotion; mul and add round
+// separately: this file is compiled with -ffp-contract=off and "avx2"
+// enables no FMA.
 __attribute__((target("avx2"))) void SquaredDiffLaneSumsAvx2(
     const float* const* f, const float* const* q, int64_t n, LaneSums* out) {
   __m256d a = _mm256_setzero_pd();
