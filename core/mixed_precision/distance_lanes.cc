@@ -84,8 +84,7 @@ __attribute__((target("avx2"))) void SquaredDiffLaneSumsAvx2(
 
 // One step of the cosine sums: element i of the four samples.
 __attribute__((target("avx2"))) inline void CosineStep(__m256d fd, __m256d qd,
-                                                       __m256d* a,
-                                                       __m256d* b) {
+                                                       __m256d* a, __m256d* b) {
   *a = _mm256_add_pd(*a, _mm256_mul_pd(fd, qd));
   *b = _mm256_add_pd(*b, _mm256_mul_pd(qd, qd));
 }

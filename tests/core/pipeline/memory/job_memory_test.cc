@@ -315,8 +315,7 @@ TEST(EstimateJobMemoryBytes, SensitivityCacheKeepsConeInputsAndPoints) {
   r.mutable_mixed_precision()
       ->mutable_target_fraction()
       ->set_activation_memory_bytes(0.75);
-  EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1) - kernels,
-            81920 - 49152);
+  EXPECT_EQ(EstimateJobMemoryBytes(r, JobLimits{}, 1) - kernels, 81920 - 49152);
 }
 
 // Cones cut at the first interest point (sensitivity_depth 1), on
