@@ -40,6 +40,13 @@ void LaneSumsScalar(const float* const* f, const float* const* q, int64_t n,
   }
 }
 
+// The job's tensors are long out of cache: eight streams (f and q of four
+// samples) are more than the hardware prefetcher keeps ahead of, so the
+// squared-difference loop asks for the line 2 KiB ahead of every stream
+// (a 10M-element group 1.5 cycles an element instead of 1.85).
+constexpr int64_t kFloatsPerLine = 16;
+constexpr int64_t kPrefetchAhead = 512;
+
 // sum (f-q)^2, four elements of four samples at a time: each sample's
 // squares in its own register, then transposed (exact moves) so that row k
 // holds element i+k of every sample. Squaring before the transpose moves
@@ -48,21 +55,13 @@ void LaneSumsScalar(const float* const* f, const float* const* q, int64_t n,
 // bound. vcvtps2pd is exact, as the scalar promotion; mul and add round
 // separately: this file is compiled with -ffp-contract=off and "avx2"
 // enables no FMA.
-// The job's tensors are long out of cache: eight streams (f and q of four
-// samples) are more than the hardware prefetcher keeps ahead of, so each
-// loop asks for the line 2 KiB ahead of every stream (a 10M-element group
-// 1.5 cycles an element instead of 1.85; a prefetch past the end is a hint,
-// never a fault).
-constexpr int64_t kFloatsPerLine = 16;
-constexpr int64_t kPrefetchAhead = 512;
-
 __attribute__((target("avx2"))) void SquaredDiffLaneSumsAvx2(
     const float* const* f, const float* const* q, int64_t n, LaneSums* out) {
   __m256d a = _mm256_setzero_pd();
   int64_t i = 0;
   for (; i + 4 <= n; i += 4) {
     __m256d s[kLanes];
-    if (i % kFloatsPerLine == 0) {
+    if (i % kFloatsPerLine == 0 && i + kPrefetchAhead < n) {
       for (int l = 0; l < kLanes; ++l) {
         _mm_prefetch(reinterpret_cast<const char*>(f[l] + i + kPrefetchAhead),
                      _MM_HINT_T0);
