@@ -43,7 +43,7 @@ void LaneSumsScalar(const float* const* f, const float* const* q, int64_t n,
 // The job's tensors are long out of cache: eight streams (f and q of four
 // samples) are more than the hardware prefetcher keeps ahead of, so the
 // squared-difference loop asks for the line 2 KiB ahead of every stream
-// (a 10M-element group 1.5 cycles an element instead of 1.85).
+// (bench/mixed_precision/RESULTS.md, the distance lanes).
 constexpr int64_t kFloatsPerLine = 16;
 constexpr int64_t kPrefetchAhead = 512;
 
