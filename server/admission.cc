@@ -24,10 +24,11 @@ absl::Status AdmissionTicket::Grow(int64_t more_bytes) {
 }
 
 absl::Status AdmissionTicket::GrowWaiting(int64_t more_bytes,
-                                          const CancellationToken* cancel) {
+                                          const CancellationToken* cancel,
+                                          const WaitReason& on_wait) {
   if (more_bytes <= 0) return absl::OkStatus();
-  absl::Status status =
-      owner_->GrowWaiting(memory_bytes_ + more_bytes, more_bytes, cancel);
+  absl::Status status = owner_->GrowWaiting(memory_bytes_ + more_bytes,
+                                            more_bytes, cancel, on_wait);
   if (status.ok()) memory_bytes_ += more_bytes;
   return status;
 }
@@ -117,12 +118,13 @@ absl::Status AdmissionController::TryGrow(int64_t total_bytes,
   return absl::OkStatus();
 }
 
-absl::Status AdmissionController::GrowWaiting(int64_t total_bytes,
-                                              int64_t more_bytes,
-                                              const CancellationToken* cancel) {
+absl::Status AdmissionController::GrowWaiting(
+    int64_t total_bytes, int64_t more_bytes, const CancellationToken* cancel,
+    const AdmissionTicket::WaitReason& on_wait) {
   // The wait polls the token this often (stages stop within 100 ms).
   constexpr absl::Duration kPoll = absl::Milliseconds(20);
   absl::Status status;
+  bool told = on_wait == nullptr;
   {
     absl::MutexLock lock(&mu_);
     ++growing_;
@@ -145,6 +147,16 @@ absl::Status AdmissionController::GrowWaiting(int64_t total_bytes,
       if (cancel != nullptr && cancel->IsCancelled()) {
         status = cancel->Check();
         break;
+      }
+      if (!told) {
+        // Outside the lock: the caller may take its own (the reactor's,
+        // which it also holds while releasing a ticket). The loop checks
+        // again after it.
+        told = true;
+        mu_.Unlock();
+        on_wait(status.message());
+        mu_.Lock();
+        continue;
       }
       released_.WaitWithTimeout(&mu_, kPoll);
     }

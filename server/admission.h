@@ -15,6 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "core/runtime/cancellation.h"
 
@@ -58,8 +59,13 @@ class AdmissionTicket {
   // leave room for a waiting growth. FAILED_PRECONDITION when the whole need
   // exceeds the budget; RESOURCE_EXHAUSTED when no running job is left that
   // could free memory (every other one waits to grow too: the last to ask
-  // gives way). On error the ticket keeps what it had.
-  absl::Status GrowWaiting(int64_t more_bytes, const CancellationToken* cancel);
+  // gives way). On error the ticket keeps what it had. `on_wait`, if set, is
+  // called once, without the controller's lock, when the growth does not
+  // fit at once and waits, with the reason (the RESOURCE_EXHAUSTED message
+  // TryAdmit would give).
+  using WaitReason = std::function<void(absl::string_view reason)>;
+  absl::Status GrowWaiting(int64_t more_bytes, const CancellationToken* cancel,
+                           const WaitReason& on_wait = nullptr);
 
  private:
   friend class AdmissionController;
@@ -116,7 +122,8 @@ class AdmissionController {
   void Release(bool running, int64_t memory_bytes);
   absl::Status TryGrow(int64_t total_bytes, int64_t more_bytes);
   absl::Status GrowWaiting(int64_t total_bytes, int64_t more_bytes,
-                           const CancellationToken* cancel);
+                           const CancellationToken* cancel,
+                           const AdmissionTicket::WaitReason& on_wait);
   // Whether `more_bytes` more fit besides `held_bytes` promised to others;
   // `total_bytes` is the job's whole need.
   absl::Status CheckMemoryLocked(int64_t total_bytes, int64_t more_bytes,

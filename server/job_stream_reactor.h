@@ -323,17 +323,16 @@ class JobStreamReactor final
       return absl::OkStatus();
     }
     const int64_t more = total_bytes - ticket->memory_bytes();
-    absl::Status status = ticket->Grow(more);
-    if (!wait || status.code() != absl::StatusCode::kResourceExhausted) {
-      return status;
-    }
+    if (!wait) return ticket->Grow(more);
     // The client hears why the job stands still (the progress pacing sends
     // it at the next tick unless the job moves on first).
-    Progress waiting = CurrentProgress();
-    waiting.message = absl::StrCat("waiting for memory: ", status.message());
-    Report(waiting);
+    const auto tell = [this](absl::string_view reason) {
+      Progress waiting = CurrentProgress();
+      waiting.message = absl::StrCat("waiting for memory: ", reason);
+      Report(waiting);
+    };
     const absl::Time start = absl::Now();
-    status = ticket->GrowWaiting(more, &token_);
+    const absl::Status status = ticket->GrowWaiting(more, &token_, tell);
     const double waited = Seconds(absl::Now() - start);
     if (waited >= 1) {
       LogFields fields = Fields();

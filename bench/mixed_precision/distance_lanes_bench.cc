@@ -11,9 +11,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
-#include <random>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "core/mixed_precision/distance_lanes.h"
 #include "core/mixed_precision/sensitivity_metric.h"
 
@@ -35,15 +35,13 @@ double BestSeconds(int runs, const std::function<void()>& body) {
 }
 
 void Measure(int64_t n, int runs) {
-  std::mt19937 rng(1);
-  std::normal_distribution<float> noise;
+  uint64_t state = 1;
   std::vector<std::vector<float>> f(kSamples, std::vector<float>(n));
   std::vector<std::vector<float>> q = f;
   for (int s = 0; s < kSamples; ++s) {
-    for (int64_t i = 0; i < n; ++i) {
-      f[s][i] = noise(rng);
-      q[s][i] = f[s][i] + 0.01f * noise(rng);
-    }
+    bench::FillUniform(absl::MakeSpan(f[s]), &state);
+    bench::FillUniform(absl::MakeSpan(q[s]), &state);  // the noise
+    for (int64_t i = 0; i < n; ++i) q[s][i] = f[s][i] + 0.01f * q[s][i];
   }
   std::vector<absl::Span<const float>> fs, qs;
   std::vector<FloatSideSums> side;
@@ -77,10 +75,7 @@ void Measure(int64_t n, int runs) {
 }  // namespace quantd::mixed_precision
 
 int main(int argc, char** argv) {
-  int runs = 20;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--runs=", 7) == 0) runs = std::atoi(argv[i] + 7);
-  }
+  const int runs = quantd::bench::IntFlag(argc, argv, "runs", 20);
   std::printf(
       "  elements | one-sample  lanes (ns per sample-element) | "
       "speed-up\n");

@@ -1,6 +1,7 @@
 #include "server/admission.h"
 
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -12,7 +13,9 @@
 namespace quantd::server {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 
 constexpr int64_t kMiB = int64_t{1} << 20;
 
@@ -125,10 +128,12 @@ struct TwoRunningJobs {
     first->MarkRunning();
     second->MarkRunning();
   }
-  // Starts the growth and returns once the controller counts it.
-  std::thread Grow(const CancellationToken* cancel, absl::Status* status) {
-    std::thread grower([this, cancel, status] {
-      *status = first->GrowWaiting(50 * kMiB, cancel);
+  // Starts the growth and returns once the controller counts it (and has
+  // found that it does not fit at once).
+  std::thread Grow(const CancellationToken* cancel, absl::Status* status,
+                   AdmissionTicket::WaitReason on_wait = nullptr) {
+    std::thread grower([this, cancel, status, on_wait] {
+      *status = first->GrowWaiting(50 * kMiB, cancel, on_wait);
     });
     while (admission.snapshot().growing_bytes == 0) {
       absl::SleepFor(absl::Milliseconds(1));
@@ -183,6 +188,32 @@ TEST(AdmissionTest, GrowWaitingFailsWhenNoRunningJobCouldRelease) {
   // What fits is granted at once.
   EXPECT_TRUE((*first)->GrowWaiting(20 * kMiB, nullptr).ok());
   EXPECT_EQ(admission.snapshot().memory_bytes, 100 * kMiB);
+}
+
+// The waiting job is told why once, when it starts to wait: the whole job
+// (40 + 50 MiB) against what the other job leaves (100 - 40). A growth
+// that fits, or fails, at once is never told to wait.
+TEST(AdmissionTest, GrowWaitingTellsWhyOnceWhenItWaits) {
+  TwoRunningJobs jobs;
+  std::vector<std::string> reasons;
+  const auto tell = [&](absl::string_view r) { reasons.emplace_back(r); };
+  absl::Status status;
+  std::thread grower = jobs.Grow(nullptr, &status, tell);
+  jobs.second.reset();
+  grower.join();
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_THAT(reasons,
+              ElementsAre(HasSubstr("job needs an estimated 90 MiB but only "
+                                    "60 MiB of the budget are free")));
+  // A job admitted but not running frees nothing: 10 MiB more fail at
+  // once; 5 fit at once.
+  reasons.clear();
+  auto waiting_for_a_worker = jobs.admission.TryAdmit(5 * kMiB);
+  ASSERT_TRUE(waiting_for_a_worker.ok());
+  EXPECT_EQ(jobs.first->GrowWaiting(10 * kMiB, nullptr, tell).code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(jobs.first->GrowWaiting(5 * kMiB, nullptr, tell).ok());
+  EXPECT_THAT(reasons, IsEmpty());
 }
 
 TEST(AdmissionTest, GrowWaitingEndsWithTheCancellation) {
