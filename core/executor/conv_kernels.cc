@@ -426,6 +426,26 @@ void DepthwisePlane(const ConvShape& s, const float* x, const float* w,
   }
 }
 
+// The image-side view of Im2Col for the ranks Im2Col2D handles.
+bool Im2ColSourceFor(const ConvShape& s, int64_t channels, Im2ColSource* src) {
+  const WindowGeometry& g = s.geo;
+  src->channels = channels;
+  if (g.rank() == 2) {
+    src->H = g.in[0], src->W = g.in[1], src->KH = g.kernel[0];
+    src->KW = g.kernel[1], src->SH = g.stride[0], src->SW = g.stride[1];
+    src->DH = g.dilation[0], src->DW = g.dilation[1];
+    src->PH = g.pad_begin[0], src->PW = g.pad_begin[1], src->OW = g.out[1];
+    return true;
+  }
+  if (g.rank() == 1) {
+    src->H = 1, src->W = g.in[0], src->KH = 1, src->KW = g.kernel[0];
+    src->SH = 1, src->SW = g.stride[0], src->DH = 1, src->DW = g.dilation[0];
+    src->PH = 0, src->PW = g.pad_begin[0], src->OW = g.out[0];
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void Im2Col(const ConvShape& s, const float* x, int64_t channels, int64_t p0,
@@ -567,6 +587,10 @@ void ConvForward(const ConvShape& s, const float* x, const float* w,
     m_blocks = 1;
   }
   const int64_t m_step = m_blocks == 1 ? Mg : kRowBlock;
+  // With packed weights a 1-D or 2-D layer's columns are packed straight
+  // from the image (PackedWeights::MultiplyIm2Col).
+  Im2ColSource im2col;
+  const bool fused_im2col = Im2ColSourceFor(s, Cg, &im2col);
   ParallelFor(pool, base_items * m_blocks, GrainFor(2 * m_step * CK * T),
               [&](int64_t b, int64_t e) {
                 thread_local std::vector<float> col;
@@ -585,6 +609,20 @@ void ConvForward(const ConvShape& s, const float* x, const float* w,
                   ConstMapRow wm(w + (g * Mg + m0) * CK, rows, CK,
                                  Eigen::OuterStride<>(CK));
                   MapRow ym(yg, rows, width, Eigen::OuterStride<>(OS));
+                  if (bias != nullptr) {
+                    for (int64_t m = 0; m < rows; ++m) {
+                      ym.row(m).setConstant(bias[g * Mg + m0 + m]);
+                    }
+                  }
+                  if (packed != nullptr && !pointwise && fused_im2col) {
+                    Im2ColSource src = im2col;
+                    src.x = xg;
+                    src.p0 = p0;
+                    if (packed->MultiplyIm2Col(g * Mg + m0, rows, src, width,
+                                               yg, OS, bias != nullptr)) {
+                      continue;
+                    }
+                  }
                   const float* cp;
                   int64_t col_stride;
                   if (pointwise) {
@@ -598,11 +636,6 @@ void ConvForward(const ConvShape& s, const float* x, const float* w,
                   }
                   ConstMapRow cm(cp, CK, width,
                                  Eigen::OuterStride<>(col_stride));
-                  if (bias != nullptr) {
-                    for (int64_t m = 0; m < rows; ++m) {
-                      ym.row(m).setConstant(bias[g * Mg + m0 + m]);
-                    }
-                  }
                   if (packed != nullptr &&
                       packed->Multiply(g * Mg + m0, rows, cp, col_stride, width,
                                        yg, OS, bias != nullptr)) {

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/executor/im2col_packing.h"
+
 // The sequence below is general_matrix_matrix_product's sequential path
 // (Eigen/src/Core/products/GeneralMatrixMatrix.h) of Eigen 3.4.
 static_assert(EIGEN_WORLD_VERSION == 3 && EIGEN_MAJOR_VERSION == 4,
@@ -23,6 +25,8 @@ using ResMapper =
 using PackLhs =
     ei::gemm_pack_lhs<float, Index, LhsMapper, Traits::mr, Traits::LhsProgress,
                       Traits::LhsPacket4Packing, Eigen::ColMajor>;
+static_assert(Traits::mr == 24 && Traits::LhsProgress == 8,
+              "Im2ColPacker stores gemm_pack_lhs<24, 8>'s AVX2 layout");
 using PackRhs =
     ei::gemm_pack_rhs<float, Index, RhsMapper, Traits::nr, Eigen::ColMajor>;
 using Gebp = ei::gebp_kernel<float, float, Index, ResMapper, Traits::mr,
@@ -127,6 +131,33 @@ const PackedWeights::Blocks* PackedWeights::BlocksFor(int64_t row0,
 bool PackedWeights::Multiply(int64_t row0, int64_t rows, const float* x,
                              int64_t ldx, int64_t width, float* y, int64_t ldy,
                              bool accumulate) const {
+  const LhsMapper lhs(x, ldx);
+  return MultiplyFrom(
+      row0, rows,
+      [&lhs](float* a, int64_t i2, int64_t k2, int64_t depth, int64_t cols) {
+        PackLhs()(a, lhs.getSubMapper(i2, k2), depth, cols);
+      },
+      width, y, ldy, accumulate);
+}
+
+bool PackedWeights::MultiplyIm2Col(int64_t row0, int64_t rows,
+                                   const Im2ColSource& src, int64_t width,
+                                   float* y, int64_t ldy,
+                                   bool accumulate) const {
+  if (src.channels * src.KH * src.KW != depth_ || width < 1) return false;
+  const Im2ColPacker packer(src, width);
+  return MultiplyFrom(
+      row0, rows,
+      [&packer](float* a, int64_t i2, int64_t k2, int64_t depth, int64_t cols) {
+        packer.Pack(a, i2, k2, depth, cols);
+      },
+      width, y, ldy, accumulate);
+}
+
+template <typename PackX>
+bool PackedWeights::MultiplyFrom(int64_t row0, int64_t rows,
+                                 const PackX& pack_x, int64_t width, float* y,
+                                 int64_t ldy, bool accumulate) const {
   // Eigen's dispatch (generic_product_impl<..., GemmProduct>): the
   // coefficient-based product below the threshold, GEMV for a vector.
   if (depth_ + rows + width < EIGEN_GEMM_TO_COEFFBASED_THRESHOLD || rows < 2 ||
@@ -143,19 +174,17 @@ bool PackedWeights::Multiply(int64_t row0, int64_t rows, const float* x,
   if (!accumulate) {
     for (int64_t r = 0; r < rows; ++r) std::fill_n(y + r * ldy, width, 0.0f);
   }
-  const LhsMapper lhs(x, ldx);
   const ResMapper res(y, ldy, 1);
   thread_local AlignedFloats block_a;
   block_a.Resize(kc * mc);
   float* a = block_a.data();
-  PackLhs pack_lhs;
   Gebp gebp;
   for (int64_t i2 = 0; i2 < width; i2 += mc) {
     const int64_t amc = std::min(i2 + mc, width) - i2;
     int64_t block = 0;
     for (int64_t k2 = 0; k2 < depth_; k2 += kc) {
       const int64_t akc = std::min(k2 + kc, depth_) - k2;
-      pack_lhs(a, lhs.getSubMapper(i2, k2), akc, amc);
+      pack_x(a, i2, k2, akc, amc);
       for (int64_t j2 = 0; j2 < rows; j2 += nc) {
         const int64_t anc = std::min(j2 + nc, rows) - j2;
         gebp(res.getSubMapper(i2, j2), a,

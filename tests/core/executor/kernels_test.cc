@@ -759,6 +759,78 @@ TEST(PackedWeightsTest, SameBitsAsEigensProduct) {
   EXPECT_EQ(y[0], 7.0f);
 }
 
+// MultiplyIm2Col packs a convolution's columns from the image. Oracle:
+// Multiply on Im2Col's buffer (itself Eigen's bits, above), bit for bit,
+// over strides, dilations, uneven padding wider than the kernel, tiles that
+// start mid-row and span rows, images narrower than a packet, and 1-D.
+TEST(PackedWeightsTest, Im2ColFromTheImageGivesTheBitsOfTheBuffer) {
+  struct Case {
+    int64_t c, m, h, w, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr;
+  };
+  int seed = 950, products = 0;
+  for (const Case& c :
+       std::vector<Case>{{96, 24, 20, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+                         {3, 16, 33, 31, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
+                         {8, 12, 17, 23, 3, 5, 1, 2, 2, 1, 0, 2, 3, 2},
+                         {16, 8, 6, 5, 3, 3, 1, 1, 3, 3, 4, 4, 4, 4},
+                         {5, 7, 9, 40, 2, 7, 1, 1, 1, 1, 1, 3, 0, 3},
+                         {6, 10, 1, 300, 1, 5, 1, 1, 1, 2, 0, 4, 0, 4},
+                         {4, 9, 1, 301, 1, 3, 1, 3, 1, 1, 0, 1, 0, 0}}) {
+    exec::ConvShape s;
+    s.geo.in = {c.h, c.w};
+    s.geo.kernel = {c.kh, c.kw};
+    s.geo.stride = {c.sh, c.sw};
+    s.geo.dilation = {c.dh, c.dw};
+    s.geo.pad_begin = {c.pt, c.pl};
+    s.geo.pad_end = {c.pb, c.pr};
+    s.geo.out = {(c.h + c.pt + c.pb - (c.kh - 1) * c.dh - 1) / c.sh + 1,
+                 (c.w + c.pl + c.pr - (c.kw - 1) * c.dw - 1) / c.sw + 1};
+    exec::Im2ColSource src;
+    if (c.h == 1) {  // 1-D: the geometry of the width alone
+      s.geo = {{c.w}, {c.kw}, {c.sw}, {c.dw}, {c.pl}, {c.pr}, {s.geo.out[1]}};
+      src = {nullptr, c.c, 1,    c.w, 1,    c.kw,        1,
+             c.sw,    1,   c.dw, 0,   c.pl, s.geo.out[0]};
+    } else {
+      src = {nullptr, c.c,  c.h,  c.w,  c.kh, c.kw,        c.sh,
+             c.sw,    c.dh, c.dw, c.pt, c.pl, s.geo.out[1]};
+    }
+    s.in_channels = c.c;
+    s.kernel_size = c.kh * c.kw;
+    const int64_t out_size =
+        s.geo.rank() == 2 ? s.geo.out[0] * s.geo.out[1] : s.geo.out[0];
+    const int64_t depth = c.c * c.kh * c.kw;
+    const std::vector<float> x = RandomValues(c.c * c.h * c.w, ++seed);
+    const std::vector<float> w = RandomValues(c.m * depth, ++seed);
+    exec::PackedWeights packed(w.data(), c.m, depth);
+    src.x = x.data();
+    for (int64_t p0 : {int64_t{0}, int64_t{5}, out_size / 3}) {
+      const int64_t width = std::min<int64_t>(out_size - p0, 131);
+      std::vector<float> col(depth * width);
+      exec::Im2Col(s, x.data(), c.c, p0, width, col.data());
+      std::vector<float> want(c.m * width), got(c.m * width);
+      src.p0 = p0;
+      ASSERT_TRUE(packed.Multiply(0, c.m, col.data(), width, width, want.data(),
+                                  width, false));
+      ASSERT_TRUE(
+          packed.MultiplyIm2Col(0, c.m, src, width, got.data(), width, false));
+      EXPECT_EQ(
+          std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
+          << c.c << "x" << c.h << "x" << c.w << " k " << c.kh << "x" << c.kw
+          << " p0 " << p0;
+      ++products;
+    }
+  }
+  EXPECT_EQ(products, 21);
+  // A depth that is not channels x kernel is refused.
+  const std::vector<float> w = RandomValues(8 * 9, 1);
+  exec::PackedWeights packed(w.data(), 8, 9);
+  std::vector<float> x(2 * 5 * 5), y(8 * 25);
+  const exec::Im2ColSource two_channels = {x.data(), 2, 5, 5, 3, 3, 1,
+                                           1,        1, 1, 1, 1, 5};
+  EXPECT_FALSE(
+      packed.MultiplyIm2Col(0, 8, two_channels, 25, y.data(), 25, false));
+}
+
 // The cache holds at most 64 row ranges (and twice the kernel's bytes);
 // past that Multiply declines and the caller multiplies with Eigen.
 TEST(PackedWeightsTest, CacheIsBounded) {
