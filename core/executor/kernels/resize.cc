@@ -5,6 +5,7 @@
 // nearest (round_prefer_floor/ceil, floor, ceil), linear or cubic
 // (cubic_coeff_a, exclude_outside) weights, as ONNX's reference does.
 // Resize-10 and Upsample use asymmetric coordinates and floor.
+#include <algorithm>
 #include <cmath>
 
 #include "core/executor/kernel.h"
@@ -302,6 +303,7 @@ absl::Status ComputeResize(KernelContext& ctx, const ResizeAttrs& a) {
       for (int64_t o = 0; o < last; ++o) src_last[o] = taps[r - 1][o][0].index;
       ParallelFor(ctx.pool(), n / last, std::max<int64_t>(1, 4096 / last),
                   [&](int64_t rb, int64_t re) {
+                    int64_t prev = -1;
                     for (int64_t row = rb; row < re; ++row) {
                       int64_t rem = row, off = 0;
                       for (int64_t d = r - 2; d >= 0; --d) {
@@ -309,6 +311,13 @@ absl::Status ComputeResize(KernelContext& ctx, const ResizeAttrs& a) {
                         rem /= out[d];
                       }
                       T* o = po + row * last;
+                      // An upsampled row repeats the one before it: copy
+                      // that instead of gathering again.
+                      if (off == prev) {
+                        std::copy_n(o - last, last, o);
+                        continue;
+                      }
+                      prev = off;
                       const T* src = in + off;
                       for (int64_t j = 0; j < last; ++j)
                         o[j] = src[src_last[j]];
