@@ -13,7 +13,7 @@
 // MultiplyIm2Col takes X as a convolution's im2col columns and packs them
 // from the image (im2col_packing.h) instead of from a filled im2col buffer:
 // the packed blocks, and so every bit of Y, are the same, and the copy into
-// the buffer (up to a quarter of a 3x3 layer's time) is gone.
+// the buffer (up to a sixth of a 3x3 layer's time) is gone.
 #ifndef QUANTD_CORE_EXECUTOR_PACKED_GEMM_H_
 #define QUANTD_CORE_EXECUTOR_PACKED_GEMM_H_
 
