@@ -80,9 +80,10 @@ class Im2ColPacker {
     const int64_t hi = std::clamp<int64_t>(s_.W - iw, lo, len);
     std::fill_n(d, lo, 0.0f);
     // A loop, not memcpy: runs are at most 24 floats, and the call costs
-    // more than the copy.
-    const float* src = s_.x + p.offset + t.offset;
-    for (int64_t j = lo; j < hi; ++j) d[j] = src[j];
+    // more than the copy. An index, not a pointer: before lo, a pointer
+    // would point outside the image.
+    const int64_t base = p.offset + t.offset;
+    for (int64_t j = lo; j < hi; ++j) d[j] = s_.x[base + j];
     std::fill_n(d + hi, len - hi, 0.0f);
   }
 
