@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "core/executor/kernel.h"
@@ -53,10 +54,11 @@ bool IsPointwise(const WindowGeometry& g) {
 }
 
 // 2-D (and 1-D as H = 1) im2col, walking output rows.
-void Im2Col2D(const float* x, int64_t channels, int64_t H, int64_t W,
-              int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t DH,
-              int64_t DW, int64_t PH, int64_t PW, int64_t OW, int64_t p0,
-              int64_t width, float* col) {
+void Im2Col2D(const Im2ColSource& src, int64_t width, float* col) {
+  const float* x = src.x;
+  const int64_t channels = src.channels, H = src.H, W = src.W, KH = src.KH,
+                KW = src.KW, SH = src.SH, SW = src.SW, DH = src.DH, DW = src.DW,
+                PH = src.PH, PW = src.PW, OW = src.OW, p0 = src.p0;
   float* dst = col;
   for (int64_t c = 0; c < channels; ++c) {
     const float* xc = x + c * H * W;
@@ -426,38 +428,40 @@ void DepthwisePlane(const ConvShape& s, const float* x, const float* w,
   }
 }
 
-// The image-side view of Im2Col for the ranks Im2Col2D handles.
-bool Im2ColSourceFor(const ConvShape& s, int64_t channels, Im2ColSource* src) {
-  const WindowGeometry& g = s.geo;
-  src->channels = channels;
-  if (g.rank() == 2) {
-    src->H = g.in[0], src->W = g.in[1], src->KH = g.kernel[0];
-    src->KW = g.kernel[1], src->SH = g.stride[0], src->SW = g.stride[1];
-    src->DH = g.dilation[0], src->DW = g.dilation[1];
-    src->PH = g.pad_begin[0], src->PW = g.pad_begin[1], src->OW = g.out[1];
-    return true;
-  }
-  if (g.rank() == 1) {
-    src->H = 1, src->W = g.in[0], src->KH = 1, src->KW = g.kernel[0];
-    src->SH = 1, src->SW = g.stride[0], src->DH = 1, src->DW = g.dilation[0];
-    src->PH = 0, src->PW = g.pad_begin[0], src->OW = g.out[0];
-    return true;
-  }
-  return false;
-}
-
 }  // namespace
+
+std::optional<Im2ColSource> Im2ColSourceOf(const ConvShape& s, const float* x,
+                                           int64_t channels, int64_t p0) {
+  const WindowGeometry& g = s.geo;
+  if (g.rank() == 2) {
+    return Im2ColSource{x,
+                        channels,
+                        g.in[0],
+                        g.in[1],
+                        g.kernel[0],
+                        g.kernel[1],
+                        g.stride[0],
+                        g.stride[1],
+                        g.dilation[0],
+                        g.dilation[1],
+                        g.pad_begin[0],
+                        g.pad_begin[1],
+                        g.out[1],
+                        p0};
+  }
+  if (g.rank() == 1) {  // as height 1
+    return Im2ColSource{
+        x,        channels,    1, g.in[0],       1, g.kernel[0],
+        1,        g.stride[0], 1, g.dilation[0], 0, g.pad_begin[0],
+        g.out[0], p0};
+  }
+  return std::nullopt;
+}
 
 void Im2Col(const ConvShape& s, const float* x, int64_t channels, int64_t p0,
             int64_t width, float* col) {
-  const WindowGeometry& g = s.geo;
-  if (g.rank() == 2) {
-    Im2Col2D(x, channels, g.in[0], g.in[1], g.kernel[0], g.kernel[1],
-             g.stride[0], g.stride[1], g.dilation[0], g.dilation[1],
-             g.pad_begin[0], g.pad_begin[1], g.out[1], p0, width, col);
-  } else if (g.rank() == 1) {
-    Im2Col2D(x, channels, 1, g.in[0], 1, g.kernel[0], 1, g.stride[0], 1,
-             g.dilation[0], 0, g.pad_begin[0], g.out[0], p0, width, col);
+  if (std::optional<Im2ColSource> src = Im2ColSourceOf(s, x, channels, p0)) {
+    Im2Col2D(*src, width, col);
   } else {
     Im2ColGeneric(s, x, channels, p0, width, col);
   }
@@ -588,9 +592,13 @@ void ConvForward(const ConvShape& s, const float* x, const float* w,
   }
   const int64_t m_step = m_blocks == 1 ? Mg : kRowBlock;
   // With packed weights a 1-D or 2-D layer's columns are packed straight
-  // from the image (PackedWeights::MultiplyIm2Col).
-  Im2ColSource im2col;
-  const bool fused_im2col = Im2ColSourceFor(s, Cg, &im2col);
+  // from the image (PackedWeights::MultiplyIm2Col) when they are unit-stride
+  // along the width: copies of image rows. With a wider stride the packer
+  // reads element by element, slower than Im2Col's loop (ppocr_det's stem:
+  // 1.3x, executor_kernels_bench --benchmark_filter=PackedIm2Col).
+  const bool from_image = packed != nullptr && !pointwise &&
+                          Im2ColSourceOf(s, x, Cg, 0).has_value() &&
+                          s.geo.stride.back() == 1;
   ParallelFor(pool, base_items * m_blocks, GrainFor(2 * m_step * CK * T),
               [&](int64_t b, int64_t e) {
                 thread_local std::vector<float> col;
@@ -614,14 +622,11 @@ void ConvForward(const ConvShape& s, const float* x, const float* w,
                       ym.row(m).setConstant(bias[g * Mg + m0 + m]);
                     }
                   }
-                  if (packed != nullptr && !pointwise && fused_im2col) {
-                    Im2ColSource src = im2col;
-                    src.x = xg;
-                    src.p0 = p0;
-                    if (packed->MultiplyIm2Col(g * Mg + m0, rows, src, width,
-                                               yg, OS, bias != nullptr)) {
-                      continue;
-                    }
+                  if (from_image &&
+                      packed->MultiplyIm2Col(g * Mg + m0, rows,
+                                             *Im2ColSourceOf(s, xg, Cg, p0),
+                                             width, yg, OS, bias != nullptr)) {
+                    continue;
                   }
                   const float* cp;
                   int64_t col_stride;

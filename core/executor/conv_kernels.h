@@ -4,13 +4,13 @@
 #define QUANTD_CORE_EXECUTOR_CONV_KERNELS_H_
 
 #include <cstdint>
+#include <optional>
 
+#include "core/executor/packed_gemm.h"
 #include "core/executor/window.h"
 #include "core/runtime/thread_pool.h"
 
 namespace quantd::exec {
-
-class PackedWeights;  // packed_gemm.h
 
 struct ConvShape {
   WindowGeometry geo;
@@ -19,6 +19,12 @@ struct ConvShape {
   int64_t out_size = 1;     // product of output spatial dims
   int64_t kernel_size = 1;  // product of kernel dims
 };
+
+// Im2Col's columns of a 1-D (as height 1) or 2-D layer as an image-side
+// view for PackedWeights::MultiplyIm2Col and Im2Col itself; nullopt for
+// other ranks.
+std::optional<Im2ColSource> Im2ColSourceOf(const ConvShape& s, const float* x,
+                                           int64_t channels, int64_t p0);
 
 // Fills col[row * width + (p - p0)] for rows (c, k...) of one group's
 // channels and output positions p in [p0, p0 + width); out-of-image taps are 0.
