@@ -13,6 +13,7 @@
 #include "core/graph/onnx_import.h"
 #include "core/io/file_util.h"
 #include "core/io/sample_set.h"
+#include "core/pipeline/gptq/gptq_options.h"
 #include "core/pipeline/job/quantize_job.h"
 #include "core/pipeline/job/samples.h"
 #include "core/pipeline/quality_target/target_gptq_trial.h"
@@ -55,9 +56,9 @@ class TargetRealModels : public ::testing::Test {
         v1::QualityTarget::METRIC_SQNR);
     request_.mutable_quality_target()->set_value(30);
     request_.mutable_quality_target()->set_best_effort(true);
-    // The trial's GPTQ takes the request's fields: MCT's defaults at full
-    // scale, one epoch under sanitizers.
-    request_.mutable_gptq()->set_n_epochs(e2e::Scaled(5, 1));
+    // The trial's GPTQ takes the request's fields: the trial's own epochs
+    // at full scale (what a user gets), one under sanitizers.
+    request_.mutable_gptq()->set_n_epochs(e2e::Scaled(kTargetGptqEpochs, 1));
   }
 
   absl::StatusOr<v1::QuantizeResult> Run(const v1::QuantizeRequest& r) {

@@ -306,6 +306,9 @@ absl::StatusOr<JobSpec> ResolveJobSpec(const v1::QuantizeRequest& request) {
       ResolveMixedPrecision(request.mixed_precision(), &spec.mixed_precision));
   if (spec.GptqMayRun()) {
     ASSIGN_OR_RETURN(spec.gptq, ResolveGptqOptions(request.gptq()));
+    if (spec.TargetTriesGptq() && request.gptq().n_epochs() == 0) {
+      spec.gptq->n_epochs = kTargetGptqEpochs;
+    }
   }
   // Options the pipeline cannot honour are rejected, never ignored.
   if (spec.ptq.weights_second_moment_correction) {

@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include "core/pipeline/gptq/gptq_options.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -111,8 +112,15 @@ TEST(JobSpec, AQualityTargetTriesGptqUnlessSkippedOrEnabled) {
   EXPECT_EQ(spec->target->metric, QualityTargetOptions::Metric::kSqnr);
   EXPECT_EQ(spec->target->value, 30);
   EXPECT_TRUE(spec->TargetTriesGptq());
-  ASSERT_TRUE(spec->gptq.has_value());  // GptqConfig's defaults: 5 epochs
-  EXPECT_EQ(spec->gptq->n_epochs, 5);
+  ASSERT_TRUE(spec->gptq.has_value());  // the trial's epochs, else MCT's
+  EXPECT_EQ(spec->gptq->n_epochs, kTargetGptqEpochs);
+  EXPECT_EQ(spec->gptq->rows_per_block, GptqOptions{}.rows_per_block);
+  r.mutable_gptq()->set_n_epochs(3);  // the request's own, as asked
+  EXPECT_EQ(ResolveJobSpec(r)->gptq->n_epochs, 3);
+  r.mutable_gptq()->clear_n_epochs();
+  r.mutable_gptq()->set_enabled(true);  // GPTQ itself: MCT's 5
+  EXPECT_EQ(ResolveJobSpec(r)->gptq->n_epochs, 5);
+  r.mutable_gptq()->set_enabled(false);
   r.mutable_quality_target()->set_skip_gptq(true);
   EXPECT_FALSE(ResolveJobSpec(r)->GptqMayRun());
   EXPECT_FALSE(ResolveJobSpec(r)->gptq.has_value());
