@@ -1,9 +1,8 @@
-// Backward passes that run a forward op on the executor:
-// - Resize (mode nearest) copies one input element into each output: the
-//   copy map comes from resizing a tensor of element indices with the
-//   node's own attributes and inputs (every coordinate transformation and
-//   nearest mode as the executor implements them), and each output's
-//   gradient is added to the element it copies;
+// Backward passes built on the executor's forward ops:
+// - Resize is linear in its input: its gradient is the transpose of the
+//   interpolation, from the executor's own taps (exec::ResizeAdjoint: every
+//   mode, coordinate transformation and nearest mode the kernel
+//   implements);
 // - ConvTranspose's input gradient is the Conv of the output gradient with
 //   the same weights, strides, pads, dilations and groups (the op is that
 //   Conv's adjoint). Its weight and bias gradients are not implemented.
@@ -13,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/autodiff/op_gradient.h"
 #include "core/executor/executor.h"
+#include "core/executor/kernels/resize.h"
 #include "core/util/status_macros.h"
 
 namespace quantd::autodiff::internal {
@@ -50,42 +50,17 @@ absl::StatusOr<Tensor> RunAlone(const Node& node, int64_t opset,
   return it->second;
 }
 
-std::vector<const Tensor*> Rest(const OpGradContext& ctx) {
-  return std::vector<const Tensor*>(ctx.inputs.begin() + 1, ctx.inputs.end());
-}
-
 }  // namespace
 
 absl::Status ResizeBackward(const OpGradContext& ctx,
                             std::vector<Tensor>* grads) {
   if (!ctx.wants[0]) return absl::OkStatus();
   RETURN_IF_ERROR(RequireFloat(ctx, ctx.inputs[0], "input"));
-  const std::string mode = ctx.node->GetString("mode", "nearest");
-  if (mode != "nearest") {
-    return NodeUnimplemented(ctx, absl::StrCat("Resize mode '", mode, "'"));
-  }
-  const Tensor& x = *ctx.inputs[0];
-  const int64_t n = x.num_elements();
-  if (n >= (int64_t{1} << 24)) {  // indices exact in float
-    return NodeUnimplemented(ctx, "Resize of 2^24 elements or more");
-  }
-  Tensor index(DType::kFloat, x.shape());
-  float* pi = index.mutable_data<float>();
-  for (int64_t i = 0; i < n; ++i) pi[i] = static_cast<float>(i);
-  auto source = RunAlone(*ctx.node, ctx.opset, index, Rest(ctx));
-  if (!source.ok()) return NodeError(ctx, source.status().ToString());
-  const Tensor dy = OutputGradOrZero(ctx, 0);
-  if (source->num_elements() != dy.num_elements()) {
-    return NodeError(ctx, "gradient size mismatch");
-  }
-  Tensor dx(DType::kFloat, x.shape());
-  float* pd = dx.mutable_data<float>();
-  const float* ps = source->data<float>();
-  const float* pg = dy.data<float>();
-  for (int64_t i = 0; i < dy.num_elements(); ++i) {
-    pd[static_cast<int64_t>(ps[i])] += pg[i];
-  }
-  (*grads)[0] = std::move(dx);
+  std::vector<const Tensor*> inputs(ctx.inputs.begin(), ctx.inputs.end());
+  auto dx = exec::ResizeAdjoint(*ctx.node, ctx.opset, inputs,
+                                OutputGradOrZero(ctx, 0));
+  if (!dx.ok()) return NodeError(ctx, dx.status().ToString());
+  (*grads)[0] = *std::move(dx);
   return absl::OkStatus();
 }
 

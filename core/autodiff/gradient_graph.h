@@ -18,7 +18,7 @@
 //
 // Differentiable ops: DifferentiableOps() (Conv incl. grouped / depthwise,
 // BatchNormalization, activations, pooling, Add/Sub/Mul/Div, Concat, Gemm,
-// MatMul, Softmax, reshapes, Transpose, Slice, Pad, nearest Resize,
+// MatMul, Softmax, reshapes, Transpose, Slice, Pad, Resize,
 // ConvTranspose's input). Gradients are float tensors; the
 // backward passes accumulate in double where core/train does (Conv).
 #ifndef QUANTD_CORE_AUTODIFF_GRADIENT_GRAPH_H_

@@ -5,9 +5,14 @@
 // nearest (round_prefer_floor/ceil, floor, ceil), linear or cubic
 // (cubic_coeff_a, exclude_outside) weights, as ONNX's reference does.
 // Resize-10 and Upsample use asymmetric coordinates and floor.
+#include "core/executor/kernels/resize.h"
+
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <vector>
 
+#include "absl/strings/str_join.h"
 #include "core/executor/kernel.h"
 #include "core/executor/kernel_util.h"
 #include "core/util/status_macros.h"
@@ -369,8 +374,12 @@ absl::Status ComputeResize(KernelContext& ctx, const ResizeAttrs& a) {
   });
 }
 
-absl::StatusOr<ResizeAttrs> ReadAttrs(const KernelInfo& info, bool upsample) {
-  const Node& n = info.node;
+absl::Status AttrError(const Node& n, absl::string_view message) {
+  return absl::InvalidArgumentError(absl::StrCat(n.Label(), ": ", message));
+}
+
+absl::StatusOr<ResizeAttrs> ReadAttrs(const Node& n, int64_t opset,
+                                      bool upsample) {
   ResizeAttrs a;
   const std::string mode = n.GetString("mode", "nearest");
   if (mode == "nearest") {
@@ -380,14 +389,14 @@ absl::StatusOr<ResizeAttrs> ReadAttrs(const KernelInfo& info, bool upsample) {
   } else if (mode == "cubic") {
     a.mode = Mode::kCubic;
   } else {
-    return info.Error(absl::StrCat("unknown mode '", mode, "'"));
+    return AttrError(n, absl::StrCat("unknown mode '", mode, "'"));
   }
-  if (upsample || info.opset < 11) {
+  if (upsample || opset < 11) {
     a.coord = Coord::kAsymmetric;
     a.nearest = Nearest::kFloor;
-    if (upsample && info.opset < 9) {
+    if (upsample && opset < 9) {
       a.attr_scales = n.GetFloats("scales");
-      if (a.attr_scales.empty()) return info.Error("missing 'scales'");
+      if (a.attr_scales.empty()) return AttrError(n, "missing 'scales'");
     } else {
       a.scales_input = 1;
     }
@@ -410,8 +419,8 @@ absl::StatusOr<ResizeAttrs> ReadAttrs(const KernelInfo& info, bool upsample) {
   } else if (coord == "tf_crop_and_resize") {
     a.coord = Coord::kTfCropAndResize;
   } else {
-    return info.Error(
-        absl::StrCat("unknown coordinate_transformation_mode '", coord, "'"));
+    return AttrError(n, absl::StrCat("unknown coordinate_transformation_mode '",
+                                     coord, "'"));
   }
   const std::string nearest = n.GetString("nearest_mode", "round_prefer_floor");
   if (nearest == "round_prefer_floor") {
@@ -423,7 +432,7 @@ absl::StatusOr<ResizeAttrs> ReadAttrs(const KernelInfo& info, bool upsample) {
   } else if (nearest == "ceil") {
     a.nearest = Nearest::kCeil;
   } else {
-    return info.Error(absl::StrCat("unknown nearest_mode '", nearest, "'"));
+    return AttrError(n, absl::StrCat("unknown nearest_mode '", nearest, "'"));
   }
   const std::string aspect = n.GetString("keep_aspect_ratio_policy", "stretch");
   if (aspect == "stretch") {
@@ -433,8 +442,8 @@ absl::StatusOr<ResizeAttrs> ReadAttrs(const KernelInfo& info, bool upsample) {
   } else if (aspect == "not_smaller") {
     a.aspect = Aspect::kNotSmaller;
   } else {
-    return info.Error(
-        absl::StrCat("unknown keep_aspect_ratio_policy '", aspect, "'"));
+    return AttrError(
+        n, absl::StrCat("unknown keep_aspect_ratio_policy '", aspect, "'"));
   }
   if (n.GetInt("antialias", 0) != 0) {
     return absl::UnimplementedError(
@@ -452,18 +461,84 @@ absl::StatusOr<ResizeAttrs> ReadAttrs(const KernelInfo& info, bool upsample) {
 
 }  // namespace
 
+absl::StatusOr<Tensor> ResizeAdjoint(const Node& node, int64_t opset,
+                                     const std::vector<const Tensor*>& inputs,
+                                     const Tensor& dy) {
+  if (inputs.empty() || inputs[0] == nullptr) {
+    return AttrError(node, "no input");
+  }
+  const Tensor& x = *inputs[0];
+  if (x.dtype() != DType::kFloat || dy.dtype() != DType::kFloat) {
+    return AttrError(node, "the adjoint takes float tensors");
+  }
+  ASSIGN_OR_RETURN(ResizeAttrs a,
+                   ReadAttrs(node, opset, node.op_type == "Upsample"));
+  std::vector<Tensor> unused(1);
+  KernelContext ctx(node, inputs, &unused, nullptr,
+                    std::numeric_limits<int64_t>::max());
+  std::vector<int64_t> axes, out;
+  std::vector<double> scales;
+  RETURN_IF_ERROR(ResizeOutputShape(ctx, a, x, &axes, &scales, &out));
+  if (dy.shape() != out) {
+    return AttrError(node,
+                     absl::StrCat("the output gradient is ", dy.DebugString(),
+                                  ", the output ", absl::StrJoin(out, "x")));
+  }
+  std::vector<std::vector<std::vector<Tap>>> taps;
+  std::vector<std::vector<char>> inside;
+  RETURN_IF_ERROR(ResizeTaps(ctx, a, x, axes, scales, out, &taps, &inside));
+  // The forward's loop with the gather turned into a scatter, summed in
+  // double: outputs share taps, so it runs on one thread.
+  const int64_t r = x.rank();
+  const std::vector<int64_t> strides = StridesOf(x.shape());
+  std::vector<double> acc(x.num_elements(), 0.0);
+  const float* g = dy.data<float>();
+  std::vector<int64_t> idx(r), k(r);
+  for (int64_t i = 0; i < dy.num_elements(); ++i) {
+    int64_t rem = i;
+    bool in_range = true;
+    for (int64_t d = r - 1; d >= 0; --d) {
+      idx[d] = rem % out[d];
+      rem /= out[d];
+      in_range &= inside[d][idx[d]] != 0;
+    }
+    if (!in_range || g[i] == 0) continue;
+    std::fill(k.begin(), k.end(), 0);
+    for (;;) {
+      double w = 1;
+      int64_t off = 0;
+      for (int64_t d = 0; d < r; ++d) {
+        const Tap& t = taps[d][idx[d]][k[d]];
+        w *= t.weight;
+        off += t.index * strides[d];
+      }
+      acc[off] += w * g[i];
+      int64_t d = r - 1;
+      for (; d >= 0; --d) {
+        if (++k[d] < static_cast<int64_t>(taps[d][idx[d]].size())) break;
+        k[d] = 0;
+      }
+      if (d < 0) break;
+    }
+  }
+  Tensor dx(DType::kFloat, x.shape());
+  std::copy(acc.begin(), acc.end(), dx.mutable_data<float>());
+  return dx;
+}
+
 void RegisterResize(KernelRegistry& r) {
   r.Register(
       "Resize",
       [](const KernelInfo& info) -> absl::StatusOr<std::unique_ptr<Kernel>> {
-        ASSIGN_OR_RETURN(ResizeAttrs a, ReadAttrs(info, false));
+        ASSIGN_OR_RETURN(ResizeAttrs a,
+                         ReadAttrs(info.node, info.opset, false));
         return MakeKernel(
             [a](KernelContext& ctx) { return ComputeResize(ctx, a); });
       });
   r.Register(
       "Upsample",
       [](const KernelInfo& info) -> absl::StatusOr<std::unique_ptr<Kernel>> {
-        ASSIGN_OR_RETURN(ResizeAttrs a, ReadAttrs(info, true));
+        ASSIGN_OR_RETURN(ResizeAttrs a, ReadAttrs(info.node, info.opset, true));
         return MakeKernel(
             [a](KernelContext& ctx) { return ComputeResize(ctx, a); });
       });

@@ -435,22 +435,52 @@ TEST(ResampleGradientTest, NearestResizeMatchesFiniteDiff) {
   }
 }
 
-TEST(ResampleGradientTest, LinearResizeIsUnimplemented) {
-  ModelBuilder b(13);
-  b.Input("x")
-      .Initializer("roi", F({}, {0}))
-      .Initializer("scales", F({1, 1, 2, 2}, {4}))
-      .Add("Resize", {"x", "roi", "scales"}, {"y"},
-           {{"mode", String("linear")}})
-      .Output("y");
-  FdCheck c = Check(b, {{"x", RandomTensor({1, 1, 2, 2}, 61)}});
-  auto g = GradientGraph::Create(std::make_shared<const Model>(c.model));
-  ASSERT_TRUE(g.ok()) << g.status();
-  auto tape = (*g)->Forward(c.feeds);
-  ASSERT_TRUE(tape.ok()) << tape.status();
-  auto grads = (*g)->Backward(*tape, {{"y", RandomTensor({1, 1, 4, 4}, 62)}});
-  EXPECT_EQ(grads.status().code(), absl::StatusCode::kUnimplemented)
-      << grads.status();
+// Linear and cubic Resize up and down (FPN-style bilinear upsampling,
+// align_corners, a cubic downsample with exclude_outside, a crop whose
+// extrapolated outputs read nothing), by scales and by sizes: each input
+// element gets every output's gradient times its interpolation weight.
+TEST(ResampleGradientTest, LinearAndCubicResizeMatchFiniteDiff) {
+  struct Case {
+    const char* mode;
+    const char* transform;
+    std::vector<float> scales;   // empty: by sizes
+    std::vector<int64_t> sizes;  // with scales empty
+    std::vector<float> roi;
+    bool exclude_outside;
+  };
+  for (const Case& c :
+       {Case{"linear", "half_pixel", {1, 1, 2, 2}, {}, {}, false},
+        Case{"linear", "align_corners", {}, {1, 2, 7, 3}, {}, false},
+        Case{"linear", "pytorch_half_pixel", {1, 1, 0.5f, 1.5f}, {}, {}, false},
+        Case{"cubic", "half_pixel", {1, 1, 0.75f, 1.25f}, {}, {}, true},
+        Case{"cubic", "asymmetric", {1, 1, 2, 1}, {}, {}, false},
+        Case{"linear",
+             "tf_crop_and_resize",
+             {},
+             {1, 2, 3, 5},
+             {0, 0, -0.2f, 0.1f, 1, 1, 0.9f, 1.3f},
+             false}}) {
+    SCOPED_TRACE(absl::StrCat(c.mode, " ", c.transform));
+    ModelBuilder b(13);
+    std::vector<std::string> inputs = {"x", "roi", "scales"};
+    b.Input("x").Initializer("roi",
+                             F(c.roi, {static_cast<int64_t>(c.roi.size())}));
+    if (c.scales.empty()) {
+      b.Initializer("scales", F({}, {0}))
+          .Initializer("sizes", I64(c.sizes, {4}));
+      inputs.push_back("sizes");
+    } else {
+      b.Initializer("scales", F(c.scales, {4}));
+    }
+    b.Add("Resize", inputs, {"r"},
+          {{"mode", String(c.mode)},
+           {"coordinate_transformation_mode", String(c.transform)},
+           {"exclude_outside", Int(c.exclude_outside ? 1 : 0)},
+           {"extrapolation_value", Float(0.25f)}})
+        .Add("Tanh", {"r"}, {"y"})
+        .Output("y");
+    EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({1, 2, 4, 4}, 61)}})), 0);
+  }
 }
 
 // ppocr_det's head (kernel 2, stride 2), then pads, dilations, groups and
