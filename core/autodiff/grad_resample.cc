@@ -3,14 +3,18 @@
 //   interpolation, from the executor's own taps (exec::ResizeAdjoint: every
 //   mode, coordinate transformation and nearest mode the kernel
 //   implements);
-// - ConvTranspose's input gradient is the Conv of the output gradient with
-//   the same weights, strides, pads, dilations and groups (the op is that
-//   Conv's adjoint). Its weight and bias gradients are not implemented.
+// - ConvTranspose is the adjoint of the Conv with its weights, strides,
+//   pads, dilations and groups: its input gradient is that Conv of the
+//   output gradient, its weight gradient that Conv's weight gradient (1-D
+//   and 2-D), its bias gradient the output gradient summed per channel.
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/autodiff/conv_backward.h"
 #include "core/autodiff/op_gradient.h"
+#include "core/autodiff/scratch.h"
 #include "core/executor/executor.h"
 #include "core/executor/kernels/resize.h"
 #include "core/util/status_macros.h"
@@ -64,14 +68,73 @@ absl::Status ResizeBackward(const OpGradContext& ctx,
   return absl::OkStatus();
 }
 
+namespace {
+
+// The Conv whose adjoint the ConvTranspose is: it maps the ConvTranspose's
+// output space (input: dy) to its input space, with the same weights
+// [C_in, C_out/G, KH, KW] read as a Conv's [M, C/G, KH, KW]. 1-D and 2-D.
+absl::StatusOr<train::ConvGeometry> AdjointConvGeometry(
+    const OpGradContext& ctx, const Tensor& dy) {
+  const Node& t = *ctx.node;
+  const Tensor& x = *ctx.inputs[0];
+  const Tensor& w = *ctx.inputs[1];
+  const int spatial = x.rank() - 2;
+  if ((spatial != 1 && spatial != 2) || w.rank() != x.rank() ||
+      dy.rank() != x.rank()) {
+    return NodeUnimplemented(
+        ctx, absl::StrCat("the weight gradient of a ConvTranspose on ",
+                          x.DebugString(), " (1-D and 2-D only)"));
+  }
+  const std::vector<int64_t> ones(spatial, 1);
+  const std::vector<int64_t> strides = t.GetInts("strides", ones);
+  const std::vector<int64_t> dilations = t.GetInts("dilations", ones);
+  const std::vector<int64_t> pads =
+      t.GetInts("pads", std::vector<int64_t>(2 * spatial, 0));
+  if (static_cast<int>(strides.size()) != spatial ||
+      static_cast<int>(dilations.size()) != spatial ||
+      static_cast<int>(pads.size()) != 2 * spatial) {
+    return NodeError(ctx, "strides / dilations / pads do not match the rank");
+  }
+  const int h = spatial == 2 ? 0 : -1;  // the height's index, if any
+  const int wi = spatial - 1;           // the width's
+  train::ConvGeometry g;
+  g.batch = dy.dim(0);
+  g.channels = dy.dim(1);
+  g.height = h >= 0 ? dy.dim(2) : 1;
+  g.width = dy.dim(dy.rank() - 1);
+  g.out_channels = w.dim(0);
+  g.kernel_h = h >= 0 ? w.dim(2) : 1;
+  g.kernel_w = w.dim(w.rank() - 1);
+  g.groups = t.GetInt("group", 1);
+  if (h >= 0) {
+    g.stride_h = strides[h];
+    g.dilation_h = dilations[h];
+    g.pad_top = pads[h];
+    g.pad_bottom = pads[spatial + h];
+  }
+  g.stride_w = strides[wi];
+  g.dilation_w = dilations[wi];
+  g.pad_left = pads[wi];
+  g.pad_right = pads[spatial + wi];
+  RETURN_IF_ERROR(train::ValidateConvGeometry(g));
+  if (g.OutHeight() != (h >= 0 ? x.dim(2) : 1) ||
+      g.OutWidth() != x.dim(x.rank() - 1)) {
+    return NodeError(ctx, "the adjoint Conv does not give the input's shape");
+  }
+  return g;
+}
+
+}  // namespace
+
+// dx is the adjoint Conv of dy. The weight gradient of <ConvT_W x, dy> =
+// <x, Conv_W dy> is the adjoint Conv's weight gradient with dy as its input
+// and x as its output's gradient; the bias gradient sums dy per channel.
 absl::Status ConvTransposeBackward(const OpGradContext& ctx,
                                    std::vector<Tensor>* grads) {
-  for (size_t k = 1; k < ctx.wants.size(); ++k) {
-    if (ctx.wants[k]) {
-      return NodeUnimplemented(ctx, "ConvTranspose weight or bias gradient");
-    }
-  }
-  if (!ctx.wants[0]) return absl::OkStatus();
+  const bool want_w = ctx.wants.size() > 1 && ctx.wants[1];
+  const bool want_b = ctx.wants.size() > 2 && ctx.wants[2] &&
+                      ctx.inputs.size() > 2 && ctx.inputs[2] != nullptr;
+  if (!ctx.wants[0] && !want_w && !want_b) return absl::OkStatus();
   RETURN_IF_ERROR(RequireFloat(ctx, ctx.inputs[0], "input"));
   const Node& t = *ctx.node;
   if (t.GetString("auto_pad", "NOTSET") != "NOTSET" ||
@@ -82,20 +145,56 @@ absl::Status ConvTransposeBackward(const OpGradContext& ctx,
   if (ctx.inputs.size() < 2 || ctx.inputs[1] == nullptr) {
     return NodeError(ctx, "no weights");
   }
-  Node conv;
-  conv.op_type = "Conv";
-  conv.name = t.name;
-  for (const char* a :
-       {"dilations", "group", "kernel_shape", "pads", "strides"}) {
-    if (t.HasAttribute(a)) conv.attributes[a] = t.attributes.at(a);
+  RETURN_IF_ERROR(RequireFloat(ctx, ctx.inputs[1], "weight W"));
+  const Tensor dy = OutputGradOrZero(ctx, 0);
+  if (ctx.wants[0]) {
+    Node conv;
+    conv.op_type = "Conv";
+    conv.name = t.name;
+    for (const char* a :
+         {"dilations", "group", "kernel_shape", "pads", "strides"}) {
+      if (t.HasAttribute(a)) conv.attributes[a] = t.attributes.at(a);
+    }
+    auto dx = RunAlone(conv, ctx.opset, dy, {ctx.inputs[1]});
+    if (!dx.ok()) return NodeError(ctx, dx.status().ToString());
+    if (dx->shape() != ctx.inputs[0]->shape()) {
+      return NodeError(ctx, "the adjoint Conv does not give the input's shape");
+    }
+    (*grads)[0] = *std::move(dx);
   }
-  auto dx =
-      RunAlone(conv, ctx.opset, OutputGradOrZero(ctx, 0), {ctx.inputs[1]});
-  if (!dx.ok()) return NodeError(ctx, dx.status().ToString());
-  if (dx->shape() != ctx.inputs[0]->shape()) {
-    return NodeError(ctx, "the adjoint Conv does not give the input's shape");
+  if (want_w) {
+    ASSIGN_OR_RETURN(const train::ConvGeometry g, AdjointConvGeometry(ctx, dy));
+    const Tensor& w = *ctx.inputs[1];
+    Tensor dw = Tensor::Uninitialized(DType::kFloat, w.shape());
+    Scratch local;
+    ConvBackwardDouble(g, dy.data<float>(), w.data<float>(),
+                       ctx.inputs[0]->data<float>(), nullptr,
+                       dw.mutable_data<float>(), nullptr,
+                       ctx.scratch != nullptr ? ctx.scratch : &local);
+    (*grads)[1] = std::move(dw);
   }
-  (*grads)[0] = *std::move(dx);
+  if (want_b) {
+    const Tensor& b = *ctx.inputs[2];
+    const int64_t channels = dy.rank() >= 2 ? dy.dim(1) : 0;
+    if (b.num_elements() != channels) {
+      return NodeError(ctx, absl::StrCat("bias ", b.DebugString(), " for ",
+                                         channels, " output channels"));
+    }
+    const int64_t batch = dy.dim(0);
+    const int64_t plane =
+        channels > 0 ? dy.num_elements() / batch / channels : 0;
+    std::vector<double> sums(channels, 0.0);
+    const float* g = dy.data<float>();
+    for (int64_t n = 0; n < batch; ++n) {
+      for (int64_t c = 0; c < channels; ++c) {
+        const float* p = g + (n * channels + c) * plane;
+        for (int64_t i = 0; i < plane; ++i) sums[c] += p[i];
+      }
+    }
+    Tensor db(DType::kFloat, b.shape());
+    std::copy(sums.begin(), sums.end(), db.mutable_data<float>());
+    (*grads)[2] = std::move(db);
+  }
   return absl::OkStatus();
 }
 

@@ -484,8 +484,9 @@ TEST(ResampleGradientTest, LinearAndCubicResizeMatchFiniteDiff) {
 }
 
 // ppocr_det's head (kernel 2, stride 2), then pads, dilations, groups and
-// an output padding: the input gradient is the adjoint Conv.
-TEST(ResampleGradientTest, ConvTransposeInputMatchesFiniteDiff) {
+// an output padding: the input gradient is the adjoint Conv; the weight
+// and bias gradients too (HMSE's Hessian scores of a ConvTranspose kernel).
+TEST(ResampleGradientTest, ConvTransposeMatchesFiniteDiff) {
   {
     ModelBuilder b(13);
     b.Input("x")
@@ -493,7 +494,21 @@ TEST(ResampleGradientTest, ConvTransposeInputMatchesFiniteDiff) {
         .Add("ConvTranspose", {"x", "w"}, {"y"},
              {{"strides", Ints({2, 2})}, {"kernel_shape", Ints({2, 2})}})
         .Output("y");
-    EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({1, 3, 3, 4}, 64)}})), 0);
+    EXPECT_GT(
+        RunFdCheck(Check(b, {{"x", RandomTensor({1, 3, 3, 4}, 64)}}, {"w"})),
+        0);
+  }
+  {  // 1-D
+    ModelBuilder b(13);
+    b.Input("x")
+        .Initializer("w", RandomTensor({2, 3, 3}, 68))
+        .Initializer("bias", RandomTensor({3}, 69))
+        .Add("ConvTranspose", {"x", "w", "bias"}, {"y"},
+             {{"strides", Ints({2})}, {"pads", Ints({1, 0})}})
+        .Output("y");
+    EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({2, 2, 5}, 70)}},
+                               {"w", "bias"})),
+              0);
   }
   ModelBuilder b(13);
   b.Input("x")
@@ -507,7 +522,9 @@ TEST(ResampleGradientTest, ConvTransposeInputMatchesFiniteDiff) {
             {"output_padding", Ints({1, 0})}})
       .Add("Tanh", {"t"}, {"y"})
       .Output("y");
-  EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({2, 4, 3, 3}, 67)}})), 0);
+  EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({2, 4, 3, 3}, 67)}},
+                             {"w", "bias"})),
+            0);
 }
 
 }  // namespace
