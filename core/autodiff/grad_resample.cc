@@ -182,7 +182,7 @@ absl::Status ConvTransposeBackward(const OpGradContext& ctx,
     }
     const int64_t batch = dy.dim(0);
     const int64_t plane =
-        channels > 0 ? dy.num_elements() / batch / channels : 0;
+        batch > 0 && channels > 0 ? dy.num_elements() / batch / channels : 0;
     std::vector<double> sums(channels, 0.0);
     const float* g = dy.data<float>();
     for (int64_t n = 0; n < batch; ++n) {
