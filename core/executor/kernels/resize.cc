@@ -278,6 +278,50 @@ absl::Status ResizeTaps(KernelContext& ctx, const ResizeAttrs& a,
   return absl::OkStatus();
 }
 
+using DimTaps = std::vector<std::vector<std::vector<Tap>>>;
+
+// Output element i's coordinates along each dim into idx; false when one of
+// them lies outside the input (the output takes the extrapolation value).
+bool OutputCoordinates(int64_t i, const std::vector<int64_t>& out,
+                       const std::vector<std::vector<char>>& inside,
+                       std::vector<int64_t>* idx) {
+  int64_t rem = i;
+  bool in_range = true;
+  for (int64_t d = static_cast<int64_t>(out.size()) - 1; d >= 0; --d) {
+    (*idx)[d] = rem % out[d];
+    rem /= out[d];
+    in_range &= inside[d][(*idx)[d]] != 0;
+  }
+  return in_range;
+}
+
+// f(offset, weight) for every input element the output at idx reads: the
+// tensor product of its taps along each dim, the weight their product in
+// dim order; k is scratch of the rank's size.
+template <typename F>
+void ForEachTap(const DimTaps& taps, const std::vector<int64_t>& idx,
+                const std::vector<int64_t>& strides, std::vector<int64_t>* k,
+                F&& f) {
+  const int64_t r = static_cast<int64_t>(idx.size());
+  std::fill(k->begin(), k->end(), 0);
+  for (;;) {
+    double w = 1;
+    int64_t off = 0;
+    for (int64_t d = 0; d < r; ++d) {
+      const Tap& t = taps[d][idx[d]][(*k)[d]];
+      w *= t.weight;
+      off += t.index * strides[d];
+    }
+    f(off, w);
+    int64_t d = r - 1;
+    for (; d >= 0; --d) {
+      if (++(*k)[d] < static_cast<int64_t>(taps[d][idx[d]].size())) break;
+      (*k)[d] = 0;
+    }
+    if (d < 0) break;
+  }
+}
+
 absl::Status ComputeResize(KernelContext& ctx, const ResizeAttrs& a) {
   const Tensor& x = *ctx.input(0);
   const int64_t r = x.rank();
@@ -333,36 +377,14 @@ absl::Status ComputeResize(KernelContext& ctx, const ResizeAttrs& a) {
     ParallelFor(ctx.pool(), n, 4096, [&](int64_t b, int64_t e) {
       std::vector<int64_t> idx(r), k(r);
       for (int64_t i = b; i < e; ++i) {
-        int64_t rem = i;
-        bool in_range = true;
-        for (int64_t d = r - 1; d >= 0; --d) {
-          idx[d] = rem % out[d];
-          rem /= out[d];
-          in_range &= inside[d][idx[d]] != 0;
-        }
-        if (!in_range) {
+        if (!OutputCoordinates(i, out, inside, &idx)) {
           po[i] = static_cast<T>(a.extrapolation);
           continue;
         }
-        // Sum over the tensor product of taps.
         double acc = 0;
-        std::fill(k.begin(), k.end(), 0);
-        for (;;) {
-          double w = 1;
-          int64_t off = 0;
-          for (int64_t d = 0; d < r; ++d) {
-            const Tap& t = taps[d][idx[d]][k[d]];
-            w *= t.weight;
-            off += t.index * strides[d];
-          }
+        ForEachTap(taps, idx, strides, &k, [&](int64_t off, double w) {
           acc += w * static_cast<double>(in[off]);
-          int64_t d = r - 1;
-          for (; d >= 0; --d) {
-            if (++k[d] < static_cast<int64_t>(taps[d][idx[d]].size())) break;
-            k[d] = 0;
-          }
-          if (d < 0) break;
-        }
+        });
         if constexpr (std::is_floating_point_v<T>) {
           po[i] = static_cast<T>(acc);
         } else {
@@ -484,7 +506,7 @@ absl::StatusOr<Tensor> ResizeAdjoint(const Node& node, int64_t opset,
                      absl::StrCat("the output gradient is ", dy.DebugString(),
                                   ", the output ", absl::StrJoin(out, "x")));
   }
-  std::vector<std::vector<std::vector<Tap>>> taps;
+  DimTaps taps;
   std::vector<std::vector<char>> inside;
   RETURN_IF_ERROR(ResizeTaps(ctx, a, x, axes, scales, out, &taps, &inside));
   // The forward's loop with the gather turned into a scatter, summed in
@@ -495,31 +517,9 @@ absl::StatusOr<Tensor> ResizeAdjoint(const Node& node, int64_t opset,
   const float* g = dy.data<float>();
   std::vector<int64_t> idx(r), k(r);
   for (int64_t i = 0; i < dy.num_elements(); ++i) {
-    int64_t rem = i;
-    bool in_range = true;
-    for (int64_t d = r - 1; d >= 0; --d) {
-      idx[d] = rem % out[d];
-      rem /= out[d];
-      in_range &= inside[d][idx[d]] != 0;
-    }
-    if (!in_range || g[i] == 0) continue;
-    std::fill(k.begin(), k.end(), 0);
-    for (;;) {
-      double w = 1;
-      int64_t off = 0;
-      for (int64_t d = 0; d < r; ++d) {
-        const Tap& t = taps[d][idx[d]][k[d]];
-        w *= t.weight;
-        off += t.index * strides[d];
-      }
-      acc[off] += w * g[i];
-      int64_t d = r - 1;
-      for (; d >= 0; --d) {
-        if (++k[d] < static_cast<int64_t>(taps[d][idx[d]].size())) break;
-        k[d] = 0;
-      }
-      if (d < 0) break;
-    }
+    if (!OutputCoordinates(i, out, inside, &idx) || g[i] == 0) continue;
+    ForEachTap(taps, idx, strides, &k,
+               [&](int64_t off, double w) { acc[off] += w * g[i]; });
   }
   Tensor dx(DType::kFloat, x.shape());
   std::copy(acc.begin(), acc.end(), dx.mutable_data<float>());
