@@ -33,23 +33,26 @@ void AxisPads(const std::string& auto_pad, int64_t in, int64_t out, int64_t k,
   *end = total - *begin;
 }
 
-absl::StatusOr<train::ConvGeometry> GeometryOf(const OpGradContext& ctx) {
+}  // namespace
+
+absl::StatusOr<train::ConvGeometry> ConvGeometryOf(const OpGradContext& ctx,
+                                                   const Tensor& in,
+                                                   const Tensor& w,
+                                                   const Tensor* out) {
   const Node& n = *ctx.node;
-  const Tensor& x = *ctx.inputs[0];
-  const Tensor& w = *ctx.inputs[1];
-  const Tensor& y = *ctx.outputs[0];
-  const int spatial = x.rank() - 2;
-  if ((spatial != 1 && spatial != 2) || w.rank() != x.rank() ||
-      y.rank() != x.rank()) {
+  const int spatial = in.rank() - 2;
+  if ((spatial != 1 && spatial != 2) || w.rank() != in.rank() ||
+      (out != nullptr && out->rank() != in.rank())) {
     return NodeUnimplemented(
-        ctx, absl::StrCat("a Conv on ", x.DebugString(), " with weight ",
-                          w.DebugString(), " (1-D and 2-D only)"));
+        ctx,
+        absl::StrCat("a ", n.op_type, " on ", in.DebugString(), " with weight ",
+                     w.DebugString(), " (1-D and 2-D only)"));
   }
   train::ConvGeometry g;
-  g.batch = x.dim(0);
-  g.channels = x.dim(1);
-  g.height = spatial == 2 ? x.dim(2) : 1;
-  g.width = x.dim(x.rank() - 1);
+  g.batch = in.dim(0);
+  g.channels = in.dim(1);
+  g.height = spatial == 2 ? in.dim(2) : 1;
+  g.width = in.dim(in.rank() - 1);
   g.out_channels = w.dim(0);
   g.kernel_h = spatial == 2 ? w.dim(2) : 1;
   g.kernel_w = w.dim(w.rank() - 1);
@@ -65,10 +68,10 @@ absl::StatusOr<train::ConvGeometry> GeometryOf(const OpGradContext& ctx) {
     return NodeError(ctx, "strides / dilations / pads do not match the rank");
   }
   const std::string auto_pad = n.GetString("auto_pad", "NOTSET");
-  if (auto_pad != "NOTSET" && !auto_pad.empty()) {
+  if (out != nullptr && auto_pad != "NOTSET" && !auto_pad.empty()) {
     for (int d = 0; d < spatial; ++d) {
-      AxisPads(auto_pad, x.dim(2 + d), y.dim(2 + d), w.dim(2 + d), strides[d],
-               dilations[d], &pads[d], &pads[spatial + d]);
+      AxisPads(auto_pad, in.dim(2 + d), out->dim(2 + d), w.dim(2 + d),
+               strides[d], dilations[d], &pads[d], &pads[spatial + d]);
     }
   }
   if (spatial == 2) {
@@ -87,6 +90,16 @@ absl::StatusOr<train::ConvGeometry> GeometryOf(const OpGradContext& ctx) {
     g.pad_right = pads[1];
   }
   RETURN_IF_ERROR(train::ValidateConvGeometry(g));
+  return g;
+}
+
+namespace {
+
+absl::StatusOr<train::ConvGeometry> GeometryOf(const OpGradContext& ctx) {
+  const Tensor& x = *ctx.inputs[0];
+  const Tensor& w = *ctx.inputs[1];
+  const Tensor& y = *ctx.outputs[0];
+  ASSIGN_OR_RETURN(train::ConvGeometry g, ConvGeometryOf(ctx, x, w, &y));
   if (w.dim(1) * g.groups != g.channels ||
       g.OutHeight() * g.OutWidth() * g.out_channels * g.batch !=
           y.num_elements()) {

@@ -72,52 +72,13 @@ namespace {
 
 // The Conv whose adjoint the ConvTranspose is: it maps the ConvTranspose's
 // output space (input: dy) to its input space, with the same weights
-// [C_in, C_out/G, KH, KW] read as a Conv's [M, C/G, KH, KW]. 1-D and 2-D.
+// [C_in, C_out/G, KH, KW] read as a Conv's [M, C/G, KH, KW].
 absl::StatusOr<train::ConvGeometry> AdjointConvGeometry(
     const OpGradContext& ctx, const Tensor& dy) {
-  const Node& t = *ctx.node;
   const Tensor& x = *ctx.inputs[0];
-  const Tensor& w = *ctx.inputs[1];
-  const int spatial = x.rank() - 2;
-  if ((spatial != 1 && spatial != 2) || w.rank() != x.rank() ||
-      dy.rank() != x.rank()) {
-    return NodeUnimplemented(
-        ctx, absl::StrCat("the weight gradient of a ConvTranspose on ",
-                          x.DebugString(), " (1-D and 2-D only)"));
-  }
-  const std::vector<int64_t> ones(spatial, 1);
-  const std::vector<int64_t> strides = t.GetInts("strides", ones);
-  const std::vector<int64_t> dilations = t.GetInts("dilations", ones);
-  const std::vector<int64_t> pads =
-      t.GetInts("pads", std::vector<int64_t>(2 * spatial, 0));
-  if (static_cast<int>(strides.size()) != spatial ||
-      static_cast<int>(dilations.size()) != spatial ||
-      static_cast<int>(pads.size()) != 2 * spatial) {
-    return NodeError(ctx, "strides / dilations / pads do not match the rank");
-  }
-  const int h = spatial == 2 ? 0 : -1;  // the height's index, if any
-  const int wi = spatial - 1;           // the width's
-  train::ConvGeometry g;
-  g.batch = dy.dim(0);
-  g.channels = dy.dim(1);
-  g.height = h >= 0 ? dy.dim(2) : 1;
-  g.width = dy.dim(dy.rank() - 1);
-  g.out_channels = w.dim(0);
-  g.kernel_h = h >= 0 ? w.dim(2) : 1;
-  g.kernel_w = w.dim(w.rank() - 1);
-  g.groups = t.GetInt("group", 1);
-  if (h >= 0) {
-    g.stride_h = strides[h];
-    g.dilation_h = dilations[h];
-    g.pad_top = pads[h];
-    g.pad_bottom = pads[spatial + h];
-  }
-  g.stride_w = strides[wi];
-  g.dilation_w = dilations[wi];
-  g.pad_left = pads[wi];
-  g.pad_right = pads[spatial + wi];
-  RETURN_IF_ERROR(train::ValidateConvGeometry(g));
-  if (g.OutHeight() != (h >= 0 ? x.dim(2) : 1) ||
+  ASSIGN_OR_RETURN(train::ConvGeometry g,
+                   ConvGeometryOf(ctx, dy, *ctx.inputs[1], nullptr));
+  if (g.OutHeight() != (x.rank() == 4 ? x.dim(2) : 1) ||
       g.OutWidth() != x.dim(x.rank() - 1)) {
     return NodeError(ctx, "the adjoint Conv does not give the input's shape");
   }

@@ -12,9 +12,11 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "core/autodiff/scratch.h"
 #include "core/graph/graph.h"
 #include "core/graph/tensor.h"
+#include "core/train/conv2d.h"
 
 namespace quantd::autodiff::internal {
 
@@ -51,6 +53,13 @@ absl::Status ActivationBackward(const OpGradContext& ctx,
 absl::Status BinaryBackward(const OpGradContext& ctx,
                             std::vector<Tensor>* grads);
 absl::Status ConvBackward(const OpGradContext& ctx, std::vector<Tensor>* grads);
+// The geometry of a Conv over `in` with weight `w` from ctx.node's strides,
+// dilations, pads and group (auto_pad resolved against `out` when given):
+// Conv's own, and the Conv a ConvTranspose is the adjoint of. 1-D and 2-D.
+absl::StatusOr<train::ConvGeometry> ConvGeometryOf(const OpGradContext& ctx,
+                                                   const Tensor& in,
+                                                   const Tensor& w,
+                                                   const Tensor* out);
 absl::Status BatchNormBackward(const OpGradContext& ctx,
                                std::vector<Tensor>* grads);
 absl::Status GemmBackward(const OpGradContext& ctx, std::vector<Tensor>* grads);
