@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 
 namespace quantd::testing {
 
@@ -147,6 +148,29 @@ double MetricValue(const std::string& exposition, const std::string& series) {
     if (absl::SimpleAtod(rest.substr(1), &value)) return value;
   }
   return -1;
+}
+
+absl::StatusOr<std::string> WaitForMetrics(
+    int port, const std::vector<std::pair<std::string, double>>& minimums,
+    absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    absl::StatusOr<std::string> text = HttpGet(port, "/metrics");
+    if (!text.ok()) return text;
+    std::string missing;
+    for (const auto& [series, minimum] : minimums) {
+      if (MetricValue(*text, series) < minimum) {
+        missing = series;
+        break;
+      }
+    }
+    if (missing.empty()) return text;
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("metric ", missing, " below its minimum"));
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
 }
 
 }  // namespace quantd::testing

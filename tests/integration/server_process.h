@@ -68,6 +68,13 @@ absl::StatusOr<std::string> HttpGet(int port, const std::string& path);
 // exact label set as the server prints it), or -1 if absent.
 double MetricValue(const std::string& exposition, const std::string& series);
 
+// Polls GET /metrics until every `series` reaches its minimum value; the
+// last exposition. Counters a server bumps after the client already holds
+// the call's status (a stream's handled_total) settle a moment later.
+absl::StatusOr<std::string> WaitForMetrics(
+    int port, const std::vector<std::pair<std::string, double>>& minimums,
+    absl::Duration timeout = absl::Seconds(10));
+
 }  // namespace quantd::testing
 
 #endif  // QUANTD_TESTS_INTEGRATION_SERVER_PROCESS_H_
