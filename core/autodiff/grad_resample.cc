@@ -4,11 +4,14 @@
 //   mode, coordinate transformation and nearest mode the kernel
 //   implements);
 // - ConvTranspose is the adjoint of the Conv with its weights, strides,
-//   pads, dilations and groups: its input gradient is that Conv of the
-//   output gradient, its weight gradient that Conv's weight gradient (1-D
-//   and 2-D), its bias gradient the output gradient summed per channel.
+//   dilations and groups and the padding the kernel resolves (pads,
+//   auto_pad, output_padding, output_shape): its input gradient is that
+//   Conv of the output gradient, its weight gradient that Conv's weight
+//   gradient (1-D and 2-D), its bias gradient the output gradient summed
+//   per channel.
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -16,6 +19,7 @@
 #include "core/autodiff/op_gradient.h"
 #include "core/autodiff/scratch.h"
 #include "core/executor/executor.h"
+#include "core/executor/kernels/conv_transpose.h"
 #include "core/executor/kernels/resize.h"
 #include "core/util/status_macros.h"
 
@@ -70,19 +74,82 @@ absl::Status ResizeBackward(const OpGradContext& ctx,
 
 namespace {
 
-// The Conv whose adjoint the ConvTranspose is: it maps the ConvTranspose's
-// output space (input: dy) to its input space, with the same weights
-// [C_in, C_out/G, KH, KW] read as a Conv's [M, C/G, KH, KW].
-absl::StatusOr<train::ConvGeometry> AdjointConvGeometry(
-    const OpGradContext& ctx, const Tensor& dy) {
-  const Tensor& x = *ctx.inputs[0];
-  ASSIGN_OR_RETURN(train::ConvGeometry g,
-                   ConvGeometryOf(ctx, dy, *ctx.inputs[1], nullptr));
-  if (g.OutHeight() != (x.rank() == 4 ? x.dim(2) : 1) ||
-      g.OutWidth() != x.dim(x.rank() - 1)) {
-    return NodeError(ctx, "the adjoint Conv does not give the input's shape");
+// dy[..., lo:hi] on every spatial axis (rank 2 + lo.size()).
+Tensor CropSpatial(const Tensor& dy, const std::vector<int64_t>& lo,
+                   const std::vector<int64_t>& hi) {
+  std::vector<int64_t> shape = {dy.dim(0), dy.dim(1)};
+  for (size_t i = 0; i < lo.size(); ++i) shape.push_back(hi[i] - lo[i]);
+  Tensor out = Tensor::Uninitialized(DType::kFloat, shape);
+  const int rank = dy.rank();
+  const int64_t row = shape[rank - 1];
+  const float* src = dy.data<float>();
+  float* dst = out.mutable_data<float>();
+  // Every row of the cropped tensor (all axes but the last), in order.
+  std::vector<int64_t> idx(rank - 1, 0);
+  const int64_t rows = row > 0 ? out.num_elements() / row : 0;
+  for (int64_t k = 0; k < rows; ++k, dst += row) {
+    int64_t offset = 0;
+    for (int a = 0; a < rank - 1; ++a) {
+      const int64_t from = a >= 2 ? idx[a] + lo[a - 2] : idx[a];
+      offset = offset * dy.dim(a) + from;
+    }
+    offset = offset * dy.dim(rank - 1) + lo.back();
+    std::copy_n(src + offset, row, dst);
+    for (int a = rank - 2; a >= 0 && ++idx[a] == shape[a]; --a) idx[a] = 0;
   }
-  return g;
+  return out;
+}
+
+// The Conv whose adjoint the ConvTranspose is, mapping its output space to
+// its input space with the same weights [C_in, C_out/G, KH, KW] read as a
+// Conv's [M, C/G, KH, KW]: its strides, dilations and group, and as pads
+// where the output lies in the un-cropped result s(in-1) + (k-1)d + 1, as
+// the kernel resolves pads, auto_pad, output_padding and output_shape. Its
+// input is dy cropped to that result: output padding, or an output_shape
+// past the result, carries the bias alone.
+struct AdjointConv {
+  Node conv;
+  Tensor dy;
+};
+
+absl::StatusOr<AdjointConv> AdjointConvOf(const OpGradContext& ctx,
+                                          const Tensor& dy) {
+  const Node& t = *ctx.node;
+  auto axes = exec::ConvTransposeOutputAxes(t, ctx.inputs[0]->shape(),
+                                            ctx.inputs[1]->shape());
+  if (!axes.ok()) return NodeError(ctx, std::string(axes.status().message()));
+  const int r = static_cast<int>(axes->full.size());
+  if (dy.rank() != r + 2 ||
+      !std::equal(axes->out.begin(), axes->out.end(), dy.shape().begin() + 2)) {
+    return NodeError(ctx, absl::StrCat("output gradient ", dy.DebugString(),
+                                       " does not match the output"));
+  }
+  AdjointConv a;
+  a.conv.op_type = "Conv";
+  a.conv.name = t.name;
+  for (const char* attr : {"dilations", "group", "kernel_shape", "strides"}) {
+    if (t.HasAttribute(attr)) a.conv.attributes[attr] = t.attributes.at(attr);
+  }
+  Attribute pads;
+  pads.type = Attribute::Type::kInts;
+  pads.ints.assign(2 * r, 0);
+  std::vector<int64_t> lo(r), hi(r);
+  bool crop = false;
+  for (int i = 0; i < r; ++i) {
+    const int64_t begin = axes->begin[i], out = axes->out[i];
+    const int64_t end = axes->full[i] - begin - out;
+    lo[i] = std::max<int64_t>(0, -begin);
+    hi[i] = out - std::max<int64_t>(0, -end);
+    if (hi[i] < lo[i]) {
+      return NodeUnimplemented(ctx, "an output outside the un-cropped result");
+    }
+    pads.ints[i] = std::max<int64_t>(0, begin);
+    pads.ints[r + i] = std::max<int64_t>(0, end);
+    crop = crop || lo[i] > 0 || hi[i] < out;
+  }
+  a.conv.attributes["pads"] = std::move(pads);
+  a.dy = crop ? CropSpatial(dy, lo, hi) : dy;
+  return a;
 }
 
 }  // namespace
@@ -97,41 +164,36 @@ absl::Status ConvTransposeBackward(const OpGradContext& ctx,
                       ctx.inputs.size() > 2 && ctx.inputs[2] != nullptr;
   if (!ctx.wants[0] && !want_w && !want_b) return absl::OkStatus();
   RETURN_IF_ERROR(RequireFloat(ctx, ctx.inputs[0], "input"));
-  const Node& t = *ctx.node;
-  if (t.GetString("auto_pad", "NOTSET") != "NOTSET" ||
-      t.HasAttribute("output_shape")) {
-    return NodeUnimplemented(ctx,
-                             "ConvTranspose with auto_pad or output_shape");
-  }
   if (ctx.inputs.size() < 2 || ctx.inputs[1] == nullptr) {
     return NodeError(ctx, "no weights");
   }
   RETURN_IF_ERROR(RequireFloat(ctx, ctx.inputs[1], "weight W"));
   const Tensor dy = OutputGradOrZero(ctx, 0);
+  ASSIGN_OR_RETURN(const AdjointConv adjoint, AdjointConvOf(ctx, dy));
+  const Tensor& x = *ctx.inputs[0];
   if (ctx.wants[0]) {
-    Node conv;
-    conv.op_type = "Conv";
-    conv.name = t.name;
-    for (const char* a :
-         {"dilations", "group", "kernel_shape", "pads", "strides"}) {
-      if (t.HasAttribute(a)) conv.attributes[a] = t.attributes.at(a);
-    }
-    auto dx = RunAlone(conv, ctx.opset, dy, {ctx.inputs[1]});
+    auto dx = RunAlone(adjoint.conv, ctx.opset, adjoint.dy, {ctx.inputs[1]});
     if (!dx.ok()) return NodeError(ctx, dx.status().ToString());
-    if (dx->shape() != ctx.inputs[0]->shape()) {
+    if (dx->shape() != x.shape()) {
       return NodeError(ctx, "the adjoint Conv does not give the input's shape");
     }
     (*grads)[0] = *std::move(dx);
   }
   if (want_w) {
-    ASSIGN_OR_RETURN(const train::ConvGeometry g, AdjointConvGeometry(ctx, dy));
+    OpGradContext conv_ctx = ctx;
+    conv_ctx.node = &adjoint.conv;
     const Tensor& w = *ctx.inputs[1];
+    ASSIGN_OR_RETURN(const train::ConvGeometry g,
+                     ConvGeometryOf(conv_ctx, adjoint.dy, w, nullptr));
+    if (g.OutHeight() != (x.rank() == 4 ? x.dim(2) : 1) ||
+        g.OutWidth() != x.dim(x.rank() - 1)) {
+      return NodeError(ctx, "the adjoint Conv does not give the input's shape");
+    }
     Tensor dw = Tensor::Uninitialized(DType::kFloat, w.shape());
     Scratch local;
-    ConvBackwardDouble(g, dy.data<float>(), w.data<float>(),
-                       ctx.inputs[0]->data<float>(), nullptr,
-                       dw.mutable_data<float>(), nullptr,
-                       ctx.scratch != nullptr ? ctx.scratch : &local);
+    ConvBackwardDouble(g, adjoint.dy.data<float>(), w.data<float>(),
+                       x.data<float>(), nullptr, dw.mutable_data<float>(),
+                       nullptr, ctx.scratch != nullptr ? ctx.scratch : &local);
     (*grads)[1] = std::move(dw);
   }
   if (want_b) {

@@ -1,10 +1,14 @@
 // ConvTranspose: the adjoint of Conv. full = col2im(W^T X) over the
 // un-padded output s(in-1) + (k-1)d + 1; y = crop(full, pads) + bias.
+#include "core/executor/kernels/conv_transpose.h"
+
 #include <Eigen/Core>
 #include <algorithm>
 #include <memory>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/executor/conv_kernels.h"
 #include "core/executor/kernel.h"
 #include "core/executor/kernel_util.h"
@@ -25,15 +29,30 @@ struct ConvTransposeAttrs {
   std::vector<int64_t> output_shape;
 };
 
-// The geometry of the adjoint conv (full -> x) and, per spatial dim, the
-// output size and the offset of the output in the full result, from the
-// strides, dilations, pads, auto_pad, output_padding and output_shape.
-absl::Status ConvTransposeGeometry(KernelContext& ctx,
-                                   const ConvTransposeAttrs& a, const Tensor& x,
-                                   const Tensor& w, ConvShape* shape,
-                                   std::vector<int64_t>* out_dims,
-                                   std::vector<int64_t>* begin_offsets) {
-  const int r = x.rank() - 2;
+absl::Status AttrError(const Node& node, absl::string_view message) {
+  return absl::InvalidArgumentError(absl::StrCat(node.Label(), ": ", message));
+}
+
+absl::StatusOr<ConvTransposeAttrs> ReadConvTransposeAttrs(const Node& node) {
+  ConvTransposeAttrs a;
+  ASSIGN_OR_RETURN(a.window, ReadWindowAttrs(node));
+  a.group = node.GetInt("group", 1);
+  a.output_padding = node.GetInts("output_padding");
+  a.output_shape = node.GetInts("output_shape");
+  if (a.group <= 0) return AttrError(node, "group must be positive");
+  for (int64_t v : a.output_shape) {
+    if (v < 0) return AttrError(node, "output_shape must be non-negative");
+  }
+  return a;
+}
+
+// The axes from the strides, dilations, pads, auto_pad, output_padding and
+// output_shape, on x and w of equal rank >= 3.
+absl::StatusOr<ConvTransposeAxes> ResolveAxes(const Node& node,
+                                              const ConvTransposeAttrs& a,
+                                              const std::vector<int64_t>& x,
+                                              const std::vector<int64_t>& w) {
+  const int r = static_cast<int>(x.size()) - 2;
   const WindowAttrs& wa = a.window;
   auto get = [&](const std::vector<int64_t>& v, int i, int64_t def) {
     return v.empty() ? def : v[i];
@@ -42,57 +61,73 @@ absl::Status ConvTransposeGeometry(KernelContext& ctx,
       (!wa.dilations.empty() && wa.dilations.size() != size_t(r)) ||
       (!wa.pads.empty() && wa.pads.size() != size_t(2 * r)) ||
       (!a.output_padding.empty() && a.output_padding.size() != size_t(r))) {
-    return ctx.Error("strides/dilations/pads/output_padding length mismatch");
+    return AttrError(node,
+                     "strides/dilations/pads/output_padding length mismatch");
   }
-  ConvShape& s = *shape;  // geometry of the adjoint conv: full -> x
-  s.geo.in.resize(r);
-  s.geo.out.resize(r);
-  s.geo.kernel.resize(r);
-  s.geo.stride.resize(r);
-  s.geo.dilation.resize(r);
-  s.geo.pad_begin.assign(r, 0);
-  s.geo.pad_end.assign(r, 0);
-  std::vector<int64_t>& out = *out_dims;
-  out.assign(r, 0);
-  std::vector<int64_t>& begin = *begin_offsets;
-  begin.assign(r, 0);
   std::vector<int64_t> out_spec = a.output_shape;
   if (out_spec.size() == size_t(r + 2))
     out_spec.erase(out_spec.begin(), out_spec.begin() + 2);
   if (!out_spec.empty() && out_spec.size() != size_t(r)) {
-    return ctx.Error("output_shape has the wrong length");
+    return AttrError(node, "output_shape has the wrong length");
   }
+  ConvTransposeAxes axes;
+  axes.full.assign(r, 0);
+  axes.out.assign(r, 0);
+  axes.begin.assign(r, 0);
   for (int i = 0; i < r; ++i) {
-    const int64_t in = x.dim(i + 2);
-    const int64_t k = w.dim(i + 2);
+    const int64_t in = x[i + 2];
     const int64_t st = get(wa.strides, i, 1);
-    const int64_t d = get(wa.dilations, i, 1);
     const int64_t op = get(a.output_padding, i, 0);
-    const int64_t full = st * (in - 1) + (k - 1) * d + 1;
-    s.geo.in[i] = full;
-    s.geo.out[i] = in;
-    s.geo.kernel[i] = k;
-    s.geo.stride[i] = st;
-    s.geo.dilation[i] = d;
+    const int64_t full =
+        st * (in - 1) + (w[i + 2] - 1) * get(wa.dilations, i, 1) + 1;
+    int64_t& out = axes.out[i];
+    axes.full[i] = full;
     if (!out_spec.empty() || wa.auto_pad == AutoPad::kSameUpper ||
         wa.auto_pad == AutoPad::kSameLower) {
-      out[i] = out_spec.empty() ? in * st : out_spec[i];
-      const int64_t total = full + op - out[i];
-      begin[i] = wa.auto_pad == AutoPad::kSameUpper ? FloorDiv2(total)
-                                                    : total - FloorDiv2(total);
+      out = out_spec.empty() ? in * st : out_spec[i];
+      const int64_t total = full + op - out;
+      axes.begin[i] = wa.auto_pad == AutoPad::kSameUpper
+                          ? FloorDiv2(total)
+                          : total - FloorDiv2(total);
     } else {
       const int64_t pb =
           wa.auto_pad == AutoPad::kValid ? 0 : get(wa.pads, i, 0);
       const int64_t pe =
           wa.auto_pad == AutoPad::kValid ? 0 : get(wa.pads, i + r, 0);
-      out[i] = full + op - pb - pe;
-      begin[i] = pb;
+      out = full + op - pb - pe;
+      axes.begin[i] = pb;
     }
-    if (out[i] < 0) return ctx.Error("negative output size");
-    s.in_size *= full;
-    s.out_size *= in;
-    s.kernel_size *= k;
+    if (out < 0) return AttrError(node, "negative output size");
   }
+  return axes;
+}
+
+// The geometry of the adjoint conv (full -> x) and the axes.
+absl::Status ConvTransposeGeometry(KernelContext& ctx,
+                                   const ConvTransposeAttrs& a, const Tensor& x,
+                                   const Tensor& w, ConvShape* shape,
+                                   std::vector<int64_t>* out_dims,
+                                   std::vector<int64_t>* begin_offsets) {
+  ASSIGN_OR_RETURN(ConvTransposeAxes axes,
+                   ResolveAxes(ctx.node(), a, x.shape(), w.shape()));
+  const int r = x.rank() - 2;
+  const WindowAttrs& wa = a.window;
+  ConvShape& s = *shape;
+  s.geo.in = axes.full;
+  s.geo.out.assign(x.shape().begin() + 2, x.shape().end());
+  s.geo.kernel.assign(w.shape().begin() + 2, w.shape().end());
+  s.geo.stride = wa.strides.empty() ? std::vector<int64_t>(r, 1) : wa.strides;
+  s.geo.dilation =
+      wa.dilations.empty() ? std::vector<int64_t>(r, 1) : wa.dilations;
+  s.geo.pad_begin.assign(r, 0);
+  s.geo.pad_end.assign(r, 0);
+  for (int i = 0; i < r; ++i) {
+    s.in_size *= s.geo.in[i];
+    s.out_size *= s.geo.out[i];
+    s.kernel_size *= s.geo.kernel[i];
+  }
+  *out_dims = std::move(axes.out);
+  *begin_offsets = std::move(axes.begin);
   return absl::OkStatus();
 }
 
@@ -274,19 +309,22 @@ absl::Status ComputeConvTranspose(KernelContext& ctx,
 
 }  // namespace
 
+absl::StatusOr<ConvTransposeAxes> ConvTransposeOutputAxes(
+    const Node& node, const std::vector<int64_t>& x_shape,
+    const std::vector<int64_t>& w_shape) {
+  if (x_shape.size() < 3 || w_shape.size() != x_shape.size()) {
+    return AttrError(node, "input and weight must have the same rank >= 3");
+  }
+  ASSIGN_OR_RETURN(ConvTransposeAttrs a, ReadConvTransposeAttrs(node));
+  return ResolveAxes(node, a, x_shape, w_shape);
+}
+
 void RegisterConvTranspose(KernelRegistry& r) {
   r.Register(
       "ConvTranspose",
       [](const KernelInfo& info) -> absl::StatusOr<std::unique_ptr<Kernel>> {
-        ConvTransposeAttrs a;
-        ASSIGN_OR_RETURN(a.window, ReadWindowAttrs(info.node));
-        a.group = info.node.GetInt("group", 1);
-        a.output_padding = info.node.GetInts("output_padding");
-        a.output_shape = info.node.GetInts("output_shape");
-        if (a.group <= 0) return info.Error("group must be positive");
-        for (int64_t v : a.output_shape) {
-          if (v < 0) return info.Error("output_shape must be non-negative");
-        }
+        ASSIGN_OR_RETURN(ConvTransposeAttrs a,
+                         ReadConvTransposeAttrs(info.node));
         return MakeKernel(
             [a](KernelContext& ctx) { return ComputeConvTranspose(ctx, a); });
       });

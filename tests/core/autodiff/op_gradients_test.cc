@@ -527,5 +527,34 @@ TEST(ResampleGradientTest, ConvTransposeMatchesFiniteDiff) {
             0);
 }
 
+// The padding the kernel resolves: SAME_UPPER and SAME_LOWER with an odd
+// total (the crop falls on either side), an output_shape past the
+// un-cropped result (bias alone at the edges: dy is cropped before the
+// adjoint Conv) and an output padding wider than the end pad.
+TEST(ResampleGradientTest, ConvTransposeAutoPadAndOutputShapeMatchFiniteDiff) {
+  const std::vector<std::map<std::string, Attribute>> cases = {
+      {{"strides", Ints({2, 2})}, {"auto_pad", String("SAME_UPPER")}},
+      {{"strides", Ints({2, 1})}, {"auto_pad", String("SAME_LOWER")}},
+      {{"strides", Ints({2, 2})}, {"output_shape", Ints({9, 12})}},
+      {{"strides", Ints({1, 2})},
+       {"output_shape", Ints({3, 6})},
+       {"auto_pad", String("SAME_LOWER")}},
+      {{"strides", Ints({3, 3})}, {"output_padding", Ints({2, 1})}},
+  };
+  for (size_t c = 0; c < cases.size(); ++c) {
+    SCOPED_TRACE(c);
+    ModelBuilder b(13);
+    b.Input("x")
+        .Initializer("w", RandomTensor({3, 2, 3, 2}, 71 + c))
+        .Initializer("bias", RandomTensor({2}, 81 + c))
+        .Add("ConvTranspose", {"x", "w", "bias"}, {"t"}, cases[c])
+        .Add("Tanh", {"t"}, {"y"})
+        .Output("y");
+    EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({2, 3, 3, 4}, 91 + c)}},
+                               {"w", "bias"})),
+              0);
+  }
+}
+
 }  // namespace
 }  // namespace quantd::autodiff
