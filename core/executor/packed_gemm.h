@@ -35,6 +35,11 @@ struct Im2ColSource {
           DW = 1, PH = 0, PW = 0, OW = 1, p0 = 0;
 };
 
+// True once the process's Eigen products use the pinned cache sizes (the
+// same GEMM blocking, and so the same bits, on every machine; see
+// packed_gemm.cc).
+bool GemmCacheSizesPinned();
+
 class PackedWeights {
  public:
   // `w` is [total_rows x depth], row-major; it is read while packing, so it

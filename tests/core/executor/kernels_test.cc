@@ -1,5 +1,7 @@
 // Table-style kernel tests with hand-derived expected values.
+#include <Eigen/Core>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -705,6 +707,17 @@ TEST(ConvKernelTest, SameBitsWithAndWithoutPoolWorkers) {
               0)
         << c.c << " -> " << c.m << " at " << c.hw << "x" << c.hw;
   }
+}
+
+// Eigen's GEMM blocking, and so a product's bits, follows the cache sizes
+// it is given: the process runs with the pinned ones (packed_gemm.cc),
+// whatever CPUID says on the machine, so the bits do not depend on the
+// replica.
+TEST(PackedWeightsTest, GemmBlockingUsesThePinnedCacheSizes) {
+  ASSERT_TRUE(exec::GemmCacheSizesPinned());
+  EXPECT_EQ(Eigen::l1CacheSize(), 48 << 10);
+  EXPECT_EQ(Eigen::l2CacheSize(), 1 << 20);
+  EXPECT_EQ(Eigen::l3CacheSize(), std::ptrdiff_t{384} << 20);
 }
 
 // PackedWeights runs Eigen's GEMM with the weights packed once. Oracle:
