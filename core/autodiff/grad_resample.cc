@@ -106,10 +106,14 @@ Tensor CropSpatial(const Tensor& dy, const std::vector<int64_t>& lo,
 // where the output lies in the un-cropped result s(in-1) + (k-1)d + 1, as
 // the kernel resolves pads, auto_pad, output_padding and output_shape. Its
 // input is dy cropped to that result: output padding, or an output_shape
-// past the result, carries the bias alone.
+// past the result, carries the bias alone. When the output and the result
+// do not overlap on some axis (pads or an output padding past the whole
+// result), no element of x or W reaches the output: `disjoint`, and their
+// gradients are zero.
 struct AdjointConv {
   Node conv;
   Tensor dy;
+  bool disjoint = false;
 };
 
 absl::StatusOr<AdjointConv> AdjointConvOf(const OpGradContext& ctx,
@@ -140,8 +144,9 @@ absl::StatusOr<AdjointConv> AdjointConvOf(const OpGradContext& ctx,
     const int64_t end = axes->full[i] - begin - out;
     lo[i] = std::max<int64_t>(0, -begin);
     hi[i] = out - std::max<int64_t>(0, -end);
-    if (hi[i] < lo[i]) {
-      return NodeUnimplemented(ctx, "an output outside the un-cropped result");
+    if (hi[i] <= lo[i]) {
+      a.disjoint = true;
+      return a;
     }
     pads.ints[i] = std::max<int64_t>(0, begin);
     pads.ints[r + i] = std::max<int64_t>(0, end);
@@ -171,7 +176,10 @@ absl::Status ConvTransposeBackward(const OpGradContext& ctx,
   const Tensor dy = OutputGradOrZero(ctx, 0);
   ASSIGN_OR_RETURN(const AdjointConv adjoint, AdjointConvOf(ctx, dy));
   const Tensor& x = *ctx.inputs[0];
-  if (ctx.wants[0]) {
+  if (adjoint.disjoint) {
+    if (ctx.wants[0]) (*grads)[0] = Tensor(DType::kFloat, x.shape());
+    if (want_w) (*grads)[1] = Tensor(DType::kFloat, ctx.inputs[1]->shape());
+  } else if (ctx.wants[0]) {
     auto dx = RunAlone(adjoint.conv, ctx.opset, adjoint.dy, {ctx.inputs[1]});
     if (!dx.ok()) return NodeError(ctx, dx.status().ToString());
     if (dx->shape() != x.shape()) {
@@ -179,7 +187,7 @@ absl::Status ConvTransposeBackward(const OpGradContext& ctx,
     }
     (*grads)[0] = *std::move(dx);
   }
-  if (want_w) {
+  if (want_w && !adjoint.disjoint) {
     OpGradContext conv_ctx = ctx;
     conv_ctx.node = &adjoint.conv;
     const Tensor& w = *ctx.inputs[1];

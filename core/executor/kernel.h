@@ -25,6 +25,13 @@
 
 namespace quantd::exec {
 
+// INVALID_ARGUMENT "<node label>: <message>": every kernel's error about its
+// node, at preparation, at run time or from what it exports (the backward
+// passes' attribute readers).
+inline absl::Status NodeError(const Node& node, absl::string_view message) {
+  return absl::InvalidArgumentError(absl::StrCat(node.Label(), ": ", message));
+}
+
 // What a factory may look at while preparing a node.
 struct KernelInfo {
   const Node& node;
@@ -39,8 +46,7 @@ struct KernelInfo {
   const Tensor* ConstantInput(size_t k) const;
   // An INVALID_ARGUMENT error prefixed with the node label.
   absl::Status Error(absl::string_view message) const {
-    return absl::InvalidArgumentError(
-        absl::StrCat(node.Label(), ": ", message));
+    return NodeError(node, message);
   }
 };
 
@@ -106,8 +112,7 @@ class KernelContext {
   const CancellationToken* cancel = nullptr;
 
   absl::Status Error(absl::string_view message) const {
-    return absl::InvalidArgumentError(
-        absl::StrCat(node_.Label(), ": ", message));
+    return NodeError(node_, message);
   }
 
  private:

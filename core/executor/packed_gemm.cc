@@ -73,28 +73,26 @@ class AlignedFloats {
 constexpr size_t kMaxCachedBlocks = 64;
 constexpr int64_t kSlackBytes = int64_t{64} << 10;
 
-// Eigen sizes its GEMM blocks (kc, mc, nc) from the cache sizes CPUID
-// reports, read at the first product, and the blocks set the order of each
-// output's additions: left alone, one request would give other bits on a
-// replica with other caches. Every product of the process takes these
-// sizes instead, the ones Eigen reads on the machine kind quantd is
-// measured on (2-core x86_64: L1 48 KiB, L2 1 MiB, L3 384 MiB as CPUID
-// reports it), so the bits are the same on any x86-64 machine. A static
-// initializer: it runs before main, before any product.
 constexpr std::ptrdiff_t kPinnedL1Bytes = 48 << 10;
 constexpr std::ptrdiff_t kPinnedL2Bytes = 1 << 20;
 constexpr std::ptrdiff_t kPinnedL3Bytes = std::ptrdiff_t{384} << 20;
-const bool kCacheSizesPinned = [] {
-  Eigen::setCpuCacheSizes(kPinnedL1Bytes, kPinnedL2Bytes, kPinnedL3Bytes);
+
+// Before main, before any product.
+[[maybe_unused]] const bool kCacheSizesPinnedAtLoad = [] {
+  PinGemmCacheSizes();
   return true;
 }();
 
 }  // namespace
 
-bool GemmCacheSizesPinned() {
-  return kCacheSizesPinned && Eigen::l1CacheSize() == kPinnedL1Bytes &&
-         Eigen::l2CacheSize() == kPinnedL2Bytes &&
-         Eigen::l3CacheSize() == kPinnedL3Bytes;
+// Eigen sizes its GEMM blocks (kc, mc, nc) from the cache sizes CPUID
+// reports, read at the first product, and the blocks set the order of each
+// output's additions: left alone, one request would give other bits on a
+// replica with other caches. These are the sizes Eigen reads on the
+// machine kind quantd is measured on (2-core x86_64: L1 48 KiB, L2 1 MiB,
+// L3 384 MiB as CPUID reports it).
+void PinGemmCacheSizes() {
+  Eigen::setCpuCacheSizes(kPinnedL1Bytes, kPinnedL2Bytes, kPinnedL3Bytes);
 }
 
 // One row range's W^T blocks under one blocking, in the (k2, j2) order of

@@ -35,10 +35,10 @@ struct Im2ColSource {
           DW = 1, PH = 0, PW = 0, OW = 1, p0 = 0;
 };
 
-// True once the process's Eigen products use the pinned cache sizes (the
-// same GEMM blocking, and so the same bits, on every machine; see
-// packed_gemm.cc).
-bool GemmCacheSizesPinned();
+// Gives Eigen one set of cache sizes, so every product of the process
+// blocks, and rounds, the same way on any machine (packed_gemm.cc). Runs
+// once as the executor library loads; calling it again changes nothing.
+void PinGemmCacheSizes();
 
 class PackedWeights {
  public:

@@ -29,19 +29,15 @@ struct ConvTransposeAttrs {
   std::vector<int64_t> output_shape;
 };
 
-absl::Status AttrError(const Node& node, absl::string_view message) {
-  return absl::InvalidArgumentError(absl::StrCat(node.Label(), ": ", message));
-}
-
 absl::StatusOr<ConvTransposeAttrs> ReadConvTransposeAttrs(const Node& node) {
   ConvTransposeAttrs a;
   ASSIGN_OR_RETURN(a.window, ReadWindowAttrs(node));
   a.group = node.GetInt("group", 1);
   a.output_padding = node.GetInts("output_padding");
   a.output_shape = node.GetInts("output_shape");
-  if (a.group <= 0) return AttrError(node, "group must be positive");
+  if (a.group <= 0) return NodeError(node, "group must be positive");
   for (int64_t v : a.output_shape) {
-    if (v < 0) return AttrError(node, "output_shape must be non-negative");
+    if (v < 0) return NodeError(node, "output_shape must be non-negative");
   }
   return a;
 }
@@ -61,14 +57,14 @@ absl::StatusOr<ConvTransposeAxes> ResolveAxes(const Node& node,
       (!wa.dilations.empty() && wa.dilations.size() != size_t(r)) ||
       (!wa.pads.empty() && wa.pads.size() != size_t(2 * r)) ||
       (!a.output_padding.empty() && a.output_padding.size() != size_t(r))) {
-    return AttrError(node,
+    return NodeError(node,
                      "strides/dilations/pads/output_padding length mismatch");
   }
   std::vector<int64_t> out_spec = a.output_shape;
   if (out_spec.size() == size_t(r + 2))
     out_spec.erase(out_spec.begin(), out_spec.begin() + 2);
   if (!out_spec.empty() && out_spec.size() != size_t(r)) {
-    return AttrError(node, "output_shape has the wrong length");
+    return NodeError(node, "output_shape has the wrong length");
   }
   ConvTransposeAxes axes;
   axes.full.assign(r, 0);
@@ -97,7 +93,7 @@ absl::StatusOr<ConvTransposeAxes> ResolveAxes(const Node& node,
       out = full + op - pb - pe;
       axes.begin[i] = pb;
     }
-    if (out < 0) return AttrError(node, "negative output size");
+    if (out < 0) return NodeError(node, "negative output size");
   }
   return axes;
 }
@@ -313,7 +309,7 @@ absl::StatusOr<ConvTransposeAxes> ConvTransposeOutputAxes(
     const Node& node, const std::vector<int64_t>& x_shape,
     const std::vector<int64_t>& w_shape) {
   if (x_shape.size() < 3 || w_shape.size() != x_shape.size()) {
-    return AttrError(node, "input and weight must have the same rank >= 3");
+    return NodeError(node, "input and weight must have the same rank >= 3");
   }
   ASSIGN_OR_RETURN(ConvTransposeAttrs a, ReadConvTransposeAttrs(node));
   return ResolveAxes(node, a, x_shape, w_shape);

@@ -396,10 +396,6 @@ absl::Status ComputeResize(KernelContext& ctx, const ResizeAttrs& a) {
   });
 }
 
-absl::Status AttrError(const Node& n, absl::string_view message) {
-  return absl::InvalidArgumentError(absl::StrCat(n.Label(), ": ", message));
-}
-
 absl::StatusOr<ResizeAttrs> ReadAttrs(const Node& n, int64_t opset,
                                       bool upsample) {
   ResizeAttrs a;
@@ -411,14 +407,14 @@ absl::StatusOr<ResizeAttrs> ReadAttrs(const Node& n, int64_t opset,
   } else if (mode == "cubic") {
     a.mode = Mode::kCubic;
   } else {
-    return AttrError(n, absl::StrCat("unknown mode '", mode, "'"));
+    return NodeError(n, absl::StrCat("unknown mode '", mode, "'"));
   }
   if (upsample || opset < 11) {
     a.coord = Coord::kAsymmetric;
     a.nearest = Nearest::kFloor;
     if (upsample && opset < 9) {
       a.attr_scales = n.GetFloats("scales");
-      if (a.attr_scales.empty()) return AttrError(n, "missing 'scales'");
+      if (a.attr_scales.empty()) return NodeError(n, "missing 'scales'");
     } else {
       a.scales_input = 1;
     }
@@ -441,7 +437,7 @@ absl::StatusOr<ResizeAttrs> ReadAttrs(const Node& n, int64_t opset,
   } else if (coord == "tf_crop_and_resize") {
     a.coord = Coord::kTfCropAndResize;
   } else {
-    return AttrError(n, absl::StrCat("unknown coordinate_transformation_mode '",
+    return NodeError(n, absl::StrCat("unknown coordinate_transformation_mode '",
                                      coord, "'"));
   }
   const std::string nearest = n.GetString("nearest_mode", "round_prefer_floor");
@@ -454,7 +450,7 @@ absl::StatusOr<ResizeAttrs> ReadAttrs(const Node& n, int64_t opset,
   } else if (nearest == "ceil") {
     a.nearest = Nearest::kCeil;
   } else {
-    return AttrError(n, absl::StrCat("unknown nearest_mode '", nearest, "'"));
+    return NodeError(n, absl::StrCat("unknown nearest_mode '", nearest, "'"));
   }
   const std::string aspect = n.GetString("keep_aspect_ratio_policy", "stretch");
   if (aspect == "stretch") {
@@ -464,7 +460,7 @@ absl::StatusOr<ResizeAttrs> ReadAttrs(const Node& n, int64_t opset,
   } else if (aspect == "not_smaller") {
     a.aspect = Aspect::kNotSmaller;
   } else {
-    return AttrError(
+    return NodeError(
         n, absl::StrCat("unknown keep_aspect_ratio_policy '", aspect, "'"));
   }
   if (n.GetInt("antialias", 0) != 0) {
@@ -487,11 +483,11 @@ absl::StatusOr<Tensor> ResizeAdjoint(const Node& node, int64_t opset,
                                      const std::vector<const Tensor*>& inputs,
                                      const Tensor& dy) {
   if (inputs.empty() || inputs[0] == nullptr) {
-    return AttrError(node, "no input");
+    return NodeError(node, "no input");
   }
   const Tensor& x = *inputs[0];
   if (x.dtype() != DType::kFloat || dy.dtype() != DType::kFloat) {
-    return AttrError(node, "the adjoint takes float tensors");
+    return NodeError(node, "the adjoint takes float tensors");
   }
   ASSIGN_OR_RETURN(ResizeAttrs a,
                    ReadAttrs(node, opset, node.op_type == "Upsample"));
@@ -502,7 +498,7 @@ absl::StatusOr<Tensor> ResizeAdjoint(const Node& node, int64_t opset,
   std::vector<double> scales;
   RETURN_IF_ERROR(ResizeOutputShape(ctx, a, x, &axes, &scales, &out));
   if (dy.shape() != out) {
-    return AttrError(node,
+    return NodeError(node,
                      absl::StrCat("the output gradient is ", dy.DebugString(),
                                   ", the output ", absl::StrJoin(out, "x")));
   }

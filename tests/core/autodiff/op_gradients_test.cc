@@ -530,7 +530,8 @@ TEST(ResampleGradientTest, ConvTransposeMatchesFiniteDiff) {
 // The padding the kernel resolves: SAME_UPPER and SAME_LOWER with an odd
 // total (the crop falls on either side), an output_shape past the
 // un-cropped result (bias alone at the edges: dy is cropped before the
-// adjoint Conv) and an output padding wider than the end pad.
+// adjoint Conv), an output padding wider than the end pad, and pads past
+// the whole result (the output is the bias alone: x and w get zeros).
 TEST(ResampleGradientTest, ConvTransposeAutoPadAndOutputShapeMatchFiniteDiff) {
   const std::vector<std::map<std::string, Attribute>> cases = {
       {{"strides", Ints({2, 2})}, {"auto_pad", String("SAME_UPPER")}},
@@ -540,6 +541,7 @@ TEST(ResampleGradientTest, ConvTransposeAutoPadAndOutputShapeMatchFiniteDiff) {
        {"output_shape", Ints({3, 6})},
        {"auto_pad", String("SAME_LOWER")}},
       {{"strides", Ints({3, 3})}, {"output_padding", Ints({2, 1})}},
+      {{"pads", Ints({6, 0, 0, 0})}, {"output_padding", Ints({2, 0})}},
   };
   for (size_t c = 0; c < cases.size(); ++c) {
     SCOPED_TRACE(c);

@@ -710,14 +710,33 @@ TEST(ConvKernelTest, SameBitsWithAndWithoutPoolWorkers) {
 }
 
 // Eigen's GEMM blocking, and so a product's bits, follows the cache sizes
-// it is given: the process runs with the pinned ones (packed_gemm.cc),
-// whatever CPUID says on the machine, so the bits do not depend on the
-// replica.
+// it is given. The process starts with the pinned ones whatever CPUID says;
+// a machine reporting other sizes (set here) blocks the depth of a
+// 64 x 1000 x 64 product differently and gets other bits, and pinning gives
+// back the pinned blocking's bits.
 TEST(PackedWeightsTest, GemmBlockingUsesThePinnedCacheSizes) {
-  ASSERT_TRUE(exec::GemmCacheSizesPinned());
   EXPECT_EQ(Eigen::l1CacheSize(), 48 << 10);
   EXPECT_EQ(Eigen::l2CacheSize(), 1 << 20);
   EXPECT_EQ(Eigen::l3CacheSize(), std::ptrdiff_t{384} << 20);
+  const int64_t m = 64, k = 1000, n = 64;
+  const std::vector<float> a = RandomValues(m * k, 7);
+  const std::vector<float> b = RandomValues(k * n, 8);
+  // The executor's own Eigen product (GemmBlock): an Eigen product written
+  // here would be another instantiation, compiled without AVX2.
+  auto product = [&] {
+    std::vector<float> y(m * n);
+    exec::GemmBlock<float>(false, false, m, n, k, 1.0f, a.data(), k, b.data(),
+                           n, y.data(), n, /*accumulate=*/false);
+    return y;
+  };
+  const std::vector<float> pinned = product();
+  Eigen::setCpuCacheSizes(16 << 10, 256 << 10, 8 << 20);
+  const std::vector<float> other = product();
+  exec::PinGemmCacheSizes();
+  const std::vector<float> repinned = product();
+  EXPECT_EQ(Eigen::l1CacheSize(), 48 << 10);
+  EXPECT_NE(pinned, other);
+  EXPECT_EQ(pinned, repinned);
 }
 
 // PackedWeights runs Eigen's GEMM with the weights packed once. Oracle:
