@@ -13,6 +13,7 @@
 
 #include "core/executor/conv_kernels.h"
 #include "core/executor/executor.h"
+#include "core/executor/full_panels_avx512.h"
 #include "core/executor/packed_gemm.h"
 #include "core/runtime/thread_pool.h"
 
@@ -170,6 +171,16 @@ void BM_PackedIm2Col(benchmark::State& state) {
   const int64_t c = state.range(0), hw = state.range(1), m = state.range(2);
   const bool fused = state.range(3) != 0;
   const int64_t stride = state.range(4), out = (hw - 1) / stride + 1;
+  // 0: every row on Eigen's micro kernel; 1: full panels on AVX-512.
+  const bool avx512 = state.range(5) != 0;
+  exec::SetFullPanelsAvx512Enabled(avx512);
+  struct Restore {
+    ~Restore() { exec::SetFullPanelsAvx512Enabled(true); }
+  } restore;
+  if (avx512 && !exec::UseFullPanelsAvx512()) {
+    state.SkipWithError("this CPU has no AVX-512F");
+    return;
+  }
   constexpr int64_t kTile = 256;
   exec::ConvShape s;
   s.geo = {{hw, hw}, {3, 3}, {stride, stride}, {1, 1},
@@ -219,15 +230,19 @@ void BM_PackedIm2Col(benchmark::State& state) {
 // and 1/8 scale, a square layer, and ppocr_det's stride-2 stem (3 -> 16 at
 // 320x320 input): stride 2 reads element by element either way.
 BENCHMARK(BM_PackedIm2Col)
-    ->ArgNames({"C", "HW", "M", "fused", "stride"})
-    ->Args({96, 80, 24, 0, 1})
-    ->Args({96, 80, 24, 1, 1})
-    ->Args({96, 40, 24, 0, 1})
-    ->Args({96, 40, 24, 1, 1})
-    ->Args({64, 56, 64, 0, 1})
-    ->Args({64, 56, 64, 1, 1})
-    ->Args({3, 320, 16, 0, 2})
-    ->Args({3, 320, 16, 1, 2})
+    ->ArgNames({"C", "HW", "M", "fused", "stride", "avx512"})
+    ->Args({96, 80, 24, 0, 1, 0})
+    ->Args({96, 80, 24, 1, 1, 0})
+    ->Args({96, 80, 24, 1, 1, 1})
+    ->Args({96, 40, 24, 0, 1, 0})
+    ->Args({96, 40, 24, 1, 1, 0})
+    ->Args({96, 40, 24, 1, 1, 1})
+    ->Args({64, 56, 64, 0, 1, 0})
+    ->Args({64, 56, 64, 1, 1, 0})
+    ->Args({64, 56, 64, 1, 1, 1})
+    ->Args({3, 320, 16, 0, 2, 0})
+    ->Args({3, 320, 16, 1, 2, 0})
+    ->Args({3, 320, 16, 1, 2, 1})
     ->Unit(benchmark::kMillisecond);
 
 void BM_Gemm(benchmark::State& state) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/executor/full_panels_avx512.h"
 #include "core/executor/im2col_packing.h"
 
 // The sequence below is general_matrix_matrix_product's sequential path
@@ -200,6 +201,7 @@ bool PackedWeights::MultiplyFrom(int64_t row0, int64_t rows,
   block_a.Resize(kc * mc);
   float* a = block_a.data();
   Gebp gebp;
+  const bool avx512 = UseFullPanelsAvx512();
   for (int64_t i2 = 0; i2 < width; i2 += mc) {
     const int64_t amc = std::min(i2 + mc, width) - i2;
     int64_t block = 0;
@@ -208,8 +210,17 @@ bool PackedWeights::MultiplyFrom(int64_t row0, int64_t rows,
       pack_x(a, i2, k2, akc, amc);
       for (int64_t j2 = 0; j2 < rows; j2 += nc) {
         const int64_t anc = std::min(j2 + nc, rows) - j2;
-        gebp(res.getSubMapper(i2, j2), a,
-             b->buffer.data() + b->offsets[block++], amc, akc, anc, 1.0f);
+        const float* bb = b->buffer.data() + b->offsets[block++];
+        // Rows in full 24-row panels on AVX-512 (full_panels_avx512.h),
+        // the rest as Eigen's gebp alone would take them.
+        const int64_t full = avx512 ? amc / kFullPanelRows * kFullPanelRows : 0;
+        if (full > 0) {
+          MultiplyFullPanelsAvx512(a, bb, full, akc, anc, &res(i2, j2), ldy);
+        }
+        if (full < amc) {
+          gebp(res.getSubMapper(i2 + full, j2), a + full * akc, bb, amc - full,
+               akc, anc, 1.0f);
+        }
       }
     }
   }
