@@ -2,7 +2,6 @@
 // Conv2dBackward computes it (conv_backward.h), and inference-mode
 // BatchNormalization:
 //   y = (x - mean) * scale / sqrt(var + eps) + B.
-#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -10,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/autodiff/conv_backward.h"
 #include "core/autodiff/op_gradient.h"
+#include "core/executor/gemm.h"
 #include "core/train/conv2d.h"
 #include "core/util/status_macros.h"
 
@@ -122,14 +122,10 @@ void ConvInputGradient(const train::ConvGeometry& g, const float* w,
   if (g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 &&
       g.stride_w == 1 && g.groups == 1 && g.pad_top == 0 && g.pad_left == 0 &&
       g.pad_bottom == 0 && g.pad_right == 0) {
-    using Mat =
-        Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-    Eigen::Map<const Mat> wm(w, g.out_channels, g.channels);
     for (int64_t n = 0; n < g.batch; ++n) {
-      Eigen::Map<const Mat> gm(dy + n * g.out_channels * hw, g.out_channels,
-                               hw);
-      Eigen::Map<Mat>(dx + n * g.channels * hw, g.channels, hw).noalias() =
-          wm.transpose() * gm;
+      exec::GemmBlock<float>(true, false, g.channels, hw, g.out_channels, 1.0f,
+                             w, g.channels, dy + n * g.out_channels * hw, hw,
+                             dx + n * g.channels * hw, hw, false);
     }
     return;
   }

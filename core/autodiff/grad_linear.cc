@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/autodiff/broadcast.h"
 #include "core/autodiff/op_gradient.h"
+#include "core/executor/gemm.h"
 #include "core/util/status_macros.h"
 
 namespace quantd::autodiff::internal {
@@ -99,30 +100,21 @@ absl::Status MatMulBackward(const OpGradContext& ctx,
   Tensor da, db;
   if (ctx.wants[0]) da = Tensor::Uninitialized(DType::kFloat, a.shape());
   if (ctx.wants[1]) db = Tensor(DType::kFloat, b.shape());
-  if (shared_b) {  // one GEMM over all rows of A
-    CMap ma(a.data<float>(), batches * m, k);
-    CMap mb(b.data<float>(), k, n);
-    CMap g(dy.data<float>(), batches * m, n);
+  // dA = dY B^T, dB = A^T dY: one product over all rows of A when B is
+  // shared, else one per batch.
+  const int64_t products = shared_b ? 1 : batches;
+  const int64_t rows = shared_b ? batches * m : m;
+  for (int64_t i = 0; i < products; ++i) {
+    const float* ai = a.data<float>() + i * m * k;
+    const float* bi = b.data<float>() + i * k * n;
+    const float* gi = dy.data<float>() + i * m * n;
     if (ctx.wants[0]) {
-      MMap(da.mutable_data<float>(), batches * m, k).noalias() =
-          g * mb.transpose();
+      exec::GemmBlock<float>(false, true, rows, k, n, 1.0f, gi, n, bi, n,
+                             da.mutable_data<float>() + i * m * k, k, false);
     }
     if (ctx.wants[1]) {
-      MMap(db.mutable_data<float>(), k, n).noalias() = ma.transpose() * g;
-    }
-  } else {
-    for (int64_t i = 0; i < batches; ++i) {
-      CMap ma(a.data<float>() + i * m * k, m, k);
-      CMap mb(b.data<float>() + i * k * n, k, n);
-      CMap g(dy.data<float>() + i * m * n, m, n);
-      if (ctx.wants[0]) {
-        MMap(da.mutable_data<float>() + i * m * k, m, k).noalias() =
-            g * mb.transpose();
-      }
-      if (ctx.wants[1]) {
-        MMap(db.mutable_data<float>() + i * k * n, k, n).noalias() =
-            ma.transpose() * g;
-      }
+      exec::GemmBlock<float>(true, false, k, n, rows, 1.0f, ai, k, gi, n,
+                             db.mutable_data<float>() + i * k * n, n, false);
     }
   }
   if (ctx.wants[0]) (*grads)[0] = std::move(da);

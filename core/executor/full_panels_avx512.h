@@ -1,15 +1,16 @@
 // Eigen 3.4's GEMM micro-kernel arithmetic for its full-width row panels,
 // on AVX-512.
 //
-// The executor's products are Eigen's AVX2 GEMM (packed_gemm.h): each
-// output's bits follow the order of its additions. In a depth block, an
-// output whose row falls in one of the micro-kernel's 24- or 16-row panels
-// gets one accumulator started at 0, one fused multiply-add per depth step
-// in order, then one addition to the destination; only the rows left over
-// after those panels (fewer than 16 per row block) take other orders. That
-// order does not depend on the vector width, so 16-lane registers over two
-// 24-row panels at once give the same bits at up to twice the multiply-adds
-// per cycle, where the CPU has AVX-512. The leftover rows stay with Eigen.
+// The executor's products are Eigen's AVX2 GEMM (packed_gemm.h,
+// blocked_gemm.h): each output's bits follow the order of its additions.
+// In a depth block, an output whose row falls in one of the micro-kernel's
+// 3-packet panels (24 float or 12 double rows) gets one accumulator
+// started at 0, one fused multiply-add per depth step in order, then one
+// fused multiply-add of it with alpha into the destination; only the rows
+// left over after those panels take other orders. That order does not
+// depend on the vector width, so 512-bit registers over two panels at once
+// give the same bits at up to twice the multiply-adds per cycle, where the
+// CPU has AVX-512. The leftover rows stay with Eigen.
 #ifndef QUANTD_CORE_EXECUTOR_FULL_PANELS_AVX512_H_
 #define QUANTD_CORE_EXECUTOR_FULL_PANELS_AVX512_H_
 
@@ -17,8 +18,10 @@
 
 namespace quantd::exec {
 
-// Rows per panel in Eigen's AVX2 packing of the left-hand side (3 x 8).
-inline constexpr int64_t kFullPanelRows = 24;
+// Rows per panel in Eigen's AVX2 packing of the left-hand side (3 packets).
+template <typename T>
+inline constexpr int64_t kFullPanelRows = 3 * (32 /
+                                               static_cast<int64_t>(sizeof(T)));
 
 // True where the CPU has AVX-512F and the kernel is enabled (the default).
 bool UseFullPanelsAvx512();
@@ -27,14 +30,15 @@ bool UseFullPanelsAvx512();
 // compare both paths bit for bit, benchmarks time them.
 void SetFullPanelsAvx512Enabled(bool enabled);
 
-// res[j * ld + i] += sum over k in order of a(i, k) * b(k, j), for rows i in
-// [0, rows) (a multiple of kFullPanelRows) and columns j in [0, cols), with
-// one accumulator per output as described above. `a` is gemm_pack_lhs's
-// layout for those rows (24-row panels, each depth-major), `b`
+// res[j * ld + i] += alpha * (sum over k in order of a(i, k) * b(k, j)), for
+// rows i in [0, rows) (a multiple of kFullPanelRows<T>) and columns j in
+// [0, cols), with one accumulator per output as described above. `a` is
+// gemm_pack_lhs's layout for those rows (panels, each depth-major), `b`
 // gemm_pack_rhs's for nr = 4 (4-column panels, then single columns, each
-// `depth` steps long). Needs UseFullPanelsAvx512().
-void MultiplyFullPanelsAvx512(const float* a, const float* b, int64_t rows,
-                              int64_t depth, int64_t cols, float* res,
+// `depth` steps long). Needs UseFullPanelsAvx512(). For float and double.
+template <typename T>
+void MultiplyFullPanelsAvx512(const T* a, const T* b, int64_t rows,
+                              int64_t depth, int64_t cols, T alpha, T* res,
                               int64_t ld);
 
 }  // namespace quantd::exec

@@ -1,13 +1,14 @@
 #include <Eigen/Core>
 
+#include "core/executor/blocked_gemm.h"
 #include "core/executor/gemm.h"
 
 namespace quantd::exec {
 
 template <typename T>
-void GemmBlock(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
-               T alpha, const T* A, int64_t lda, const T* B, int64_t ldb, T* C,
-               int64_t ldc, bool accumulate) {
+void EigenGemmBlock(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                    T alpha, const T* A, int64_t lda, const T* B, int64_t ldb,
+                    T* C, int64_t ldc, bool accumulate) {
   using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using CMap = Eigen::Map<const Mat, 0, Eigen::OuterStride<>>;
   Eigen::Map<Mat, 0, Eigen::OuterStride<>> c(C, M, N,
@@ -44,11 +45,26 @@ void GemmBlock(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
   }
 }
 
-template void GemmBlock<float>(bool, bool, int64_t, int64_t, int64_t, float,
-                               const float*, int64_t, const float*, int64_t,
-                               float*, int64_t, bool);
-template void GemmBlock<double>(bool, bool, int64_t, int64_t, int64_t, double,
-                                const double*, int64_t, const double*, int64_t,
-                                double*, int64_t, bool);
+template <typename T>
+void GemmBlock(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+               T alpha, const T* A, int64_t lda, const T* B, int64_t ldb, T* C,
+               int64_t ldc, bool accumulate) {
+  if (!BlockedGemm<T>(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, C, ldc,
+                      accumulate)) {
+    EigenGemmBlock<T>(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, C, ldc,
+                      accumulate);
+  }
+}
+
+#define QUANTD_GEMM_INSTANCES(NAME)                                          \
+  template void NAME<float>(bool, bool, int64_t, int64_t, int64_t, float,    \
+                            const float*, int64_t, const float*, int64_t,    \
+                            float*, int64_t, bool);                          \
+  template void NAME<double>(bool, bool, int64_t, int64_t, int64_t, double,  \
+                             const double*, int64_t, const double*, int64_t, \
+                             double*, int64_t, bool);
+QUANTD_GEMM_INSTANCES(GemmBlock)
+QUANTD_GEMM_INSTANCES(EigenGemmBlock)
+#undef QUANTD_GEMM_INSTANCES
 
 }  // namespace quantd::exec

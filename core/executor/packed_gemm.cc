@@ -213,9 +213,11 @@ bool PackedWeights::MultiplyFrom(int64_t row0, int64_t rows,
         const float* bb = b->buffer.data() + b->offsets[block++];
         // Rows in full 24-row panels on AVX-512 (full_panels_avx512.h),
         // the rest as Eigen's gebp alone would take them.
-        const int64_t full = avx512 ? amc / kFullPanelRows * kFullPanelRows : 0;
+        const int64_t full =
+            avx512 ? amc / kFullPanelRows<float> * kFullPanelRows<float> : 0;
         if (full > 0) {
-          MultiplyFullPanelsAvx512(a, bb, full, akc, anc, &res(i2, j2), ldy);
+          MultiplyFullPanelsAvx512(a, bb, full, akc, anc, 1.0f, &res(i2, j2),
+                                   ldy);
         }
         if (full < amc) {
           gebp(res.getSubMapper(i2 + full, j2), a + full * akc, bb, amc - full,

@@ -1,21 +1,12 @@
 #include "core/train/grouped_linear.h"
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <utility>
 
+#include "core/executor/gemm.h"
+
 namespace quantd::train {
 namespace {
-
-template <typename T>
-using RowMajorOf =
-    Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using RowMajor = RowMajorOf<double>;
-using Stride = Eigen::OuterStride<>;
-using ConstBlock = Eigen::Map<const RowMajor, 0, Stride>;
-using Block = Eigen::Map<RowMajor, 0, Stride>;
-using ConstBlockF = Eigen::Map<const RowMajorOf<float>, 0, Stride>;
-using BlockF = Eigen::Map<RowMajorOf<float>, 0, Stride>;
 
 // Ungrouped products split on a pool into slices of this many rows (the
 // forward) or outputs (the weight gradient): the dimension Eigen walks in
@@ -70,11 +61,11 @@ void GroupedLinearForward(const LinearShape& s, const std::vector<double>& p,
   y->assign(s.rows * s.out, 0.0);
   // Rows [r0, r1) of group g, bias included.
   const auto rows = [&](int64_t g, int64_t r0, int64_t r1) {
-    ConstBlock pg(p.data() + r0 * s.groups * s.in + g * s.in, r1 - r0, s.in,
-                  Stride(s.groups * s.in));
-    ConstBlock wg(w.data() + g * mg * s.in, mg, s.in, Stride(s.in));
-    Block yg(y->data() + r0 * s.out + g * mg, r1 - r0, mg, Stride(s.out));
-    yg.noalias() = pg * wg.transpose();
+    // y_g = P_g W_g^T.
+    exec::GemmBlock<double>(false, true, r1 - r0, mg, s.in, 1.0,
+                            p.data() + r0 * s.groups * s.in + g * s.in,
+                            s.groups * s.in, w.data() + g * mg * s.in, s.in,
+                            y->data() + r0 * s.out + g * mg, s.out, false);
   };
   const auto add_bias = [&](int64_t r0, int64_t r1) {
     if (bias.empty()) return;
@@ -118,13 +109,12 @@ void GroupedLinearBackward(const LinearShape& s, const double* p,
     });
   } else if (slices > 1) {
     // Outputs [m0, m1) of dW += dY^T P.
-    ConstBlock pm(p, s.rows, s.in, Stride(s.in));
     ParallelForChunks(pool, slices, 1, [&](int64_t b, int64_t e) {
       for (int64_t c = b; c < e; ++c) {
         const auto [m0, m1] = Slice(c, slices, s.out);
-        ConstBlock dyc(dy + m0, s.rows, m1 - m0, Stride(s.out));
-        Block dwc(dw + m0 * s.in, m1 - m0, s.in, Stride(s.in));
-        dwc.noalias() += dyc.transpose() * pm;
+        exec::GemmBlock<double>(true, false, m1 - m0, s.in, s.rows, 1.0,
+                                dy + m0, s.out, p, s.in, dw + m0 * s.in, s.in,
+                                true);
       }
     });
     if (dp != nullptr) GroupedLinearBackwardGroup(s, 0, p, w, dy, dp, nullptr);
@@ -146,16 +136,16 @@ void GroupedLinearBackwardGroup(const LinearShape& s, int64_t g,
                                 const double* pg, const double* w,
                                 const double* dy, double* dpg, double* dw) {
   const int64_t mg = s.out / s.groups;
-  ConstBlock p(pg, s.rows, s.in, Stride(s.groups * s.in));
-  ConstBlock wg(w + g * mg * s.in, mg, s.in, Stride(s.in));
-  ConstBlock dyg(dy + g * mg, s.rows, mg, Stride(s.out));
+  // dW_g += dY_g^T P_g; dP_g = dY_g W_g.
   if (dw != nullptr) {
-    Block dwg(dw + g * mg * s.in, mg, s.in, Stride(s.in));
-    dwg.noalias() += dyg.transpose() * p;
+    exec::GemmBlock<double>(true, false, mg, s.in, s.rows, 1.0, dy + g * mg,
+                            s.out, pg, s.groups * s.in, dw + g * mg * s.in,
+                            s.in, true);
   }
   if (dpg != nullptr) {
-    Block dp(dpg, s.rows, s.in, Stride(s.groups * s.in));
-    dp.noalias() = dyg * wg;
+    exec::GemmBlock<double>(false, false, s.rows, s.in, mg, 1.0, dy + g * mg,
+                            s.out, w + g * mg * s.in, s.in, dpg,
+                            s.groups * s.in, false);
   }
 }
 
@@ -167,11 +157,6 @@ constexpr int64_t kDepthwiseGroupsPerChunk = 32;
 bool IsDepthwise(const LinearShape& s) {
   return s.groups > 1 && s.out == s.groups;
 }
-
-template <typename T>
-using ConstBlockOf = Eigen::Map<const RowMajorOf<T>, 0, Stride>;
-template <typename T>
-using BlockOf = Eigen::Map<RowMajorOf<T>, 0, Stride>;
 
 // Depthwise forward, groups [g0, g1): each output's sum over j in order,
 // four rows at a time (four independent sums in flight).
@@ -228,10 +213,9 @@ void RawForward(const LinearShape& s, const T* p, const T* w, T* y,
     return;
   }
   const auto rows = [&](int64_t g, int64_t r0, int64_t r1) {
-    ConstBlockOf<T> pg(p + r0 * cols + g * s.in, r1 - r0, s.in, Stride(cols));
-    ConstBlockOf<T> wg(w + g * mg * s.in, mg, s.in, Stride(s.in));
-    BlockOf<T> yg(y + r0 * s.out + g * mg, r1 - r0, mg, Stride(s.out));
-    yg.noalias() = pg * wg.transpose();
+    exec::GemmBlock<T>(false, true, r1 - r0, mg, s.in, T(1),
+                       p + r0 * cols + g * s.in, cols, w + g * mg * s.in, s.in,
+                       y + r0 * s.out + g * mg, s.out, false);
   };
   ForGroupsOrSlices(s, s.rows, s.out, pool, rows);
 }
@@ -271,10 +255,9 @@ void GroupedLinearWeightGradient(const LinearShape& s, const float* p,
   }
   // Outputs [m0, m1) of group g: dW = dY^T P.
   const auto outputs = [&](int64_t g, int64_t m0, int64_t m1) {
-    ConstBlockF pg(p + g * s.in, s.rows, s.in, Stride(cols));
-    ConstBlockF dyc(dy + g * mg + m0, s.rows, m1 - m0, Stride(s.out));
-    BlockF dwc(dw + (g * mg + m0) * s.in, m1 - m0, s.in, Stride(s.in));
-    dwc.noalias() = dyc.transpose() * pg;
+    exec::GemmBlock<float>(true, false, m1 - m0, s.in, s.rows, 1.0f,
+                           dy + g * mg + m0, s.out, p + g * s.in, cols,
+                           dw + (g * mg + m0) * s.in, s.in, false);
   };
   // Ungrouped, mg is every output.
   ForGroupsOrSlices(s, mg, s.in, pool, outputs);

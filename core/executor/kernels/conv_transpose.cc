@@ -2,7 +2,6 @@
 // un-padded output s(in-1) + (k-1)d + 1; y = crop(full, pads) + bias.
 #include "core/executor/kernels/conv_transpose.h"
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <memory>
 #include <utility>
@@ -10,15 +9,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/executor/conv_kernels.h"
+#include "core/executor/gemm.h"
 #include "core/executor/kernel.h"
 #include "core/executor/kernel_util.h"
 #include "core/util/status_macros.h"
 
 namespace quantd::exec {
 namespace {
-
-using RowMat =
-    Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 int64_t FloorDiv2(int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); }
 
@@ -270,20 +267,18 @@ absl::Status ComputeConvTranspose(KernelContext& ctx,
       const float* wg = wp + g * Cg * MK;
       const float* xg = xp + (n * C + g * Cg) * s.out_size;
       constexpr int64_t kColBlock = 512;
-      ParallelFor(
-          inner_pool, (s.out_size + kColBlock - 1) / kColBlock, 1,
-          [&](int64_t cb, int64_t ce) {
-            for (int64_t blk = cb; blk < ce; ++blk) {
-              const int64_t p0 = blk * kColBlock;
-              const int64_t width = std::min(kColBlock, s.out_size - p0);
-              Eigen::Map<const RowMat> wm(wg, Cg, MK);
-              Eigen::Map<const RowMat, 0, Eigen::OuterStride<>> xm(
-                  xg + p0, Cg, width, Eigen::OuterStride<>(s.out_size));
-              Eigen::Map<RowMat, 0, Eigen::OuterStride<>> cm(
-                  col.get() + p0, MK, width, Eigen::OuterStride<>(s.out_size));
-              cm.noalias() = wm.transpose() * xm;
-            }
-          });
+      ParallelFor(inner_pool, (s.out_size + kColBlock - 1) / kColBlock, 1,
+                  [&](int64_t cb, int64_t ce) {
+                    for (int64_t blk = cb; blk < ce; ++blk) {
+                      const int64_t p0 = blk * kColBlock;
+                      const int64_t width =
+                          std::min(kColBlock, s.out_size - p0);
+                      // col = W^T x.
+                      GemmBlock<float>(true, false, MK, width, Cg, 1.0f, wg, MK,
+                                       xg + p0, s.out_size, col.get() + p0,
+                                       s.out_size, false);
+                    }
+                  });
       ParallelFor(inner_pool, Mg, 1, [&](int64_t mb, int64_t me) {
         for (int64_t m = mb; m < me; ++m) {
           const int64_t oc = g * Mg + m;

@@ -652,14 +652,14 @@ TEST(ConvKernelTest, RowBlocksGiveTheBitsOfOneProduct) {
         const std::vector<float> b = RandomValues(m, ++seed);
         std::vector<float> whole(m * n), blocks(m * n);
         // Rows [m0, m0 + rows) of bias + w * x, as ConvForward computes a
-        // block (GemmBlock is its Eigen product, compiled once).
+        // block (EigenGemmBlock is Eigen's product, compiled once).
         auto product = [&](int64_t m0, int64_t rows, float* y) {
           for (int64_t r = 0; r < rows; ++r) {
             std::fill(y + (m0 + r) * n, y + (m0 + r + 1) * n, b[m0 + r]);
           }
-          exec::GemmBlock<float>(false, false, rows, n, k, 1.0f,
-                                 w.data() + m0 * k, k, x.data(), n, y + m0 * n,
-                                 n, /*accumulate=*/true);
+          exec::EigenGemmBlock<float>(false, false, rows, n, k, 1.0f,
+                                      w.data() + m0 * k, k, x.data(), n,
+                                      y + m0 * n, n, /*accumulate=*/true);
         };
         product(0, m, whole.data());
         for (int64_t m0 = 0; m0 < m; m0 += 64) {
@@ -721,12 +721,12 @@ TEST(PackedWeightsTest, GemmBlockingUsesThePinnedCacheSizes) {
   const int64_t m = 64, k = 1000, n = 64;
   const std::vector<float> a = RandomValues(m * k, 7);
   const std::vector<float> b = RandomValues(k * n, 8);
-  // The executor's own Eigen product (GemmBlock): an Eigen product written
+  // The executor's own Eigen product (EigenGemmBlock): an Eigen product written
   // here would be another instantiation, compiled without AVX2.
   auto product = [&] {
     std::vector<float> y(m * n);
-    exec::GemmBlock<float>(false, false, m, n, k, 1.0f, a.data(), k, b.data(),
-                           n, y.data(), n, /*accumulate=*/false);
+    exec::EigenGemmBlock<float>(false, false, m, n, k, 1.0f, a.data(), k,
+                                b.data(), n, y.data(), n, /*accumulate=*/false);
     return y;
   };
   const std::vector<float> pinned = product();
@@ -740,7 +740,7 @@ TEST(PackedWeightsTest, GemmBlockingUsesThePinnedCacheSizes) {
 }
 
 // PackedWeights runs Eigen's GEMM with the weights packed once. Oracle:
-// Eigen's own product (GemmBlock, compiled once in the executor library),
+// Eigen's own product (EigenGemmBlock, compiled once in the executor library),
 // bit for bit, over shapes that block the depth (> 288), the rows and the
 // columns, row ranges of a larger weight, with and without accumulation,
 // and each case twice (the second from the cache).
@@ -766,9 +766,10 @@ TEST(PackedWeightsTest, SameBitsAsEigensProduct) {
     for (int pass = 0; pass < 2; ++pass) {
       for (bool accumulate : {false, true}) {
         std::vector<float> want = start, got = start;
-        exec::GemmBlock<float>(false, false, c.rows, c.width, c.depth, 1.0f,
-                               w.data() + c.row0 * c.depth, c.depth, x.data(),
-                               c.width, want.data(), c.width, accumulate);
+        exec::EigenGemmBlock<float>(false, false, c.rows, c.width, c.depth,
+                                    1.0f, w.data() + c.row0 * c.depth, c.depth,
+                                    x.data(), c.width, want.data(), c.width,
+                                    accumulate);
         ASSERT_TRUE(packed.Multiply(c.row0, c.rows, x.data(), c.width, c.width,
                                     got.data(), c.width, accumulate));
         EXPECT_EQ(

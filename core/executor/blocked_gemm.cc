@@ -1,0 +1,128 @@
+#include "core/executor/blocked_gemm.h"
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "core/executor/full_panels_avx512.h"
+
+static_assert(EIGEN_WORLD_VERSION == 3 && EIGEN_MAJOR_VERSION == 4,
+              "blocked_gemm.cc follows Eigen 3.4's GEMM");
+
+namespace quantd::exec {
+namespace {
+
+namespace ei = ::Eigen::internal;
+using Index = Eigen::Index;
+
+// An Eigen-aligned buffer, kept per thread and type.
+template <typename T>
+T* Scratch(std::vector<T, Eigen::aligned_allocator<T>>* v, int64_t n) {
+  if (static_cast<int64_t>(v->size()) < n) v->resize(static_cast<size_t>(n));
+  return v->data();
+}
+
+// general_matrix_matrix_product<..., ColMajor>::run's sequential path:
+// res (column-major rows x cols, stride ldr) += alpha * lhs * rhs, lhs
+// [rows x depth] and rhs [depth x cols] in the given storage orders.
+template <typename T, int LhsOrder, int RhsOrder>
+void ColMajorGemm(Index rows, Index cols, Index depth, const T* lhs_data,
+                  Index lhs_stride, const T* rhs_data, Index rhs_stride,
+                  T* res_data, Index ldr, T alpha, Index kc, Index mc,
+                  Index nc) {
+  using Traits = ei::gebp_traits<T, T>;
+  static_assert(Traits::mr == kFullPanelRows<T> && Traits::nr == 4,
+                "MultiplyFullPanelsAvx512 reads Eigen's AVX2 panels");
+  using LhsMapper = ei::const_blas_data_mapper<T, Index, LhsOrder>;
+  using RhsMapper = ei::const_blas_data_mapper<T, Index, RhsOrder>;
+  using ResMapper =
+      ei::blas_data_mapper<T, Index, Eigen::ColMajor, Eigen::Unaligned, 1>;
+  const LhsMapper lhs(lhs_data, lhs_stride);
+  const RhsMapper rhs(rhs_data, rhs_stride);
+  const ResMapper res(res_data, ldr, 1);
+  ei::gemm_pack_lhs<T, Index, LhsMapper, Traits::mr, Traits::LhsProgress,
+                    typename Traits::LhsPacket4Packing, LhsOrder>
+      pack_lhs;
+  ei::gemm_pack_rhs<T, Index, RhsMapper, Traits::nr, RhsOrder> pack_rhs;
+  ei::gebp_kernel<T, T, Index, ResMapper, Traits::mr, Traits::nr, false, false>
+      gebp;
+  thread_local std::vector<T, Eigen::aligned_allocator<T>> buffer_a, buffer_b;
+  T* block_a = Scratch(&buffer_a, kc * mc);
+  T* block_b = Scratch(&buffer_b, kc * nc);
+  const bool avx512 = UseFullPanelsAvx512();
+  constexpr Index P = kFullPanelRows<T>;
+  for (Index i2 = 0; i2 < rows; i2 += mc) {
+    const Index amc = std::min(i2 + mc, rows) - i2;
+    // The rows gebp would take in full panels; the rest go to gebp alone,
+    // which takes them as it would after those panels.
+    const Index full = avx512 ? amc / P * P : 0;
+    for (Index k2 = 0; k2 < depth; k2 += kc) {
+      const Index akc = std::min(k2 + kc, depth) - k2;
+      pack_lhs(block_a, lhs.getSubMapper(i2, k2), akc, amc);
+      for (Index j2 = 0; j2 < cols; j2 += nc) {
+        const Index anc = std::min(j2 + nc, cols) - j2;
+        pack_rhs(block_b, rhs.getSubMapper(k2, j2), akc, anc);
+        if (full > 0) {
+          MultiplyFullPanelsAvx512<T>(block_a, block_b, full, akc, anc, alpha,
+                                      &res(i2, j2), ldr);
+        }
+        if (full < amc) {
+          gebp(res.getSubMapper(i2 + full, j2), block_a + full * akc, block_b,
+               amc - full, akc, anc, alpha);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+template <typename T>
+bool BlockedGemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                 T alpha, const T* A, int64_t lda, const T* B, int64_t ldb,
+                 T* C, int64_t ldc, bool accumulate) {
+  // Eigen's dispatch (generic_product_impl<..., GemmProduct>): the
+  // coefficient-based product below the threshold, GEMV for a vector.
+  if (K + M + N < EIGEN_GEMM_TO_COEFFBASED_THRESHOLD || M < 2 || N < 2 ||
+      K < 1) {
+    return false;
+  }
+  if (!accumulate) {
+    for (int64_t m = 0; m < M; ++m) std::fill_n(C + m * ldc, N, T(0));
+  }
+  // The blocking Eigen computes for a row-major destination.
+  ei::gemm_blocking_space<Eigen::RowMajor, T, T, Eigen::Dynamic, Eigen::Dynamic,
+                          Eigen::Dynamic>
+      blocking(M, N, K, 1, true);
+  const Index kc = blocking.kc();
+  const Index mc = std::min<Index>(N, blocking.mc());
+  const Index nc = std::min<Index>(M, blocking.nc());
+  // Row-major C = op(A) op(B) is the column-major C^T = op(B)^T op(A)^T:
+  // op(B)^T is B column-major [N x K] (or row-major when trans_b), op(A)^T
+  // is A column-major [K x M] (or row-major when trans_a).
+  constexpr int kCol = Eigen::ColMajor, kRow = Eigen::RowMajor;
+  if (!trans_b && !trans_a) {
+    ColMajorGemm<T, kCol, kCol>(N, M, K, B, ldb, A, lda, C, ldc, alpha, kc, mc,
+                                nc);
+  } else if (!trans_b) {
+    ColMajorGemm<T, kCol, kRow>(N, M, K, B, ldb, A, lda, C, ldc, alpha, kc, mc,
+                                nc);
+  } else if (!trans_a) {
+    ColMajorGemm<T, kRow, kCol>(N, M, K, B, ldb, A, lda, C, ldc, alpha, kc, mc,
+                                nc);
+  } else {
+    ColMajorGemm<T, kRow, kRow>(N, M, K, B, ldb, A, lda, C, ldc, alpha, kc, mc,
+                                nc);
+  }
+  return true;
+}
+
+template bool BlockedGemm<float>(bool, bool, int64_t, int64_t, int64_t, float,
+                                 const float*, int64_t, const float*, int64_t,
+                                 float*, int64_t, bool);
+template bool BlockedGemm<double>(bool, bool, int64_t, int64_t, int64_t, double,
+                                  const double*, int64_t, const double*,
+                                  int64_t, double*, int64_t, bool);
+
+}  // namespace quantd::exec

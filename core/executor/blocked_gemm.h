@@ -1,0 +1,28 @@
+// Eigen 3.4's blocked GEMM, step by step, with the full panels on AVX-512.
+//
+// For a product Eigen computes with its blocked GEMM, BlockedGemm runs the
+// same sequence of Eigen's own calls as general_matrix_matrix_product's
+// sequential path (Eigen/src/Core/products/GeneralMatrixMatrix.h): the
+// blocking of gemm_blocking_space for the same sizes, gemm_pack_lhs and
+// gemm_pack_rhs, and per block gebp_kernel, except that the rows in full
+// 3-packet panels go to MultiplyFullPanelsAvx512 where the CPU has AVX-512
+// (full_panels_avx512.h): the same bits (BlockedGemmTest checks them
+// against Eigen's product).
+#ifndef QUANTD_CORE_EXECUTOR_BLOCKED_GEMM_H_
+#define QUANTD_CORE_EXECUTOR_BLOCKED_GEMM_H_
+
+#include <cstdint>
+
+namespace quantd::exec {
+
+// GemmBlock's product (gemm.h) where Eigen takes its blocked GEMM; false,
+// doing nothing, where Eigen would not (a coefficient-based product for
+// K + M + N < 20, a matrix-vector one for M or N = 1, an empty one).
+template <typename T>
+bool BlockedGemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                 T alpha, const T* A, int64_t lda, const T* B, int64_t ldb,
+                 T* C, int64_t ldc, bool accumulate);
+
+}  // namespace quantd::exec
+
+#endif  // QUANTD_CORE_EXECUTOR_BLOCKED_GEMM_H_
