@@ -45,32 +45,19 @@ void ColMajorGemm(Index rows, Index cols, Index depth, const T* lhs_data,
                     typename Traits::LhsPacket4Packing, LhsOrder>
       pack_lhs;
   ei::gemm_pack_rhs<T, Index, RhsMapper, Traits::nr, RhsOrder> pack_rhs;
-  ei::gebp_kernel<T, T, Index, ResMapper, Traits::mr, Traits::nr, false, false>
-      gebp;
   thread_local std::vector<T, Eigen::aligned_allocator<T>> buffer_a, buffer_b;
   T* block_a = Scratch(&buffer_a, kc * mc);
   T* block_b = Scratch(&buffer_b, kc * nc);
-  const bool avx512 = UseFullPanelsAvx512();
-  constexpr Index P = kFullPanelRows<T>;
   for (Index i2 = 0; i2 < rows; i2 += mc) {
     const Index amc = std::min(i2 + mc, rows) - i2;
-    // The rows gebp would take in full panels; the rest go to gebp alone,
-    // which takes them as it would after those panels.
-    const Index full = avx512 ? amc / P * P : 0;
     for (Index k2 = 0; k2 < depth; k2 += kc) {
       const Index akc = std::min(k2 + kc, depth) - k2;
       pack_lhs(block_a, lhs.getSubMapper(i2, k2), akc, amc);
       for (Index j2 = 0; j2 < cols; j2 += nc) {
         const Index anc = std::min(j2 + nc, cols) - j2;
         pack_rhs(block_b, rhs.getSubMapper(k2, j2), akc, anc);
-        if (full > 0) {
-          MultiplyFullPanelsAvx512<T>(block_a, block_b, full, akc, anc, alpha,
-                                      &res(i2, j2), ldr);
-        }
-        if (full < amc) {
-          gebp(res.getSubMapper(i2 + full, j2), block_a + full * akc, block_b,
-               amc - full, akc, anc, alpha);
-        }
+        MultiplyPackedBlock<T>(block_a, block_b, amc, akc, anc, alpha,
+                               &res(i2, j2), ldr);
       }
     }
   }
@@ -117,6 +104,33 @@ bool BlockedGemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
   }
   return true;
 }
+
+template <typename T>
+void MultiplyPackedBlock(const T* a, const T* b, int64_t rows, int64_t depth,
+                         int64_t cols, T alpha, T* res, int64_t ldr) {
+  using Traits = ei::gebp_traits<T, T>;
+  using ResMapper =
+      ei::blas_data_mapper<T, Index, Eigen::ColMajor, Eigen::Unaligned, 1>;
+  constexpr int64_t P = kFullPanelRows<T>;
+  const int64_t full = UseFullPanelsAvx512() ? rows / P * P : 0;
+  if (full > 0) {
+    MultiplyFullPanelsAvx512<T>(a, b, full, depth, cols, alpha, res, ldr);
+  }
+  if (full < rows) {
+    ei::gebp_kernel<T, T, Index, ResMapper, Traits::mr, Traits::nr, false,
+                    false>
+        gebp;
+    gebp(ResMapper(res + full, ldr, 1), a + full * depth, b, rows - full, depth,
+         cols, alpha);
+  }
+}
+
+template void MultiplyPackedBlock<float>(const float*, const float*, int64_t,
+                                         int64_t, int64_t, float, float*,
+                                         int64_t);
+template void MultiplyPackedBlock<double>(const double*, const double*, int64_t,
+                                          int64_t, int64_t, double, double*,
+                                          int64_t);
 
 template bool BlockedGemm<float>(bool, bool, int64_t, int64_t, int64_t, float,
                                  const float*, int64_t, const float*, int64_t,

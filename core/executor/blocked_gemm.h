@@ -23,6 +23,15 @@ bool BlockedGemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                  T alpha, const T* A, int64_t lda, const T* B, int64_t ldb,
                  T* C, int64_t ldc, bool accumulate);
 
+// One packed block's product, as gebp_kernel computes it: res (column-major,
+// stride ldr) += alpha * A * B for `a` packed by gemm_pack_lhs ([rows x
+// depth]) and `b` by gemm_pack_rhs ([depth x cols]), the rows in full
+// panels on MultiplyFullPanelsAvx512 where the CPU has AVX-512 and the rest
+// on gebp_kernel, which takes them as it would after those panels.
+template <typename T>
+void MultiplyPackedBlock(const T* a, const T* b, int64_t rows, int64_t depth,
+                         int64_t cols, T alpha, T* res, int64_t ldr);
+
 }  // namespace quantd::exec
 
 #endif  // QUANTD_CORE_EXECUTOR_BLOCKED_GEMM_H_

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/executor/full_panels_avx512.h"
+#include "core/executor/blocked_gemm.h"
 #include "core/executor/im2col_packing.h"
 
 // The sequence below is general_matrix_matrix_product's sequential path
@@ -22,8 +22,6 @@ using Index = Eigen::Index;
 using Traits = ei::gebp_traits<float, float>;
 using LhsMapper = ei::const_blas_data_mapper<float, Index, Eigen::ColMajor>;
 using RhsMapper = ei::const_blas_data_mapper<float, Index, Eigen::ColMajor>;
-using ResMapper =
-    ei::blas_data_mapper<float, Index, Eigen::ColMajor, Eigen::Unaligned, 1>;
 using PackLhs =
     ei::gemm_pack_lhs<float, Index, LhsMapper, Traits::mr, Traits::LhsProgress,
                       Traits::LhsPacket4Packing, Eigen::ColMajor>;
@@ -31,8 +29,6 @@ static_assert(Traits::mr == 24 && Traits::LhsProgress == 8,
               "Im2ColPacker stores gemm_pack_lhs<24, 8>'s AVX2 layout");
 using PackRhs =
     ei::gemm_pack_rhs<float, Index, RhsMapper, Traits::nr, Eigen::ColMajor>;
-using Gebp = ei::gebp_kernel<float, float, Index, ResMapper, Traits::mr,
-                             Traits::nr, false, false>;
 // The blocking Eigen computes for a row-major destination.
 using Blocking =
     ei::gemm_blocking_space<Eigen::RowMajor, float, float, Eigen::Dynamic,
@@ -196,12 +192,9 @@ bool PackedWeights::MultiplyFrom(int64_t row0, int64_t rows,
   if (!accumulate) {
     for (int64_t r = 0; r < rows; ++r) std::fill_n(y + r * ldy, width, 0.0f);
   }
-  const ResMapper res(y, ldy, 1);
   thread_local AlignedFloats block_a;
   block_a.Resize(kc * mc);
   float* a = block_a.data();
-  Gebp gebp;
-  const bool avx512 = UseFullPanelsAvx512();
   for (int64_t i2 = 0; i2 < width; i2 += mc) {
     const int64_t amc = std::min(i2 + mc, width) - i2;
     int64_t block = 0;
@@ -210,19 +203,9 @@ bool PackedWeights::MultiplyFrom(int64_t row0, int64_t rows,
       pack_x(a, i2, k2, akc, amc);
       for (int64_t j2 = 0; j2 < rows; j2 += nc) {
         const int64_t anc = std::min(j2 + nc, rows) - j2;
-        const float* bb = b->buffer.data() + b->offsets[block++];
-        // Rows in full 24-row panels on AVX-512 (full_panels_avx512.h),
-        // the rest as Eigen's gebp alone would take them.
-        const int64_t full =
-            avx512 ? amc / kFullPanelRows<float> * kFullPanelRows<float> : 0;
-        if (full > 0) {
-          MultiplyFullPanelsAvx512(a, bb, full, akc, anc, 1.0f, &res(i2, j2),
-                                   ldy);
-        }
-        if (full < amc) {
-          gebp(res.getSubMapper(i2 + full, j2), a + full * akc, bb, amc - full,
-               akc, anc, 1.0f);
-        }
+        // Y^T's block (i2, j2): column-major, stride ldy.
+        MultiplyPackedBlock<float>(a, b->buffer.data() + b->offsets[block++],
+                                   amc, akc, anc, 1.0f, y + i2 + j2 * ldy, ldy);
       }
     }
   }
