@@ -3,7 +3,6 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
-#include <vector>
 
 #include "core/executor/full_panels_avx512.h"
 
@@ -15,13 +14,6 @@ namespace {
 
 namespace ei = ::Eigen::internal;
 using Index = Eigen::Index;
-
-// An Eigen-aligned buffer, kept per thread and type.
-template <typename T>
-T* Scratch(std::vector<T, Eigen::aligned_allocator<T>>* v, int64_t n) {
-  if (static_cast<int64_t>(v->size()) < n) v->resize(static_cast<size_t>(n));
-  return v->data();
-}
 
 // general_matrix_matrix_product<..., ColMajor>::run's sequential path:
 // res (column-major rows x cols, stride ldr) += alpha * lhs * rhs, lhs
@@ -45,9 +37,12 @@ void ColMajorGemm(Index rows, Index cols, Index depth, const T* lhs_data,
                     typename Traits::LhsPacket4Packing, LhsOrder>
       pack_lhs;
   ei::gemm_pack_rhs<T, Index, RhsMapper, Traits::nr, RhsOrder> pack_rhs;
-  thread_local std::vector<T, Eigen::aligned_allocator<T>> buffer_a, buffer_b;
-  T* block_a = Scratch(&buffer_a, kc * mc);
-  T* block_b = Scratch(&buffer_b, kc * nc);
+  // Eigen's own buffers: on the stack up to EIGEN_STACK_ALLOCATION_LIMIT,
+  // else on the heap, freed on return (a product's blocks are not kept).
+  // The macro names Eigen's `internal` unqualified.
+  namespace internal = ::Eigen::internal;
+  ei_declare_aligned_stack_constructed_variable(T, block_a, kc * mc, 0);
+  ei_declare_aligned_stack_constructed_variable(T, block_b, kc * nc, 0);
   for (Index i2 = 0; i2 < rows; i2 += mc) {
     const Index amc = std::min(i2 + mc, rows) - i2;
     for (Index k2 = 0; k2 < depth; k2 += kc) {
