@@ -6,7 +6,8 @@
 // row-major, is what Eigen's `ym.noalias() (+)= wm * cm` computes: Eigen
 // evaluates it as the column-major Y^T = X^T * W^T, whose right-hand side
 // (W^T) it packs for every call. Multiply runs the same sequence of Eigen's
-// own packing and micro-kernel calls with the same blocking sizes, taking
+// own packing and micro-kernel calls with the same blocking sizes (the
+// full panels on AVX-512 where the CPU has it: blocked_gemm.h), taking
 // the packed W^T blocks from a cache: the same bits as Eigen's product
 // (PackedWeightsTest in kernels_test checks it bit for bit).
 //
