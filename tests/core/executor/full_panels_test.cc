@@ -114,12 +114,25 @@ void ExpectGemmBlockIsEigens() {
   EXPECT_EQ(products, 6 * 5 * 3 * 4 * 4);
 }
 
-TEST_F(FullPanelsTest, GemmBlockGivesEigensBitsInFloat) {
-  ExpectGemmBlockIsEigens<float>();
+// With the kernel where the CPU has AVX-512, and without it: BlockedGemm's
+// own sequence of Eigen's calls, which every x86-64 machine runs.
+template <typename T>
+void ExpectGemmBlockIsEigensWithAndWithoutTheKernel() {
+  const bool have = exec::UseFullPanelsAvx512();
+  for (bool kernel : {true, false}) {
+    if (kernel && !have) continue;
+    exec::SetFullPanelsAvx512Enabled(kernel);
+    ExpectGemmBlockIsEigens<T>();
+  }
+  exec::SetFullPanelsAvx512Enabled(true);
 }
 
-TEST_F(FullPanelsTest, GemmBlockGivesEigensBitsInDouble) {
-  ExpectGemmBlockIsEigens<double>();
+TEST(BlockedGemmTest, GemmBlockGivesEigensBitsInFloat) {
+  ExpectGemmBlockIsEigensWithAndWithoutTheKernel<float>();
+}
+
+TEST(BlockedGemmTest, GemmBlockGivesEigensBitsInDouble) {
+  ExpectGemmBlockIsEigensWithAndWithoutTheKernel<double>();
 }
 
 // The kernel is what runs: turned off, the same product takes Eigen's
