@@ -61,25 +61,37 @@ void ColMajorGemm(Index rows, Index cols, Index depth, const T* lhs_data,
 }  // namespace
 
 template <typename T>
-bool BlockedGemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
-                 T alpha, const T* A, int64_t lda, const T* B, int64_t ldb,
-                 T* C, int64_t ldc, bool accumulate) {
+EigenGemmPlan PlanEigenGemm(int64_t M, int64_t N, int64_t K) {
+  EigenGemmPlan plan;
   // Eigen's dispatch (generic_product_impl<..., GemmProduct>): the
   // coefficient-based product below the threshold, GEMV for a vector.
   if (K + M + N < EIGEN_GEMM_TO_COEFFBASED_THRESHOLD || M < 2 || N < 2 ||
       K < 1) {
-    return false;
+    return plan;
   }
-  if (!accumulate) {
-    for (int64_t m = 0; m < M; ++m) std::fill_n(C + m * ldc, N, T(0));
-  }
-  // The blocking Eigen computes for a row-major destination.
   ei::gemm_blocking_space<Eigen::RowMajor, T, T, Eigen::Dynamic, Eigen::Dynamic,
                           Eigen::Dynamic>
       blocking(M, N, K, 1, true);
-  const Index kc = blocking.kc();
-  const Index mc = std::min<Index>(N, blocking.mc());
-  const Index nc = std::min<Index>(M, blocking.nc());
+  plan.blocked = true;
+  plan.kc = blocking.kc();
+  plan.mc = std::min<int64_t>(N, blocking.mc());
+  plan.nc = std::min<int64_t>(M, blocking.nc());
+  return plan;
+}
+
+template <typename T>
+void ZeroRows(T* C, int64_t M, int64_t N, int64_t ldc) {
+  for (int64_t m = 0; m < M; ++m) std::fill_n(C + m * ldc, N, T(0));
+}
+
+template <typename T>
+bool BlockedGemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                 T alpha, const T* A, int64_t lda, const T* B, int64_t ldb,
+                 T* C, int64_t ldc, bool accumulate) {
+  const EigenGemmPlan plan = PlanEigenGemm<T>(M, N, K);
+  if (!plan.blocked) return false;
+  if (!accumulate) ZeroRows(C, M, N, ldc);
+  const Index kc = plan.kc, mc = plan.mc, nc = plan.nc;
   // Row-major C = op(A) op(B) is the column-major C^T = op(B)^T op(A)^T:
   // op(B)^T is B column-major [N x K] (or row-major when trans_b), op(A)^T
   // is A column-major [K x M] (or row-major when trans_a).
@@ -119,6 +131,11 @@ void MultiplyPackedBlock(const T* a, const T* b, int64_t rows, int64_t depth,
          cols, alpha);
   }
 }
+
+template EigenGemmPlan PlanEigenGemm<float>(int64_t, int64_t, int64_t);
+template EigenGemmPlan PlanEigenGemm<double>(int64_t, int64_t, int64_t);
+template void ZeroRows<float>(float*, int64_t, int64_t, int64_t);
+template void ZeroRows<double>(double*, int64_t, int64_t, int64_t);
 
 template void MultiplyPackedBlock<float>(const float*, const float*, int64_t,
                                          int64_t, int64_t, float, float*,

@@ -15,6 +15,19 @@
 
 namespace quantd::exec {
 
+// How Eigen 3.4 evaluates a row-major C [M x N] (+)= op(A) [M x K] op(B):
+// with its blocked GEMM or not (a coefficient-based product for K + M + N
+// < 20, a matrix-vector one for M or N = 1, an empty depth), and that
+// GEMM's blocking (gemm_blocking_space for a row-major destination): depth
+// blocks of kc, blocks of mc over N (the rows of the column-major C^T it
+// computes) and of nc over M.
+struct EigenGemmPlan {
+  bool blocked = false;
+  int64_t kc = 0, mc = 0, nc = 0;
+};
+template <typename T>
+EigenGemmPlan PlanEigenGemm(int64_t M, int64_t N, int64_t K);
+
 // GemmBlock's product (gemm.h) where Eigen takes its blocked GEMM; false,
 // doing nothing, where Eigen would not (a coefficient-based product for
 // K + M + N < 20, a matrix-vector one for M or N = 1, an empty one).
@@ -22,6 +35,11 @@ template <typename T>
 bool BlockedGemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                  T alpha, const T* A, int64_t lda, const T* B, int64_t ldb,
                  T* C, int64_t ldc, bool accumulate);
+
+// C's rows [0, M) zeroed: Eigen's setZero before a blocked product that
+// assigns rather than accumulates.
+template <typename T>
+void ZeroRows(T* C, int64_t M, int64_t N, int64_t ldc);
 
 // One packed block's product, as gebp_kernel computes it: res (column-major,
 // stride ldr) += alpha * A * B for `a` packed by gemm_pack_lhs ([rows x

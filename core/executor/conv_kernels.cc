@@ -1,23 +1,18 @@
 #include "core/executor/conv_kernels.h"
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <vector>
 
+#include "core/executor/gemm.h"
 #include "core/executor/kernel.h"
 #include "core/executor/packed_gemm.h"
 #include "core/util/checked_region.h"
 
 namespace quantd::exec {
 namespace {
-
-using RowMat =
-    Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using MapRow = Eigen::Map<RowMat, 0, Eigen::OuterStride<>>;
-using ConstMapRow = Eigen::Map<const RowMat, 0, Eigen::OuterStride<>>;
 
 // Columns per im2col tile: about 256 KiB of col buffer, but at least 256
 // columns while that fits in 1 MiB (this core's L2), a multiple of 16. Eigen
@@ -614,12 +609,9 @@ void ConvForward(const ConvShape& s, const float* x, const float* w,
                   const int64_t rows = std::min(m_step, Mg - m0);
                   const float* xg = x + (n * s.in_channels + g * Cg) * IS;
                   float* yg = y + (n * s.out_channels + g * Mg + m0) * OS + p0;
-                  ConstMapRow wm(w + (g * Mg + m0) * CK, rows, CK,
-                                 Eigen::OuterStride<>(CK));
-                  MapRow ym(yg, rows, width, Eigen::OuterStride<>(OS));
                   if (bias != nullptr) {
                     for (int64_t m = 0; m < rows; ++m) {
-                      ym.row(m).setConstant(bias[g * Mg + m0 + m]);
+                      std::fill_n(yg + m * OS, width, bias[g * Mg + m0 + m]);
                     }
                   }
                   if (from_image &&
@@ -639,18 +631,14 @@ void ConvForward(const ConvShape& s, const float* x, const float* w,
                     cp = col.data();
                     col_stride = width;
                   }
-                  ConstMapRow cm(cp, CK, width,
-                                 Eigen::OuterStride<>(col_stride));
                   if (packed != nullptr &&
                       packed->Multiply(g * Mg + m0, rows, cp, col_stride, width,
                                        yg, OS, bias != nullptr)) {
                     continue;
                   }
-                  if (bias != nullptr) {
-                    ym.noalias() += wm * cm;
-                  } else {
-                    ym.noalias() = wm * cm;
-                  }
+                  GemmBlock<float>(false, false, rows, width, CK, 1.0f,
+                                   w + (g * Mg + m0) * CK, CK, cp, col_stride,
+                                   yg, OS, bias != nullptr);
                 }
               });
 }

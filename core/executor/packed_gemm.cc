@@ -29,10 +29,6 @@ static_assert(Traits::mr == 24 && Traits::LhsProgress == 8,
               "Im2ColPacker stores gemm_pack_lhs<24, 8>'s AVX2 layout");
 using PackRhs =
     ei::gemm_pack_rhs<float, Index, RhsMapper, Traits::nr, Eigen::ColMajor>;
-// The blocking Eigen computes for a row-major destination.
-using Blocking =
-    ei::gemm_blocking_space<Eigen::RowMajor, float, float, Eigen::Dynamic,
-                            Eigen::Dynamic, Eigen::Dynamic>;
 
 // Packed blocks and the lhs buffer start on 64-byte boundaries (the micro
 // kernel loads its packed lhs with aligned loads).
@@ -176,22 +172,13 @@ template <typename PackX>
 bool PackedWeights::MultiplyFrom(int64_t row0, int64_t rows,
                                  const PackX& pack_x, int64_t width, float* y,
                                  int64_t ldy, bool accumulate) const {
-  // Eigen's dispatch (generic_product_impl<..., GemmProduct>): the
-  // coefficient-based product below the threshold, GEMV for a vector.
-  if (depth_ + rows + width < EIGEN_GEMM_TO_COEFFBASED_THRESHOLD || rows < 2 ||
-      width < 2 || depth_ < 1 || row0 < 0 || row0 + rows > total_rows_) {
-    return false;
-  }
   // Column-major view: Y^T [width x rows] += X^T [width x depth] * W^T.
-  Blocking blocking(rows, width, depth_, 1, true);
-  const int64_t kc = blocking.kc();
-  const int64_t mc = std::min<int64_t>(width, blocking.mc());
-  const int64_t nc = std::min<int64_t>(rows, blocking.nc());
+  const EigenGemmPlan plan = PlanEigenGemm<float>(rows, width, depth_);
+  if (!plan.blocked || row0 < 0 || row0 + rows > total_rows_) return false;
+  const int64_t kc = plan.kc, mc = plan.mc, nc = plan.nc;
   const Blocks* b = BlocksFor(row0, rows, kc, nc);
   if (b == nullptr) return false;
-  if (!accumulate) {
-    for (int64_t r = 0; r < rows; ++r) std::fill_n(y + r * ldy, width, 0.0f);
-  }
+  if (!accumulate) ZeroRows(y, rows, width, ldy);
   thread_local AlignedFloats block_a;
   block_a.Resize(kc * mc);
   float* a = block_a.data();

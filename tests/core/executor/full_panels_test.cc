@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "core/executor/blocked_gemm.h"
 #include "core/executor/full_panels_avx512.h"
 #include "core/executor/gemm.h"
 #include "core/executor/packed_gemm.h"
@@ -98,6 +99,14 @@ void ExpectGemmBlockIsEigens() {
                                       accumulate);
               exec::GemmBlock<T>(ta, tb, m, n, k, alpha, a.data(), lda,
                                  b.data(), ldb, got.data(), n, accumulate);
+              // BlockedGemm takes exactly the products Eigen blocks (its
+              // dispatch: k + m + n >= 20, m and n >= 2), so the comparison
+              // covers it and not Eigen's product twice.
+              std::vector<T> blocked = start;
+              EXPECT_EQ(exec::BlockedGemm<T>(ta, tb, m, n, k, alpha, a.data(),
+                                             lda, b.data(), ldb, blocked.data(),
+                                             n, accumulate),
+                        k + m + n >= 20 && m >= 2 && n >= 2);
               ASSERT_EQ(
                   std::memcmp(want.data(), got.data(), want.size() * sizeof(T)),
                   0)
