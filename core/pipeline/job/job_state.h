@@ -104,6 +104,18 @@ struct JobState {
   std::vector<GptqLayerError> gptq_layers;  // empty unless GPTQ ran
 };
 
+// Every node's weight parameters as one parameter selection chose them for
+// the plans' base configs (before shift-negative correction and mixed
+// precision change any), and the options they were chosen with. A search
+// that selects again on the same graph and plans with options that only
+// change the activations' parameters (z_threshold, shift-negative
+// correction's search) takes these instead of searching every weight again
+// (SelectAllParams).
+struct WeightSelectionCache {
+  std::optional<PtqOptions> options;  // unset: nothing selected yet
+  std::vector<std::vector<WeightParams>> per_node;
+};
+
 }  // namespace quantd
 
 #endif  // QUANTD_CORE_PIPELINE_JOB_JOB_STATE_H_

@@ -425,10 +425,12 @@ absl::StatusOr<Decisions> Decide(
   // The quality-target search re-selects from here.
   const bool has_target = spec.target.has_value();
   std::optional<JobState> calibrated;
+  WeightSelectionCache selected_weights;
   if (has_target) calibrated = *state;
   RETURN_IF_ERROR(
       clock.Begin(stage::kSelect, "selecting quantization parameters"));
-  RETURN_IF_ERROR(SelectAllParams(state, pool, cancel, clock.sink()));
+  RETURN_IF_ERROR(SelectAllParams(state, pool, cancel, clock.sink(),
+                                  has_target ? &selected_weights : nullptr));
   if (state->options.shift_negative_activation_correction) {
     RETURN_IF_ERROR(clock.Begin(stage::kSelect, "shift-negative correction"));
     RETURN_IF_ERROR(RunShiftNegativeStage(state, &cal->stats.shapes, cancel));
@@ -446,8 +448,9 @@ absl::StatusOr<Decisions> Decide(
   if (has_target) {
     RETURN_IF_ERROR(
         clock.Begin(stage::kTarget, "searching for the quality target"));
-    const QualityTargetInputs target_inputs =
+    QualityTargetInputs target_inputs =
         TargetInputs(input, context, cal, reuse_options);
+    target_inputs.selected_weights = &selected_weights;
     ASSIGN_OR_RETURN(d.target, RunQualityTarget(target_inputs, *calibrated,
                                                 state, &d.mixed_precision, pool,
                                                 cancel, clock.sink()));

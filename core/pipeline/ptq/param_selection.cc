@@ -337,11 +337,45 @@ absl::StatusOr<Tensor> DequantizedWeight(const WeightParams& w) {
 
 namespace quantd {
 
+namespace {
+
+// Whether `cached` are a node's results for its weight slots: one per slot
+// with an initializer, on the same tensor, attribute and config.
+bool MatchesSlots(const std::vector<WeightParams>& cached, const Node& node,
+                  const NodePlan& plan, const Graph& g) {
+  size_t k = 0;
+  for (const WeightSlot& slot : plan.weights) {
+    const std::string& name = node.Input(slot.input_index);
+    if (g.FindInitializer(name) == nullptr) continue;
+    if (k >= cached.size()) return false;
+    const WeightParams& w = cached[k++];
+    if (w.tensor != name || w.attr != slot.attr ||
+        w.input_index != slot.input_index ||
+        w.method != slot.config.weights_quantization_method() ||
+        w.n_bits != slot.config.weights_n_bits()) {
+      return false;
+    }
+  }
+  return k == cached.size();
+}
+
+}  // namespace
+
+bool SameWeightSelection(const PtqOptions& a, const PtqOptions& b) {
+  return a.weights_error_method == b.weights_error_method &&
+         a.l_p_value == b.l_p_value && a.hessian_scores == b.hessian_scores;
+}
+
 absl::Status SelectAllParams(JobState* state, ThreadPool* pool,
                              const CancellationToken* cancel,
-                             ProgressSink* progress) {
+                             ProgressSink* progress,
+                             WeightSelectionCache* cache) {
   Graph& g = state->model.graph;
   const int64_t n = static_cast<int64_t>(g.nodes.size());
+  const bool reuse = cache != nullptr && cache->options.has_value() &&
+                     SameWeightSelection(*cache->options, state->options) &&
+                     cache->per_node.size() == static_cast<size_t>(n);
+  std::vector<char> searched(static_cast<size_t>(n), 0);  // not from cache
   SampleProgress report{progress, stage::kSelect,
                         [](int64_t d, int64_t total) {
                           return absl::StrCat(d, "/", total, " nodes");
@@ -379,6 +413,11 @@ absl::Status SelectAllParams(JobState* state, ThreadPool* pool,
       }
     }
     p.weight_results.clear();
+    if (reuse && MatchesSlots(cache->per_node[i], node, p, g)) {
+      p.weight_results = cache->per_node[i];
+      return absl::OkStatus();
+    }
+    searched[i] = 1;
     for (const WeightSlot& slot : p.weights) {
       const std::string& name = node.Input(slot.input_index);
       const Tensor* t = g.FindInitializer(name);
@@ -420,6 +459,15 @@ absl::Status SelectAllParams(JobState* state, ThreadPool* pool,
     return absl::OkStatus();
   }));
   for (const absl::Status& st : status) RETURN_IF_ERROR(st);
+  if (cache != nullptr) {
+    if (!reuse) {
+      cache->options = state->options;
+      cache->per_node.assign(static_cast<size_t>(n), {});
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      if (searched[i]) cache->per_node[i] = state->plans[i].weight_results;
+    }
+  }
   // Graph inputs.
   if (state->input_config.has_value()) {
     for (const auto& in : g.inputs) {

@@ -38,10 +38,19 @@ absl::StatusOr<WeightParams> SelectWeightParams(
 // shaped like int_values.
 absl::StatusOr<Tensor> DequantizedWeight(const WeightParams& w);
 
-// Runs both over every node of the state.
+// Whether weights selected with `a` are the ones `b` selects: the options
+// the weight search reads agree (error method, p, HMSE's scores).
+bool SameWeightSelection(const PtqOptions& a, const PtqOptions& b);
+
+// Runs both over every node of the state. With a `cache` selected on the
+// same graph and plans: when SameWeightSelection holds for the state's
+// options, a node whose cached results match its weight slots takes them
+// (the same function of the same inputs) instead of searching again; the
+// cache then holds this selection's weights.
 absl::Status SelectAllParams(JobState* state, ThreadPool* pool,
                              const CancellationToken* cancel,
-                             ProgressSink* progress);
+                             ProgressSink* progress,
+                             WeightSelectionCache* cache = nullptr);
 
 }  // namespace quantd
 

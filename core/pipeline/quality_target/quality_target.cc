@@ -249,7 +249,8 @@ absl::Status TargetSearch::Select(const PtqOptions& options) {
   if (SameSelection(options, selected_options_)) return absl::OkStatus();
   selected_ = calibrated_;
   selected_.options = options;
-  RETURN_IF_ERROR(SelectAllParams(&selected_, pool_, cancel_, nullptr));
+  RETURN_IF_ERROR(SelectAllParams(&selected_, pool_, cancel_, nullptr,
+                                  in_.selected_weights));
   RETURN_IF_ERROR(RunShiftNegativeStage(&selected_, in_.shapes, cancel_));
   selected_mp_ = MixedPrecisionOutcome();
   if (in_.spec->mixed_precision.Requested()) {

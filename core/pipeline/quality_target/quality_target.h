@@ -77,6 +77,10 @@ struct QualityTargetInputs {
   // applied at once, and the search starts at the ceiling (every upgrade).
   // The equalization trial's second search reuses the first's this way.
   const std::vector<std::string>* reuse_options = nullptr;
+  // The job's parameter selection's weights, which every re-selection whose
+  // options leave the weights' search as it was takes instead of searching
+  // again (SelectAllParams). Null: each re-selection searches them.
+  WeightSelectionCache* selected_weights = nullptr;
   // Called before the parts that hold more memory than the job before them
   // (the ranking: JobMemoryStage::kTargetRanking; the GPTQ trial past its
   // checkpoint); an error ends the search. Null: nothing to tell.
