@@ -7,7 +7,9 @@
 #include <vector>
 
 #include "core/executor/blocked_gemm.h"
+#include "core/executor/full_panels_avx512.h"
 #include "core/executor/im2col_packing.h"
+#include "core/executor/im2col_panels_avx512.h"
 
 // The sequence below is general_matrix_matrix_product's sequential path
 // (Eigen/src/Core/products/GeneralMatrixMatrix.h) of Eigen 3.4.
@@ -159,19 +161,24 @@ bool PackedWeights::MultiplyIm2Col(int64_t row0, int64_t rows,
                                    float* y, int64_t ldy,
                                    bool accumulate) const {
   if (src.channels * src.KH * src.KW != depth_ || width < 1) return false;
-  const Im2ColPacker packer(src, width);
+  const Im2ColPacker packer(src);
+  // Where the full panels run on AVX-512, their positions come straight
+  // from the image (im2col_panels_avx512.h): only the rows left over in
+  // each row block are packed, for Eigen's kernel.
+  const bool from_image = UseFullPanelsAvx512() && src.SW == 1;
   return MultiplyFrom(
       row0, rows,
       [&packer](float* a, int64_t i2, int64_t k2, int64_t depth, int64_t cols) {
         packer.Pack(a, i2, k2, depth, cols);
       },
-      width, y, ldy, accumulate);
+      width, y, ldy, accumulate, from_image ? &src : nullptr);
 }
 
 template <typename PackX>
 bool PackedWeights::MultiplyFrom(int64_t row0, int64_t rows,
                                  const PackX& pack_x, int64_t width, float* y,
-                                 int64_t ldy, bool accumulate) const {
+                                 int64_t ldy, bool accumulate,
+                                 const Im2ColSource* image) const {
   // Column-major view: Y^T [width x rows] += X^T [width x depth] * W^T.
   const EigenGemmPlan plan = PlanEigenGemm<float>(rows, width, depth_);
   if (!plan.blocked || row0 < 0 || row0 + rows > total_rows_) return false;
@@ -185,14 +192,25 @@ bool PackedWeights::MultiplyFrom(int64_t row0, int64_t rows,
   for (int64_t i2 = 0; i2 < width; i2 += mc) {
     const int64_t amc = std::min(i2 + mc, width) - i2;
     int64_t block = 0;
+    // Rows of the block's full panels read from the image, if any.
+    const int64_t direct =
+        image != nullptr ? amc / kFullPanelRows<float> * kFullPanelRows<float>
+                         : 0;
     for (int64_t k2 = 0; k2 < depth_; k2 += kc) {
       const int64_t akc = std::min(k2 + kc, depth_) - k2;
-      pack_x(a, i2, k2, akc, amc);
+      if (direct < amc) pack_x(a, i2 + direct, k2, akc, amc - direct);
       for (int64_t j2 = 0; j2 < rows; j2 += nc) {
         const int64_t anc = std::min(j2 + nc, rows) - j2;
+        const float* w = b->buffer.data() + b->offsets[block++];
         // Y^T's block (i2, j2): column-major, stride ldy.
-        MultiplyPackedBlock<float>(a, b->buffer.data() + b->offsets[block++],
-                                   amc, akc, anc, 1.0f, y + i2 + j2 * ldy, ldy);
+        if (direct > 0) {
+          MultiplyIm2ColPanelsAvx512(*image, i2, direct, k2, akc, w, anc,
+                                     y + j2 * ldy, ldy);
+        }
+        if (direct < amc) {
+          MultiplyPackedBlock<float>(a, w, amc - direct, akc, anc, 1.0f,
+                                     y + i2 + direct + j2 * ldy, ldy);
+        }
       }
     }
   }

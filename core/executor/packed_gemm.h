@@ -79,11 +79,13 @@ class PackedWeights {
   const Blocks* BlocksFor(int64_t row0, int64_t rows, int64_t kc,
                           int64_t nc) const;
   // Multiply with X^T's blocks packed by pack_x(a, i2, k2, depth, cols)
-  // as Eigen's gemm_pack_lhs packs them (packed_gemm.cc).
+  // as Eigen's gemm_pack_lhs packs them (packed_gemm.cc). With `image`,
+  // the rows of each block's full panels are computed from it
+  // (im2col_panels_avx512.h) and only the rest are packed.
   template <typename PackX>
   bool MultiplyFrom(int64_t row0, int64_t rows, const PackX& pack_x,
-                    int64_t width, float* y, int64_t ldy,
-                    bool accumulate) const;
+                    int64_t width, float* y, int64_t ldy, bool accumulate,
+                    const Im2ColSource* image = nullptr) const;
 
   const float* w_;
   int64_t total_rows_, depth_;

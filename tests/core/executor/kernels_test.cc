@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/executor/conv_kernels.h"
+#include "core/executor/full_panels_avx512.h"
 #include "core/executor/gemm.h"
 #include "core/executor/packed_gemm.h"
 #include "core/runtime/thread_pool.h"
@@ -808,7 +809,12 @@ TEST(PackedWeightsTest, Im2ColFromTheImageGivesTheBitsOfTheBuffer) {
                          {16, 8, 6, 5, 3, 3, 1, 1, 3, 3, 4, 4, 4, 4},
                          {5, 7, 9, 40, 2, 7, 1, 1, 1, 1, 1, 3, 0, 3},
                          {6, 10, 1, 300, 1, 5, 1, 1, 1, 2, 0, 4, 0, 4},
-                         {4, 9, 1, 301, 1, 3, 1, 3, 1, 1, 0, 1, 0, 0}}) {
+                         {4, 9, 1, 301, 1, 3, 1, 3, 1, 1, 0, 1, 0, 0},
+                         // Depth blocks (2304 rows), 6-panel tiles and a
+                         // tail, single columns, many row blocks.
+                         {256, 40, 12, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+                         {32, 30, 30, 30, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+                         {24, 27, 80, 80, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1}}) {
     exec::ConvShape s;
     s.geo.in = {c.h, c.w};
     s.geo.kernel = {c.kh, c.kw};
@@ -836,24 +842,36 @@ TEST(PackedWeightsTest, Im2ColFromTheImageGivesTheBitsOfTheBuffer) {
     const std::vector<float> w = RandomValues(c.m * depth, ++seed);
     exec::PackedWeights packed(w.data(), c.m, depth);
     src.x = x.data();
-    for (int64_t p0 : {int64_t{0}, int64_t{5}, out_size / 3}) {
-      const int64_t width = std::min<int64_t>(out_size - p0, 131);
+    for (const auto& [p0, cap] : std::vector<std::pair<int64_t, int64_t>>{
+             {0, 131}, {5, 131}, {out_size / 3, 131}, {0, out_size}}) {
+      const int64_t width = std::min<int64_t>(out_size - p0, cap);
       std::vector<float> col(depth * width);
       exec::Im2Col(s, x.data(), c.c, p0, width, col.data());
       std::vector<float> want(c.m * width), got(c.m * width);
       src.p0 = p0;
+      // Eigen's own kernels on the buffer, against the image read with the
+      // AVX-512 kernels (where the CPU has them: the full panels straight
+      // from the image) and without.
+      exec::SetFullPanelsAvx512Enabled(false);
       ASSERT_TRUE(packed.Multiply(0, c.m, col.data(), width, width, want.data(),
                                   width, false));
-      ASSERT_TRUE(
-          packed.MultiplyIm2Col(0, c.m, src, width, got.data(), width, false));
-      EXPECT_EQ(
-          std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
-          << c.c << "x" << c.h << "x" << c.w << " k " << c.kh << "x" << c.kw
-          << " p0 " << p0;
+      for (bool avx512 : {true, false}) {
+        exec::SetFullPanelsAvx512Enabled(avx512);
+        std::fill(got.begin(), got.end(), 7.0f);
+        ASSERT_TRUE(packed.MultiplyIm2Col(0, c.m, src, width, got.data(), width,
+                                          false));
+        EXPECT_EQ(
+            std::memcmp(want.data(), got.data(), want.size() * sizeof(float)),
+            0)
+            << c.c << "x" << c.h << "x" << c.w << " k " << c.kh << "x" << c.kw
+            << " m " << c.m << " p0 " << p0 << " width " << width << " avx512 "
+            << avx512;
+      }
+      exec::SetFullPanelsAvx512Enabled(true);
       ++products;
     }
   }
-  EXPECT_EQ(products, 21);
+  EXPECT_EQ(products, 40);
   // A depth that is not channels x kernel is refused.
   const std::vector<float> w = RandomValues(8 * 9, 1);
   exec::PackedWeights packed(w.data(), 8, 9);

@@ -1,0 +1,37 @@
+// Eigen's full row panels (full_panels_avx512.h) of a convolution that is
+// unit-stride along the width, computed straight from the image.
+//
+// In Conv's product Y^T = X^T W^T the rows are output positions and the
+// depth is im2col's (channel, tap) rows. An output whose position falls in
+// one of the micro-kernel's full 24-row panels gets, in a depth block, one
+// accumulator started at 0, one fused multiply-add per depth step in order
+// and one fused multiply-add with 1 into the destination. This kernel keeps
+// that order per output, but holds 16 neighbouring positions of one output
+// row times up to 24 output channels in registers: each tap's 16 values are
+// one load from the image, used by every channel of the tile, so nothing is
+// packed (packing the columns is as long as multiplying them in a layer
+// with 24 output channels). Same bits as the packed product.
+#ifndef QUANTD_CORE_EXECUTOR_IM2COL_PANELS_AVX512_H_
+#define QUANTD_CORE_EXECUTOR_IM2COL_PANELS_AVX512_H_
+
+#include <cstdint>
+
+#include "core/executor/packed_gemm.h"
+
+namespace quantd::exec {
+
+// res[j * ld + i] = fma(acc(i, j), 1, res[j * ld + i]) for the call's
+// positions i in [i0, i0 + count) (output positions s.p0 + i) and columns
+// j in [0, cols), acc(i, j) the in-order sum over im2col rows [k2, k2 +
+// depth) of col(i, k) * w(k, j). `b` is the packed W^T block of those rows
+// and columns in gemm_pack_rhs's nr = 4 layout (4-column panels, then
+// single columns, each `depth` steps long). Needs UseFullPanelsAvx512() and
+// s.SW == 1.
+void MultiplyIm2ColPanelsAvx512(const Im2ColSource& s, int64_t i0,
+                                int64_t count, int64_t k2, int64_t depth,
+                                const float* b, int64_t cols, float* res,
+                                int64_t ld);
+
+}  // namespace quantd::exec
+
+#endif  // QUANTD_CORE_EXECUTOR_IM2COL_PANELS_AVX512_H_
