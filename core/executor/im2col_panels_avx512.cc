@@ -23,7 +23,7 @@ constexpr int kPanels = 2;
 // row), each a masked load. Masked-off lanes are never read, so `offset`
 // may point before the plane: it is applied as an integer.
 struct TapLoad {
-  int64_t offset[2];  // of lane 0's would-be value, from the plane's start
+  int32_t offset[2];  // of lane 0's would-be value, from the plane's start
   __mmask16 mask[2];  // lanes inside the image, per run (0: none)
 };
 
@@ -35,7 +35,7 @@ struct Positions {
 };
 
 __attribute__((target("avx512f"), always_inline)) inline const float* At(
-    const float* plane, int64_t offset) {
+    const float* plane, int32_t offset) {
   return reinterpret_cast<const float*>(reinterpret_cast<uintptr_t>(plane) +
                                         static_cast<uintptr_t>(offset) *
                                             sizeof(float));
@@ -62,11 +62,14 @@ __attribute__((target("avx512f"))) void Tile(
   const int64_t plane_size = s.H * s.W;
   const float* plane = s.x + k0 / khw * plane_size;
   int64_t t = k0 % khw;
+  const TapLoad* tap[V];
+#pragma GCC unroll 3
+  for (int r = 0; r < V; ++r) tap[r] = loads + r * khw + t;
   for (int64_t k = 0; k < depth; ++k) {
     __m512 x[V];
 #pragma GCC unroll 3
     for (int r = 0; r < V; ++r) {
-      const TapLoad& l = loads[r * khw + t];
+      const TapLoad& l = *tap[r]++;
       x[r] = _mm512_maskz_loadu_ps(l.mask[0], At(plane, l.offset[0]));
       if (l.mask[1] != 0) {
         x[r] = _mm512_mask_loadu_ps(x[r], l.mask[1], At(plane, l.offset[1]));
@@ -85,6 +88,8 @@ __attribute__((target("avx512f"))) void Tile(
     if (++t == khw) {
       t = 0;
       plane += plane_size;
+#pragma GCC unroll 3
+      for (int r = 0; r < V; ++r) tap[r] -= khw;
     }
   }
   const __m512 one = _mm512_set1_ps(1.0f);
@@ -153,7 +158,7 @@ void MultiplyIm2ColPanelsAvx512(const Im2ColSource& s, int64_t i0,
         if (ih < 0 || ih >= s.H) continue;
         // Lane j of this run reads column iw0 + j.
         const int64_t iw0 = (run == 0 ? ow : -a) + dw;
-        l.offset[run] = ih * s.W + iw0;
+        l.offset[run] = static_cast<int32_t>(ih * s.W + iw0);
         l.mask[run] = LaneRange(std::max(lo, -iw0), std::min(hi, s.W - iw0));
       }
       loads.push_back(l);

@@ -20,13 +20,16 @@
 
 namespace quantd::exec {
 
+inline constexpr int64_t kIm2ColPanelsMaxPlane = int64_t{1} << 30;
+
 // res[j * ld + i] = fma(acc(i, j), 1, res[j * ld + i]) for the call's
 // positions i in [i0, i0 + count) (output positions s.p0 + i) and columns
 // j in [0, cols), acc(i, j) the in-order sum over im2col rows [k2, k2 +
 // depth) of col(i, k) * w(k, j). `b` is the packed W^T block of those rows
 // and columns in gemm_pack_rhs's nr = 4 layout (4-column panels, then
-// single columns, each `depth` steps long). Needs UseFullPanelsAvx512() and
-// s.SW == 1.
+// single columns, each `depth` steps long). Needs UseFullPanelsAvx512(),
+// s.SW == 1 and planes (s.H * s.W) under kIm2ColPanelsMaxPlane elements
+// (offsets within a plane are 32-bit).
 void MultiplyIm2ColPanelsAvx512(const Im2ColSource& s, int64_t i0,
                                 int64_t count, int64_t k2, int64_t depth,
                                 const float* b, int64_t cols, float* res,

@@ -165,7 +165,8 @@ bool PackedWeights::MultiplyIm2Col(int64_t row0, int64_t rows,
   // Where the full panels run on AVX-512, their positions come straight
   // from the image (im2col_panels_avx512.h): only the rows left over in
   // each row block are packed, for Eigen's kernel.
-  const bool from_image = UseFullPanelsAvx512() && src.SW == 1;
+  const bool from_image = UseFullPanelsAvx512() && src.SW == 1 &&
+                          src.H * src.W < kIm2ColPanelsMaxPlane;
   return MultiplyFrom(
       row0, rows,
       [&packer](float* a, int64_t i2, int64_t k2, int64_t depth, int64_t cols) {
