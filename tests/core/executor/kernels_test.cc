@@ -814,7 +814,9 @@ TEST(PackedWeightsTest, Im2ColFromTheImageGivesTheBitsOfTheBuffer) {
                          // tail, single columns, many row blocks.
                          {256, 40, 12, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
                          {32, 30, 30, 30, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
-                         {24, 27, 80, 80, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1}}) {
+                         {24, 27, 80, 80, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1},
+                         // Pointwise: the image is the column matrix.
+                         {64, 96, 20, 20, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0}}) {
     exec::ConvShape s;
     s.geo.in = {c.h, c.w};
     s.geo.kernel = {c.kh, c.kw};
@@ -871,7 +873,7 @@ TEST(PackedWeightsTest, Im2ColFromTheImageGivesTheBitsOfTheBuffer) {
       ++products;
     }
   }
-  EXPECT_EQ(products, 40);
+  EXPECT_EQ(products, 44);
   // A depth that is not channels x kernel is refused.
   const std::vector<float> w = RandomValues(8 * 9, 1);
   exec::PackedWeights packed(w.data(), 8, 9);
