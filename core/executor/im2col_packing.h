@@ -20,7 +20,7 @@ namespace quantd::exec {
 
 class Im2ColPacker {
  public:
-  explicit Im2ColPacker(const Im2ColSource& s) : s_(s) {
+  Im2ColPacker(const Im2ColSource& s, int64_t width) : s_(s) {
     taps_.reserve(static_cast<size_t>(s.channels * s.KH * s.KW));
     for (int64_t c = 0; c < s.channels; ++c) {
       for (int64_t kh = 0; kh < s.KH; ++kh) {
@@ -29,6 +29,12 @@ class Im2ColPacker {
           taps_.push_back({c * s.H * s.W + dh * s.W + dw, dh, dw});
         }
       }
+    }
+    positions_.reserve(static_cast<size_t>(width));
+    for (int64_t p = s.p0; p < s.p0 + width; ++p) {
+      const int64_t oh = p / s.OW, ow = p % s.OW;
+      positions_.push_back(
+          {oh * s.SH * s.W + ow * s.SW, oh * s.SH, ow * s.SW, s.OW - ow});
     }
   }
 
@@ -54,13 +60,6 @@ class Im2ColPacker {
     int64_t ih, iw;  // that origin
     int64_t run;     // positions left in this output row, this one included
   };
-
-  // Output position s.p0 + i, computed where a panel needs it: a call
-  // packs only the rows it is given (the full panels may read the image).
-  Position PositionAt(int64_t i) const {
-    const int64_t p = s_.p0 + i, oh = p / s_.OW, ow = p % s_.OW;
-    return {oh * s_.SH * s_.W + ow * s_.SW, oh * s_.SH, ow * s_.SW, s_.OW - ow};
-  }
 
   float At(const Position& p, const Tap& t) const {
     const int64_t ih = p.ih + t.dh, iw = p.iw + t.dw;
@@ -93,9 +92,7 @@ class Im2ColPacker {
   // neighbours of one image row: copies, one per output row the n span.
   template <int n>
   float* Panel(float* a, int64_t i, int64_t k2, int64_t depth) const {
-    Position pos[n];
-    for (int j = 0; j < n; ++j) pos[j] = PositionAt(i + j);
-    const Position* p = pos;
+    const Position* p = &positions_[static_cast<size_t>(i)];
     const Tap* t = &taps_[static_cast<size_t>(k2)];
     if (s_.SW != 1) {
       for (int64_t k = 0; k < depth; ++k, a += n) {
@@ -126,6 +123,7 @@ class Im2ColPacker {
 
   Im2ColSource s_;
   std::vector<Tap> taps_;
+  std::vector<Position> positions_;
 };
 
 }  // namespace quantd::exec

@@ -78,6 +78,17 @@ constexpr std::ptrdiff_t kPinnedL3Bytes = std::ptrdiff_t{384} << 20;
   return true;
 }();
 
+// Of a row block of `rows`, those in Eigen's 3-packet panels (24 rows)
+// and its 2-packet panel (16 of the rest, when there are): one accumulator
+// per output, one multiply-add per depth step in order, in both
+// (gebp_kernel's 3pX4/3pX1 and 2pX4/2pX1 micro kernels). Its 1-packet
+// panel alternates two accumulators, and narrower rows sum otherwise.
+int64_t ImageRows(int64_t rows) {
+  constexpr int64_t kThree = kFullPanelRows<float>, kTwo = kThree / 3 * 2;
+  const int64_t three = rows / kThree * kThree;
+  return rows - three >= kTwo ? three + kTwo : three;
+}
+
 }  // namespace
 
 // Eigen sizes its GEMM blocks (kc, mc, nc) from the cache sizes CPUID
@@ -161,7 +172,7 @@ bool PackedWeights::MultiplyIm2Col(int64_t row0, int64_t rows,
                                    float* y, int64_t ldy,
                                    bool accumulate) const {
   if (src.channels * src.KH * src.KW != depth_ || width < 1) return false;
-  const Im2ColPacker packer(src);
+  const Im2ColPacker packer(src, width);
   // Where the full panels run on AVX-512, their positions come straight
   // from the image (im2col_panels_avx512.h): only the rows left over in
   // each row block are packed, for Eigen's kernel.
@@ -193,10 +204,9 @@ bool PackedWeights::MultiplyFrom(int64_t row0, int64_t rows,
   for (int64_t i2 = 0; i2 < width; i2 += mc) {
     const int64_t amc = std::min(i2 + mc, width) - i2;
     int64_t block = 0;
-    // Rows of the block's full panels read from the image, if any.
-    const int64_t direct =
-        image != nullptr ? amc / kFullPanelRows<float> * kFullPanelRows<float>
-                         : 0;
+    // Rows of the block's 3- and 2-packet panels read from the image, if
+    // any.
+    const int64_t direct = image != nullptr ? ImageRows(amc) : 0;
     for (int64_t k2 = 0; k2 < depth_; k2 += kc) {
       const int64_t akc = std::min(k2 + kc, depth_) - k2;
       if (direct < amc) pack_x(a, i2 + direct, k2, akc, amc - direct);

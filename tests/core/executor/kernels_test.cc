@@ -844,8 +844,14 @@ TEST(PackedWeightsTest, Im2ColFromTheImageGivesTheBitsOfTheBuffer) {
     const std::vector<float> w = RandomValues(c.m * depth, ++seed);
     exec::PackedWeights packed(w.data(), c.m, depth);
     src.x = x.data();
-    for (const auto& [p0, cap] : std::vector<std::pair<int64_t, int64_t>>{
-             {0, 131}, {5, 131}, {out_size / 3, 131}, {0, out_size}}) {
+    // Widths 136 and 40 leave a 2-packet panel after the 3-packet ones.
+    for (const auto& [p0, cap] :
+         std::vector<std::pair<int64_t, int64_t>>{{0, 131},
+                                                  {5, 131},
+                                                  {out_size / 3, 131},
+                                                  {0, out_size},
+                                                  {0, 136},
+                                                  {3, 40}}) {
       const int64_t width = std::min<int64_t>(out_size - p0, cap);
       std::vector<float> col(depth * width);
       exec::Im2Col(s, x.data(), c.c, p0, width, col.data());
@@ -873,7 +879,7 @@ TEST(PackedWeightsTest, Im2ColFromTheImageGivesTheBitsOfTheBuffer) {
       ++products;
     }
   }
-  EXPECT_EQ(products, 44);
+  EXPECT_EQ(products, 66);
   // A depth that is not channels x kernel is refused.
   const std::vector<float> w = RandomValues(8 * 9, 1);
   exec::PackedWeights packed(w.data(), 8, 9);
