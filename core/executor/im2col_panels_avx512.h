@@ -1,16 +1,18 @@
-// Eigen's full row panels (full_panels_avx512.h) of a convolution that is
-// unit-stride along the width, computed straight from the image.
+// Eigen's 3- and 2-packet row panels (full_panels_avx512.h) of a
+// convolution that is unit-stride along the width, computed straight from
+// the image.
 //
 // In Conv's product Y^T = X^T W^T the rows are output positions and the
 // depth is im2col's (channel, tap) rows. An output whose position falls in
-// one of the micro-kernel's full 24-row panels gets, in a depth block, one
-// accumulator started at 0, one fused multiply-add per depth step in order
-// and one fused multiply-add with 1 into the destination. This kernel keeps
-// that order per output, but holds 16 neighbouring positions of one output
-// row times up to 24 output channels in registers: each tap's 16 values are
-// one load from the image, used by every channel of the tile, so nothing is
-// packed (packing the columns is as long as multiplying them in a layer
-// with 24 output channels). Same bits as the packed product.
+// one of the micro kernel's 24-row or 16-row panels gets, in a depth block,
+// one accumulator started at 0, one fused multiply-add per depth step in
+// order and one fused multiply-add with 1 into the destination. This
+// kernel keeps that order per output, but holds three registers of 16
+// positions (each over at most two output rows) times 8 output channels in
+// 24 accumulators: each tap's 16 values are one or two masked loads from
+// the image, used by all 8 channels, so nothing is packed (packing the
+// columns takes as long as multiplying them in a layer with 24 output
+// channels). Same bits as the packed product.
 #ifndef QUANTD_CORE_EXECUTOR_IM2COL_PANELS_AVX512_H_
 #define QUANTD_CORE_EXECUTOR_IM2COL_PANELS_AVX512_H_
 
