@@ -6,8 +6,9 @@
 // In a depth block, an output whose row falls in one of the micro-kernel's
 // 3-packet panels (24 float or 12 double rows) gets one accumulator
 // started at 0, one fused multiply-add per depth step in order, then one
-// fused multiply-add of it with alpha into the destination; only the rows
-// left over after those panels take other orders. That order does not
+// fused multiply-add of it with alpha into the destination (so does its
+// 2-packet panel, which im2col_panels_avx512.h takes; the 1-packet panel
+// and narrower rows take other orders). That order does not
 // depend on the vector width, so 512-bit registers over two panels at once
 // give the same bits at up to twice the multiply-adds per cycle, where the
 // CPU has AVX-512. The leftover rows stay with Eigen.
