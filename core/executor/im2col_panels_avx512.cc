@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/executor/full_panels_avx512.h"
+
 namespace quantd::exec {
 namespace {
 
@@ -18,22 +20,11 @@ constexpr int kLanes = 16;  // positions per register
 constexpr int kVectors = 3;
 constexpr int kPanels = 2;
 
-// Where one tap of one channel-plane reads a register of positions: up to
-// two runs of neighbours (the positions may continue on the next output
-// row), each a masked load. Masked-off lanes are never read, so `offset`
-// may point before the plane: it is applied as an integer.
-struct TapLoad {
-  int32_t offset[2];  // of lane 0's would-be value, from the plane's start
-  __mmask16 mask[2];  // lanes inside the image, per run (0: none)
-};
+using TapLoad = Im2ColPanels::TapLoad;
+using Positions = Im2ColPanels::Positions;
 
-// The positions of one register: its first index in the call and count.
-struct Positions {
-  int64_t i;
-  int n;
-  __mmask16 lanes;  // the n low lanes
-};
-
+// Masked-off lanes are never read, so an offset may point before the
+// plane: it is applied as an integer.
 __attribute__((target("avx512f"), always_inline)) inline const float* At(
     const float* plane, int32_t offset) {
   return reinterpret_cast<const float*>(reinterpret_cast<uintptr_t>(plane) +
@@ -70,9 +61,11 @@ __attribute__((target("avx512f"))) void Tile(
 #pragma GCC unroll 3
     for (int r = 0; r < V; ++r) {
       const TapLoad& l = *tap[r]++;
-      x[r] = _mm512_maskz_loadu_ps(l.mask[0], At(plane, l.offset[0]));
+      x[r] = _mm512_maskz_loadu_ps(static_cast<__mmask16>(l.mask[0]),
+                                   At(plane, l.offset[0]));
       if (l.mask[1] != 0) {
-        x[r] = _mm512_mask_loadu_ps(x[r], l.mask[1], At(plane, l.offset[1]));
+        x[r] = _mm512_mask_loadu_ps(x[r], static_cast<__mmask16>(l.mask[1]),
+                                    At(plane, l.offset[1]));
       }
     }
 #pragma GCC unroll 8
@@ -95,13 +88,13 @@ __attribute__((target("avx512f"))) void Tile(
   const __m512 one = _mm512_set1_ps(1.0f);
 #pragma GCC unroll 3
   for (int r = 0; r < V; ++r) {
+    const auto lanes = static_cast<__mmask16>((1u << v[r].n) - 1);
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
       float* out = res + c * ld + v[r].i;
       _mm512_mask_storeu_ps(
-          out, v[r].lanes,
-          _mm512_fmadd_ps(acc[r][c], one,
-                          _mm512_maskz_loadu_ps(v[r].lanes, out)));
+          out, lanes,
+          _mm512_fmadd_ps(acc[r][c], one, _mm512_maskz_loadu_ps(lanes, out)));
     }
   }
 }
@@ -122,33 +115,39 @@ constexpr std::array<std::array<TileFn, 9>, kVectors> kTiles = {
     {TilesOf<1>(), TilesOf<2>(), TilesOf<3>()}};
 
 // Lanes [lo, hi) set.
-__mmask16 LaneRange(int64_t lo, int64_t hi) {
+uint16_t LaneRange(int64_t lo, int64_t hi) {
   if (hi <= lo) return 0;
-  return static_cast<__mmask16>(((1u << hi) - 1) & ~((1u << lo) - 1));
+  return static_cast<uint16_t>(((1u << hi) - 1) & ~((1u << lo) - 1));
 }
+
+constexpr int64_t kMaxPlane = int64_t{1} << 30;
 
 }  // namespace
 
-void MultiplyIm2ColPanelsAvx512(const Im2ColSource& s, int64_t i0,
-                                int64_t count, int64_t k2, int64_t depth,
-                                const float* b, int64_t cols, float* res,
-                                int64_t ld) {
-  thread_local std::vector<Positions> vectors;
-  thread_local std::vector<TapLoad> loads;
-  const int64_t khw = s.KH * s.KW;
-  // Registers of 16 consecutive positions, over at most two output rows
-  // (fewer where the call's range ends, or a row is shorter than 16).
-  vectors.clear();
-  loads.clear();
+bool Im2ColPanels::Takes(const Im2ColSource& s) {
+  return UseFullPanelsAvx512() && s.SW == 1 && s.H * s.W < kMaxPlane;
+}
+
+int64_t Im2ColPanels::Rows(int64_t rows) {
+  constexpr int64_t kThree = kFullPanelRows<float>, kTwo = kThree / 3 * 2;
+  const int64_t three = rows / kThree * kThree;
+  return rows - three >= kTwo ? three + kTwo : three;
+}
+
+// Registers of 16 consecutive positions, over at most two output rows
+// (fewer where the range ends, or a row is shorter than 16), and per
+// register and tap the runs it loads.
+Im2ColPanels::Im2ColPanels(const Im2ColSource& s, int64_t i0, int64_t count)
+    : s_(s), khw_(s.KH * s.KW) {
   for (int64_t i = i0; i < i0 + count;) {
     const int64_t p = s.p0 + i, oh = p / s.OW, ow = p % s.OW;
     const int64_t first = std::min<int64_t>(s.OW - ow, i0 + count - i);
     const int64_t n = std::min<int64_t>(
         {kLanes, i0 + count - i, first + std::min<int64_t>(s.OW, kLanes)});
-    vectors.push_back({i, static_cast<int>(n), LaneRange(0, n)});
+    vectors_.push_back({i, static_cast<int>(n)});
     // Per tap: the run on row oh (lanes [0, a)) and on row oh + 1.
     const int64_t a = std::min<int64_t>(first, n);
-    for (int64_t t = 0; t < khw; ++t) {
+    for (int64_t t = 0; t < khw_; ++t) {
       const int64_t dh = t / s.KW * s.DH - s.PH, dw = t % s.KW * s.DW - s.PW;
       TapLoad l{{0, 0}, {0, 0}};
       for (int run = 0; run < 2; ++run) {
@@ -161,26 +160,30 @@ void MultiplyIm2ColPanelsAvx512(const Im2ColSource& s, int64_t i0,
         l.offset[run] = static_cast<int32_t>(ih * s.W + iw0);
         l.mask[run] = LaneRange(std::max(lo, -iw0), std::min(hi, s.W - iw0));
       }
-      loads.push_back(l);
+      loads_.push_back(l);
     }
     i += n;
   }
+}
+
+void Im2ColPanels::Multiply(int64_t k2, int64_t depth, const float* b,
+                            int64_t cols, float* res, int64_t ld) const {
   const int64_t panels = cols / 4;
   const float* singles = b + panels * 4 * depth;
-  for (size_t r = 0; r < vectors.size(); r += kVectors) {
-    const size_t nv = std::min<size_t>(kVectors, vectors.size() - r);
+  for (size_t r = 0; r < vectors_.size(); r += kVectors) {
+    const size_t nv = std::min<size_t>(kVectors, vectors_.size() - r);
     const auto& tiles = kTiles[nv - 1];
-    const TapLoad* l = &loads[r * static_cast<size_t>(khw)];
+    const TapLoad* l = &loads_[r * static_cast<size_t>(khw_)];
     int64_t q = 0;  // panels done
     for (; q + kPanels <= panels; q += kPanels) {
-      tiles[4 * kPanels](s, l, khw, k2, depth, b + q * 4 * depth, nullptr,
-                         &vectors[r], res + q * 4 * ld, ld);
+      tiles[4 * kPanels](s_, l, khw_, k2, depth, b + q * 4 * depth, nullptr,
+                         &vectors_[r], res + q * 4 * ld, ld);
     }
     const int64_t rest = (panels - q) * 4 + cols % 4;
     if (rest > 0) {
-      tiles[static_cast<size_t>(rest)](s, l, khw, k2, depth, b + q * 4 * depth,
-                                       singles, &vectors[r], res + q * 4 * ld,
-                                       ld);
+      tiles[static_cast<size_t>(rest)](s_, l, khw_, k2, depth,
+                                       b + q * 4 * depth, singles, &vectors_[r],
+                                       res + q * 4 * ld, ld);
     }
   }
 }

@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/executor/blocked_gemm.h"
-#include "core/executor/full_panels_avx512.h"
 #include "core/executor/im2col_packing.h"
 #include "core/executor/im2col_panels_avx512.h"
 
@@ -77,17 +77,6 @@ constexpr std::ptrdiff_t kPinnedL3Bytes = std::ptrdiff_t{384} << 20;
   PinGemmCacheSizes();
   return true;
 }();
-
-// Of a row block of `rows`, those in Eigen's 3-packet panels (24 rows)
-// and its 2-packet panel (16 of the rest, when there are): one accumulator
-// per output, one multiply-add per depth step in order, in both
-// (gebp_kernel's 3pX4/3pX1 and 2pX4/2pX1 micro kernels). Its 1-packet
-// panel alternates two accumulators, and narrower rows sum otherwise.
-int64_t ImageRows(int64_t rows) {
-  constexpr int64_t kThree = kFullPanelRows<float>, kTwo = kThree / 3 * 2;
-  const int64_t three = rows / kThree * kThree;
-  return rows - three >= kTwo ? three + kTwo : three;
-}
 
 }  // namespace
 
@@ -173,11 +162,10 @@ bool PackedWeights::MultiplyIm2Col(int64_t row0, int64_t rows,
                                    bool accumulate) const {
   if (src.channels * src.KH * src.KW != depth_ || width < 1) return false;
   const Im2ColPacker packer(src, width);
-  // Where the full panels run on AVX-512, their positions come straight
-  // from the image (im2col_panels_avx512.h): only the rows left over in
-  // each row block are packed, for Eigen's kernel.
-  const bool from_image = UseFullPanelsAvx512() && src.SW == 1 &&
-                          src.H * src.W < kIm2ColPanelsMaxPlane;
+  // Where the kernel takes the layer, the full panels' positions come
+  // straight from the image (im2col_panels_avx512.h): only the rows left
+  // over in each row block are packed, for Eigen's kernel.
+  const bool from_image = Im2ColPanels::Takes(src);
   return MultiplyFrom(
       row0, rows,
       [&packer](float* a, int64_t i2, int64_t k2, int64_t depth, int64_t cols) {
@@ -205,8 +193,10 @@ bool PackedWeights::MultiplyFrom(int64_t row0, int64_t rows,
     const int64_t amc = std::min(i2 + mc, width) - i2;
     int64_t block = 0;
     // Rows of the block's 3- and 2-packet panels read from the image, if
-    // any.
-    const int64_t direct = image != nullptr ? ImageRows(amc) : 0;
+    // any, laid out once for every depth and column block.
+    const int64_t direct = image != nullptr ? Im2ColPanels::Rows(amc) : 0;
+    std::optional<Im2ColPanels> panels;
+    if (direct > 0) panels.emplace(*image, i2, direct);
     for (int64_t k2 = 0; k2 < depth_; k2 += kc) {
       const int64_t akc = std::min(k2 + kc, depth_) - k2;
       if (direct < amc) pack_x(a, i2 + direct, k2, akc, amc - direct);
@@ -214,10 +204,8 @@ bool PackedWeights::MultiplyFrom(int64_t row0, int64_t rows,
         const int64_t anc = std::min(j2 + nc, rows) - j2;
         const float* w = b->buffer.data() + b->offsets[block++];
         // Y^T's block (i2, j2): column-major, stride ldy.
-        if (direct > 0) {
-          MultiplyIm2ColPanelsAvx512(*image, i2, direct, k2, akc, w, anc,
-                                     y + j2 * ldy, ldy);
-        }
+        if (panels.has_value())
+          panels->Multiply(k2, akc, w, anc, y + j2 * ldy, ldy);
         if (direct < amc) {
           MultiplyPackedBlock<float>(a, w, amc - direct, akc, anc, 1.0f,
                                      y + i2 + direct + j2 * ldy, ldy);

@@ -359,132 +359,104 @@ bool MatchesSlots(const std::vector<WeightParams>& cached, const Node& node,
   return k == cached.size();
 }
 
-}  // namespace
-
-bool SameWeightSelection(const PtqOptions& a, const PtqOptions& b) {
-  return a.weights_error_method == b.weights_error_method &&
-         a.l_p_value == b.l_p_value && a.hessian_scores == b.hessian_scores;
+absl::Status WithNode(const Node& node, const std::string& where,
+                      const absl::Status& status) {
+  return absl::Status(
+      status.code(), absl::StrCat(node.Label(), where, ": ", status.message()));
 }
 
-absl::Status SelectAllParams(JobState* state, ThreadPool* pool,
-                             const CancellationToken* cancel,
-                             ProgressSink* progress,
-                             WeightSelectionCache* cache) {
-  Graph& g = state->model.graph;
-  const int64_t n = static_cast<int64_t>(g.nodes.size());
-  const bool reuse = cache != nullptr && cache->options.has_value() &&
-                     SameWeightSelection(*cache->options, state->options) &&
-                     cache->per_node.size() == static_cast<size_t>(n);
-  std::vector<char> searched(static_cast<size_t>(n), 0);  // not from cache
-  SampleProgress report{progress, stage::kSelect,
-                        [](int64_t d, int64_t total) {
-                          return absl::StrCat(d, "/", total, " nodes");
-                        },
-                        /*every=*/16};
-  auto select_node = [&](int64_t i) -> absl::Status {
-    const Node& node = g.nodes[i];
-    NodePlan& p = state->plans[i];
-    if (p.quantize_activation && !p.preserving) {
-      auto it = state->stats.find(node.outputs[0]);
-      auto a = SelectActivationParams(
-          node.outputs[0], p.config,
-          it == state->stats.end() ? nullptr : &it->second, p.known_min,
-          p.known_max, p.forced_signed, state->options);
-      if (!a.ok()) {
-        return absl::Status(
-            a.status().code(),
-            absl::StrCat(node.Label(), ": ", a.status().message()));
-      }
-      p.activation = *std::move(a);
-      // Further float outputs: their own statistics, the same config.
-      p.extra_activations.clear();
-      for (size_t k = 1; k < node.outputs.size(); ++k) {
-        auto sk = state->stats.find(node.outputs[k]);
-        if (node.outputs[k].empty() || sk == state->stats.end()) continue;
-        auto ak = SelectActivationParams(node.outputs[k], p.config, &sk->second,
-                                         std::nullopt, std::nullopt,
-                                         p.forced_signed, state->options);
-        if (!ak.ok()) {
-          return absl::Status(ak.status().code(),
-                              absl::StrCat(node.Label(), " output ", k, ": ",
-                                           ak.status().message()));
-        }
-        p.extra_activations.push_back(*std::move(ak));
-      }
+// The node's own output activations (not a preserving node's).
+absl::Status SelectNodeActivations(const Node& node, const JobState& state,
+                                   NodePlan* p) {
+  if (!p->quantize_activation || p->preserving) return absl::OkStatus();
+  auto it = state.stats.find(node.outputs[0]);
+  auto a = SelectActivationParams(
+      node.outputs[0], p->config,
+      it == state.stats.end() ? nullptr : &it->second, p->known_min,
+      p->known_max, p->forced_signed, state.options);
+  if (!a.ok()) return WithNode(node, "", a.status());
+  p->activation = *std::move(a);
+  // Further float outputs: their own statistics, the same config.
+  p->extra_activations.clear();
+  for (size_t k = 1; k < node.outputs.size(); ++k) {
+    auto sk = state.stats.find(node.outputs[k]);
+    if (node.outputs[k].empty() || sk == state.stats.end()) continue;
+    auto ak = SelectActivationParams(node.outputs[k], p->config, &sk->second,
+                                     std::nullopt, std::nullopt,
+                                     p->forced_signed, state.options);
+    if (!ak.ok()) {
+      return WithNode(node, absl::StrCat(" output ", k), ak.status());
     }
-    p.weight_results.clear();
-    if (reuse && MatchesSlots(cache->per_node[i], node, p, g)) {
-      p.weight_results = cache->per_node[i];
-      return absl::OkStatus();
-    }
-    searched[i] = 1;
-    for (const WeightSlot& slot : p.weights) {
-      const std::string& name = node.Input(slot.input_index);
-      const Tensor* t = g.FindInitializer(name);
-      if (t == nullptr) continue;
-      // Quantizers parallelise per channel themselves; nested use is safe.
-      auto w =
-          SelectWeightParams(name, *t, slot, state->options, nullptr, cancel);
-      if (!w.ok()) {
-        return absl::Status(
-            w.status().code(),
-            absl::StrCat(node.Label(), ": ", w.status().message()));
-      }
-      p.weight_results.push_back(*std::move(w));
-    }
+    p->extra_activations.push_back(*std::move(ak));
+  }
+  return absl::OkStatus();
+}
+
+// The node's weights: `cached` when they are this node's (MatchesSlots),
+// else searched.
+absl::Status SelectNodeWeights(const Node& node, const Graph& g,
+                               const PtqOptions& options,
+                               const std::vector<WeightParams>* cached,
+                               const CancellationToken* cancel, NodePlan* p) {
+  p->weight_results.clear();
+  if (cached != nullptr && MatchesSlots(*cached, node, *p, g)) {
+    p->weight_results = *cached;
     return absl::OkStatus();
-  };
-  // Heaviest nodes first (the weight searches' cost grows with the weight's
-  // size): with the classifier's large Gemm last in topological order, one
-  // thread would otherwise search it alone at the end. Each node writes only
-  // its own plan, so the order changes no result; errors are returned in
-  // graph order, as before.
+  }
+  for (const WeightSlot& slot : p->weights) {
+    const std::string& name = node.Input(slot.input_index);
+    const Tensor* t = g.FindInitializer(name);
+    if (t == nullptr) continue;
+    // Quantizers parallelise per channel themselves; nested use is safe.
+    auto w = SelectWeightParams(name, *t, slot, options, nullptr, cancel);
+    if (!w.ok()) return WithNode(node, "", w.status());
+    p->weight_results.push_back(*std::move(w));
+  }
+  return absl::OkStatus();
+}
+
+// Heaviest nodes first (the weight searches' cost grows with the weight's
+// size): with the classifier's large Gemm last in topological order, one
+// thread would otherwise search it alone at the end. Each node writes only
+// its own plan, so the order changes no result.
+std::vector<int64_t> HeaviestFirst(const JobState& state) {
+  const Graph& g = state.model.graph;
+  const int64_t n = static_cast<int64_t>(g.nodes.size());
   std::vector<int64_t> cost(n, 0), order(n);
   for (int64_t i = 0; i < n; ++i) {
     order[i] = i;
-    for (const WeightSlot& slot : state->plans[i].weights) {
+    for (const WeightSlot& slot : state.plans[i].weights) {
       const Tensor* t = g.FindInitializer(g.nodes[i].Input(slot.input_index));
       if (t != nullptr) cost[i] += t->num_elements();
     }
   }
   std::stable_sort(order.begin(), order.end(),
                    [&](int64_t a, int64_t b) { return cost[a] > cost[b]; });
-  std::vector<absl::Status> status(n);
-  RETURN_IF_ERROR(ParallelForSamples(n, pool, nullptr, report, [&](int64_t j) {
-    const int64_t i = order[j];
-    if (cancel != nullptr && !(status[i] = cancel->Check()).ok()) {
-      return absl::OkStatus();
-    }
-    status[i] = select_node(i);
-    return absl::OkStatus();
-  }));
-  for (const absl::Status& st : status) RETURN_IF_ERROR(st);
-  if (cache != nullptr) {
-    if (!reuse) {
-      cache->options = state->options;
-      cache->per_node.assign(static_cast<size_t>(n), {});
-    }
-    for (int64_t i = 0; i < n; ++i) {
-      if (searched[i]) cache->per_node[i] = state->plans[i].weight_results;
-    }
+  return order;
+}
+
+// The quantized graph inputs' activations.
+absl::Status SelectInputActivations(JobState* state) {
+  if (!state->input_config.has_value()) return absl::OkStatus();
+  for (const auto& in : state->model.graph.inputs) {
+    auto it = state->stats.find(in.name);
+    if (it == state->stats.end()) continue;
+    ASSIGN_OR_RETURN(
+        auto a, SelectActivationParams(in.name, *state->input_config,
+                                       &it->second, std::nullopt, std::nullopt,
+                                       std::nullopt, state->options));
+    state->input_activations[in.name] = std::move(a);
   }
-  // Graph inputs.
-  if (state->input_config.has_value()) {
-    for (const auto& in : g.inputs) {
-      auto it = state->stats.find(in.name);
-      if (it == state->stats.end()) continue;
-      ASSIGN_OR_RETURN(
-          auto a, SelectActivationParams(
-                      in.name, *state->input_config, &it->second, std::nullopt,
-                      std::nullopt, std::nullopt, state->options));
-      state->input_activations[in.name] = std::move(a);
-    }
-  }
-  // Quantization-preserving nodes reuse their source's parameters, in
-  // topological order so chains of them resolve.
+  return absl::OkStatus();
+}
+
+// Quantization-preserving nodes reuse their source's parameters, in
+// topological order so chains of them resolve.
+void ResolvePreservingNodes(JobState* state) {
+  const Graph& g = state->model.graph;
   std::map<std::string, const ActivationParams*> by_tensor;
   for (auto& [name, a] : state->input_activations) by_tensor[name] = &a;
-  for (int64_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
     NodePlan& p = state->plans[i];
     const Node& node = g.nodes[i];
     if (p.preserving) {
@@ -519,6 +491,56 @@ absl::Status SelectAllParams(JobState* state, ThreadPool* pool,
       for (const auto& a : p.extra_activations) by_tensor[a.tensor] = &a;
     }
   }
+}
+
+}  // namespace
+
+bool SameWeightSelection(const PtqOptions& a, const PtqOptions& b) {
+  return a.weights_error_method == b.weights_error_method &&
+         a.l_p_value == b.l_p_value && a.hessian_scores == b.hessian_scores;
+}
+
+absl::Status SelectAllParams(JobState* state, ThreadPool* pool,
+                             const CancellationToken* cancel,
+                             ProgressSink* progress,
+                             WeightSelectionCache* cache) {
+  const Graph& g = state->model.graph;
+  const int64_t n = static_cast<int64_t>(g.nodes.size());
+  const bool reuse = cache != nullptr && cache->options.has_value() &&
+                     SameWeightSelection(*cache->options, state->options) &&
+                     cache->per_node.size() == static_cast<size_t>(n);
+  SampleProgress report{progress, stage::kSelect,
+                        [](int64_t d, int64_t total) {
+                          return absl::StrCat(d, "/", total, " nodes");
+                        },
+                        /*every=*/16};
+  const std::vector<int64_t> order = HeaviestFirst(*state);
+  // Errors are returned in graph order.
+  std::vector<absl::Status> status(n);
+  RETURN_IF_ERROR(ParallelForSamples(n, pool, nullptr, report, [&](int64_t j) {
+    const int64_t i = order[j];
+    if (cancel != nullptr && !(status[i] = cancel->Check()).ok()) {
+      return absl::OkStatus();
+    }
+    NodePlan* p = &state->plans[i];
+    status[i] = SelectNodeActivations(g.nodes[i], *state, p);
+    if (status[i].ok()) {
+      status[i] =
+          SelectNodeWeights(g.nodes[i], g, state->options,
+                            reuse ? &cache->per_node[i] : nullptr, cancel, p);
+    }
+    return absl::OkStatus();
+  }));
+  for (const absl::Status& st : status) RETURN_IF_ERROR(st);
+  if (cache != nullptr) {  // copies share the integers' buffers
+    cache->options = state->options;
+    cache->per_node.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      cache->per_node[i] = state->plans[i].weight_results;
+    }
+  }
+  RETURN_IF_ERROR(SelectInputActivations(state));
+  ResolvePreservingNodes(state);
   return absl::OkStatus();
 }
 
