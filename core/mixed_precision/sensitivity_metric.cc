@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "absl/strings/str_cat.h"
 #include "core/mixed_precision/internal/distance_sums.h"
@@ -35,12 +36,10 @@ constexpr double kEps = internal::kDistanceEps;
 absl::StatusOr<double> NormalizedMse(absl::Span<const float> f,
                                      absl::Span<const float> q) {
   if (absl::Status s = CheckPair(f, q, "normalized MSE"); !s.ok()) return s;
-  double squared_error = 0, squared_norm = 0;
-  for (size_t n = 0; n < f.size(); ++n) {
-    const double diff = static_cast<double>(f[n]) - q[n];
-    squared_error += diff * diff;
-    squared_norm += static_cast<double>(f[n]) * f[n];
-  }
+  double squared_norm = 0;
+  for (const float v : f) squared_norm += static_cast<double>(v) * v;
+  const double squared_error = internal::SquaredDiffSum(
+      f.data(), q.data(), static_cast<int64_t>(f.size()));
   return internal::NormalizedMseFromSums(squared_error, squared_norm, f.size());
 }
 
@@ -59,12 +58,10 @@ absl::StatusOr<double> KlDivergence(absl::Span<const float> f,
 absl::StatusOr<double> CosineDistance(absl::Span<const float> f,
                                       absl::Span<const float> q) {
   if (absl::Status s = CheckPair(f, q, "cosine distance"); !s.ok()) return s;
-  double dot = 0, norm_f = 0, norm_q = 0;
-  for (size_t n = 0; n < f.size(); ++n) {
-    dot += static_cast<double>(f[n]) * q[n];
-    norm_f += static_cast<double>(f[n]) * f[n];
-    norm_q += static_cast<double>(q[n]) * q[n];
-  }
+  double norm_f = 0, dot = 0, norm_q = 0;
+  for (const float v : f) norm_f += static_cast<double>(v) * v;
+  internal::DotAndNormSums(f.data(), q.data(), static_cast<int64_t>(f.size()),
+                           &dot, &norm_q);
   return internal::CosineDistanceFromSums(dot, norm_f, norm_q);
 }
 

@@ -1,6 +1,7 @@
 // Per-interest-point distance functions of MCT's mixed-precision sensitivity
 // (get_mp_node_distance_fn): each compares one sample's float output f with
-// its quantized output q. Pure functions over float spans; results in double.
+// its quantized output q. Pure functions over float spans; results in double,
+// the candidate's sums in the order of internal/distance_sums.h.
 #ifndef QUANTD_CORE_MIXED_PRECISION_SENSITIVITY_METRIC_H_
 #define QUANTD_CORE_MIXED_PRECISION_SENSITIVITY_METRIC_H_
 

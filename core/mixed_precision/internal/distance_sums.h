@@ -1,16 +1,37 @@
-// The last step of the distances of sensitivity_metric.h, from their sums:
-// shared by the one-sample functions and the sample lanes of
-// distance_lanes.h, so both give the same value from the same sums.
+// The sums of the distances of sensitivity_metric.h and their last step:
+// shared by the one-sample functions and sample_distance.h, so both give the
+// same value from the same tensors.
+//
+// The candidate's sums (sum (f-q)^2; sum f*q and sum q^2) run in sixteen
+// partial sums, so that one sample vectorizes (four AVX2 registers of four
+// doubles) instead of waiting on one chain of additions: element i of the
+// first n - n % 16 goes to partial i % 16, in element order; the partials
+// combine as p[j] = ((s[j] + s[4 + j]) + s[8 + j]) + s[12 + j], then
+// (p[0] + p[2]) + (p[1] + p[3]); the last n % 16 elements are added to that
+// in order. Each term rounds as the scalar expression does (no FMA: the
+// library is compiled with -ffp-contract=off). Every term is a square or a
+// product of two floats in double, exact to 2^-48 relative, so the order
+// moves a distance by a few units in its last place: far below any
+// difference between two candidates' sensitivities.
 #ifndef QUANTD_CORE_MIXED_PRECISION_INTERNAL_DISTANCE_SUMS_H_
 #define QUANTD_CORE_MIXED_PRECISION_INTERNAL_DISTANCE_SUMS_H_
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 
 namespace quantd::mixed_precision::internal {
 
 inline constexpr double kDistanceEps = 1e-8;
+
+// sum over i < n of (double(f[i]) - q[i])^2, in the order above.
+double SquaredDiffSum(const float* f, const float* q, int64_t n);
+
+// *dot = sum f[i] * q[i], *norm_q = sum q[i]^2 (in double), in the order
+// above.
+void DotAndNormSums(const float* f, const float* q, int64_t n, double* dot,
+                    double* norm_q);
 
 // mean((f-q)^2) / (mean(f^2) + 1e-8) from sum (f-q)^2 and sum f^2.
 inline double NormalizedMseFromSums(double squared_error, double squared_norm,

@@ -91,8 +91,7 @@ bool MayComputeHessianScores(const JobSpec& spec) {
 // flight and histograms, the Hessian scores' tapes and estimates (the float
 // weights counted as model_bytes / 4, EstimateHmseMemoryBytes) when HMSE may
 // run, or the mixed-precision sensitivity's float cache, running tasks and
-// the float runs that fill the cache (SensitivityMemoryBytes; for whole
-// cones the tasks' 2x the sample always exceeds those runs) when it
+// the float runs that fill the cache (SensitivityMemoryBytes) when it
 // searches, whichever is larger (the
 // stages run after calibration, which has released its own).
 int64_t PeakActivations(const JobSpec& spec, const ActivationSizes& sizes,
@@ -122,15 +121,15 @@ int64_t PeakActivations(const JobSpec& spec, const ActivationSizes& sizes,
                                                      : 0);
   const int sensitivity_samples =
       MixedPrecisionSensitivitySamples(mp, num_samples);
-  // A cut cone's task makes that cone's bytes, not the whole sample's.
-  const int64_t cone_bytes =
-      kernels_only && mp.sensitivity_depth > 0
-          ? std::min(sizes.prepared, sizes.sensitivity_cone)
-          : sizes.prepared;
+  // A task runs its cone one sample at a time: at most the graph's live
+  // set, and no more than a cut cone makes.
+  const int64_t run_bytes = kernels_only && mp.sensitivity_depth > 0
+                                ? std::min(sizes.live, sizes.sensitivity_cone)
+                                : sizes.live;
   return std::max(
       calibration,
       SensitivityMemoryBytes(
-          kept, cone_bytes,
+          kept, run_bytes,
           ActivationsInFlight(sizes, samples_in_flight, sensitivity_samples),
           sensitivity_samples, std::max(1, samples_in_flight)));
 }

@@ -10,7 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/executor/executor.h"
-#include "core/mixed_precision/distance_lanes.h"
+#include "core/mixed_precision/sample_distance.h"
 #include "core/mixed_precision/sensitivity_metric.h"
 #include "core/pipeline/evaluation/downstream_cone.h"
 #include "core/pipeline/export/fake_quant.h"
@@ -26,11 +26,9 @@ namespace mp = ::quantd::mixed_precision;
 using mp_internal::FloatReference;
 using mp_internal::FloatSample;
 
-// Samples one task runs before measuring them together (the AVX2 lanes of
-// distance_lanes.h).
-constexpr int kLaneSamples = 4;
-
-using Tensors = std::map<std::string, Tensor>;
+// The fewest samples a chunk holds (but for a smaller sample set): each
+// chunk builds every task's cone executor again.
+constexpr int kMinChunkSamples = 4;
 
 // The downstream cone of a node and the rows (indices into the caller's
 // points, then outputs at num_points + o) it produces.
@@ -41,8 +39,8 @@ struct Cone {
   // that is also a graph output): its distances are copied.
   std::vector<int> rows;
   std::vector<std::pair<int, int>> copies;
-  // The produced points that are not outputs of the cone's model.
-  std::vector<std::string> extra_outputs;
+  // The measured rows by tensor name.
+  std::map<std::string, std::vector<int>> rows_of;
 };
 
 // One sensitivity evaluation: node k at its candidate j.
@@ -106,9 +104,8 @@ class SensitivityRun {
   absl::Status MeasureTask(const Task& task, size_t begin,
                            const std::vector<FloatSample>& cache,
                            std::vector<double>* d) const;
-  absl::Status MeasureRow(int row, const FloatSample* const* floats,
-                          const Tensors* got, int lanes, size_t global,
-                          std::vector<double>* d) const;
+  absl::Status MeasureRow(int row, const FloatSample& floats, const Tensor& got,
+                          size_t sample, std::vector<double>* d) const;
   void CountDone();
   absl::StatusOr<std::vector<std::vector<double>>> Aggregate() const;
 
@@ -185,10 +182,6 @@ absl::Status SensitivityRun::Prepare() {
     Cone& cone = cones_.emplace_back();
     cone.cone = BuildDownstreamCone(model_, n.node, {}, points, options_.depth);
     const std::set<std::string>& produced = cone.cone.produced;
-    std::set<std::string> cone_outputs;
-    for (const auto& o : cone.cone.model->graph.outputs) {
-      cone_outputs.insert(o.name);
-    }
     for (size_t r = 0; r < rows_.size(); ++r) {
       const InterestPoint& ip = rows_[r];
       if (!produced.count(ip.tensor)) continue;
@@ -197,11 +190,9 @@ absl::Status SensitivityRun::Prepare() {
         continue;
       }
       cone.rows.push_back(static_cast<int>(r));
+      cone.rows_of[ip.tensor].push_back(static_cast<int>(r));
       keep.insert(ip.tensor);
       if (ip.kind != DistanceKind::kKl) summed.insert(ip.tensor);
-      if (r < num_points_ && !cone_outputs.count(ip.tensor)) {
-        cone.extra_outputs.push_back(ip.tensor);
-      }
     }
     keep.insert(cone.cone.inputs.begin(), cone.cone.inputs.end());
   }
@@ -228,8 +219,8 @@ void SensitivityRun::SetConeInputTypes(const FloatSample& sample) {
   }
 }
 
-// At most chunk_samples, within the byte budget but one lane group (four
-// samples) at least, a multiple of the lane group above that.
+// At most chunk_samples, within the byte budget but kMinChunkSamples at
+// least.
 size_t SensitivityRun::ChunkFor(const FloatSample& sample) const {
   return static_cast<size_t>(SensitivityChunkSamples(
       sample.bytes(), static_cast<int>(num_samples_), options_));
@@ -276,13 +267,13 @@ absl::StatusOr<ConeRunner> SensitivityRun::MakeRunner(const Task& task) const {
   runner.quantizer = std::make_unique<ActivationFakeQuantizer>(plan);
   runner.run.cancel = cancel_;
   runner.run.rewriter = &runner.quantizer->rewriter();
-  runner.run.extra_outputs = cone.extra_outputs;
   return runner;
 }
 
-// Only the task's node quantized, with its candidate: the cone runs on the
-// chunk's float inputs, kLaneSamples samples at a time, and its points are
-// compared with the float ones.
+// Only the task's node quantized, with its candidate: the cone runs on each
+// of the chunk's float inputs, and each compared tensor is measured against
+// the float one as soon as the cone makes it (still in cache; nothing is
+// kept past its last consumer).
 absl::Status SensitivityRun::MeasureTask(const Task& task, size_t begin,
                                          const std::vector<FloatSample>& cache,
                                          std::vector<double>* d) const {
@@ -290,24 +281,26 @@ absl::Status SensitivityRun::MeasureTask(const Task& task, size_t begin,
   const Cone& cone = cones_[task.k];
   if (cone.rows.empty()) return absl::OkStatus();
   ASSIGN_OR_RETURN(ConeRunner runner, MakeRunner(task));
-  for (size_t s0 = 0; s0 < cache.size(); s0 += kLaneSamples) {
-    const int lanes =
-        static_cast<int>(std::min<size_t>(kLaneSamples, cache.size() - s0));
-    Tensors got[kLaneSamples];
-    const FloatSample* floats[kLaneSamples];
-    for (int l = 0; l < lanes; ++l) {
-      floats[l] = &cache[s0 + l];
-      auto feeds = DownstreamConeFeeds(cone.cone, floats[l]->tensors);
-      if (!feeds.ok()) {
-        return absl::Status(
-            feeds.status().code(),
-            absl::StrCat("sensitivity: ", feeds.status().message()));
+  for (size_t s = 0; s < cache.size(); ++s) {
+    const FloatSample& floats = cache[s];
+    absl::Status measured;
+    const TensorObserver measure = [&](const Node& node, int k,
+                                       const Tensor& got) {
+      auto it = cone.rows_of.find(node.outputs[k]);
+      if (it == cone.rows_of.end() || !measured.ok()) return;
+      for (int row : it->second) {
+        measured.Update(MeasureRow(row, floats, got, begin + s, d));
       }
-      ASSIGN_OR_RETURN(got[l], runner.exec->Run(*feeds, runner.run));
+    };
+    runner.run.observer = &measure;
+    auto feeds = DownstreamConeFeeds(cone.cone, floats.tensors);
+    if (!feeds.ok()) {
+      return absl::Status(
+          feeds.status().code(),
+          absl::StrCat("sensitivity: ", feeds.status().message()));
     }
-    for (int row : cone.rows) {
-      RETURN_IF_ERROR(MeasureRow(row, floats, got, lanes, begin + s0, d));
-    }
+    RETURN_IF_ERROR(runner.exec->Run(*feeds, runner.run).status());
+    RETURN_IF_ERROR(measured);
   }
   for (const auto& [row, from] : cone.copies) {
     std::copy_n(d->data() + from * num_samples_ + begin, cache.size(),
@@ -316,54 +309,38 @@ absl::Status SensitivityRun::MeasureTask(const Task& task, size_t begin,
   return absl::OkStatus();
 }
 
-// The distance at `row` for `lanes` consecutive samples from `global`: KL
-// one sample at a time, the others in lanes; a non-float tensor (on either
-// side) is at distance 0, a missing one is not measured.
-absl::Status SensitivityRun::MeasureRow(int row,
-                                        const FloatSample* const* floats,
-                                        const Tensors* got, int lanes,
-                                        size_t global,
+// The distance at `row` for one sample: a non-float tensor (on either side)
+// is at distance 0, one the float run did not keep is not measured.
+absl::Status SensitivityRun::MeasureRow(int row, const FloatSample& floats,
+                                        const Tensor& got, size_t sample,
                                         std::vector<double>* d) const {
   const InterestPoint& ip = rows_[row];
-  double* out = d->data() + row * num_samples_ + global;
-  std::vector<absl::Span<const float>> fs, qs;
-  std::vector<mp::FloatSideSums> sums;
-  std::vector<int> lane_of;
-  for (int l = 0; l < lanes; ++l) {
-    auto q = got[l].find(ip.tensor);
-    auto f = floats[l]->tensors.find(ip.tensor);
-    if (q == got[l].end() || f == floats[l]->tensors.end()) continue;
-    if (f->second.dtype() != DType::kFloat ||
-        q->second.dtype() != DType::kFloat) {
-      out[l] = 0.0;
-      continue;
-    }
-    if (f->second.num_elements() != q->second.num_elements()) {
-      return absl::InternalError(absl::StrCat("sensitivity: tensor '",
-                                              ip.tensor,
-                                              "' changed size under "
-                                              "quantization"));
-    }
-    if (ip.kind == DistanceKind::kKl) {
-      // Clipping both sides to 1e-8 can leave sum p log(p/q) a rounding
-      // error below 0 when q is p.
-      ASSIGN_OR_RETURN(double kl, mp::KlDivergence(f->second.span<float>(),
-                                                   q->second.span<float>()));
-      out[l] = std::max(0.0, kl);
-      continue;
-    }
-    fs.push_back(f->second.span<float>());
-    qs.push_back(q->second.span<float>());
-    sums.push_back(floats[l]->sums.at(ip.tensor));
-    lane_of.push_back(l);
+  double& out = (*d)[row * num_samples_ + sample];
+  auto f = floats.tensors.find(ip.tensor);
+  if (f == floats.tensors.end()) return absl::OkStatus();
+  if (f->second.dtype() != DType::kFloat || got.dtype() != DType::kFloat) {
+    out = 0.0;
+    return absl::OkStatus();
   }
-  if (lane_of.empty()) return absl::OkStatus();
-  std::vector<double> dist(lane_of.size());
-  RETURN_IF_ERROR(mp::DistancesOverSamples(
-      ip.kind == DistanceKind::kCosine ? mp::LaneDistance::kCosine
-                                       : mp::LaneDistance::kNormalizedMse,
-      fs, qs, sums, absl::MakeSpan(dist)));
-  for (size_t i = 0; i < lane_of.size(); ++i) out[lane_of[i]] = dist[i];
+  if (f->second.num_elements() != got.num_elements()) {
+    return absl::InternalError(
+        absl::StrCat("sensitivity: tensor '", ip.tensor,
+                     "' changed size under quantization"));
+  }
+  if (ip.kind == DistanceKind::kKl) {
+    // Clipping both sides to 1e-8 can leave sum p log(p/q) a rounding
+    // error below 0 when q is p.
+    ASSIGN_OR_RETURN(double kl, mp::KlDivergence(f->second.span<float>(),
+                                                 got.span<float>()));
+    out = std::max(0.0, kl);
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(
+      out, mp::DistanceToFloat(ip.kind == DistanceKind::kCosine
+                                   ? mp::SampleDistance::kCosine
+                                   : mp::SampleDistance::kNormalizedMse,
+                               f->second.span<float>(), got.span<float>(),
+                               floats.sums.at(ip.tensor)));
   return absl::OkStatus();
 }
 
@@ -412,20 +389,18 @@ int SensitivityChunkSamples(int64_t kept_bytes_per_sample, int samples,
   int64_t chunk = std::max(1, options.chunk_samples);
   if (options.cache_budget_bytes > 0 && kept_bytes_per_sample > 0) {
     chunk = std::min(
-        chunk, std::max<int64_t>(kLaneSamples, options.cache_budget_bytes /
-                                                   kept_bytes_per_sample));
+        chunk, std::max<int64_t>(kMinChunkSamples, options.cache_budget_bytes /
+                                                       kept_bytes_per_sample));
   }
-  if (chunk > kLaneSamples) chunk -= chunk % kLaneSamples;
   return static_cast<int>(std::min<int64_t>(chunk, std::max(1, samples)));
 }
 
-int64_t SensitivityMemoryBytes(int64_t kept_bytes_per_sample,
-                               int64_t cone_bytes, int64_t fill_bytes,
-                               int samples, int threads,
+int64_t SensitivityMemoryBytes(int64_t kept_bytes_per_sample, int64_t run_bytes,
+                               int64_t fill_bytes, int samples, int threads,
                                const SensitivityOptions& options) {
   constexpr int64_t kCap = int64_t{1} << 50;
   const int64_t kept = std::clamp<int64_t>(kept_bytes_per_sample, 0, kCap);
-  const int64_t per = std::clamp<int64_t>(cone_bytes, 0, kCap);
+  const int64_t per = std::clamp<int64_t>(run_bytes, 0, kCap);
   const int64_t chunk =
       SensitivityChunkSamples(kept, std::clamp(samples, 1, 1 << 20), options);
   const int64_t cache = kept > kCap / chunk ? kCap : chunk * kept;

@@ -11,14 +11,16 @@
 // only node i's downstream cone (the nodes that depend on its output), fed
 // from that cache, and the distance at interest points outside the cone is
 // exactly 0. Each task (node, candidate) builds its executor once per chunk
-// of samples and measures four samples at a time (distance_lanes.h). Tasks
-// run in parallel on the pool; every distance has its own slot and
-// aggregation runs in a fixed order, so the result is identical for any
-// thread count, chunk size or lane grouping.
+// of samples and runs the samples one at a time, measuring each compared
+// tensor as soon as the cone makes it (sample_distance.h: the tensor is
+// still in cache, and nothing is kept past its last consumer). Tasks run in
+// parallel on the pool; every distance has its own slot and aggregation
+// runs in a fixed order, so the result is identical for any thread count or
+// chunk size.
 //
 // Memory: the float cache holds one chunk of samples, sized so that it
 // stays within cache_budget_bytes (four samples at least); each running task
-// holds its cone's kept outputs for four samples (SensitivityMemoryBytes).
+// holds one run of its cone (SensitivityMemoryBytes).
 #ifndef QUANTD_CORE_PIPELINE_MIXED_PRECISION_SENSITIVITY_H_
 #define QUANTD_CORE_PIPELINE_MIXED_PRECISION_SENSITIVITY_H_
 
@@ -84,7 +86,8 @@ struct SensitivityOptions {
   // At most this many samples per chunk held in the float cache at once...
   int chunk_samples = 32;
   // ... and at most this many bytes (the first sample's cache decides), but
-  // four samples (one lane group) at least. 0 = no byte limit.
+  // four samples at least (each chunk builds the tasks' executors again).
+  // 0 = no byte limit.
   int64_t cache_budget_bytes = kSensitivityCacheBudgetBytes;
   // 0: MCT's sensitivity, each node's whole downstream cone to the graph
   // outputs. N > 0: each path of a cone ends at its N-th interest point (a
@@ -101,14 +104,11 @@ int SensitivityChunkSamples(int64_t kept_bytes_per_sample, int samples,
 // mixed-precision stage: the float cache (a chunk of samples keeping
 // `kept_bytes_per_sample` each) and, at once, the larger of the running
 // tasks (`threads`) and the float runs that fill the cache
-// (`fill_bytes`). A task holds its cone's compared tensors for four samples
-// and one run's working set, counted as 2x `cone_bytes` (the activations
-// of a sample its cone makes: every activation of the prepared graph for
-// whole cones; bench/recovery's MP jobs then reserve 0.85-0.93 of their
-// peaks on the PP-OCR models, 1.21-1.25 on MobileNetV2).
-int64_t SensitivityMemoryBytes(int64_t kept_bytes_per_sample,
-                               int64_t cone_bytes, int64_t fill_bytes,
-                               int samples, int threads,
+// (`fill_bytes`). A task holds one run of its cone, counted as 2x
+// `run_bytes` (the most bytes a cone run holds at once: the graph's live
+// set for whole cones, as calibration's runs count it).
+int64_t SensitivityMemoryBytes(int64_t kept_bytes_per_sample, int64_t run_bytes,
+                               int64_t fill_bytes, int samples, int threads,
                                const SensitivityOptions& options = {});
 
 // result[k][j] = sensitivity of nodes[k] at candidate j (before MCT's

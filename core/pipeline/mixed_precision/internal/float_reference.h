@@ -17,7 +17,7 @@
 #include "absl/status/statusor.h"
 #include "core/executor/executor.h"
 #include "core/graph/graph.h"
-#include "core/mixed_precision/distance_lanes.h"
+#include "core/mixed_precision/sample_distance.h"
 #include "core/pipeline/job/samples.h"
 #include "core/runtime/cancellation.h"
 #include "core/runtime/thread_pool.h"
@@ -35,7 +35,7 @@ struct FloatSample {
 class FloatReference {
  public:
   // `keep`: tensors to keep; `summed`: kept float tensors whose sums every
-  // candidate needs (those measured with a lane distance).
+  // candidate needs (those measured with DistanceToFloat).
   static absl::StatusOr<std::unique_ptr<FloatReference>> Create(
       const Model& model, std::set<std::string> keep,
       std::set<std::string> summed, const CancellationToken* cancel);
