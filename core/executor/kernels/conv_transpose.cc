@@ -142,19 +142,29 @@ bool TakesOneTapPerOutput(int r, const ConvShape& s,
 }
 
 // One output channel of a TakesOneTapPerOutput convolution from its
-// columns `col` (kernel_size x out_size).
+// columns `col` (kernel_size x out_size): output row h * KH + kh takes the
+// taps (kh, 0 .. KW-1) of input row h, interleaved, so each row is written
+// once, in order (a 2x2 upsampling's rows as pairs of floats).
 void WriteTapsOfChannel(const ConvShape& s, const float* col, float bias,
                         float* yc) {
   const int64_t KH = s.geo.kernel[0], KW = s.geo.kernel[1];
   const int64_t H = s.geo.out[0], W = s.geo.out[1], FW = s.geo.in[1];
-  const float* src = col;
-  for (int64_t kh = 0; kh < KH; ++kh) {
-    for (int64_t kw = 0; kw < KW; ++kw, src += s.out_size) {
-      for (int64_t h = 0; h < H; ++h) {
-        float* yr = yc + (h * KH + kh) * FW + kw;
-        const float* sr = src + h * W;
+  for (int64_t h = 0; h < H; ++h) {
+    for (int64_t kh = 0; kh < KH; ++kh) {
+      float* yr = yc + (h * KH + kh) * FW;
+      const float* sr = col + kh * KW * s.out_size + h * W;
+      if (KW == 2) {
+        const float* s0 = sr;
+        const float* s1 = sr + s.out_size;
         for (int64_t w = 0; w < W; ++w) {
-          yr[w * KW] = (0.0f + sr[w]) + bias;
+          yr[2 * w] = (0.0f + s0[w]) + bias;
+          yr[2 * w + 1] = (0.0f + s1[w]) + bias;
+        }
+        continue;
+      }
+      for (int64_t w = 0; w < W; ++w) {
+        for (int64_t kw = 0; kw < KW; ++kw) {
+          yr[w * KW + kw] = (0.0f + sr[kw * s.out_size + w]) + bias;
         }
       }
     }

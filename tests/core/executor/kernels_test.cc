@@ -258,56 +258,60 @@ TEST(ConvTransposeKernelTest, GroupsUseTheirOwnWeights) {
   EXPECT_THAT(Values(*y), ElementsAre(2, 15));
 }
 
-// Stride = kernel (2x2, stride 2, a decoder's upsampling) with bias: every
-// output element takes one tap. Checked against the formula
-// y[o, 2h+i, 2w+j] = b[o] + sum_c x[c, h, w] * w[c, o, i, j] (double), and
-// bit for bit against the same product cropped by an end pad of 1 (the
-// general col2im and crop path), on the 5x5 corner they share. Run with
-// and without a pool (the single-image product splits its columns).
+// Stride = kernel (2x2, stride 2, a decoder's upsampling; and 2x3, whose
+// rows interleave three taps) with bias: every output element takes one
+// tap. Checked against the formula y[o, KH*h+i, KW*w+j] = b[o] + sum_c
+// x[c, h, w] * w[c, o, i, j] (double), and bit for bit against the same
+// product cropped by an end pad of 1 (the general col2im and crop path),
+// on the corner they share. Run with and without a pool (the single-image
+// product splits its columns).
 TEST(ConvTransposeKernelTest, NonOverlappingTapsMatchFormulaAndCroppedPath) {
   const int64_t C = 5, M = 3, H = 3, W = 4;
-  std::mt19937 rng(17);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> xv(C * H * W), wv(C * M * 4), bv(M);
-  for (float& v : xv) v = normal(rng);
-  for (float& v : wv) v = normal(rng);
-  for (float& v : bv) v = normal(rng);
-  bv[1] = -0.0f;
-  const Tensor x = F(xv, {1, C, H, W}), w = F(wv, {C, M, 2, 2});
-  const Tensor b = F(bv, {M});
-  ThreadPool pool(2);
-  for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
-    absl::StatusOr<Tensor> y =
-        RunOp("ConvTranspose", {x, w, b}, {{"strides", Ints({2, 2})}}, 17, p);
-    ASSERT_TRUE(y.ok()) << y.status();
-    ASSERT_THAT(y->shape(), ElementsAre(1, M, 2 * H, 2 * W));
-    const std::vector<float> got = Values(*y);
-    for (int64_t o = 0; o < M; ++o) {
-      for (int64_t r = 0; r < 2 * H; ++r) {
-        for (int64_t c = 0; c < 2 * W; ++c) {
-          double want = bv[o];
-          for (int64_t k = 0; k < C; ++k) {
-            want += static_cast<double>(xv[(k * H + r / 2) * W + c / 2]) *
-                    wv[((k * M + o) * 2 + r % 2) * 2 + c % 2];
+  for (const auto& [KH, KW] : {std::pair<int64_t, int64_t>{2, 2}, {2, 3}}) {
+    std::mt19937 rng(17);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> xv(C * H * W), wv(C * M * KH * KW), bv(M);
+    for (float& v : xv) v = normal(rng);
+    for (float& v : wv) v = normal(rng);
+    for (float& v : bv) v = normal(rng);
+    bv[1] = -0.0f;
+    const Tensor x = F(xv, {1, C, H, W}), w = F(wv, {C, M, KH, KW});
+    const Tensor b = F(bv, {M});
+    const int64_t OH = KH * H, OW = KW * W;
+    ThreadPool pool(2);
+    for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+      absl::StatusOr<Tensor> y = RunOp("ConvTranspose", {x, w, b},
+                                       {{"strides", Ints({KH, KW})}}, 17, p);
+      ASSERT_TRUE(y.ok()) << y.status();
+      ASSERT_THAT(y->shape(), ElementsAre(1, M, OH, OW));
+      const std::vector<float> got = Values(*y);
+      for (int64_t o = 0; o < M; ++o) {
+        for (int64_t r = 0; r < OH; ++r) {
+          for (int64_t c = 0; c < OW; ++c) {
+            double want = bv[o];
+            for (int64_t k = 0; k < C; ++k) {
+              want += static_cast<double>(xv[(k * H + r / KH) * W + c / KW]) *
+                      wv[((k * M + o) * KH + r % KH) * KW + c % KW];
+            }
+            EXPECT_NEAR(got[(o * OH + r) * OW + c], want, 1e-5)
+                << KW << ": " << o << " " << r << " " << c;
           }
-          EXPECT_NEAR(got[(o * 2 * H + r) * 2 * W + c], want, 1e-5)
-              << o << " " << r << " " << c;
         }
       }
-    }
-    absl::StatusOr<Tensor> cropped =
-        RunOp("ConvTranspose", {x, w, b},
-              {{"strides", Ints({2, 2})}, {"pads", Ints({0, 0, 1, 1})}}, 17, p);
-    ASSERT_TRUE(cropped.ok()) << cropped.status();
-    ASSERT_THAT(cropped->shape(), ElementsAre(1, M, 2 * H - 1, 2 * W - 1));
-    const std::vector<float> general = Values(*cropped);
-    for (int64_t o = 0; o < M; ++o) {
-      for (int64_t r = 0; r < 2 * H - 1; ++r) {
-        for (int64_t c = 0; c < 2 * W - 1; ++c) {
-          const float a = got[(o * 2 * H + r) * 2 * W + c];
-          const float g = general[(o * (2 * H - 1) + r) * (2 * W - 1) + c];
-          EXPECT_EQ(std::memcmp(&a, &g, sizeof(float)), 0)
-              << o << " " << r << " " << c;
+      absl::StatusOr<Tensor> cropped = RunOp(
+          "ConvTranspose", {x, w, b},
+          {{"strides", Ints({KH, KW})}, {"pads", Ints({0, 0, 1, 1})}}, 17, p);
+      ASSERT_TRUE(cropped.ok()) << cropped.status();
+      ASSERT_THAT(cropped->shape(), ElementsAre(1, M, OH - 1, OW - 1));
+      const std::vector<float> general = Values(*cropped);
+      for (int64_t o = 0; o < M; ++o) {
+        for (int64_t r = 0; r < OH - 1; ++r) {
+          for (int64_t c = 0; c < OW - 1; ++c) {
+            const float a = got[(o * OH + r) * OW + c];
+            const float g = general[(o * (OH - 1) + r) * (OW - 1) + c];
+            EXPECT_EQ(std::memcmp(&a, &g, sizeof(float)), 0)
+                << KW << ": " << o << " " << r << " " << c;
+          }
         }
       }
     }
