@@ -350,6 +350,14 @@ absl::Status ComputeResize(KernelContext& ctx, const ResizeAttrs& a) {
       const int64_t last = out[r - 1];
       std::vector<int64_t> src_last(last);
       for (int64_t o = 0; o < last; ++o) src_last[o] = taps[r - 1][o][0].index;
+      // An integer upsampling of the last dim (source j / factor, as
+      // nearest with asymmetric coordinates and floor gives): each source
+      // element written `factor` times in a row, which vectorizes.
+      int64_t factor = x.dim(r - 1) > 0 ? last / x.dim(r - 1) : 0;
+      for (int64_t o = 0; o < last && factor > 0; ++o) {
+        if (src_last[o] != o / factor) factor = 0;
+      }
+      if (factor > 0 && last % factor != 0) factor = 0;
       ParallelFor(ctx.pool(), n / last, std::max<int64_t>(1, 4096 / last),
                   [&](int64_t rb, int64_t re) {
                     int64_t prev = -1;
@@ -368,8 +376,19 @@ absl::Status ComputeResize(KernelContext& ctx, const ResizeAttrs& a) {
                       }
                       prev = off;
                       const T* src = in + off;
-                      for (int64_t j = 0; j < last; ++j)
-                        o[j] = src[src_last[j]];
+                      if (factor == 2) {
+                        for (int64_t j = 0; j < last / 2; ++j) {
+                          o[2 * j] = o[2 * j + 1] = src[j];
+                        }
+                      } else if (factor > 0) {
+                        for (int64_t j = 0; j < last / factor; ++j) {
+                          std::fill_n(o + j * factor, factor, src[j]);
+                        }
+                      } else {
+                        for (int64_t j = 0; j < last; ++j) {
+                          o[j] = src[src_last[j]];
+                        }
+                      }
                     }
                   });
       return absl::OkStatus();
