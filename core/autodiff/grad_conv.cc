@@ -1,5 +1,6 @@
 // Conv (1-D / 2-D, groups, pads, strides, dilations, auto_pad) as core/train's
-// Conv2dBackward computes it (conv_backward.h), and inference-mode
+// Conv2dBackward computes it (conv_backward.h; more spatial axes:
+// grad_window_nd.cc), and inference-mode
 // BatchNormalization:
 //   y = (x - mean) * scale / sqrt(var + eps) + B.
 #include <algorithm>
@@ -172,6 +173,7 @@ absl::Status ConvBackward(const OpGradContext& ctx,
                           std::vector<Tensor>* grads) {
   RETURN_IF_ERROR(RequireFloat(ctx, ctx.inputs[0], "input X"));
   RETURN_IF_ERROR(RequireFloat(ctx, ctx.inputs[1], "weight W"));
+  if (ctx.inputs[0]->rank() > 4) return ConvBackwardNd(ctx, grads);
   ASSIGN_OR_RETURN(const train::ConvGeometry g, GeometryOf(ctx));
   const Tensor& x = *ctx.inputs[0];
   const Tensor& w = *ctx.inputs[1];

@@ -1,6 +1,7 @@
 // MaxPool (the gradient goes to the first maximum of each window),
 // AveragePool (dy / divisor to each counted position) and GlobalAveragePool
-// (dy / area everywhere). 1-D and 2-D windows.
+// (dy / area everywhere). 1-D and 2-D windows here; more spatial axes in
+// grad_window_nd.cc.
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -78,6 +79,7 @@ absl::Status MaxPoolBackward(const OpGradContext& ctx,
                              std::vector<Tensor>* grads) {
   if (!ctx.wants[0]) return absl::OkStatus();
   RETURN_IF_ERROR(RequireFloat(ctx, ctx.inputs[0], "input"));
+  if (ctx.inputs[0]->rank() > 4) return PoolBackwardNd(ctx, true, grads);
   ASSIGN_OR_RETURN(const Window w, WindowOf(ctx));
   const Tensor& x = *ctx.inputs[0];
   const Tensor dy = OutputGradOrZero(ctx, 0);
@@ -118,6 +120,7 @@ absl::Status AveragePoolBackward(const OpGradContext& ctx,
                                  std::vector<Tensor>* grads) {
   if (!ctx.wants[0]) return absl::OkStatus();
   RETURN_IF_ERROR(RequireFloat(ctx, ctx.inputs[0], "input"));
+  if (ctx.inputs[0]->rank() > 4) return PoolBackwardNd(ctx, false, grads);
   ASSIGN_OR_RETURN(const Window w, WindowOf(ctx));
   const bool include_pad = ctx.node->GetInt("count_include_pad", 0) != 0;
   const Tensor& x = *ctx.inputs[0];

@@ -53,6 +53,12 @@ absl::Status ActivationBackward(const OpGradContext& ctx,
 absl::Status BinaryBackward(const OpGradContext& ctx,
                             std::vector<Tensor>* grads);
 absl::Status ConvBackward(const OpGradContext& ctx, std::vector<Tensor>* grads);
+// Conv and Max/AveragePool over 3 or more spatial axes (grad_window_nd.cc):
+// direct loops over each output position's taps.
+absl::Status ConvBackwardNd(const OpGradContext& ctx,
+                            std::vector<Tensor>* grads);
+absl::Status PoolBackwardNd(const OpGradContext& ctx, bool max,
+                            std::vector<Tensor>* grads);
 // The geometry of a Conv over `in` with weight `w` from ctx.node's strides,
 // dilations, pads and group (auto_pad resolved against `out` when given):
 // Conv's own, and the Conv a ConvTranspose is the adjoint of. 1-D and 2-D.

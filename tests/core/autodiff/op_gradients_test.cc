@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/autodiff/gradient_graph.h"
 #include "gtest/gtest.h"
 #include "tests/core/autodiff/fd_check.h"
@@ -112,6 +113,68 @@ TEST(ConvGradientTest, AutoPadSameUpperMatchesFiniteDifferences) {
       .Output("y");
   EXPECT_GT(RunFdCheck(Check(b, {{"x", RandomTensor({1, 2, 5, 4}, 8)}}, {"w"})),
             0);
+}
+
+// A Conv is linear in its input and its weights, so a wide step gives
+// finite differences exact but for float rounding: the check can be a
+// hundred times tighter than the harness's default (which a gradient 1%
+// off passes).
+FdCheck LinearCheck(const ModelBuilder& b, std::map<std::string, Tensor> feeds,
+                    std::vector<std::string> initializers) {
+  FdCheck c = Check(b, std::move(feeds), std::move(initializers));
+  c.h = 0.25;
+  c.atol = 1e-4;
+  c.rtol = 1e-4;
+  c.max_elements = 64;
+  return c;
+}
+
+// Three spatial axes (grad_window_nd.cc): groups, per-axis strides,
+// dilations and pads, and bias.
+TEST(ConvGradientTest, Volumetric3dMatchesFiniteDifferences) {
+  ModelBuilder b;
+  b.Input("x")
+      .Initializer("w", RandomTensor({4, 2, 2, 3, 2}, 71))
+      .Initializer("b", RandomTensor({4}, 72))
+      .Add("Conv", {"x", "w", "b"}, {"y"},
+           {{"group", Int(2)},
+            {"strides", Ints({2, 1, 1})},
+            {"dilations", Ints({1, 1, 2})},
+            {"pads", Ints({1, 0, 1, 0, 1, 0})}})
+      .Output("y");
+  EXPECT_GT(RunFdCheck(LinearCheck(
+                b, {{"x", RandomTensor({2, 4, 4, 5, 4}, 70)}}, {"w", "b"})),
+            0);
+}
+
+TEST(ConvGradientTest, Volumetric3dAutoPadSameUpperMatchesFiniteDiff) {
+  ModelBuilder b;
+  b.Input("x")
+      .Initializer("w", RandomTensor({3, 2, 3, 3, 3}, 74))
+      .Add("Conv", {"x", "w"}, {"y"},
+           {{"auto_pad", String("SAME_UPPER")}, {"strides", Ints({2, 2, 1})}})
+      .Output("y");
+  EXPECT_GT(RunFdCheck(LinearCheck(
+                b, {{"x", RandomTensor({1, 2, 5, 4, 3}, 73)}}, {"w"})),
+            0);
+}
+
+TEST(PoolGradientTest, Volumetric3dMaxAndAveragePoolMatchFiniteDiff) {
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    for (int include_pad : {0, 1}) {
+      SCOPED_TRACE(absl::StrCat(op, " count_include_pad ", include_pad));
+      ModelBuilder b(11);
+      b.Input("x")
+          .Add(op, {"x"}, {"y"},
+               {{"kernel_shape", Ints({2, 3, 2})},
+                {"strides", Ints({2, 1, 2})},
+                {"pads", Ints({0, 1, 1, 1, 1, 0})},
+                {"count_include_pad", Int(include_pad)}})
+          .Output("y");
+      EXPECT_GT(
+          RunFdCheck(Check(b, {{"x", RandomTensor({2, 2, 4, 4, 5}, 75)}})), 0);
+    }
+  }
 }
 
 TEST(BatchNormGradientTest, EveryInputMatchesFiniteDifferences) {
