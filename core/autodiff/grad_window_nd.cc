@@ -3,105 +3,74 @@
 // double for the Conv's sums. The 1-D and 2-D ops keep their own kernels
 // (grad_conv.cc, grad_pool.cc); these run as often as the forward op and do
 // its arithmetic once more.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/autodiff/op_gradient.h"
+#include "core/executor/window.h"
 #include "core/util/status_macros.h"
 
 namespace quantd::autodiff::internal {
 namespace {
 
-// A sliding window over `in` (the spatial dims) to `out`, pads resolved.
-struct WindowNd {
-  std::vector<int64_t> in, out, kernel, stride, dilation, pad_begin, pad_end;
+int64_t Product(const std::vector<int64_t>& v) {
+  int64_t p = 1;
+  for (int64_t x : v) p *= x;
+  return p;
+}
 
-  int Rank() const { return static_cast<int>(in.size()); }
-  int64_t InSize() const { return Product(in); }
-  int64_t OutSize() const { return Product(out); }
-  int64_t Taps() const { return Product(kernel); }
-
-  // For output position `o` (flat, row-major), each tap's input position
-  // (flat within one plane) in kernel order, or -1 outside the input;
-  // `padded[t]`: inside the padded input.
-  void TapsOf(int64_t o, std::vector<int64_t>* index,
-              std::vector<char>* padded) const {
-    const int r = Rank();
-    std::vector<int64_t> oc(r), kc(r, 0);
-    for (int d = r - 1; d >= 0; --d) {
-      oc[d] = o % out[d];
-      o /= out[d];
+// For output position `o` (flat, row-major) of window `w`, each tap's input
+// position (flat within one plane) in kernel order, or -1 outside the
+// input; `padded[t]`: inside the padded input.
+void TapsOf(const exec::WindowGeometry& w, int64_t o,
+            std::vector<int64_t>* index, std::vector<char>* padded) {
+  const int r = w.rank();
+  std::vector<int64_t> oc(r), kc(r, 0);
+  for (int d = r - 1; d >= 0; --d) {
+    oc[d] = o % w.out[d];
+    o /= w.out[d];
+  }
+  const int64_t taps = Product(w.kernel);
+  index->resize(taps);
+  padded->resize(taps);
+  for (int64_t t = 0; t < taps; ++t) {
+    int64_t flat = 0;
+    bool inside = true, in_pad = true;
+    for (int d = 0; d < r; ++d) {
+      const int64_t i =
+          oc[d] * w.stride[d] - w.pad_begin[d] + kc[d] * w.dilation[d];
+      inside = inside && i >= 0 && i < w.in[d];
+      in_pad = in_pad && i >= -w.pad_begin[d] && i < w.in[d] + w.pad_end[d];
+      flat = flat * w.in[d] + i;
     }
-    const int64_t taps = Taps();
-    index->resize(taps);
-    padded->resize(taps);
-    for (int64_t t = 0; t < taps; ++t) {
-      int64_t flat = 0;
-      bool inside = true, in_pad = true;
-      for (int d = 0; d < r; ++d) {
-        const int64_t i =
-            oc[d] * stride[d] - pad_begin[d] + kc[d] * dilation[d];
-        inside = inside && i >= 0 && i < in[d];
-        in_pad = in_pad && i >= -pad_begin[d] && i < in[d] + pad_end[d];
-        flat = flat * in[d] + i;
-      }
-      (*index)[t] = inside ? flat : -1;
-      (*padded)[t] = in_pad;
-      for (int d = r - 1; d >= 0; --d) {  // next tap, row-major
-        if (++kc[d] < kernel[d]) break;
-        kc[d] = 0;
-      }
+    (*index)[t] = inside ? flat : -1;
+    (*padded)[t] = in_pad;
+    for (int d = r - 1; d >= 0; --d) {  // next tap, row-major
+      if (++kc[d] < w.kernel[d]) break;
+      kc[d] = 0;
     }
   }
+}
 
-  static int64_t Product(const std::vector<int64_t>& v) {
-    int64_t p = 1;
-    for (int64_t x : v) p *= x;
-    return p;
+// The executor's window of ctx.node over x with `kernel` (its attributes
+// and auto_pad, core/executor/window.h), which must give y's spatial dims.
+absl::StatusOr<exec::WindowGeometry> WindowOf(
+    const OpGradContext& ctx, const Tensor& x, const Tensor& y,
+    const std::vector<int64_t>& kernel) {
+  absl::StatusOr<exec::WindowAttrs> attrs = exec::ReadWindowAttrs(*ctx.node);
+  if (!attrs.ok()) return NodeError(ctx, std::string(attrs.status().message()));
+  const std::vector<int64_t> in(x.shape().begin() + 2, x.shape().end());
+  absl::StatusOr<exec::WindowGeometry> w =
+      exec::ComputeWindow(*attrs, in, kernel);
+  if (!w.ok()) return NodeError(ctx, std::string(w.status().message()));
+  if (y.rank() != x.rank() ||
+      !std::equal(w->out.begin(), w->out.end(), y.shape().begin() + 2)) {
+    return NodeError(ctx, absl::StrCat("window over ", x.DebugString(),
+                                       " does not give ", y.DebugString()));
   }
-};
-
-// The window of ctx.node over x -> y with `kernel` (the spatial dims).
-absl::StatusOr<WindowNd> WindowOf(const OpGradContext& ctx, const Tensor& x,
-                                  const Tensor& y,
-                                  std::vector<int64_t> kernel) {
-  const Node& n = *ctx.node;
-  const int r = x.rank() - 2;
-  const std::vector<int64_t> ones(r, 1);
-  WindowNd w;
-  w.kernel = std::move(kernel);
-  w.stride = n.GetInts("strides", ones);
-  w.dilation = n.GetInts("dilations", ones);
-  std::vector<int64_t> pads = n.GetInts("pads", std::vector<int64_t>(2 * r));
-  if (y.rank() != x.rank() || static_cast<int>(w.kernel.size()) != r ||
-      static_cast<int>(w.stride.size()) != r ||
-      static_cast<int>(w.dilation.size()) != r ||
-      static_cast<int>(pads.size()) != 2 * r) {
-    return NodeError(ctx,
-                     "kernel_shape / strides / dilations / pads do not match "
-                     "the rank");
-  }
-  const std::string auto_pad = n.GetString("auto_pad", "NOTSET");
-  for (int d = 0; d < r; ++d) {
-    w.in.push_back(x.dim(2 + d));
-    w.out.push_back(y.dim(2 + d));
-    if (w.kernel[d] < 1 || w.stride[d] < 1 || w.dilation[d] < 1) {
-      return NodeError(ctx, "kernel, strides and dilations must be >= 1");
-    }
-    if (auto_pad == "VALID") {
-      pads[d] = pads[r + d] = 0;
-    } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      int64_t total = (w.out[d] - 1) * w.stride[d] +
-                      (w.kernel[d] - 1) * w.dilation[d] + 1 - w.in[d];
-      if (total < 0) total = 0;
-      pads[d] = auto_pad == "SAME_LOWER" ? total - total / 2 : total / 2;
-      pads[r + d] = total - pads[d];
-    }
-  }
-  w.pad_begin.assign(pads.begin(), pads.begin() + r);
-  w.pad_end.assign(pads.begin() + r, pads.end());
   return w;
 }
 
@@ -118,7 +87,7 @@ absl::Status ConvBackwardNd(const OpGradContext& ctx,
                           x.DebugString()));
   }
   const std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
-  ASSIGN_OR_RETURN(const WindowNd win, WindowOf(ctx, x, y, kernel));
+  ASSIGN_OR_RETURN(const exec::WindowGeometry win, WindowOf(ctx, x, y, kernel));
   const int64_t N = x.dim(0), C = x.dim(1), M = w.dim(0), Cg = w.dim(1);
   const int64_t G = ctx.node->GetInt("group", 1);
   if (G < 1 || Cg * G != C || M % G != 0 || y.dim(0) != N || y.dim(1) != M) {
@@ -129,8 +98,8 @@ absl::Status ConvBackwardNd(const OpGradContext& ctx,
   const bool want_x = ctx.wants[0], want_w = ctx.wants[1];
   const bool want_b =
       ctx.inputs.size() > 2 && ctx.inputs[2] != nullptr && ctx.wants[2];
-  const int64_t in_size = win.InSize(), out_size = win.OutSize();
-  const int64_t taps = win.Taps(), Mg = M / G;
+  const int64_t in_size = Product(win.in), out_size = Product(win.out);
+  const int64_t taps = Product(win.kernel), Mg = M / G;
   const Tensor dy = OutputGradOrZero(ctx, 0);
   const float* px = x.data<float>();
   const float* pw = w.data<float>();
@@ -141,7 +110,7 @@ absl::Status ConvBackwardNd(const OpGradContext& ctx,
   std::vector<int64_t> index;
   std::vector<char> padded;
   for (int64_t o = 0; o < out_size; ++o) {
-    win.TapsOf(o, &index, &padded);
+    TapsOf(win, o, &index, &padded);
     for (int64_t n = 0; n < N; ++n) {
       for (int64_t m = 0; m < M; ++m) {
         const double g = pg[(n * M + m) * out_size + o];
@@ -175,11 +144,11 @@ absl::Status PoolBackwardNd(const OpGradContext& ctx, bool max,
                             std::vector<Tensor>* grads) {
   const Tensor& x = *ctx.inputs[0];
   const Tensor& y = *ctx.outputs[0];
-  ASSIGN_OR_RETURN(const WindowNd win,
+  ASSIGN_OR_RETURN(const exec::WindowGeometry win,
                    WindowOf(ctx, x, y, ctx.node->GetInts("kernel_shape")));
   const bool include_pad = ctx.node->GetInt("count_include_pad", 0) != 0;
   const int64_t planes = x.dim(0) * x.dim(1);
-  const int64_t in_size = win.InSize(), out_size = win.OutSize();
+  const int64_t in_size = Product(win.in), out_size = Product(win.out);
   const Tensor dy = OutputGradOrZero(ctx, 0);
   Tensor dx(DType::kFloat, x.shape());
   const float* px = x.data<float>();
@@ -188,7 +157,7 @@ absl::Status PoolBackwardNd(const OpGradContext& ctx, bool max,
   std::vector<int64_t> index;
   std::vector<char> padded;
   for (int64_t o = 0; o < out_size; ++o) {
-    win.TapsOf(o, &index, &padded);
+    TapsOf(win, o, &index, &padded);
     int64_t count = 0;
     for (size_t t = 0; t < index.size(); ++t) {
       count += include_pad ? padded[t] : index[t] >= 0;

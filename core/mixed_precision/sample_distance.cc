@@ -25,31 +25,28 @@ double Combine(const double* s) {
   return (p[0] + p[2]) + (p[1] + p[3]);
 }
 
+// One element's terms: (f-q)^2 into *a, or f*q into *a and q^2 into *b.
 template <bool kDot>
-void SumsScalar(const float* f, const float* q, int64_t n, double* a,
-                double* b) {
+inline void AddTerms(float f, float q, double* a, double* b) {
+  if (kDot) {
+    *a += static_cast<double>(f) * q;
+    *b += static_cast<double>(q) * q;
+  } else {
+    const double d = static_cast<double>(f) - q;
+    *a += d * d;
+  }
+}
+
+// The first `blocked` elements (a multiple of kPartials) in the partials.
+template <bool kDot>
+void BlockedScalar(const float* f, const float* q, int64_t blocked, double* a,
+                   double* b) {
   double sa[kPartials] = {}, sb[kPartials] = {};
-  const int64_t blocked = n - n % kPartials;
   for (int64_t i = 0; i < blocked; ++i) {
-    if (kDot) {
-      sa[i % kPartials] += static_cast<double>(f[i]) * q[i];
-      sb[i % kPartials] += static_cast<double>(q[i]) * q[i];
-    } else {
-      const double d = static_cast<double>(f[i]) - q[i];
-      sa[i % kPartials] += d * d;
-    }
+    AddTerms<kDot>(f[i], q[i], &sa[i % kPartials], &sb[i % kPartials]);
   }
   *a = Combine(sa);
   *b = Combine(sb);
-  for (int64_t i = blocked; i < n; ++i) {
-    if (kDot) {
-      *a += static_cast<double>(f[i]) * q[i];
-      *b += static_cast<double>(q[i]) * q[i];
-    } else {
-      const double d = static_cast<double>(f[i]) - q[i];
-      *a += d * d;
-    }
-  }
 }
 
 // Register k holds partials 4k .. 4k + 3; adding them in register order and
@@ -81,11 +78,11 @@ __attribute__((target("avx2"))) inline void StepAvx2(const float* f,
 // Four named accumulators per sum (an array of them is kept in memory by
 // the compiler: a store-to-load chain per step).
 template <bool kDot>
-__attribute__((target("avx2"))) void SumsAvx2(const float* f, const float* q,
-                                              int64_t n, double* a, double* b) {
+__attribute__((target("avx2"))) void BlockedAvx2(const float* f, const float* q,
+                                                 int64_t blocked, double* a,
+                                                 double* b) {
   __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
   __m256d b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-  const int64_t blocked = n - n % kPartials;
   for (int64_t i = 0; i < blocked; i += kPartials) {
     _mm_prefetch(reinterpret_cast<const char*>(f + i + kPrefetchAhead),
                  _MM_HINT_T0);
@@ -101,26 +98,20 @@ __attribute__((target("avx2"))) void SumsAvx2(const float* f, const float* q,
   // Clean AVX state before the scalar code that follows (as
   // core/stats/batch_histogram.cc).
   _mm256_zeroupper();
-  for (int64_t i = blocked; i < n; ++i) {
-    if (kDot) {
-      *a += static_cast<double>(f[i]) * q[i];
-      *b += static_cast<double>(q[i]) * q[i];
-    } else {
-      const double d = static_cast<double>(f[i]) - q[i];
-      *a += d * d;
-    }
-  }
 }
 
 const bool kHaveAvx2 = __builtin_cpu_supports("avx2");
 
+// The partials, then the last n % kPartials elements in order.
 template <bool kDot>
 void Sums(const float* f, const float* q, int64_t n, double* a, double* b) {
+  const int64_t blocked = n - n % kPartials;
   if (kHaveAvx2) {
-    SumsAvx2<kDot>(f, q, n, a, b);
+    BlockedAvx2<kDot>(f, q, blocked, a, b);
   } else {
-    SumsScalar<kDot>(f, q, n, a, b);
+    BlockedScalar<kDot>(f, q, blocked, a, b);
   }
+  for (int64_t i = blocked; i < n; ++i) AddTerms<kDot>(f[i], q[i], a, b);
 }
 
 }  // namespace

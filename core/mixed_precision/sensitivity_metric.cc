@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/mixed_precision/internal/distance_sums.h"
+#include "core/mixed_precision/sample_distance.h"
 
 namespace quantd::mixed_precision {
 namespace {
@@ -36,11 +37,10 @@ constexpr double kEps = internal::kDistanceEps;
 absl::StatusOr<double> NormalizedMse(absl::Span<const float> f,
                                      absl::Span<const float> q) {
   if (absl::Status s = CheckPair(f, q, "normalized MSE"); !s.ok()) return s;
-  double squared_norm = 0;
-  for (const float v : f) squared_norm += static_cast<double>(v) * v;
   const double squared_error = internal::SquaredDiffSum(
       f.data(), q.data(), static_cast<int64_t>(f.size()));
-  return internal::NormalizedMseFromSums(squared_error, squared_norm, f.size());
+  return internal::NormalizedMseFromSums(
+      squared_error, SumFloatSide(f).squared_norm, f.size());
 }
 
 absl::StatusOr<double> KlDivergence(absl::Span<const float> f,
@@ -58,11 +58,11 @@ absl::StatusOr<double> KlDivergence(absl::Span<const float> f,
 absl::StatusOr<double> CosineDistance(absl::Span<const float> f,
                                       absl::Span<const float> q) {
   if (absl::Status s = CheckPair(f, q, "cosine distance"); !s.ok()) return s;
-  double norm_f = 0, dot = 0, norm_q = 0;
-  for (const float v : f) norm_f += static_cast<double>(v) * v;
+  double dot = 0, norm_q = 0;
   internal::DotAndNormSums(f.data(), q.data(), static_cast<int64_t>(f.size()),
                            &dot, &norm_q);
-  return internal::CosineDistanceFromSums(dot, norm_f, norm_q);
+  return internal::CosineDistanceFromSums(dot, SumFloatSide(f).squared_norm,
+                                          norm_q);
 }
 
 std::vector<double> ApplyMetricEpsilon(absl::Span<const double> metric,

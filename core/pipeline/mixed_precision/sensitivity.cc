@@ -34,13 +34,12 @@ constexpr int kMinChunkSamples = 4;
 // points, then outputs at num_points + o) it produces.
 struct Cone {
   DownstreamCone cone;
-  // The rows measured, and (row, measured row) for a row that compares the
-  // same tensor with the same distance as an earlier one (an interest point
-  // that is also a graph output): its distances are copied.
-  std::vector<int> rows;
-  std::vector<std::pair<int, int>> copies;
-  // The measured rows by tensor name.
+  // The rows measured, by tensor name, and (row, measured row) for a row
+  // that compares the same tensor with the same distance as an earlier one
+  // (an interest point that is also a graph output): its distances are
+  // copied.
   std::map<std::string, std::vector<int>> rows_of;
+  std::vector<std::pair<int, int>> copies;
 };
 
 // One sensitivity evaluation: node k at its candidate j.
@@ -189,7 +188,6 @@ absl::Status SensitivityRun::Prepare() {
         cone.copies.emplace_back(static_cast<int>(r), measured_as[r]);
         continue;
       }
-      cone.rows.push_back(static_cast<int>(r));
       cone.rows_of[ip.tensor].push_back(static_cast<int>(r));
       keep.insert(ip.tensor);
       if (ip.kind != DistanceKind::kKl) summed.insert(ip.tensor);
@@ -279,7 +277,7 @@ absl::Status SensitivityRun::MeasureTask(const Task& task, size_t begin,
                                          std::vector<double>* d) const {
   if (cancel_ != nullptr) RETURN_IF_ERROR(cancel_->Check());
   const Cone& cone = cones_[task.k];
-  if (cone.rows.empty()) return absl::OkStatus();
+  if (cone.rows_of.empty()) return absl::OkStatus();
   ASSIGN_OR_RETURN(ConeRunner runner, MakeRunner(task));
   for (size_t s = 0; s < cache.size(); ++s) {
     const FloatSample& floats = cache[s];
