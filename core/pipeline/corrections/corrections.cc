@@ -27,7 +27,8 @@ absl::Status ApplyCorrections(JobState* state,
 absl::Status RunShiftNegativeStage(
     JobState* state, std::map<std::string, std::vector<int64_t>>* shapes,
     const CancellationToken* cancel) {
-  if (!state->options.shift_negative_activation_correction) {
+  if (!state->options.shift_negative_activation_correction &&
+      !state->options.shift_negative_constant_add) {
     return absl::OkStatus();
   }
   return ApplyShiftNegativeCorrection(state, shapes, cancel);

@@ -5,6 +5,8 @@
 // then quantized at 16 bits, the new Add at the original bits with threshold
 // T, unsigned. It runs before mixed precision (MCT 2.3's order): the Add is a
 // candidate of the search, at the bits the activation could have taken.
+// quantd's shift_negative_constant_add (not MCT's) corrects an Add of a
+// constant the same way without a new node: its constant takes the shift.
 #include "core/pipeline/corrections/shift_negative.h"
 
 #include <cmath>
@@ -20,6 +22,7 @@
 #include "core/graph/graph_edit.h"
 #include "core/graph/graph_index.h"
 #include "core/graph/transforms.h"
+#include "core/pipeline/job/ptq_options.h"
 #include "core/pipeline/ptq/param_selection.h"
 #include "core/quantizers/error_functions.h"
 #include "core/quantizers/outlier_filter.h"
@@ -38,6 +41,20 @@ bool IsShiftNegativeBypass(const std::string& op) {
   return op == "Reshape" || op == "Flatten" || op == "AveragePool" ||
          op == "GlobalAveragePool" || op == "MaxPool" || op == "Dropout" ||
          op == "Squeeze" || op == "Unsqueeze";
+}
+
+int ConstantAddOperand(const Graph& g, const Node& n) {
+  if (n.op_type != "Add" || n.inputs.size() != 2 || n.outputs.size() != 1) {
+    return -1;
+  }
+  int found = -1;
+  for (int k = 0; k < 2; ++k) {
+    const Tensor* t = g.FindInitializer(n.inputs[k]);
+    if (t == nullptr) continue;
+    if (found >= 0 || t->dtype() != DType::kFloat) return -1;
+    found = k;
+  }
+  return found;
 }
 
 namespace {
@@ -72,6 +89,9 @@ bool ScalesBias(const Node& gemm) {
 
 struct Candidate {
   int node = -1;
+  // The operand of the Add whose constant takes the shift
+  // (shift_negative_constant_add), or -1: an Add is inserted.
+  int constant_input = -1;
   std::vector<int> bypass;
   int linear = -1;
   double shift = 0;
@@ -135,13 +155,21 @@ absl::Status SearchShiftParams(const quantizers::Histogram& histogram, double t,
 absl::StatusOr<std::vector<Candidate>> FindCandidates(
     JobState* state, const CancellationToken* cancel) {
   Graph& g = state->model.graph;
+  const PtqOptions& o = state->options;
   GraphIndex index(g);
   std::vector<Candidate> found;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (cancel != nullptr) RETURN_IF_ERROR(cancel->Check());
     const Node& n = g.nodes[i];
     const NodePlan& p = state->plans[i];
-    if (!IsSncActivation(n, p) || !p.quantize_activation || p.preserving ||
+    const bool activation =
+        o.shift_negative_activation_correction && IsSncActivation(n, p);
+    const int constant =
+        o.shift_negative_constant_add ? ConstantAddOperand(g, n) : -1;
+    // A TPC that forces a signed grid leaves nothing for an Add's shift to
+    // gain.
+    if ((!activation && (constant < 0 || p.forced_signed.value_or(false))) ||
+        !p.quantize_activation || p.preserving ||
         p.activation.method == v1::QUANTIZATION_METHOD_UNIFORM ||
         n.outputs.empty()) {
       continue;
@@ -192,7 +220,8 @@ absl::StatusOr<std::vector<Candidate>> FindCandidates(
       break;
     }
     if (c.linear < 0) {
-      if (why != "not followed by a linear node") {
+      // An Add of a constant is corrected where it can be, silently.
+      if (activation && why != "not followed by a linear node") {
         state->warnings.push_back(absl::StrCat(
             n.Label(), ": shift-negative correction not applied (", why, ")"));
       }
@@ -212,7 +241,8 @@ absl::StatusOr<std::vector<Candidate>> FindCandidates(
     const double delta = t / std::ldexp(1.0, p.activation.n_bits);
     c.shift = std::ceil(-min / delta) * delta;
     c.threshold = t;
-    if (state->options.shift_negative_params_search) {
+    c.constant_input = activation ? -1 : constant;
+    if (activation && o.shift_negative_params_search) {
       RETURN_IF_ERROR(SearchShiftParams(
           st->second.histogram, t, p.activation.n_bits,
           state->options.z_threshold, cancel, &c.threshold, &c.shift));
@@ -323,17 +353,62 @@ void RecordShape(const std::string& activation, const std::string& shifted,
   if (it != shapes->end()) (*shapes)[shifted] = it->second;
 }
 
+// Preserving bypass nodes after the corrected tensor `shifted` carry its
+// grid `params`.
+void CarryGridThroughBypass(const Candidate& c, const std::string& shifted,
+                            const ActivationParams& params, JobState* state) {
+  const Graph& g = state->model.graph;
+  std::string carried = shifted;
+  for (int b : c.bypass) {
+    NodePlan& bp = state->plans[b];
+    if (bp.preserving && !g.nodes[b].outputs.empty()) {
+      bp.preserved_from = carried;
+      bp.activation = params;
+      bp.activation.tensor = g.nodes[b].outputs[0];
+      bp.activation.preserved_from = carried;
+    }
+    carried = g.nodes[b].outputs.empty() ? carried : g.nodes[b].outputs[0];
+  }
+}
+
+// The input means of the linear node (bias correction) move by the shift,
+// from its input before the correction to the one after.
+// MCT 2.3's PyTorch SNC does not do this for a Conv2d: it puts a Pad
+// before every Conv2d (padding 0 included) and hands it the Add's
+// statistics collector before shift_stats_collector replaces the Add's
+// with a shifted copy, so its bias correction reads the unshifted mean
+// (MCT 2.3.0's export in tests/core/qdq/mctq_fixture_test.cc shows it).
+// quantd keeps the shifted, correct mean: copying that stale mean cost
+// 2.5 dB of output SQNR on ppocr_cls (imx500@4.1).
+void MoveInputMeans(const std::string& before, const std::string& after,
+                    double shift, JobState* state) {
+  auto mean = state->input_means.find(before);
+  if (mean == state->input_means.end()) return;
+  std::vector<double> moved = mean->second;
+  for (double& v : moved) v += shift;
+  state->input_means.erase(mean);
+  state->input_means[after] = std::move(moved);
+}
+
+// Statistics of a tensor that every value of moves by `shift`, in the
+// precision of the histogram's edges.
+void ShiftStatistics(double shift, TensorStats* stats) {
+  stats->min += shift;
+  stats->max += shift;
+  quantizers::Histogram& h = stats->histogram;
+  for (double& e : h.edges) {
+    e = h.float32_edges ? static_cast<float>(static_cast<float>(e) +
+                                             static_cast<float>(shift))
+                        : e + shift;
+  }
+}
+
 // Corrects one candidate: the bias, the Add after the activation (and a Pad
 // before a padded Conv), the bypass plans, the input means and the
 // activation's own 16-bit grid.
 absl::Status ApplyCandidate(Candidate& c, JobState* state,
                             TensorShapes* shapes) {
   Graph& g = state->model.graph;
-  c.node = IndexOf(g, c.node_name);
-  c.linear = IndexOf(g, c.linear_name);
-  for (size_t b = 0; b < c.bypass.size(); ++b) {
-    c.bypass[b] = IndexOf(g, c.bypass_names[b]);
-  }
   Node& act = g.nodes[c.node];
   NodePlan& ap = state->plans[c.node];
   const std::string y = act.outputs[0];
@@ -372,39 +447,13 @@ absl::Status ApplyCandidate(Candidate& c, JobState* state,
       quantizers::CalculateDelta(c.threshold, ap.activation.n_bits, false);
   add_plan.activation.zero_point = 0;
   add_plan.output_channel_axis = ap.output_channel_axis;
-  // Preserving bypass nodes now carry the shifted, unsigned grid.
-  std::string carried = shifted;
-  for (int b : c.bypass) {
-    NodePlan& bp = state->plans[b];
-    if (bp.preserving && !g.nodes[b].outputs.empty()) {
-      bp.preserved_from = carried;
-      bp.activation = add_plan.activation;
-      bp.activation.tensor = g.nodes[b].outputs[0];
-      bp.activation.preserved_from = carried;
-    }
-    carried = g.nodes[b].outputs.empty() ? carried : g.nodes[b].outputs[0];
-  }
+  CarryGridThroughBypass(c, shifted, add_plan.activation, state);
   // A padded Conv pads with the shift instead of zero.
   std::optional<std::pair<Node, NodePlan>> pad;
   if (lin.op_type == "Conv" && !ZeroPadding(lin)) {
     pad.emplace(MakeShiftPad(shift, add_plan, &lin, &g));
   }
-  // Input means of the linear node move by the shift (bias correction).
-  // MCT 2.3's PyTorch SNC does not do this for a Conv2d: it puts a Pad
-  // before every Conv2d (padding 0 included) and hands it the Add's
-  // statistics collector before shift_stats_collector replaces the Add's
-  // with a shifted copy, so its bias correction reads the unshifted mean
-  // (MCT 2.3.0's export in tests/core/qdq/mctq_fixture_test.cc shows it).
-  // quantd keeps the shifted, correct mean: copying that stale mean cost
-  // 2.5 dB of output SQNR on ppocr_cls (imx500@4.1).
-  const std::string lin_in = g.nodes[c.linear].Input(0);
-  auto mean = state->input_means.find(original_lin_in);
-  if (mean != state->input_means.end()) {
-    std::vector<double> moved = mean->second;
-    for (double& v : moved) v += shift;
-    state->input_means.erase(mean);
-    state->input_means[lin_in] = std::move(moved);
-  }
+  MoveInputMeans(original_lin_in, g.nodes[c.linear].Input(0), shift, state);
   // The activation itself at 16 bits. MCT (2.3 to 2.4) only widens the
   // candidates' activation_n_bits: the threshold and signedness stay those
   // selected at the original bits (shift_negative_activation.py; they are
@@ -438,6 +487,47 @@ absl::Status ApplyCandidate(Candidate& c, JobState* state,
   return absl::OkStatus();
 }
 
+// Corrects an Add of a constant (shift_negative_constant_add): the bias, the
+// constant plus the shift (a new initializer: the old one may have other
+// readers), the Add's statistics moved by the shift and its parameters
+// selected again on them (its grid becomes unsigned; every mixed-precision
+// candidate selects from the same statistics), the bypass plans, a Pad
+// before a padded Conv, the input means.
+absl::Status ApplyToConstantAdd(const Candidate& c, JobState* state,
+                                const CancellationToken* cancel) {
+  Graph& g = state->model.graph;
+  const std::string y = g.nodes[c.node].outputs[0];
+  const float shift = static_cast<float>(c.shift);
+  Node& lin = g.nodes[c.linear];
+  const std::string original_lin_in = lin.Input(0);
+  ASSIGN_OR_RETURN(const bool absorbed, AbsorbShiftInBias(shift, &lin, &g));
+  if (!absorbed) return absl::OkStatus();
+  Node& add = g.nodes[c.node];
+  std::string& operand = add.inputs[c.constant_input];
+  Tensor constant = *g.FindInitializer(operand);
+  for (float& v : constant.mutable_span<float>()) v += shift;
+  operand = UniqueTensorName(g, absl::StrCat(operand, "_snc_shifted"));
+  g.initializers[operand] = std::move(constant);
+  ShiftStatistics(shift, &state->stats[y]);
+  RETURN_IF_ERROR(SelectNodeParams(c.node, state, cancel));
+  const NodePlan ap = state->plans[c.node];
+  CarryGridThroughBypass(c, y, ap.activation, state);
+  std::optional<std::pair<Node, NodePlan>> pad;
+  if (lin.op_type == "Conv" && !ZeroPadding(lin)) {
+    pad.emplace(MakeShiftPad(shift, ap, &lin, &g));
+  }
+  MoveInputMeans(original_lin_in, lin.Input(0), shift, state);
+  state->warnings.push_back(absl::StrCat(
+      g.nodes[c.node].Label(), ": shift-negative correction, shift ", shift,
+      " added to its constant, absorbed by ", lin.Label()));
+  if (pad.has_value()) {  // right before the linear node
+    g.nodes.insert(g.nodes.begin() + c.linear, std::move(pad->first));
+    state->plans.insert(state->plans.begin() + c.linear,
+                        std::move(pad->second));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ApplyShiftNegativeCorrection(JobState* state, TensorShapes* shapes,
@@ -446,7 +536,14 @@ absl::Status ApplyShiftNegativeCorrection(JobState* state, TensorShapes* shapes,
   ASSIGN_OR_RETURN(std::vector<Candidate> found, FindCandidates(state, cancel));
   // Apply from the last node back so earlier indices stay valid.
   for (auto it = found.rbegin(); it != found.rend(); ++it) {
-    RETURN_IF_ERROR(ApplyCandidate(*it, state, shapes));
+    Candidate& c = *it;
+    c.node = IndexOf(g, c.node_name);
+    c.linear = IndexOf(g, c.linear_name);
+    for (size_t b = 0; b < c.bypass.size(); ++b) {
+      c.bypass[b] = IndexOf(g, c.bypass_names[b]);
+    }
+    RETURN_IF_ERROR(c.constant_input >= 0 ? ApplyToConstantAdd(c, state, cancel)
+                                          : ApplyCandidate(c, state, shapes));
   }
   RemoveUnusedInitializers(&g);
   return absl::OkStatus();

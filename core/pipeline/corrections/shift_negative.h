@@ -19,6 +19,9 @@ namespace quantd {
 bool IsShiftNegativeOp(const std::string& op_type);
 // The ops it looks through from an activation to the linear node after it.
 bool IsShiftNegativeBypass(const std::string& op_type);
+// The operand of an Add of one float32 initializer and a computed tensor
+// (the constant shift_negative_constant_add adds the shift to), or -1.
+int ConstantAddOperand(const Graph& g, const Node& n);
 // The tensors it inserts before `linear`, the Conv or Gemm (of a constant
 // weight) that reads a corrected activation: the Add, and a Pad before a
 // Conv that pads; 0 where it cannot correct (a Conv padding by auto_pad, a
@@ -37,7 +40,11 @@ int ShiftNegativeInsertedTensors(const Node& linear);
 // each Add's output, which the resource figures price (not the Pad's: MCT
 // does not quantize it). Cases it cannot
 // handle (a padded Conv after the activation, several consumers, ...) are
-// left as they are and listed in state->warnings. A cancelled `cancel` stops
+// left as they are and listed in state->warnings. With
+// shift_negative_constant_add, an Add of a constant is corrected in place:
+// its constant takes the shift, its statistics move by it and its
+// parameters are selected again (no node but the Pad; cases it cannot
+// handle stay as they are, silently). A cancelled `cancel` stops
 // the search between candidates and grid points and returns its status (the
 // job then discards the state).
 absl::Status ApplyShiftNegativeCorrection(

@@ -276,14 +276,21 @@ SensitivityBytes SensitivityCacheBytes(
 // constant weight, gets an Add (its shifted copy) and, before a padded
 // Conv, a Pad (its padded copy, counted at the activation's size):
 // ShiftNegativeInsertedTensors.
+// With `constant_adds`, the Adds of a constant instead
+// (shift_negative_constant_add), which get only the Pad.
 int64_t ShiftNegativeBytes(const Graph& g, const GraphLinks& links,
-                           const std::map<std::string, int64_t>& bytes) {
+                           const std::map<std::string, int64_t>& bytes,
+                           bool constant_adds) {
   constexpr int64_t kCap = int64_t{1} << 50;
   int64_t total = 0;
   for (const Node& node : g.nodes) {
     if (node.outputs.empty()) continue;
     const std::string& out = node.outputs[0];
-    if (!IsShiftNegativeOp(node.op_type) && !links.IsSwish(out)) continue;
+    if (constant_adds
+            ? ConstantAddOperand(g, node) < 0
+            : !IsShiftNegativeOp(node.op_type) && !links.IsSwish(out)) {
+      continue;
+    }
     auto size = bytes.find(out);
     if (size == bytes.end()) continue;
     const Node* next = links.SoleConsumer(out);
@@ -292,7 +299,8 @@ int64_t ShiftNegativeBytes(const Graph& g, const GraphLinks& links,
       next = links.SoleConsumer(next->outputs[0]);
     }
     if (next == nullptr || !IsKernel(g, *next)) continue;
-    const int64_t copies = ShiftNegativeInsertedTensors(*next);
+    const int64_t copies = std::max(
+        0, ShiftNegativeInsertedTensors(*next) - (constant_adds ? 1 : 0));
     total = std::min(kCap, total + copies * size->second);
   }
   return total;
@@ -413,7 +421,8 @@ ActivationSizes ActivationBytesPerSample(const Model& model,
     }
   }
   sizes.histogrammed = HistogrammedTensors(g, links);
-  sizes.shift_negative = ShiftNegativeBytes(g, links, bytes);
+  sizes.shift_negative = ShiftNegativeBytes(g, links, bytes, false);
+  sizes.shift_negative_constant_add = ShiftNegativeBytes(g, links, bytes, true);
   // The report runs the two models apart: the float run's values are all
   // held until the fake-quant run reaches them.
   if (!PairedModels::CanPair(g)) sizes.live = sizes.total;

@@ -61,10 +61,12 @@ bool InferSampleShapes(const std::vector<SampleFeeds>& calibration,
 //
 // `shift_negative`: what shift-negative correction would add to that cache
 // (its shifted and padded copies) wherever it may apply: its statistics
-// decide where it does.
+// decide where it does. `shift_negative_constant_add`: the same for its
+// Adds of a constant (shift_negative_constant_add), which add only the Pad.
 struct ActivationSizes {
   int64_t total = 0, live = 0, sensitivity_kept = 0, prepared = 0;
   int64_t histogrammed = 0, shift_negative = 0, sensitivity_cone = 0;
+  int64_t shift_negative_constant_add = 0;
 };
 
 ActivationSizes ActivationBytesPerSample(const Model& model,

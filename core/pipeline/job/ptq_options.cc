@@ -124,6 +124,9 @@ absl::StatusOr<PtqOptions> ResolvePtqOptions(const v1::QuantizationConfig& c,
   if (c.has_shift_negative_params_search()) {
     o.shift_negative_params_search = c.shift_negative_params_search();
   }
+  if (c.has_shift_negative_constant_add()) {
+    o.shift_negative_constant_add = c.shift_negative_constant_add();
+  }
   if (c.has_concat_threshold_update()) {
     o.concat_threshold_update = c.concat_threshold_update();
   }

@@ -33,6 +33,7 @@ struct PtqOptions {
   double shift_negative_ratio = 0.05;
   bool shift_negative_threshold_recalculation = false;
   bool shift_negative_params_search = false;
+  bool shift_negative_constant_add = false;
   bool concat_threshold_update = false;
   bool activation_bias_correction = false;
   double activation_bias_correction_threshold = 0.0;

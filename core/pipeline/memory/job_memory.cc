@@ -118,7 +118,9 @@ int64_t PeakActivations(const JobSpec& spec, const ActivationSizes& sizes,
   const int64_t kept =
       (kernels_only ? sizes.sensitivity_kept : sizes.prepared) +
       (spec.ptq.shift_negative_activation_correction ? sizes.shift_negative
-                                                     : 0);
+                                                     : 0) +
+      (spec.ptq.shift_negative_constant_add ? sizes.shift_negative_constant_add
+                                            : 0);
   const int sensitivity_samples =
       MixedPrecisionSensitivitySamples(mp, num_samples);
   // A task runs its cone one sample at a time: at most the graph's live

@@ -500,6 +500,15 @@ bool SameWeightSelection(const PtqOptions& a, const PtqOptions& b) {
          a.l_p_value == b.l_p_value && a.hessian_scores == b.hessian_scores;
 }
 
+absl::Status SelectNodeParams(int node, JobState* state,
+                              const CancellationToken* cancel) {
+  const Graph& g = state->model.graph;
+  NodePlan* p = &state->plans[node];
+  RETURN_IF_ERROR(SelectNodeActivations(g.nodes[node], *state, p));
+  return SelectNodeWeights(g.nodes[node], g, state->options, nullptr, cancel,
+                           p);
+}
+
 absl::Status SelectAllParams(JobState* state, ThreadPool* pool,
                              const CancellationToken* cancel,
                              ProgressSink* progress,

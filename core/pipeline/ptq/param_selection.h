@@ -42,6 +42,12 @@ absl::StatusOr<Tensor> DequantizedWeight(const WeightParams& w);
 // the weight search reads agree (error method, p, HMSE's scores).
 bool SameWeightSelection(const PtqOptions& a, const PtqOptions& b);
 
+// Both for node `node` of the state alone, on the statistics of its
+// outputs and its initializers as they are now (a correction that moved
+// them selects the node again), with no cache.
+absl::Status SelectNodeParams(int node, JobState* state,
+                              const CancellationToken* cancel = nullptr);
+
 // Runs both over every node of the state. With a `cache` selected on the
 // same graph and plans: when SameWeightSelection holds for the state's
 // options, a node whose cached results match its weight slots takes them
