@@ -620,6 +620,47 @@ TEST_F(QualityTargetTest, OptionKeptAtEightBitsIsUndoneAfterTheUpgrades) {
   }
 }
 
+// Out of reach at the ceiling, every correction stage (a) did not keep is
+// tried once more with the upgrades (its effect depends on which tensors
+// stay 8-bit); z_threshold, which only clips more of a finer grid, is not.
+// The result is the best of those trials.
+TEST_F(QualityTargetTest, CorrectionsNotKeptAreTriedAgainAtTheCeiling) {
+  v1::QuantizeRequest r = SquashRequest("imx500@4.0");
+  SetTarget(v1::QualityTarget::METRIC_SQNR, 150, &r);  // 16-bit: 88.7 dB
+  r.mutable_quality_target()->set_best_effort(true);
+  r.mutable_quality_target()->set_skip_gptq(true);
+  auto result = Run(r);
+  ASSERT_TRUE(result.ok()) << result.status();
+  auto q = nlohmann::json::parse(result->report_json())["quality_target"];
+  const std::vector<std::string> corrections = {
+      "shift_negative_params_search: true", "shift_negative_constant_add: true",
+      "activation_bias_correction: true"};
+  std::map<std::string, int> rejected, again;
+  double ceiling = -1, best = -1;
+  bool after_ceiling = false;
+  for (const auto& step : q["steps"]) {
+    const std::string action = step["action"];
+    const bool kept = step["kept"].get<bool>();
+    if (action.find("(every upgrade)") != std::string::npos) {
+      after_ceiling = true;
+      ceiling = step["figure"].get<double>();
+      continue;
+    }
+    if (!after_ceiling && !kept) ++rejected[action];
+    if (after_ceiling &&
+        action.find(" again, with the ") != std::string::npos) {
+      ++again[action.substr(0, action.find(" again, with the "))];
+      if (kept) best = step["figure"].get<double>();
+    }
+  }
+  ASSERT_GE(ceiling, 0) << q["steps"].dump();
+  for (const std::string& c : corrections) {
+    EXPECT_EQ(again[c], rejected[c]) << c << ": " << q["steps"].dump();
+  }
+  EXPECT_EQ(again["z_threshold: 8"], 0) << q["steps"].dump();
+  EXPECT_GE(q["reached"].get<double>(), std::max(ceiling, best));
+}
+
 }  // namespace
 }  // namespace quality_target_test
 }  // namespace quantd
