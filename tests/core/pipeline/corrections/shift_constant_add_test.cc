@@ -32,8 +32,7 @@ Model ConstantAddConvModel() {
                      {1, 1, 3, 3});
   b.FloatInitializer("b", {0.5f}, {1});
   b.AddNode("Add", {"x", "c"}, {"a"}, "lab");
-  b.AddNode("Conv", {"a", "w", "b"}, {"y"}, "conv")
-      .Ints("pads", {1, 1, 1, 1});
+  b.AddNode("Conv", {"a", "w", "b"}, {"y"}, "conv").Ints("pads", {1, 1, 1, 1});
   b.Output("y", DType::kFloat);
   auto m = ImportOnnxModel(b.Build());
   EXPECT_TRUE(m.ok()) << m.status();
@@ -111,8 +110,7 @@ TEST(ShiftConstantAdd, TheConstantTakesTheShiftAndTheConvsBiasAbsorbsIt) {
 // The graph computes the same function: every value the Conv reads moved
 // by the shift, padding included, and its bias took it back.
 TEST(ShiftConstantAdd, TheFloatGraphComputesTheSameOutputs) {
-  const std::vector<float> x = {-0.3f, 0.1f, 2, -0.05f, 4,
-                                0.7f,  -1,   3, 0.2f};
+  const std::vector<float> x = {-0.3f, 0.1f, 2, -0.05f, 4, 0.7f, -1, 3, 0.2f};
   const std::vector<float> before = RunFloat(ConstantAddConvModel(), x);
   JobState s = ConstantAddConvState();
   ASSERT_TRUE(ApplyShiftNegativeCorrection(&s).ok());
