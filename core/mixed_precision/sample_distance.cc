@@ -104,9 +104,10 @@ const bool kHaveAvx2 = __builtin_cpu_supports("avx2");
 
 // The partials, then the last n % kPartials elements in order.
 template <bool kDot>
-void Sums(const float* f, const float* q, int64_t n, double* a, double* b) {
+void Sums(const float* f, const float* q, int64_t n, SumPath path, double* a,
+          double* b) {
   const int64_t blocked = n - n % kPartials;
-  if (kHaveAvx2) {
+  if (kHaveAvx2 && path == SumPath::kFastest) {
     BlockedAvx2<kDot>(f, q, blocked, a, b);
   } else {
     BlockedScalar<kDot>(f, q, blocked, a, b);
@@ -116,15 +117,15 @@ void Sums(const float* f, const float* q, int64_t n, double* a, double* b) {
 
 }  // namespace
 
-double SquaredDiffSum(const float* f, const float* q, int64_t n) {
+double SquaredDiffSum(const float* f, const float* q, int64_t n, SumPath path) {
   double a = 0, unused = 0;
-  Sums<false>(f, q, n, &a, &unused);
+  Sums<false>(f, q, n, path, &a, &unused);
   return a;
 }
 
 void DotAndNormSums(const float* f, const float* q, int64_t n, double* dot,
-                    double* norm_q) {
-  Sums<true>(f, q, n, dot, norm_q);
+                    double* norm_q, SumPath path) {
+  Sums<true>(f, q, n, path, dot, norm_q);
 }
 
 }  // namespace internal

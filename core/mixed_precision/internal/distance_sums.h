@@ -25,13 +25,19 @@ namespace quantd::mixed_precision::internal {
 
 inline constexpr double kDistanceEps = 1e-8;
 
+// Which code adds the partials: the fastest this CPU runs (AVX2 when it
+// has it), or the portable scalar loop (what a CPU without AVX2 runs; the
+// tests check both give the same bits).
+enum class SumPath { kFastest, kPortable };
+
 // sum over i < n of (double(f[i]) - q[i])^2, in the order above.
-double SquaredDiffSum(const float* f, const float* q, int64_t n);
+double SquaredDiffSum(const float* f, const float* q, int64_t n,
+                      SumPath path = SumPath::kFastest);
 
 // *dot = sum f[i] * q[i], *norm_q = sum q[i]^2 (in double), in the order
 // above.
 void DotAndNormSums(const float* f, const float* q, int64_t n, double* dot,
-                    double* norm_q);
+                    double* norm_q, SumPath path = SumPath::kFastest);
 
 // mean((f-q)^2) / (mean(f^2) + 1e-8) from sum (f-q)^2 and sum f^2.
 inline double NormalizedMseFromSums(double squared_error, double squared_norm,

@@ -1,12 +1,15 @@
 // DistanceToFloat against the one-sample distances (equal bit for bit,
-// errors included), and the candidate's sums against a transcription of
-// the order internal/distance_sums.h documents and against an exact sum.
+// errors included), and the candidate's sums, on the fastest path and the
+// portable one, against a transcription of the order
+// internal/distance_sums.h documents and against an exact sum.
 #include "core/mixed_precision/sample_distance.h"
 
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/mixed_precision/internal/distance_sums.h"
 #include "core/mixed_precision/sensitivity_metric.h"
 #include "gmock/gmock.h"
@@ -88,17 +91,25 @@ TEST(SampleDistance, SumsFollowTheDocumentedOrderAndStayExact) {
       exact_dot += static_cast<long double>(dot[i]);
     }
     const auto len = static_cast<int64_t>(n);
-    const double got_sq = internal::SquaredDiffSum(p.f.data(), p.q.data(), len);
-    double got_dot = 0, got_qq = 0;
-    internal::DotAndNormSums(p.f.data(), p.q.data(), len, &got_dot, &got_qq);
-    EXPECT_EQ(got_sq, DocumentedOrder(sq)) << "n " << n;
-    EXPECT_EQ(got_dot, DocumentedOrder(dot)) << "n " << n;
-    EXPECT_EQ(got_qq, DocumentedOrder(qq)) << "n " << n;
-    // Any order of these non-negative terms is within n ulps of the sum.
-    EXPECT_NEAR(got_sq, static_cast<double>(exact_sq),
-                1e-15 * static_cast<double>(n) * got_sq);
-    EXPECT_NEAR(got_dot, static_cast<double>(exact_dot),
-                1e-15 * static_cast<double>(n) * got_qq);
+    // The fastest path on this CPU and the portable one: the same order.
+    for (auto path :
+         {internal::SumPath::kFastest, internal::SumPath::kPortable}) {
+      const std::string where = absl::StrCat(
+          "n ", n, path == internal::SumPath::kPortable ? " (portable)" : "");
+      const double got_sq =
+          internal::SquaredDiffSum(p.f.data(), p.q.data(), len, path);
+      double got_dot = 0, got_qq = 0;
+      internal::DotAndNormSums(p.f.data(), p.q.data(), len, &got_dot, &got_qq,
+                               path);
+      EXPECT_EQ(got_sq, DocumentedOrder(sq)) << where;
+      EXPECT_EQ(got_dot, DocumentedOrder(dot)) << where;
+      EXPECT_EQ(got_qq, DocumentedOrder(qq)) << where;
+      // Any order of these non-negative terms is within n ulps of the sum.
+      EXPECT_NEAR(got_sq, static_cast<double>(exact_sq),
+                  1e-15 * static_cast<double>(n) * got_sq);
+      EXPECT_NEAR(got_dot, static_cast<double>(exact_dot),
+                  1e-15 * static_cast<double>(n) * got_qq);
+    }
   }
 }
 
