@@ -302,7 +302,9 @@ absl::Status TargetSearch::TryOptions(PtqOptions* options, Trial* best) {
       kept_.push_back(e);
       *options = o;
       *best = std::move(t);
-    } else if (e.retry_at_ceiling) {
+    } else if (e.retry_at_ceiling && t.figure != best->figure) {
+      // A figure equal to the bit says the option changed nothing here
+      // (no site for it), which the upgrades do not change either.
       rejected_.push_back(e);
     }
   }
