@@ -7,8 +7,8 @@
 //   dilations and groups and the padding the kernel resolves (pads,
 //   auto_pad, output_padding, output_shape): its input gradient is that
 //   Conv of the output gradient, its weight gradient that Conv's weight
-//   gradient (1-D and 2-D), its bias gradient the output gradient summed
-//   per channel.
+//   gradient (any number of spatial axes), its bias gradient the output
+//   gradient summed per channel.
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -187,7 +187,19 @@ absl::Status ConvTransposeBackward(const OpGradContext& ctx,
     }
     (*grads)[0] = *std::move(dx);
   }
-  if (want_w && !adjoint.disjoint) {
+  if (want_w && !adjoint.disjoint && x.rank() > 4) {
+    // Three or more spatial axes: the adjoint Conv's own N-d backward, with
+    // dy as its input and x as its output and output gradient.
+    OpGradContext conv_ctx = ctx;
+    conv_ctx.node = &adjoint.conv;
+    conv_ctx.inputs = {&adjoint.dy, ctx.inputs[1]};
+    conv_ctx.outputs = {&x};
+    conv_ctx.output_grads = {&x};
+    conv_ctx.wants = {false, true};
+    std::vector<Tensor> conv_grads(2);
+    RETURN_IF_ERROR(ConvBackwardNd(conv_ctx, &conv_grads));
+    (*grads)[1] = std::move(conv_grads[1]);
+  } else if (want_w && !adjoint.disjoint) {
     OpGradContext conv_ctx = ctx;
     conv_ctx.node = &adjoint.conv;
     const Tensor& w = *ctx.inputs[1];

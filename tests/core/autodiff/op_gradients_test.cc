@@ -590,6 +590,27 @@ TEST(ResampleGradientTest, ConvTransposeMatchesFiniteDiff) {
             0);
 }
 
+// Three spatial axes: the input gradient is the executor's 3-D adjoint
+// Conv, the weight gradient that Conv's N-d backward (grad_window_nd.cc);
+// strides, pads, dilations, groups, an output padding and the bias. Linear
+// in x, w and the bias: the tight check.
+TEST(ResampleGradientTest, Volumetric3dConvTransposeMatchesFiniteDiff) {
+  ModelBuilder b(13);
+  b.Input("x")
+      .Initializer("w", RandomTensor({4, 1, 2, 3, 2}, 101))
+      .Initializer("bias", RandomTensor({2}, 102))
+      .Add("ConvTranspose", {"x", "w", "bias"}, {"y"},
+           {{"strides", Ints({2, 1, 2})},
+            {"pads", Ints({1, 0, 0, 0, 1, 1})},
+            {"dilations", Ints({1, 2, 1})},
+            {"group", Int(2)},
+            {"output_padding", Ints({1, 0, 0})}})
+      .Output("y");
+  EXPECT_GT(RunFdCheck(LinearCheck(
+                b, {{"x", RandomTensor({2, 4, 3, 2, 3}, 103)}}, {"w", "bias"})),
+            0);
+}
+
 // The padding the kernel resolves: SAME_UPPER and SAME_LOWER with an odd
 // total (the crop falls on either side), an output_shape past the
 // un-cropped result (bias alone at the edges: dy is cropped before the
