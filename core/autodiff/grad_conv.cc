@@ -15,26 +15,6 @@
 #include "core/util/status_macros.h"
 
 namespace quantd::autodiff::internal {
-namespace {
-
-// Begin / end padding of one spatial axis.
-void AxisPads(const std::string& auto_pad, int64_t in, int64_t out, int64_t k,
-              int64_t stride, int64_t dilation, int64_t* begin, int64_t* end) {
-  if (auto_pad == "VALID") {
-    *begin = *end = 0;
-    return;
-  }
-  int64_t total = (out - 1) * stride + (k - 1) * dilation + 1 - in;
-  if (total < 0) total = 0;
-  if (auto_pad == "SAME_LOWER") {
-    *begin = total - total / 2;
-  } else {
-    *begin = total / 2;
-  }
-  *end = total - *begin;
-}
-
-}  // namespace
 
 absl::StatusOr<train::ConvGeometry> ConvGeometryOf(const OpGradContext& ctx,
                                                    const Tensor& in,
@@ -49,46 +29,28 @@ absl::StatusOr<train::ConvGeometry> ConvGeometryOf(const OpGradContext& ctx,
         absl::StrCat("a ", n.op_type, " on ", in.DebugString(), " with weight ",
                      w.DebugString(), " (1-D and 2-D only)"));
   }
+  const std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+  ASSIGN_OR_RETURN(const exec::WindowGeometry win,
+                   ExecutorWindow(ctx, in, out, kernel));
   train::ConvGeometry g;
   g.batch = in.dim(0);
   g.channels = in.dim(1);
-  g.height = spatial == 2 ? in.dim(2) : 1;
-  g.width = in.dim(in.rank() - 1);
   g.out_channels = w.dim(0);
-  g.kernel_h = spatial == 2 ? w.dim(2) : 1;
-  g.kernel_w = w.dim(w.rank() - 1);
   g.groups = n.GetInt("group", 1);
-  const std::vector<int64_t> ones(spatial, 1);
-  const std::vector<int64_t> strides = n.GetInts("strides", ones);
-  const std::vector<int64_t> dilations = n.GetInts("dilations", ones);
-  std::vector<int64_t> pads =
-      n.GetInts("pads", std::vector<int64_t>(2 * spatial, 0));
-  if (static_cast<int>(strides.size()) != spatial ||
-      static_cast<int>(dilations.size()) != spatial ||
-      static_cast<int>(pads.size()) != 2 * spatial) {
-    return NodeError(ctx, "strides / dilations / pads do not match the rank");
-  }
-  const std::string auto_pad = n.GetString("auto_pad", "NOTSET");
-  if (out != nullptr && auto_pad != "NOTSET" && !auto_pad.empty()) {
-    for (int d = 0; d < spatial; ++d) {
-      AxisPads(auto_pad, in.dim(2 + d), out->dim(2 + d), w.dim(2 + d),
-               strides[d], dilations[d], &pads[d], &pads[spatial + d]);
-    }
-  }
+  const int last = spatial - 1;
+  g.width = win.in[last];
+  g.kernel_w = win.kernel[last];
+  g.stride_w = win.stride[last];
+  g.dilation_w = win.dilation[last];
+  g.pad_left = win.pad_begin[last];
+  g.pad_right = win.pad_end[last];
   if (spatial == 2) {
-    g.stride_h = strides[0];
-    g.stride_w = strides[1];
-    g.dilation_h = dilations[0];
-    g.dilation_w = dilations[1];
-    g.pad_top = pads[0];
-    g.pad_left = pads[1];
-    g.pad_bottom = pads[2];
-    g.pad_right = pads[3];
-  } else {
-    g.stride_w = strides[0];
-    g.dilation_w = dilations[0];
-    g.pad_left = pads[0];
-    g.pad_right = pads[1];
+    g.height = win.in[0];
+    g.kernel_h = win.kernel[0];
+    g.stride_h = win.stride[0];
+    g.dilation_h = win.dilation[0];
+    g.pad_top = win.pad_begin[0];
+    g.pad_bottom = win.pad_end[0];
   }
   RETURN_IF_ERROR(train::ValidateConvGeometry(g));
   return g;

@@ -18,7 +18,6 @@ struct Window {
 };
 
 absl::StatusOr<Window> WindowOf(const OpGradContext& ctx) {
-  const Node& n = *ctx.node;
   const Tensor& x = *ctx.inputs[0];
   const Tensor& y = *ctx.outputs[0];
   const int spatial = x.rank() - 2;
@@ -26,49 +25,27 @@ absl::StatusOr<Window> WindowOf(const OpGradContext& ctx) {
     return NodeUnimplemented(
         ctx, absl::StrCat("pooling of ", x.DebugString(), " (1-D, 2-D only)"));
   }
-  const std::vector<int64_t> k = n.GetInts("kernel_shape");
-  const std::vector<int64_t> ones(spatial, 1);
-  const std::vector<int64_t> s = n.GetInts("strides", ones);
-  const std::vector<int64_t> d = n.GetInts("dilations", ones);
-  std::vector<int64_t> p = n.GetInts("pads", std::vector<int64_t>(2 * spatial));
-  if (static_cast<int>(k.size()) != spatial ||
-      static_cast<int>(s.size()) != spatial ||
-      static_cast<int>(d.size()) != spatial ||
-      static_cast<int>(p.size()) != 2 * spatial) {
-    return NodeError(ctx, "kernel_shape / strides / pads do not match rank");
-  }
-  const std::string auto_pad = n.GetString("auto_pad", "NOTSET");
-  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-    for (int i = 0; i < spatial; ++i) {
-      int64_t total =
-          (y.dim(2 + i) - 1) * s[i] + (k[i] - 1) * d[i] + 1 - x.dim(2 + i);
-      if (total < 0) total = 0;
-      p[i] = auto_pad == "SAME_LOWER" ? total - total / 2 : total / 2;
-      p[spatial + i] = total - p[i];
-    }
-  } else if (auto_pad == "VALID") {
-    p.assign(2 * spatial, 0);
-  }
+  ASSIGN_OR_RETURN(
+      const exec::WindowGeometry g,
+      ExecutorWindow(ctx, x, &y, ctx.node->GetInts("kernel_shape")));
   Window w;
   w.planes = x.dim(0) * x.dim(1);
-  w.w = x.dim(x.rank() - 1);
-  w.ow = y.dim(y.rank() - 1);
-  w.kw = k.back();
-  w.sw = s.back();
-  w.dw = d.back();
+  const int last = spatial - 1;
+  w.w = g.in[last];
+  w.ow = g.out[last];
+  w.kw = g.kernel[last];
+  w.sw = g.stride[last];
+  w.dw = g.dilation[last];
+  w.pl = g.pad_begin[last];
+  w.pr = g.pad_end[last];
   if (spatial == 2) {
-    w.h = x.dim(2);
-    w.oh = y.dim(2);
-    w.kh = k[0];
-    w.sh = s[0];
-    w.dh = d[0];
-    w.pt = p[0];
-    w.pl = p[1];
-    w.pb = p[2];
-    w.pr = p[3];
-  } else {
-    w.pl = p[0];
-    w.pr = p[1];
+    w.h = g.in[0];
+    w.oh = g.out[0];
+    w.kh = g.kernel[0];
+    w.sh = g.stride[0];
+    w.dh = g.dilation[0];
+    w.pt = g.pad_begin[0];
+    w.pb = g.pad_end[0];
   }
   return w;
 }

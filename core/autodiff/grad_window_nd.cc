@@ -2,7 +2,8 @@
 // volume network's): direct loops over each output position's taps, in
 // double for the Conv's sums. The 1-D and 2-D ops keep their own kernels
 // (grad_conv.cc, grad_pool.cc); these run as often as the forward op and do
-// its arithmetic once more.
+// its arithmetic once more. And ExecutorWindow, the window geometry all of
+// them take from the executor.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -55,10 +56,10 @@ void TapsOf(const exec::WindowGeometry& w, int64_t o,
   }
 }
 
-// The executor's window of ctx.node over x with `kernel` (its attributes
-// and auto_pad, core/executor/window.h), which must give y's spatial dims.
-absl::StatusOr<exec::WindowGeometry> WindowOf(
-    const OpGradContext& ctx, const Tensor& x, const Tensor& y,
+}  // namespace
+
+absl::StatusOr<exec::WindowGeometry> ExecutorWindow(
+    const OpGradContext& ctx, const Tensor& x, const Tensor* y,
     const std::vector<int64_t>& kernel) {
   absl::StatusOr<exec::WindowAttrs> attrs = exec::ReadWindowAttrs(*ctx.node);
   if (!attrs.ok()) return NodeError(ctx, std::string(attrs.status().message()));
@@ -66,15 +67,14 @@ absl::StatusOr<exec::WindowGeometry> WindowOf(
   absl::StatusOr<exec::WindowGeometry> w =
       exec::ComputeWindow(*attrs, in, kernel);
   if (!w.ok()) return NodeError(ctx, std::string(w.status().message()));
-  if (y.rank() != x.rank() ||
-      !std::equal(w->out.begin(), w->out.end(), y.shape().begin() + 2)) {
+  if (y != nullptr &&
+      (y->rank() != x.rank() ||
+       !std::equal(w->out.begin(), w->out.end(), y->shape().begin() + 2))) {
     return NodeError(ctx, absl::StrCat("window over ", x.DebugString(),
-                                       " does not give ", y.DebugString()));
+                                       " does not give ", y->DebugString()));
   }
   return w;
 }
-
-}  // namespace
 
 absl::Status ConvBackwardNd(const OpGradContext& ctx,
                             std::vector<Tensor>* grads) {
@@ -87,7 +87,8 @@ absl::Status ConvBackwardNd(const OpGradContext& ctx,
                           x.DebugString()));
   }
   const std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
-  ASSIGN_OR_RETURN(const exec::WindowGeometry win, WindowOf(ctx, x, y, kernel));
+  ASSIGN_OR_RETURN(const exec::WindowGeometry win,
+                   ExecutorWindow(ctx, x, &y, kernel));
   const int64_t N = x.dim(0), C = x.dim(1), M = w.dim(0), Cg = w.dim(1);
   const int64_t G = ctx.node->GetInt("group", 1);
   if (G < 1 || Cg * G != C || M % G != 0 || y.dim(0) != N || y.dim(1) != M) {
@@ -144,8 +145,9 @@ absl::Status PoolBackwardNd(const OpGradContext& ctx, bool max,
                             std::vector<Tensor>* grads) {
   const Tensor& x = *ctx.inputs[0];
   const Tensor& y = *ctx.outputs[0];
-  ASSIGN_OR_RETURN(const exec::WindowGeometry win,
-                   WindowOf(ctx, x, y, ctx.node->GetInts("kernel_shape")));
+  ASSIGN_OR_RETURN(
+      const exec::WindowGeometry win,
+      ExecutorWindow(ctx, x, &y, ctx.node->GetInts("kernel_shape")));
   const bool include_pad = ctx.node->GetInt("count_include_pad", 0) != 0;
   const int64_t planes = x.dim(0) * x.dim(1);
   const int64_t in_size = Product(win.in), out_size = Product(win.out);

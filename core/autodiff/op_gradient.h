@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/autodiff/scratch.h"
+#include "core/executor/window.h"
 #include "core/graph/graph.h"
 #include "core/graph/tensor.h"
 #include "core/train/conv2d.h"
@@ -59,9 +60,18 @@ absl::Status ConvBackwardNd(const OpGradContext& ctx,
                             std::vector<Tensor>* grads);
 absl::Status PoolBackwardNd(const OpGradContext& ctx, bool max,
                             std::vector<Tensor>* grads);
+// The executor's window of ctx.node over x with `kernel` (its attributes,
+// auto_pad and ceil_mode resolved as the forward kernel resolves them,
+// core/executor/window.h); an error unless it gives y's spatial dims (y
+// null: not checked). Every windowed op's backward pass takes its
+// geometry from here.
+absl::StatusOr<exec::WindowGeometry> ExecutorWindow(
+    const OpGradContext& ctx, const Tensor& x, const Tensor* y,
+    const std::vector<int64_t>& kernel);
 // The geometry of a Conv over `in` with weight `w` from ctx.node's strides,
-// dilations, pads and group (auto_pad resolved against `out` when given):
-// Conv's own, and the Conv a ConvTranspose is the adjoint of. 1-D and 2-D.
+// dilations, pads, auto_pad and group (ExecutorWindow; checked against
+// `out` when given): Conv's own, and the Conv a ConvTranspose is the
+// adjoint of. 1-D and 2-D.
 absl::StatusOr<train::ConvGeometry> ConvGeometryOf(const OpGradContext& ctx,
                                                    const Tensor& in,
                                                    const Tensor& w,
