@@ -23,39 +23,6 @@ int64_t Product(const std::vector<int64_t>& v) {
   return p;
 }
 
-// For output position `o` (flat, row-major) of window `w`, each tap's input
-// position (flat within one plane) in kernel order, or -1 outside the
-// input; `padded[t]`: inside the padded input.
-void TapsOf(const exec::WindowGeometry& w, int64_t o,
-            std::vector<int64_t>* index, std::vector<char>* padded) {
-  const int r = w.rank();
-  std::vector<int64_t> oc(r), kc(r, 0);
-  for (int d = r - 1; d >= 0; --d) {
-    oc[d] = o % w.out[d];
-    o /= w.out[d];
-  }
-  const int64_t taps = Product(w.kernel);
-  index->resize(taps);
-  padded->resize(taps);
-  for (int64_t t = 0; t < taps; ++t) {
-    int64_t flat = 0;
-    bool inside = true, in_pad = true;
-    for (int d = 0; d < r; ++d) {
-      const int64_t i =
-          oc[d] * w.stride[d] - w.pad_begin[d] + kc[d] * w.dilation[d];
-      inside = inside && i >= 0 && i < w.in[d];
-      in_pad = in_pad && i >= -w.pad_begin[d] && i < w.in[d] + w.pad_end[d];
-      flat = flat * w.in[d] + i;
-    }
-    (*index)[t] = inside ? flat : -1;
-    (*padded)[t] = in_pad;
-    for (int d = r - 1; d >= 0; --d) {  // next tap, row-major
-      if (++kc[d] < w.kernel[d]) break;
-      kc[d] = 0;
-    }
-  }
-}
-
 }  // namespace
 
 absl::StatusOr<exec::WindowGeometry> ExecutorWindow(
@@ -111,7 +78,7 @@ absl::Status ConvBackwardNd(const OpGradContext& ctx,
   std::vector<int64_t> index;
   std::vector<char> padded;
   for (int64_t o = 0; o < out_size; ++o) {
-    TapsOf(win, o, &index, &padded);
+    exec::WindowTaps(win, o, &index, &padded);
     for (int64_t n = 0; n < N; ++n) {
       for (int64_t m = 0; m < M; ++m) {
         const double g = pg[(n * M + m) * out_size + o];
@@ -159,7 +126,7 @@ absl::Status PoolBackwardNd(const OpGradContext& ctx, bool max,
   std::vector<int64_t> index;
   std::vector<char> padded;
   for (int64_t o = 0; o < out_size; ++o) {
-    TapsOf(win, o, &index, &padded);
+    exec::WindowTaps(win, o, &index, &padded);
     int64_t count = 0;
     for (size_t t = 0; t < index.size(); ++t) {
       count += include_pad ? padded[t] : index[t] >= 0;

@@ -114,4 +114,35 @@ absl::StatusOr<WindowGeometry> ComputeWindow(
   return g;
 }
 
+void WindowTaps(const WindowGeometry& w, int64_t o, std::vector<int64_t>* index,
+                std::vector<char>* padded) {
+  const int r = w.rank();
+  std::vector<int64_t> oc(r), kc(r, 0);
+  for (int d = r - 1; d >= 0; --d) {
+    oc[d] = o % w.out[d];
+    o /= w.out[d];
+  }
+  int64_t taps = 1;
+  for (int64_t k : w.kernel) taps *= k;
+  index->resize(taps);
+  if (padded != nullptr) padded->resize(taps);
+  for (int64_t t = 0; t < taps; ++t) {
+    int64_t flat = 0;
+    bool inside = true, in_pad = true;
+    for (int d = 0; d < r; ++d) {
+      const int64_t i =
+          oc[d] * w.stride[d] - w.pad_begin[d] + kc[d] * w.dilation[d];
+      inside = inside && i >= 0 && i < w.in[d];
+      in_pad = in_pad && i >= -w.pad_begin[d] && i < w.in[d] + w.pad_end[d];
+      flat = flat * w.in[d] + i;
+    }
+    (*index)[t] = inside ? flat : -1;
+    if (padded != nullptr) (*padded)[t] = in_pad;
+    for (int d = r - 1; d >= 0; --d) {  // next tap, row-major
+      if (++kc[d] < w.kernel[d]) break;
+      kc[d] = 0;
+    }
+  }
+}
+
 }  // namespace quantd::exec

@@ -39,6 +39,14 @@ absl::StatusOr<WindowGeometry> ComputeWindow(
     const WindowAttrs& attrs, const std::vector<int64_t>& in,
     const std::vector<int64_t>& kernel);
 
+// For output position `o` (flat, row-major) of window `w`, each tap's
+// input position (flat within one plane) in kernel order, or -1 outside the
+// input; `padded[t]` (may be null): inside the padded input. What a direct
+// loop over the window needs: the backward passes over three or more axes,
+// GPTQ's patches of such a Conv.
+void WindowTaps(const WindowGeometry& w, int64_t o, std::vector<int64_t>* index,
+                std::vector<char>* padded = nullptr);
+
 }  // namespace quantd::exec
 
 #endif  // QUANTD_CORE_EXECUTOR_WINDOW_H_

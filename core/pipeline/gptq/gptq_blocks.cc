@@ -54,6 +54,21 @@ std::optional<train::Activation> ActivationOf(const Graph& g,
 
 bool SetKernelShape(const Node& node, const Tensor& w, GptqBlock* b,
                     std::string* why) {
+  if (node.op_type == "Conv" && w.rank() >= 5) {
+    absl::StatusOr<exec::WindowAttrs> attrs = exec::ReadWindowAttrs(node);
+    if (!attrs.ok()) {
+      *why = std::string(attrs.status().message());
+      return false;
+    }
+    b->window_nd = *std::move(attrs);
+    b->kernel_nd.assign(w.shape().begin() + 2, w.shape().end());
+    b->conv.out_channels = w.dim(0);
+    b->conv.groups = node.GetInt("group", 1);
+    b->is_conv = true;
+    b->out_features = w.dim(0);
+    b->in_features = w.num_elements() / w.dim(0);
+    return true;
+  }
   if (node.op_type == "Conv") {
     if (w.rank() != 3 && w.rank() != 4) {
       *why = absl::StrCat("kernel of rank ", w.rank());

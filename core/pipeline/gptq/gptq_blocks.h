@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/executor/window.h"
 #include "core/pipeline/job/job_state.h"
 #include "core/train/activations.h"
 #include "core/train/conv2d.h"
@@ -29,6 +30,11 @@ struct GptqBlock {
   // out / in features and whether the stored weight is [in, out].
   bool is_conv = false;
   train::ConvGeometry conv;
+  // A Conv over three or more spatial axes: its window attributes and
+  // kernel dims, the geometry computed from the data as the executor
+  // computes it (conv holds only out_channels and groups).
+  std::optional<exec::WindowAttrs> window_nd;
+  std::vector<int64_t> kernel_nd;
   bool transposed_weight = false;  // Gemm transB=0 / MatMul: W is [K, N]
   int64_t out_features = 0, in_features = 0;
   std::string bias;            // initializer ("" = none)

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/executor/window.h"
 #include "core/graph/graph_edit.h"
 #include "core/graph/graph_index.h"
 #include "core/graph/tensor.h"
@@ -145,12 +146,56 @@ absl::Status CollectTargets(const std::vector<GptqBlock>& blocks,
   return absl::OkStatus();
 }
 
+// AppendPatches of a Conv over three or more spatial axes: patch column
+// c * taps + t holds channel c at tap t (the kernel's [M, C/G, k...] order),
+// zero outside the input.
+bool AppendPatchesNd(const GptqBlock& block, const Tensor& input,
+                     const std::vector<int64_t>& rows, int64_t total_rows,
+                     std::vector<float>* patches, int64_t* cols) {
+  if (input.rank() != static_cast<int>(block.kernel_nd.size()) + 2) {
+    return false;
+  }
+  const std::vector<int64_t> in(input.shape().begin() + 2, input.shape().end());
+  absl::StatusOr<exec::WindowGeometry> win =
+      exec::ComputeWindow(*block.window_nd, in, block.kernel_nd);
+  if (!win.ok()) return false;
+  int64_t in_size = 1, out_size = 1, taps = 1;
+  for (int64_t v : win->in) in_size *= v;
+  for (int64_t v : win->out) out_size *= v;
+  for (int64_t v : win->kernel) taps *= v;
+  const int64_t channels = input.dim(1);
+  if (out_size <= 0 || input.dim(0) * out_size != total_rows ||
+      channels * taps != block.in_features * block.conv.groups) {
+    return false;
+  }
+  *cols = channels * taps;
+  const size_t base = patches->size();
+  patches->resize(base + rows.size() * *cols);
+  const float* x = input.data<float>();
+  std::vector<int64_t> index;
+  for (size_t k = 0; k < rows.size(); ++k) {
+    const int64_t n = rows[k] / out_size;
+    exec::WindowTaps(*win, rows[k] % out_size, &index);
+    float* dst = patches->data() + base + k * *cols;
+    for (int64_t c = 0; c < channels; ++c) {
+      const float* plane = x + (n * channels + c) * in_size;
+      for (int64_t t = 0; t < taps; ++t) {
+        dst[c * taps + t] = index[t] < 0 ? 0.0f : plane[index[t]];
+      }
+    }
+  }
+  return true;
+}
+
 // Patches of the block's sampled positions from its quantized input of one
 // sample; false if the input does not match the float pass.
 bool AppendPatches(const GptqBlock& block, const Tensor& input,
                    const std::vector<int64_t>& rows, int64_t total_rows,
                    std::vector<float>* patches, int64_t* cols) {
   if (input.dtype() != DType::kFloat) return false;
+  if (block.window_nd.has_value()) {
+    return AppendPatchesNd(block, input, rows, total_rows, patches, cols);
+  }
   if (block.is_conv) {
     train::ConvGeometry g = block.conv;
     if (input.rank() == 4 && g.kernel_h >= 1) {

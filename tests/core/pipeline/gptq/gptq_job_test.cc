@@ -159,5 +159,92 @@ TEST_F(GptqJobTest, TrainedMatMulStaysAValidOnnxMatMul) {
   EXPECT_NO_THROW(onnx::checker::check_model(qdq));
 }
 
+// A Conv over three spatial axes trains through the N-d patches
+// (exec::WindowTaps). Oracle: the same Conv as a 2-D one (depth 1, kernel
+// depth 1) takes the 2-D path, whose patches are the same columns in the
+// same order: every block's figures and the trained integers agree.
+TEST_F(GptqJobTest, VolumetricConvTrainsAsItsTwoDimensionalTwin) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal;
+  auto random = [&](int n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = normal(rng);
+    return v;
+  };
+  const std::vector<float> w1 = random(4 * 3 * 3 * 3), b1 = random(4);
+  const std::vector<float> w2 = random(2 * 2 * 3 * 3);
+  std::vector<std::vector<float>> inputs;
+  for (int i = 0; i < 8; ++i) inputs.push_back(random(3 * 6 * 7));
+  auto request = [&](bool volumetric) {
+    auto shape = [&](std::vector<int64_t> s) {
+      if (volumetric) s.insert(s.begin() + 2, 1);
+      return s;
+    };
+    OnnxModelBuilder b(13);
+    b.Input("x", DType::kFloat, shape({1, 3, 6, 7}));
+    b.FloatInitializer("w1", w1, shape({4, 3, 3, 3}));
+    b.FloatInitializer("b1", b1, {4});
+    b.FloatInitializer("w2", w2, shape({2, 2, 3, 3}));
+    const std::vector<int64_t> pads =
+        volumetric ? std::vector<int64_t>{0, 1, 0, 0, 1, 1}
+                   : std::vector<int64_t>{1, 0, 1, 1};
+    b.AddNode("Conv", {"x", "w1", "b1"}, {"c1"}, "conv1").Ints("pads", pads);
+    b.AddNode("Relu", {"c1"}, {"r1"}, "relu1");
+    b.AddNode("Conv", {"r1", "w2"}, {"y"}, "conv2")
+        .Ints("strides", volumetric ? std::vector<int64_t>{1, 2, 1}
+                                    : std::vector<int64_t>{2, 1})
+        .Int("group", 2);
+    b.Output("y", DType::kFloat);
+    v1::QuantizeRequest r;
+    r.set_onnx_model(b.Serialize());
+    for (const auto& x : inputs) {
+      *r.add_calibration_samples()->add_inputs() =
+          TensorToSampleProto(Tensor::FromVector(x, shape({1, 3, 6, 7})), "x");
+    }
+    r.mutable_tpc()->set_name("imx500@4.0");
+    r.mutable_mixed_precision()->set_kernel_weights_bits(4);
+    r.mutable_gptq()->set_enabled(true);
+    r.mutable_gptq()->set_n_epochs(2);
+    return r;
+  };
+  auto flat = Run(request(false));
+  auto volume = Run(request(true));
+  ASSERT_TRUE(flat.ok()) << flat.status();
+  ASSERT_TRUE(volume.ok()) << volume.status();
+  const auto fl = nlohmann::json::parse(flat->report_json())["layers"];
+  const auto vl = nlohmann::json::parse(volume->report_json())["layers"];
+  int trained = 0;
+  for (const auto& f : fl) {
+    if (!f.contains("gptq_sqnr_before_db")) continue;
+    ++trained;
+    for (const auto& v : vl) {
+      if (v["node"] != f["node"]) continue;
+      ASSERT_TRUE(v.contains("gptq_sqnr_before_db")) << v["node"];
+      EXPECT_NEAR(v["gptq_sqnr_before_db"].get<double>(),
+                  f["gptq_sqnr_before_db"].get<double>(), 1e-9)
+          << v["node"];
+      EXPECT_NEAR(v["gptq_sqnr_after_db"].get<double>(),
+                  f["gptq_sqnr_after_db"].get<double>(), 1e-9)
+          << v["node"];
+      EXPECT_EQ(v["gptq_applied"], f["gptq_applied"]) << v["node"];
+    }
+  }
+  EXPECT_EQ(trained, 2);
+  auto integers = [](const v1::QuantizeResult& r, const std::string& node) {
+    for (const auto& n : r.quantized_graph().nodes()) {
+      if (n.name() != node) continue;
+      for (const auto& w : n.weights()) {
+        if (w.attr() == "kernel_attr") return w.int_values().raw_data();
+      }
+    }
+    return std::string();
+  };
+  for (const char* node : {"conv1", "conv2"}) {
+    const std::string f = integers(*flat, node);
+    EXPECT_FALSE(f.empty()) << node;
+    EXPECT_EQ(f, integers(*volume, node)) << node;
+  }
+}
+
 }  // namespace
 }  // namespace quantd
