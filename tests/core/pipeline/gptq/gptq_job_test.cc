@@ -59,6 +59,21 @@ class RecordingSink : public ProgressSink {
 
 class GptqJobTest : public testing::BuiltinTpcJobTest {};
 
+// n values of N(0, 1) a call, from a seeded generator.
+class NormalValues {
+ public:
+  explicit NormalValues(uint32_t seed) : rng_(seed) {}
+  std::vector<float> operator()(int n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = normal_(rng_);
+    return v;
+  }
+
+ private:
+  std::mt19937 rng_;
+  std::normal_distribution<float> normal_;
+};
+
 TEST_F(GptqJobTest, TrainedIntegersReachTheQuantizedGraphAndReport) {
   auto ptq = Run(Request(false));
   ASSERT_TRUE(ptq.ok()) << ptq.status();
@@ -115,13 +130,7 @@ TEST_F(GptqJobTest, CancellationStopsTheStage) {
 // third, a bias input, and ONNX Runtime refused the QDQ model), and the
 // QDQ model passes ONNX's own checker.
 TEST_F(GptqJobTest, TrainedMatMulStaysAValidOnnxMatMul) {
-  std::mt19937 rng(5);
-  std::normal_distribution<float> normal;
-  auto random = [&](int n) {
-    std::vector<float> v(n);
-    for (float& x : v) x = normal(rng);
-    return v;
-  };
+  NormalValues random(5);
   OnnxModelBuilder b(13);
   b.Input("x", DType::kFloat, {1, 2, 8});
   b.FloatInitializer("w", random(48), {8, 6});
@@ -164,13 +173,7 @@ TEST_F(GptqJobTest, TrainedMatMulStaysAValidOnnxMatMul) {
 // depth 1) takes the 2-D path, whose patches are the same columns in the
 // same order: every block's figures and the trained integers agree.
 TEST_F(GptqJobTest, VolumetricConvTrainsAsItsTwoDimensionalTwin) {
-  std::mt19937 rng(11);
-  std::normal_distribution<float> normal;
-  auto random = [&](int n) {
-    std::vector<float> v(n);
-    for (float& x : v) x = normal(rng);
-    return v;
-  };
+  NormalValues random(11);
   const std::vector<float> w1 = random(4 * 3 * 3 * 3), b1 = random(4);
   const std::vector<float> w2 = random(2 * 2 * 3 * 3);
   std::vector<std::vector<float>> inputs;
