@@ -487,6 +487,34 @@ absl::Status ApplyCandidate(Candidate& c, JobState* state,
   return absl::OkStatus();
 }
 
+// The shift a padded Conv's Pad can carry exactly: a point of the grid the
+// Add's statistics select once shifted. Selecting again can widen T (the
+// shifted maximum passes it), and the shift then moves up to the wider
+// grid's next point; at most three rounds (each shift is >= the last, so
+// the minimum stays on or above zero). Without padding any shift does.
+absl::StatusOr<double> ShiftOnSelectedGrid(const Candidate& c,
+                                           const JobState& state) {
+  const Graph& g = state.model.graph;
+  const Node& lin = g.nodes[c.linear];
+  double shift = c.shift;
+  if (lin.op_type != "Conv" || ZeroPadding(lin)) return shift;
+  const NodePlan& p = state.plans[c.node];
+  const std::string& y = g.nodes[c.node].outputs[0];
+  for (int round = 0; round < 3; ++round) {
+    TensorStats moved = state.stats.at(y);
+    ShiftStatistics(shift, &moved);
+    ASSIGN_OR_RETURN(
+        const ActivationParams a,
+        SelectActivationParams(y, p.config, &moved, p.known_min, p.known_max,
+                               p.forced_signed, state.options));
+    if (!(a.scale > 0)) break;
+    const double point = std::ceil(shift / a.scale) * a.scale;
+    if (point == shift) break;
+    shift = point;
+  }
+  return shift;
+}
+
 // Corrects an Add of a constant (shift_negative_constant_add): the bias, the
 // constant plus the shift (a new initializer: the old one may have other
 // readers), the Add's statistics moved by the shift and its parameters
@@ -497,7 +525,8 @@ absl::Status ApplyToConstantAdd(const Candidate& c, JobState* state,
                                 const CancellationToken* cancel) {
   Graph& g = state->model.graph;
   const std::string y = g.nodes[c.node].outputs[0];
-  const float shift = static_cast<float>(c.shift);
+  ASSIGN_OR_RETURN(const double on_grid, ShiftOnSelectedGrid(c, *state));
+  const float shift = static_cast<float>(on_grid);
   Node& lin = g.nodes[c.linear];
   const std::string original_lin_in = lin.Input(0);
   ASSIGN_OR_RETURN(const bool absorbed, AbsorbShiftInBias(shift, &lin, &g));

@@ -117,6 +117,34 @@ TEST(ShiftConstantAdd, TheFloatGraphComputesTheSameOutputs) {
   EXPECT_THAT(RunFloat(s.model, x), Pointwise(FloatNear(1e-5f), before));
 }
 
+// The Pad carries the shift exactly: a point of the grid selected after
+// it. At 2 bits with T = 1 the shift is 0.25 (unsigned step 1/4 >= 0.2);
+// the shifted top bin (center 1.4) then selects T = 2, step 1/2, so the
+// shift moves up to 0.5 (top center 1.65: T = 2 again).
+TEST(ShiftConstantAdd, ThePadValueIsAPointOfTheSelectedGrid) {
+  JobState s = ConstantAddConvState();
+  s.options.shift_negative_ratio = 0.5;
+  NodePlan& add = s.plans[0];
+  add.config.set_activation_n_bits(2);
+  add.activation.n_bits = 2;
+  add.activation.threshold = 1.0;
+  TensorStats& st = s.stats["a"];
+  st.min = -0.2;
+  st.max = 1.2;
+  st.histogram.edges = {-0.2, 0, 1.1, 1.2};
+  st.histogram.counts = {1, 0, 10};
+  ASSERT_TRUE(ApplyShiftNegativeCorrection(&s).ok());
+  const Graph& g = s.model.graph;
+  ASSERT_EQ(g.nodes.size(), 3u);
+  ASSERT_EQ(g.nodes[1].op_type, "Pad");
+  const float value = g.FindInitializer(g.nodes[1].inputs[2])->span<float>()[0];
+  const ActivationParams& a = s.plans[0].activation;
+  EXPECT_DOUBLE_EQ(a.threshold, 2.0);
+  EXPECT_FLOAT_EQ(value, 0.5f);
+  EXPECT_THAT(g.FindInitializer(g.nodes[0].inputs[1])->span<float>(),
+              ElementsAre(FloatEq(0.7f)));
+}
+
 TEST(ShiftConstantAdd, OffByDefault) {
   JobState s = ConstantAddConvState();
   s.options = PtqOptions();
