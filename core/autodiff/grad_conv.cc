@@ -37,21 +37,19 @@ absl::StatusOr<train::ConvGeometry> ConvGeometryOf(const OpGradContext& ctx,
   g.channels = in.dim(1);
   g.out_channels = w.dim(0);
   g.groups = n.GetInt("group", 1);
-  const int last = spatial - 1;
-  g.width = win.in[last];
-  g.kernel_w = win.kernel[last];
-  g.stride_w = win.stride[last];
-  g.dilation_w = win.dilation[last];
-  g.pad_left = win.pad_begin[last];
-  g.pad_right = win.pad_end[last];
-  if (spatial == 2) {
-    g.height = win.in[0];
-    g.kernel_h = win.kernel[0];
-    g.stride_h = win.stride[0];
-    g.dilation_h = win.dilation[0];
-    g.pad_top = win.pad_begin[0];
-    g.pad_bottom = win.pad_end[0];
-  }
+  const PlaneWindow p = AsPlaneWindow(win);
+  g.height = p.h;
+  g.width = p.w;
+  g.kernel_h = p.kh;
+  g.kernel_w = p.kw;
+  g.stride_h = p.sh;
+  g.stride_w = p.sw;
+  g.dilation_h = p.dh;
+  g.dilation_w = p.dw;
+  g.pad_top = p.pt;
+  g.pad_left = p.pl;
+  g.pad_bottom = p.pb;
+  g.pad_right = p.pr;
   RETURN_IF_ERROR(train::ValidateConvGeometry(g));
   return g;
 }

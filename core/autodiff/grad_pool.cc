@@ -11,10 +11,8 @@
 namespace quantd::autodiff::internal {
 namespace {
 
-struct Window {
-  int64_t planes = 0, h = 1, w = 1, oh = 1, ow = 1;
-  int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
-  int64_t pt = 0, pl = 0, pb = 0, pr = 0;
+struct Window : PlaneWindow {
+  int64_t planes = 0;
 };
 
 absl::StatusOr<Window> WindowOf(const OpGradContext& ctx) {
@@ -29,24 +27,8 @@ absl::StatusOr<Window> WindowOf(const OpGradContext& ctx) {
       const exec::WindowGeometry g,
       ExecutorWindow(ctx, x, &y, ctx.node->GetInts("kernel_shape")));
   Window w;
+  static_cast<PlaneWindow&>(w) = AsPlaneWindow(g);
   w.planes = x.dim(0) * x.dim(1);
-  const int last = spatial - 1;
-  w.w = g.in[last];
-  w.ow = g.out[last];
-  w.kw = g.kernel[last];
-  w.sw = g.stride[last];
-  w.dw = g.dilation[last];
-  w.pl = g.pad_begin[last];
-  w.pr = g.pad_end[last];
-  if (spatial == 2) {
-    w.h = g.in[0];
-    w.oh = g.out[0];
-    w.kh = g.kernel[0];
-    w.sh = g.stride[0];
-    w.dh = g.dilation[0];
-    w.pt = g.pad_begin[0];
-    w.pb = g.pad_end[0];
-  }
   return w;
 }
 

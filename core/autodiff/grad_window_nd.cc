@@ -3,7 +3,7 @@
 // double for the Conv's sums. The 1-D and 2-D ops keep their own kernels
 // (grad_conv.cc, grad_pool.cc); these run as often as the forward op and do
 // its arithmetic once more. And ExecutorWindow, the window geometry all of
-// them take from the executor.
+// them take from the executor, with AsPlaneWindow its 1-D / 2-D view.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -41,6 +41,28 @@ absl::StatusOr<exec::WindowGeometry> ExecutorWindow(
                                        " does not give ", y->DebugString()));
   }
   return w;
+}
+
+PlaneWindow AsPlaneWindow(const exec::WindowGeometry& g) {
+  PlaneWindow p;
+  const int last = g.rank() - 1;
+  p.w = g.in[last];
+  p.ow = g.out[last];
+  p.kw = g.kernel[last];
+  p.sw = g.stride[last];
+  p.dw = g.dilation[last];
+  p.pl = g.pad_begin[last];
+  p.pr = g.pad_end[last];
+  if (g.rank() == 2) {
+    p.h = g.in[0];
+    p.oh = g.out[0];
+    p.kh = g.kernel[0];
+    p.sh = g.stride[0];
+    p.dh = g.dilation[0];
+    p.pt = g.pad_begin[0];
+    p.pb = g.pad_end[0];
+  }
+  return p;
 }
 
 absl::Status ConvBackwardNd(const OpGradContext& ctx,

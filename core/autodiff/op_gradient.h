@@ -68,6 +68,15 @@ absl::Status PoolBackwardNd(const OpGradContext& ctx, bool max,
 absl::StatusOr<exec::WindowGeometry> ExecutorWindow(
     const OpGradContext& ctx, const Tensor& x, const Tensor* y,
     const std::vector<int64_t>& kernel);
+// A 1-D or 2-D window as rows x columns (a 1-D window is one row): what the
+// plane loops of grad_conv.cc and grad_pool.cc read.
+struct PlaneWindow {
+  int64_t h = 1, w = 1, oh = 1, ow = 1;
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
+  int64_t pt = 0, pl = 0, pb = 0, pr = 0;
+};
+// `g` of rank 1 or 2 as a PlaneWindow.
+PlaneWindow AsPlaneWindow(const exec::WindowGeometry& g);
 // The geometry of a Conv over `in` with weight `w` from ctx.node's strides,
 // dilations, pads, auto_pad and group (ExecutorWindow; checked against
 // `out` when given): Conv's own, and the Conv a ConvTranspose is the

@@ -24,13 +24,15 @@ absl::Status ApplyCorrections(JobState* state,
   return absl::OkStatus();
 }
 
+bool ShiftNegativeEnabled(const PtqOptions& options) {
+  return options.shift_negative_activation_correction ||
+         options.shift_negative_constant_add;
+}
+
 absl::Status RunShiftNegativeStage(
     JobState* state, std::map<std::string, std::vector<int64_t>>* shapes,
     const CancellationToken* cancel) {
-  if (!state->options.shift_negative_activation_correction &&
-      !state->options.shift_negative_constant_add) {
-    return absl::OkStatus();
-  }
+  if (!ShiftNegativeEnabled(state->options)) return absl::OkStatus();
   return ApplyShiftNegativeCorrection(state, shapes, cancel);
 }
 

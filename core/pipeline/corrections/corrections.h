@@ -19,6 +19,10 @@ namespace quantd {
 
 absl::Status ApplyCorrections(JobState* state, const CancellationToken* cancel);
 
+// Whether the options turn shift-negative correction on: MCT's for
+// activations, or quantd's for Adds of a constant.
+bool ShiftNegativeEnabled(const PtqOptions& options);
+
 // Shift-negative correction when the options turn it on (between parameter
 // selection and mixed precision, as MCT 2.3); `shapes` as
 // ApplyShiftNegativeCorrection's.

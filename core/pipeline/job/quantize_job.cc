@@ -431,8 +431,7 @@ absl::StatusOr<Decisions> Decide(
       clock.Begin(stage::kSelect, "selecting quantization parameters"));
   RETURN_IF_ERROR(SelectAllParams(state, pool, cancel, clock.sink(),
                                   has_target ? &selected_weights : nullptr));
-  if (state->options.shift_negative_activation_correction ||
-      state->options.shift_negative_constant_add) {
+  if (ShiftNegativeEnabled(state->options)) {
     RETURN_IF_ERROR(clock.Begin(stage::kSelect, "shift-negative correction"));
     RETURN_IF_ERROR(RunShiftNegativeStage(state, &cal->stats.shapes, cancel));
   }

@@ -146,6 +146,11 @@ class TargetSearch {
   bool Met(double figure) const { return TargetMet(target_, figure); }
   double GainEpsilon() const { return quantd::GainEpsilon(target_); }
   absl::Status TryOptions(PtqOptions* options, Trial* best);
+  // Trial `t` of edit `e` (`applied`: the options it ran with) replaces
+  // *best when it gains: the report's step is kept, the change recorded,
+  // `e` joins kept_. False (nothing changed) otherwise.
+  bool KeepIfGain(const OptionEdit& e, const PtqOptions& applied, Trial&& t,
+                  PtqOptions* options, Trial* best);
   absl::Status RevisitOptions(const std::vector<BitUpgrade>& upgrades,
                               PtqOptions* options, Trial* best);
   absl::StatusOr<std::shared_ptr<const hessian::HessianScores>> HessianScores();
@@ -296,19 +301,26 @@ absl::Status TargetSearch::TryOptions(PtqOptions* options, Trial* best) {
     ASSIGN_OR_RETURN(const bool can_try, WithHessianScores(&o));
     if (!can_try) continue;
     ASSIGN_OR_RETURN(Trial t, Try(o, {}, absl::StrCat(e.name, ": ", e.to)));
-    if (t.figure > best->figure + GainEpsilon()) {
-      outcome_.report.steps.back().kept = true;
-      outcome_.report.changes.push_back({"", e.name, e.from, e.to});
-      kept_.push_back(e);
-      *options = o;
-      *best = std::move(t);
-    } else if (e.retry_at_ceiling && t.figure != best->figure) {
+    const bool moved = t.figure != best->figure;
+    if (!KeepIfGain(e, o, std::move(t), options, best) && e.retry_at_ceiling &&
+        moved) {
       // A figure equal to the bit says the option changed nothing here
       // (no site for it), which the upgrades do not change either.
       rejected_.push_back(e);
     }
   }
   return absl::OkStatus();
+}
+
+bool TargetSearch::KeepIfGain(const OptionEdit& e, const PtqOptions& applied,
+                              Trial&& t, PtqOptions* options, Trial* best) {
+  if (!(t.figure > best->figure + GainEpsilon())) return false;
+  outcome_.report.steps.back().kept = true;
+  outcome_.report.changes.push_back({"", e.name, e.from, e.to});
+  kept_.push_back(e);
+  *options = applied;
+  *best = std::move(t);
+  return true;
 }
 
 // After the upgrades: each option stage (a) kept, undone when that now
@@ -363,13 +375,7 @@ absl::Status TargetSearch::RevisitOptions(
                      Try(o, upgrades,
                          absl::StrCat(e.name, ": ", e.to, " again, with the ",
                                       upgrades.size(), " upgrade(s)")));
-    if (t.figure > best->figure + GainEpsilon()) {
-      outcome_.report.steps.back().kept = true;
-      outcome_.report.changes.push_back({"", e.name, e.from, e.to});
-      kept_.push_back(e);
-      *options = o;
-      *best = std::move(t);
-    }
+    KeepIfGain(e, o, std::move(t), options, best);
   }
   return absl::OkStatus();
 }

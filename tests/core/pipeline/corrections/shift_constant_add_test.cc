@@ -11,6 +11,7 @@
 #include "core/pipeline/corrections/shift_negative.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/core/pipeline/corrections/snc_test_state.h"
 #include "tests/data/onnx/model_builder.h"
 
 namespace quantd {
@@ -43,21 +44,7 @@ JobState ConstantAddConvState() {
   JobState s;
   s.model = ConstantAddConvModel();
   s.plans.resize(2);
-  NodePlan& add = s.plans[0];
-  add.quantize_activation = true;
-  add.config.set_activation_n_bits(8);
-  add.config.set_activation_quantization_method(
-      v1::QUANTIZATION_METHOD_POWER_OF_TWO);
-  add.activation.tensor = "a";
-  add.activation.method = v1::QUANTIZATION_METHOD_POWER_OF_TWO;
-  add.activation.n_bits = 8;
-  add.activation.threshold = 16.0;
-  add.activation.is_signed = true;
-  TensorStats& st = s.stats["a"];
-  st.min = -0.1;
-  st.max = 10;
-  st.histogram.edges = {-0.1, 0, 5, 10};
-  st.histogram.counts = {1, 10, 5};
+  PlanSncActivation(0, "a", &s);
   s.options.shift_negative_activation_correction = false;
   s.options.shift_negative_constant_add = true;
   return s;
@@ -155,8 +142,8 @@ TEST(ShiftConstantAdd, OffByDefault) {
   EXPECT_TRUE(s.plans[0].activation.is_signed);
 }
 
-// An Add whose output another node reads too keeps it: the shift would
-// reach that reader.
+// An Add whose output is also read outside the Conv (here: a graph output)
+// keeps it: the shift would reach that reader.
 TEST(ShiftConstantAdd, AnAddWithSeveralReadersIsLeftAlone) {
   JobState s = ConstantAddConvState();
   Graph& g = s.model.graph;

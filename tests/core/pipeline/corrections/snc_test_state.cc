@@ -25,22 +25,26 @@ JobState LeakyReluConvSncState(const SncConv& conv) {
   JobState s;
   s.model = *m;
   s.plans.resize(2);
-  NodePlan& act = s.plans[0];
+  PlanSncActivation(0, "a", &s);
+  return s;
+}
+
+void PlanSncActivation(int node, const std::string& tensor, JobState* s) {
+  NodePlan& act = s->plans[node];
   act.quantize_activation = true;
   act.config.set_activation_n_bits(8);
   act.config.set_activation_quantization_method(
       v1::QUANTIZATION_METHOD_POWER_OF_TWO);
-  act.activation.tensor = "a";
+  act.activation.tensor = tensor;
   act.activation.method = v1::QUANTIZATION_METHOD_POWER_OF_TWO;
   act.activation.n_bits = 8;
   act.activation.threshold = 16.0;
   act.activation.is_signed = true;
-  TensorStats& st = s.stats["a"];
+  TensorStats& st = s->stats[tensor];
   st.min = -0.1;
   st.max = 10;
   st.histogram.edges = {-0.1, 0, 5, 10};
   st.histogram.counts = {1, 10, 5};
-  return s;
 }
 
 }  // namespace quantd

@@ -6,6 +6,7 @@
 #define QUANTD_TESTS_CORE_PIPELINE_CORRECTIONS_SNC_TEST_STATE_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/pipeline/job/job_state.h"
@@ -21,6 +22,10 @@ struct SncConv {
 };
 
 JobState LeakyReluConvSncState(const SncConv& conv);
+
+// The case's plan and statistics for the activation `tensor` of node
+// `node`: signed 8-bit POWER_OF_TWO, threshold 16, min -0.1, max 10.
+void PlanSncActivation(int node, const std::string& tensor, JobState* s);
 
 }  // namespace quantd
 
